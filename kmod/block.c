@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The block index of a pool: block addresses, the key hash, the free list,
+ * and the end of a block's life.
+ *
+ * Every block address has a struct kvt_block in pool->blocks[]. Blocks are
+ * chained by address, not by pointer, to keep the metadata per block small.
+ * A block moves FREE -> FILLING -> READY -> DYING -> FREE; only READY
+ * blocks are in the key hash and visible to commands.
+ */
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/hash.h>
+#include <linux/log2.h>
+#include "kvtier.h"
+#include "trace.h"
+
+#define KVT_MIN_HASH_BITS	4
+
+static u32 kvt_key_hash(struct kvt_pool *pool, const u64 *key)
+{
+	return hash_64(key[0] ^ (key[1] * GOLDEN_RATIO_64) ^ pool->seed,
+		       pool->hash_bits);
+}
+
+/**
+ * kvt_block_find() - the READY block holding a key
+ * @pool: the pool, its lock held
+ * @key: two u64 words
+ *
+ * Return: the block address, or KVT_NIL.
+ */
+u32 kvt_block_find(struct kvt_pool *pool, const u64 *key)
+{
+	u32 addr;
+
+	lockdep_assert_held(&pool->lock);
+	for (addr = pool->buckets[kvt_key_hash(pool, key)]; addr != KVT_NIL;
+	     addr = pool->blocks[addr].hnext) {
+		const struct kvt_block *blk = &pool->blocks[addr];
+
+		if (blk->key[0] == key[0] && blk->key[1] == key[1])
+			return addr;
+	}
+	return KVT_NIL;
+}
+
+/**
+ * kvt_block_hash_add() - make a filled block visible under its key
+ * @pool: the pool, its lock held
+ * @addr: a FILLING block whose key is not in the hash
+ */
+void kvt_block_hash_add(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	u32 *head = &pool->buckets[kvt_key_hash(pool, blk->key)];
+
+	lockdep_assert_held(&pool->lock);
+	blk->hnext = *head;
+	*head = addr;
+	blk->state = KVT_BLK_READY;
+	pool->nr_ready++;
+	kvt_policy_insert(pool, addr);
+	trace_kvtier_block_ready(pool, addr);
+}
+
+/**
+ * kvt_block_hash_del() - remove a READY block from the key hash
+ * @pool: the pool, its lock held
+ * @addr: the block
+ */
+void kvt_block_hash_del(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	u32 *link = &pool->buckets[kvt_key_hash(pool, blk->key)];
+
+	lockdep_assert_held(&pool->lock);
+	while (*link != addr) {
+		if (WARN_ON_ONCE(*link == KVT_NIL))
+			return;
+		link = &pool->blocks[*link].hnext;
+	}
+	*link = blk->hnext;
+	blk->hnext = KVT_NIL;
+}
+
+/**
+ * kvt_block_unlink() - make a READY block invisible; it becomes DYING
+ * @pool: the pool, its lock held
+ * @addr: an unpinned READY block
+ *
+ * The caller frees it with kvt_block_release() once it has no users:
+ * now, if blocks[addr].users is 0, else the last user does.
+ */
+void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	kvt_block_hash_del(pool, addr);
+	kvt_policy_remove(pool, addr);
+	blk->state = KVT_BLK_DYING;
+	pool->nr_ready--;
+	trace_kvtier_block_unlink(pool, addr);
+}
+
+/**
+ * kvt_block_release() - free a DYING block's memory and its address
+ * @pool: the pool
+ * @addr: a DYING block without users, owned by the caller
+ *
+ * Faults that saw the block READY still hold map_sem for read while they
+ * install PTEs; waiting for them and then zapping the block's range leaves
+ * no mapping of its pages before they go back to the allocator.
+ */
+void kvt_block_release(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	down_write(&pool->map_sem);
+	up_write(&pool->map_sem);
+	kvt_pool_zap(pool, addr);
+	kvt_dram_free(pool, blk);
+
+	spin_lock(&pool->lock);
+	blk->state = KVT_BLK_FREE;
+	blk->next = pool->free;
+	pool->free = addr;
+	pool->nr_dram--;
+	spin_unlock(&pool->lock);
+	trace_kvtier_block_free(pool, addr);
+}
+
+/**
+ * kvt_block_index_init() - allocate a pool's block array and key hash
+ * @pool: a new pool with its capacity set
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int kvt_block_index_init(struct kvt_pool *pool)
+{
+	size_t nbuckets;
+	u32 i;
+
+	pool->hash_bits = max_t(u32, KVT_MIN_HASH_BITS,
+				order_base_2(pool->capacity));
+	nbuckets = 1UL << pool->hash_bits;
+
+	pool->blocks = kvcalloc(pool->capacity, sizeof(*pool->blocks),
+				GFP_KERNEL_ACCOUNT);
+	if (!pool->blocks)
+		return -ENOMEM;
+	pool->buckets = kvmalloc_array(nbuckets, sizeof(*pool->buckets),
+				       GFP_KERNEL_ACCOUNT);
+	if (!pool->buckets) {
+		kvfree(pool->blocks);
+		pool->blocks = NULL;
+		return -ENOMEM;
+	}
+	memset(pool->buckets, 0xff, nbuckets * sizeof(*pool->buckets));
+
+	for (i = 0; i < pool->capacity; i++) {
+		pool->blocks[i].hnext = KVT_NIL;
+		pool->blocks[i].prev = KVT_NIL;
+		pool->blocks[i].next = i + 1;
+	}
+	pool->blocks[pool->capacity - 1].next = KVT_NIL;
+	pool->free = 0;
+	pool->lru.head = KVT_NIL;
+	pool->lru.tail = KVT_NIL;
+	pool->index_meta = array_size(pool->capacity, sizeof(*pool->blocks)) +
+			   nbuckets * sizeof(*pool->buckets);
+	return 0;
+}
+
+/**
+ * kvt_block_index_free() - free every block and the index of a dead pool
+ * @pool: a pool without files or mappings
+ */
+void kvt_block_index_free(struct kvt_pool *pool)
+{
+	u32 i;
+
+	if (!pool->blocks)
+		return;
+	for (i = 0; i < pool->capacity; i++) {
+		struct kvt_block *blk = &pool->blocks[i];
+
+		WARN_ON_ONCE(blk->state == KVT_BLK_FILLING || blk->users ||
+			     blk->pins);
+		if (blk->state != KVT_BLK_FREE)
+			kvt_dram_free(pool, blk);
+	}
+	kvfree(pool->buckets);
+	kvfree(pool->blocks);
+	pool->blocks = NULL;
+}
+
+/**
+ * kvt_block_meta_bytes() - kernel memory used for a pool's block metadata
+ * @pool: the pool
+ *
+ * Return: bytes of the block array, the key hash and the chunk arrays.
+ */
+u64 kvt_block_meta_bytes(struct kvt_pool *pool)
+{
+	return pool->index_meta + atomic64_read(&pool->chunk_meta);
+}

@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The commands of a pool file: batched PUT, GET, LOOKUP, DROP, PIN, UNPIN,
+ * and STAT.
+ *
+ * A batch is copied in once, checked whole (a bad field fails the batch
+ * with nothing done), run entry by entry (each gets its own status), and
+ * copied back once. The user buffers of PUT and GET are each touched once.
+ */
+#include <linux/fs.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/string.h>
+#include <linux/overflow.h>
+#include "kvtier.h"
+#include "trace.h"
+
+/**
+ * kvt_handle_unpin_all() - drop every pin an fd holds
+ * @h: the handle of a pool file being released
+ */
+void kvt_handle_unpin_all(struct kvt_handle *h)
+{
+	struct kvt_pool *pool = h->pool;
+	unsigned long addr;
+	void *entry;
+
+	xa_for_each(&h->pins, addr, entry) {
+		struct kvt_block *blk = &pool->blocks[addr];
+
+		spin_lock(&pool->lock);
+		blk->pins -= xa_to_value(entry);
+		if (!blk->pins) {
+			pool->nr_pinned--;
+			kvt_policy_insert(pool, addr);
+		}
+		spin_unlock(&pool->lock);
+	}
+}
+
+static void kvt_entry_set(struct kvtier_block *e, int status, u64 addr,
+			  u32 tier)
+{
+	e->status = status;
+	e->addr = addr;
+	e->tier = tier;
+}
+
+/* Find room for one more DRAM block, evicting if needed; lock held. */
+static int kvt_make_room(struct kvt_pool *pool)
+{
+	u32 victim;
+
+	lockdep_assert_held(&pool->lock);
+	while (pool->nr_dram >= pool->dram_blocks || pool->free == KVT_NIL) {
+		victim = kvt_policy_victim(pool);
+		if (victim == KVT_NIL)
+			return -ENOSPC;
+		kvt_block_unlink(pool, victim);
+		pool->stats.evictions++;
+		spin_unlock(&pool->lock);
+		kvt_block_release(pool, victim);
+		spin_lock(&pool->lock);
+	}
+	return 0;
+}
+
+/* A PUT may go ahead over an existing key @old only when replacing it. */
+static int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
+{
+	if (old == KVT_NIL)
+		return 0;
+	if (!replace)
+		return -EEXIST;
+	if (pool->blocks[old].pins)
+		return -EBUSY;
+	return 0;
+}
+
+static void kvt_put_abort(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	spin_lock(&pool->lock);
+	blk->state = KVT_BLK_FREE;
+	blk->next = pool->free;
+	pool->free = addr;
+	pool->nr_dram--;
+	spin_unlock(&pool->lock);
+}
+
+static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
+		       bool replace)
+{
+	struct kvt_block *blk;
+	u32 addr, old;
+	bool release_old = false;
+	int ret;
+
+	spin_lock(&pool->lock);
+	ret = kvt_put_conflict(pool, kvt_block_find(pool, e->key), replace);
+	if (!ret)
+		ret = kvt_make_room(pool);
+	if (ret) {
+		spin_unlock(&pool->lock);
+		return ret;
+	}
+	addr = pool->free;
+	blk = &pool->blocks[addr];
+	pool->free = blk->next;
+	pool->nr_dram++;
+	blk->state = KVT_BLK_FILLING;
+	blk->key[0] = e->key[0];
+	blk->key[1] = e->key[1];
+	spin_unlock(&pool->lock);
+
+	ret = kvt_dram_alloc(pool, blk);
+	if (ret)
+		goto out_abort;
+	if (kvt_dram_copy_in(pool, blk, u64_to_user_ptr(e->buf))) {
+		ret = -EFAULT;
+		goto out_free_mem;
+	}
+
+	/* Publish: a concurrent GET sees the old block or this one whole. */
+	spin_lock(&pool->lock);
+	old = kvt_block_find(pool, e->key);
+	ret = kvt_put_conflict(pool, old, replace);
+	if (ret) {
+		spin_unlock(&pool->lock);
+		goto out_free_mem;
+	}
+	if (old != KVT_NIL) {
+		kvt_block_unlink(pool, old);
+		release_old = !pool->blocks[old].users;
+	}
+	kvt_block_hash_add(pool, addr);
+	pool->stats.puts++;
+	pool->stats.bytes_in += pool->block_size;
+	spin_unlock(&pool->lock);
+
+	if (release_old)
+		kvt_block_release(pool, old);
+	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
+	return 0;
+
+out_free_mem:
+	kvt_dram_free(pool, blk);
+out_abort:
+	kvt_put_abort(pool, addr);
+	return ret;
+}
+
+static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
+{
+	struct kvt_block *blk;
+	bool release;
+	size_t left;
+	u32 addr;
+
+	spin_lock(&pool->lock);
+	addr = kvt_block_find(pool, e->key);
+	if (addr == KVT_NIL) {
+		pool->stats.misses++;
+		spin_unlock(&pool->lock);
+		return -ENOENT;
+	}
+	blk = &pool->blocks[addr];
+	if (blk->users == U16_MAX) {
+		spin_unlock(&pool->lock);
+		return -EBUSY;
+	}
+	blk->users++;
+	pool->stats.hits++;
+	kvt_policy_touch(pool, addr);
+	spin_unlock(&pool->lock);
+
+	left = kvt_dram_copy_out(pool, blk, u64_to_user_ptr(e->buf));
+
+	spin_lock(&pool->lock);
+	blk->users--;
+	release = !blk->users && blk->state == KVT_BLK_DYING;
+	if (!left) {
+		pool->stats.gets++;
+		pool->stats.bytes_out += pool->block_size;
+	}
+	spin_unlock(&pool->lock);
+
+	if (release)
+		kvt_block_release(pool, addr);
+	if (left)
+		return -EFAULT;
+	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
+	return 0;
+}
+
+static int kvt_drop_one(struct kvt_pool *pool, struct kvtier_block *e)
+{
+	bool release;
+	u32 addr;
+
+	spin_lock(&pool->lock);
+	addr = kvt_block_find(pool, e->key);
+	if (addr == KVT_NIL) {
+		spin_unlock(&pool->lock);
+		return -ENOENT;
+	}
+	if (pool->blocks[addr].pins) {
+		spin_unlock(&pool->lock);
+		return -EBUSY;
+	}
+	kvt_block_unlink(pool, addr);
+	pool->stats.drops++;
+	release = !pool->blocks[addr].users;
+	spin_unlock(&pool->lock);
+
+	if (release)
+		kvt_block_release(pool, addr);
+	return 0;
+}
+
+/* Pin and unpin run with h->pin_lock held, so h->pins matches blk->pins. */
+static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
+{
+	struct kvt_pool *pool = h->pool;
+	struct kvt_block *blk;
+	unsigned long held;
+	u32 addr;
+	int ret;
+
+	spin_lock(&pool->lock);
+	addr = kvt_block_find(pool, e->key);
+	if (addr == KVT_NIL) {
+		spin_unlock(&pool->lock);
+		return -ENOENT;
+	}
+	blk = &pool->blocks[addr];
+	if (blk->pins == U16_MAX) {
+		spin_unlock(&pool->lock);
+		return -EOVERFLOW;
+	}
+	if (!blk->pins++) {
+		pool->nr_pinned++;
+		kvt_policy_remove(pool, addr);
+	}
+	spin_unlock(&pool->lock);
+
+	/* A pinned block cannot go away: addr stays this key's block. */
+	held = xa_to_value(xa_load(&h->pins, addr) ?: xa_mk_value(0));
+	ret = xa_err(xa_store(&h->pins, addr, xa_mk_value(held + 1),
+			      GFP_KERNEL_ACCOUNT));
+	if (ret) {
+		spin_lock(&pool->lock);
+		if (!--blk->pins) {
+			pool->nr_pinned--;
+			kvt_policy_insert(pool, addr);
+		}
+		spin_unlock(&pool->lock);
+		return ret;
+	}
+	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
+	return 0;
+}
+
+static int kvt_unpin_one(struct kvt_handle *h, struct kvtier_block *e)
+{
+	struct kvt_pool *pool = h->pool;
+	struct kvt_block *blk;
+	unsigned long held;
+	void *entry;
+	u32 addr;
+
+	spin_lock(&pool->lock);
+	addr = kvt_block_find(pool, e->key);
+	spin_unlock(&pool->lock);
+	if (addr == KVT_NIL)
+		return -ENOENT;
+
+	entry = xa_load(&h->pins, addr);
+	if (!entry)
+		return -EINVAL;
+	held = xa_to_value(entry);
+	if (held > 1)
+		xa_store(&h->pins, addr, xa_mk_value(held - 1), GFP_KERNEL);
+	else
+		xa_erase(&h->pins, addr);
+
+	blk = &pool->blocks[addr];
+	spin_lock(&pool->lock);
+	if (!--blk->pins) {
+		pool->nr_pinned--;
+		kvt_policy_insert(pool, addr);
+	}
+	spin_unlock(&pool->lock);
+	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
+	return 0;
+}
+
+static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
+		       u32 count, u32 flags, u32 *prefix)
+{
+	bool in_prefix = true;
+	u32 i, addr;
+
+	*prefix = 0;
+	spin_lock(&pool->lock);
+	for (i = 0; i < count; i++) {
+		struct kvtier_block *e = &ents[i];
+
+		addr = kvt_block_find(pool, e->key);
+		if (addr == KVT_NIL) {
+			kvt_entry_set(e, -ENOENT, KVTIER_ADDR_NONE,
+				      KVTIER_TIER_NONE);
+			pool->stats.misses++;
+			in_prefix = false;
+			continue;
+		}
+		kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
+		pool->stats.hits++;
+		if (flags & KVTIER_LOOKUP_TOUCH)
+			kvt_policy_touch(pool, addr);
+		if (in_prefix)
+			(*prefix)++;
+	}
+	spin_unlock(&pool->lock);
+}
+
+static u32 kvt_batch_flags(unsigned int nr)
+{
+	switch (nr) {
+	case _IOC_NR(KVTIER_IOC_PUT):
+		return KVTIER_PUT_REPLACE;
+	case _IOC_NR(KVTIER_IOC_LOOKUP):
+		return KVTIER_LOOKUP_TOUCH;
+	}
+	return 0;
+}
+
+static struct kvtier_block *kvt_batch_copy_in(const struct kvtier_batch *b,
+					      unsigned int nr)
+{
+	bool has_buf = nr == _IOC_NR(KVTIER_IOC_PUT) ||
+		       nr == _IOC_NR(KVTIER_IOC_GET);
+	struct kvtier_block *ents;
+	u32 i;
+
+	if (!b->count || b->count > KVTIER_BATCH_MAX ||
+	    b->flags & ~kvt_batch_flags(nr) || b->__pad ||
+	    memchr_inv(b->reserved, 0, sizeof(b->reserved)))
+		return ERR_PTR(-EINVAL);
+
+	ents = vmemdup_user(u64_to_user_ptr(b->blocks),
+			    array_size(b->count, sizeof(*ents)));
+	if (IS_ERR(ents))
+		return ents;
+	for (i = 0; i < b->count; i++) {
+		if (ents[i].reserved || has_buf != !!ents[i].buf) {
+			kvfree(ents);
+			return ERR_PTR(-EINVAL);
+		}
+	}
+	return ents;
+}
+
+static int kvt_batch(struct kvt_handle *h, unsigned int nr,
+		     struct kvtier_batch *b)
+{
+	struct kvt_pool *pool = h->pool;
+	bool replace = b->flags & KVTIER_PUT_REPLACE;
+	struct kvtier_block *ents;
+	u32 i, done = 0;
+	int status;
+
+	if (h->rdonly && (nr == _IOC_NR(KVTIER_IOC_PUT) ||
+			  nr == _IOC_NR(KVTIER_IOC_DROP)))
+		return -EBADF;
+
+	ents = kvt_batch_copy_in(b, nr);
+	if (IS_ERR(ents))
+		return PTR_ERR(ents);
+
+	if (nr == _IOC_NR(KVTIER_IOC_LOOKUP)) {
+		kvt_lookup(pool, ents, b->count, b->flags, &done);
+		goto out_copy;
+	}
+
+	if (nr == _IOC_NR(KVTIER_IOC_PIN) || nr == _IOC_NR(KVTIER_IOC_UNPIN))
+		mutex_lock(&h->pin_lock);
+	for (i = 0; i < b->count; i++) {
+		struct kvtier_block *e = &ents[i];
+
+		switch (nr) {
+		case _IOC_NR(KVTIER_IOC_PUT):
+			status = kvt_put_one(pool, e, replace);
+			break;
+		case _IOC_NR(KVTIER_IOC_GET):
+			status = kvt_get_one(pool, e);
+			break;
+		case _IOC_NR(KVTIER_IOC_DROP):
+			status = kvt_drop_one(pool, e);
+			break;
+		case _IOC_NR(KVTIER_IOC_PIN):
+			status = kvt_pin_one(h, e);
+			break;
+		default:
+			status = kvt_unpin_one(h, e);
+			break;
+		}
+		if (status)
+			kvt_entry_set(e, status, KVTIER_ADDR_NONE,
+				      KVTIER_TIER_NONE);
+		else
+			done++;
+	}
+	if (nr == _IOC_NR(KVTIER_IOC_PIN) || nr == _IOC_NR(KVTIER_IOC_UNPIN))
+		mutex_unlock(&h->pin_lock);
+
+out_copy:
+	b->done = done;
+	status = 0;
+	if (copy_to_user(u64_to_user_ptr(b->blocks), ents,
+			 array_size(b->count, sizeof(*ents))))
+		status = -EFAULT;
+	kvfree(ents);
+	return status;
+}
+
+static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
+{
+	if (st->flags || memchr_inv(st->reserved, 0, sizeof(st->reserved)))
+		return -EINVAL;
+
+	memset(st, 0, sizeof(*st));
+	st->block_size = pool->block_size;
+	st->capacity = pool->capacity;
+	st->dram_blocks = pool->dram_blocks;
+	st->numa_node = pool->nid;
+	st->mode = pool->mode;
+	st->uid = from_kuid_munged(current_user_ns(), pool->uid);
+	st->gid = from_kgid_munged(current_user_ns(), pool->gid);
+	st->meta_bytes = sizeof(*pool) + kvt_block_meta_bytes(pool);
+
+	spin_lock(&pool->lock);
+	st->resident[KVTIER_TIER_DRAM] = pool->nr_ready;
+	st->pinned = pool->nr_pinned;
+	st->puts = pool->stats.puts;
+	st->gets = pool->stats.gets;
+	st->hits = pool->stats.hits;
+	st->misses = pool->stats.misses;
+	st->evictions = pool->stats.evictions;
+	st->drops = pool->stats.drops;
+	st->bytes_in = pool->stats.bytes_in;
+	st->bytes_out = pool->stats.bytes_out;
+	spin_unlock(&pool->lock);
+	return 0;
+}
+
+/**
+ * kvt_pool_ioctl() - the commands of a pool file
+ * @file: the pool file
+ * @cmd: KVTIER_IOC_PUT ... KVTIER_IOC_STAT
+ * @arg: user pointer to the command's struct
+ *
+ * Return: 0 or -errno; -ENOTTY for a command a pool file does not take.
+ */
+long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct kvt_handle *h = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	unsigned int nr = _IOC_NR(cmd);
+	size_t usize = _IOC_SIZE(cmd);
+	union {
+		struct kvtier_batch batch;
+		struct kvtier_pool_stat stat;
+	} u;
+	size_t ksize;
+	int ret;
+
+	if (_IOC_TYPE(cmd) != KVTIER_IOC_MAGIC ||
+	    _IOC_DIR(cmd) != (_IOC_READ | _IOC_WRITE))
+		return -ENOTTY;
+	switch (nr) {
+	case _IOC_NR(KVTIER_IOC_PUT) ... _IOC_NR(KVTIER_IOC_UNPIN):
+		ksize = sizeof(u.batch);
+		break;
+	case _IOC_NR(KVTIER_IOC_STAT):
+		ksize = sizeof(u.stat);
+		break;
+	default:
+		return -ENOTTY;
+	}
+	if (usize < ksize)
+		return -EINVAL;
+	ret = copy_struct_from_user(&u, ksize, uarg, usize);
+	if (ret)
+		return ret;
+
+	if (nr == _IOC_NR(KVTIER_IOC_STAT))
+		ret = kvt_stat(h->pool, &u.stat);
+	else
+		ret = kvt_batch(h, nr, &u.batch);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &u, ksize))
+		return -EFAULT;
+	return 0;
+}

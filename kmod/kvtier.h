@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvtier internal interfaces.
+ *
+ * Objects and their lifetimes:
+ *
+ *  struct kvt_pool	one block address space. Referenced by the registry
+ *			while it has a name, by every open pool file, and
+ *			by every mapping (through the file). Freed on the
+ *			last reference, which frees its blocks.
+ *  struct kvt_block	one slot of pool->blocks[], indexed by the block
+ *			address. Holds the key, the DRAM pages and the links
+ *			of the key hash and the replacement list.
+ *  struct kvt_handle	one open pool file: its access mode and its pins.
+ *
+ * Lock order: kvt_pools_lock -> handle->pin_lock -> pool->map_sem ->
+ * pool->lock.
+ */
+#ifndef _KVTIER_H
+#define _KVTIER_H
+
+#include <linux/types.h>
+#include <linux/spinlock.h>
+#include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/kref.h>
+#include <linux/kobject.h>
+#include <linux/xarray.h>
+#include <linux/wait.h>
+#include <linux/kvtier.h>
+
+#define KVT_NIL			U32_MAX
+
+/* Block states; a block is visible to commands only when READY. */
+enum kvt_block_state {
+	KVT_BLK_FREE = 0,	/* on the free list, no memory */
+	KVT_BLK_FILLING,	/* a PUT owns it and is copying data in */
+	KVT_BLK_READY,		/* in the key hash; readable */
+	KVT_BLK_DYING,		/* unlinked; freed when its last user goes */
+};
+
+/*
+ * struct kvt_block - one block address
+ *
+ * Kept small on purpose: DRAM metadata per block is a figure of merit
+ * (dram_meta_bytes_per_block). Links are u32 addresses, not pointers.
+ * Every field is protected by pool->lock, except the page contents.
+ */
+struct kvt_block {
+	u64 key[2];
+	union {
+		struct page *page;	/* one chunk: its first page */
+		struct page **chunks;	/* several chunks: their first pages */
+	} mem;
+	u32 hnext;		/* next address in the key hash chain */
+	u32 prev;		/* replacement list, or free list (next only) */
+	u32 next;
+	u16 pins;		/* pins held by all fds */
+	u16 users;		/* GETs copying out right now */
+	u8 state;		/* enum kvt_block_state */
+	u8 order;		/* chunk order of mem */
+};
+
+/* struct kvt_list - a list of blocks linked by address */
+struct kvt_list {
+	u32 head;		/* most recently used */
+	u32 tail;		/* least recently used */
+	u32 nr;
+};
+
+struct kvt_pool_counters {
+	u64 puts;
+	u64 gets;
+	u64 hits;
+	u64 misses;
+	u64 evictions;
+	u64 drops;
+	u64 bytes_in;
+	u64 bytes_out;
+};
+
+struct kvt_pool {
+	struct kref ref;
+	char name[KVTIER_NAME_MAX];
+
+	/* Configuration, constant after create. */
+	u64 block_size;
+	u32 pages_per_block;
+	u8 chunk_order;		/* preferred chunk order */
+	u32 capacity;
+	u32 dram_blocks;
+	int nid;		/* NUMA_NO_NODE: local */
+	umode_t mode;
+	kuid_t uid;
+	kgid_t gid;
+	u64 seed;		/* key hash seed */
+	u32 hash_bits;
+	struct mem_cgroup *memcg;	/* charged for the pool's memory */
+	struct inode *inode;	/* address_space shared by all fds */
+
+	/* Registry membership, protected by kvt_pools_lock. */
+	struct list_head node;
+	bool named;
+	struct kobject *kobj;
+
+	/*
+	 * Orders mmap faults (read) against freeing or reusing block memory
+	 * (write): a fault installs its PTEs while holding it for read, so
+	 * once a block is DYING and the writer has been through, a zap of
+	 * the block's range leaves no mapping of its pages.
+	 */
+	struct rw_semaphore map_sem;
+
+	/*
+	 * Protects blocks[], buckets[], lru, free, nr_dram, pinned and
+	 * stats. Never held across a copy or an allocation.
+	 */
+	spinlock_t lock;
+	struct kvt_block *blocks;	/* capacity entries, by address */
+	u32 *buckets;			/* key hash heads, 1 << hash_bits */
+	struct kvt_list lru;		/* READY, unpinned blocks */
+	u32 free;			/* first FREE address */
+	u32 nr_dram;			/* blocks holding DRAM pages */
+	u32 nr_ready;
+	u32 nr_pinned;
+	struct kvt_pool_counters stats;
+
+	atomic64_t chunk_meta;		/* bytes of chunk arrays */
+	u64 index_meta;			/* bytes of blocks[] and buckets[] */
+};
+
+/* struct kvt_handle - one open pool file */
+struct kvt_handle {
+	struct kvt_pool *pool;
+	bool rdonly;
+	struct mutex pin_lock;	/* protects pins */
+	struct xarray pins;	/* address -> pin count (xa value) */
+};
+
+/* main.c */
+extern int kvt_numa_node;
+extern unsigned int kvt_max_pools;
+extern u64 kvt_dram_budget;
+extern atomic64_t kvt_dram_used;
+
+/* pool.c */
+struct file *kvt_pool_create(struct kvtier_pool_create *pc);
+struct file *kvt_pool_open(struct kvtier_pool_open *po);
+int kvt_pool_destroy(struct kvtier_pool_destroy *pd);
+void kvt_pools_destroy_all(void);
+void kvt_pool_put(struct kvt_pool *pool);
+int kvt_pool_fs_init(void);
+void kvt_pool_fs_exit(void);
+void kvt_pools_stat(u32 *nr, u64 *reserved, struct kvt_pool_counters *sum);
+
+/* block.c: the key index and block state machine */
+u32 kvt_block_find(struct kvt_pool *pool, const u64 *key);
+void kvt_block_hash_add(struct kvt_pool *pool, u32 addr);
+void kvt_block_hash_del(struct kvt_pool *pool, u32 addr);
+int kvt_block_index_init(struct kvt_pool *pool);
+void kvt_block_index_free(struct kvt_pool *pool);
+u64 kvt_block_meta_bytes(struct kvt_pool *pool);
+void kvt_block_release(struct kvt_pool *pool, u32 addr);
+void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
+
+/* cmd.c: the batched block commands */
+long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+void kvt_handle_unpin_all(struct kvt_handle *h);
+
+/* tier_dram.c */
+int kvt_dram_alloc(struct kvt_pool *pool, struct kvt_block *blk);
+void kvt_dram_free(struct kvt_pool *pool, struct kvt_block *blk);
+size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
+			const void __user *buf);
+size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
+			 void __user *buf);
+struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
+			   u32 index);
+
+/* policy_lru.c: the replacement policy */
+void kvt_policy_insert(struct kvt_pool *pool, u32 addr);
+void kvt_policy_touch(struct kvt_pool *pool, u32 addr);
+void kvt_policy_remove(struct kvt_pool *pool, u32 addr);
+u32 kvt_policy_victim(struct kvt_pool *pool);
+
+/* mmap.c */
+int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma);
+void kvt_pool_zap(struct kvt_pool *pool, u32 addr);
+
+/* sysfs.c */
+int kvt_sysfs_init(void);
+void kvt_sysfs_exit(void);
+int kvt_sysfs_pool_add(struct kvt_pool *pool);
+void kvt_sysfs_pool_del(struct kvt_pool *pool);
+
+#endif /* _KVTIER_H */

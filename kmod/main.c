@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier: tiered storage for LLM KV-cache blocks.
+ *
+ * This file is the control plane: module parameters, the /dev/kvtier misc
+ * device, the API handshake and the pool commands of the control fd.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/miscdevice.h>
+#include <linux/fs.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/nodemask.h>
+#include <linux/mm.h>
+#include "kvtier.h"
+
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
+static unsigned int dram_mb = 256;
+module_param(dram_mb, uint, 0444);
+MODULE_PARM_DESC(dram_mb,
+		 "DRAM budget for all pools, in MiB (1 to half of RAM). Default: 256");
+
+int kvt_numa_node = NUMA_NO_NODE;
+module_param_named(numa_node, kvt_numa_node, int, 0444);
+MODULE_PARM_DESC(numa_node,
+		 "NUMA node for pool DRAM when a pool asks for none, -1 = local. Default: -1");
+
+unsigned int kvt_max_pools = 64;
+module_param_named(max_pools, kvt_max_pools, uint, 0444);
+MODULE_PARM_DESC(max_pools, "Most pools that may exist at once (1 to 4096). Default: 64");
+
+u64 kvt_dram_budget;
+atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
+
+#define KVT_MAX_POOLS_LIMIT	4096
+
+#define KVTIER_F_ALL	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
+			 KVTIER_F_REPLACE)
+
+/* Commands a control fd or a pool fd takes, reported by the handshake. */
+#define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))
+#define KVTIER_IOCTLS_ALL						\
+	(KVT_IOCTL_BIT(KVTIER_IOC_API) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_POOL_CREATE) |			\
+	 KVT_IOCTL_BIT(KVTIER_IOC_POOL_OPEN) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_POOL_DESTROY) |			\
+	 KVT_IOCTL_BIT(KVTIER_IOC_PUT) | KVT_IOCTL_BIT(KVTIER_IOC_GET) | \
+	 KVT_IOCTL_BIT(KVTIER_IOC_LOOKUP) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_DROP) | KVT_IOCTL_BIT(KVTIER_IOC_PIN) | \
+	 KVT_IOCTL_BIT(KVTIER_IOC_UNPIN) | KVT_IOCTL_BIT(KVTIER_IOC_STAT))
+
+/* struct kvt_ctl - one open control fd */
+struct kvt_ctl {
+	struct mutex lock;	/* serializes the handshake against commands */
+	bool api_done;
+	u64 features;
+};
+
+static int kvt_ctl_open(struct inode *inode, struct file *file)
+{
+	struct kvt_ctl *ctl;
+
+	ctl = kzalloc(sizeof(*ctl), GFP_KERNEL);
+	if (!ctl)
+		return -ENOMEM;
+	mutex_init(&ctl->lock);
+	file->private_data = ctl;
+	return 0;
+}
+
+static int kvt_ctl_release(struct inode *inode, struct file *file)
+{
+	kfree(file->private_data);
+	return 0;
+}
+
+static bool kvt_zeroed(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
+
+static int kvt_api(struct kvt_ctl *ctl, struct kvtier_api *api)
+{
+	if (api->api != KVTIER_API_VERSION || api->flags || api->__pad ||
+	    !kvt_zeroed(api->reserved, sizeof(api->reserved)))
+		return -EINVAL;
+	if (api->features & ~KVTIER_F_ALL)
+		return -EINVAL;
+	if (ctl->api_done)
+		return -EBUSY;
+
+	ctl->api_done = true;
+	ctl->features = api->features;
+
+	/* Only inputs are kept; every output is set here. */
+	api->supported = KVTIER_F_ALL;
+	api->ioctls = KVTIER_IOCTLS_ALL;
+	api->block_size_max = KVTIER_BLOCK_SIZE_MAX;
+	api->batch_max = KVTIER_BATCH_MAX;
+	api->name_max = KVTIER_NAME_MAX;
+	api->max_pools = kvt_max_pools;
+	api->dram_bytes = kvt_dram_budget;
+	return 0;
+}
+
+/*
+ * Size of each control command's struct in this kernel. A caller may pass
+ * a larger struct (a newer header) whose unknown tail is zero.
+ */
+static size_t kvt_ctl_size(unsigned int nr)
+{
+	switch (nr) {
+	case _IOC_NR(KVTIER_IOC_API):
+		return sizeof(struct kvtier_api);
+	case _IOC_NR(KVTIER_IOC_POOL_CREATE):
+		return sizeof(struct kvtier_pool_create);
+	case _IOC_NR(KVTIER_IOC_POOL_OPEN):
+		return sizeof(struct kvtier_pool_open);
+	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):
+		return sizeof(struct kvtier_pool_destroy);
+	}
+	return 0;
+}
+
+static unsigned int kvt_ctl_dir(unsigned int nr)
+{
+	if (nr == _IOC_NR(KVTIER_IOC_POOL_DESTROY))
+		return _IOC_WRITE;
+	return _IOC_READ | _IOC_WRITE;
+}
+
+/*
+ * Install a new pool file as an O_CLOEXEC fd once its number has reached
+ * userspace, so a fault on the way out leaves no fd behind.
+ */
+static int kvt_ctl_new_fd(void __user *uarg, void *karg, size_t ksize,
+			  __s32 *fdp, struct file *file)
+{
+	int fd;
+
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0) {
+		fput(file);
+		return fd;
+	}
+	*fdp = fd;
+	if (copy_to_user(uarg, karg, ksize)) {
+		put_unused_fd(fd);
+		fput(file);
+		return -EFAULT;
+	}
+	fd_install(fd, file);
+	return 0;
+}
+
+static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
+			  unsigned long arg)
+{
+	struct kvt_ctl *ctl = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	unsigned int nr = _IOC_NR(cmd);
+	size_t ksize = kvt_ctl_size(nr);
+	size_t usize = _IOC_SIZE(cmd);
+	union {
+		struct kvtier_api api;
+		struct kvtier_pool_create create;
+		struct kvtier_pool_open open;
+		struct kvtier_pool_destroy destroy;
+	} u;
+	int ret;
+
+	if (_IOC_TYPE(cmd) != KVTIER_IOC_MAGIC || !ksize ||
+	    _IOC_DIR(cmd) != kvt_ctl_dir(nr))
+		return -ENOTTY;
+	if (usize < ksize)
+		return -EINVAL;
+
+	ret = copy_struct_from_user(&u, ksize, uarg, usize);
+	if (ret)
+		return ret;
+
+	mutex_lock(&ctl->lock);
+	if (nr != _IOC_NR(KVTIER_IOC_API) && !ctl->api_done) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+
+	switch (nr) {
+	case _IOC_NR(KVTIER_IOC_API):
+		ret = kvt_api(ctl, &u.api);
+		break;
+	case _IOC_NR(KVTIER_IOC_POOL_CREATE):
+		ret = kvt_ctl_new_fd(uarg, &u.create, sizeof(u.create),
+				     &u.create.fd, kvt_pool_create(&u.create));
+		goto out_unlock;
+	case _IOC_NR(KVTIER_IOC_POOL_OPEN):
+		ret = kvt_ctl_new_fd(uarg, &u.open, sizeof(u.open), &u.open.fd,
+				     kvt_pool_open(&u.open));
+		goto out_unlock;
+	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):
+		ret = kvt_pool_destroy(&u.destroy);
+		goto out_unlock;
+	}
+	if (!ret && copy_to_user(uarg, &u, ksize))
+		ret = -EFAULT;
+out_unlock:
+	mutex_unlock(&ctl->lock);
+	return ret;
+}
+
+static const struct file_operations kvt_ctl_fops = {
+	.owner		= THIS_MODULE,
+	.open		= kvt_ctl_open,
+	.release	= kvt_ctl_release,
+	.unlocked_ioctl	= kvt_ctl_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice kvt_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= KVTIER_DEVICE_NAME,
+	.fops	= &kvt_ctl_fops,
+	.mode	= 0666,
+};
+
+static int __init kvt_check_params(void)
+{
+	u64 ram_mb = (totalram_pages() << PAGE_SHIFT) >> 20;
+
+	if (!dram_mb || dram_mb > ram_mb / 2) {
+		pr_err("dram_mb=%u out of range 1..%llu (half of RAM)\n",
+		       dram_mb, ram_mb / 2);
+		return -EINVAL;
+	}
+	if (kvt_numa_node != NUMA_NO_NODE &&
+	    (kvt_numa_node < 0 || kvt_numa_node >= MAX_NUMNODES ||
+	     !node_online(kvt_numa_node))) {
+		pr_err("numa_node=%d is not -1 or an online node\n",
+		       kvt_numa_node);
+		return -EINVAL;
+	}
+	if (!kvt_max_pools || kvt_max_pools > KVT_MAX_POOLS_LIMIT) {
+		pr_err("max_pools=%u out of range 1..%u\n", kvt_max_pools,
+		       KVT_MAX_POOLS_LIMIT);
+		return -EINVAL;
+	}
+	kvt_dram_budget = (u64)dram_mb << 20;
+	return 0;
+}
+
+static int __init kvt_init(void)
+{
+	int ret;
+
+	ret = kvt_check_params();
+	if (ret)
+		return ret;
+
+	ret = kvt_pool_fs_init();
+	if (ret)
+		return ret;
+
+	ret = kvt_sysfs_init();
+	if (ret)
+		goto out_fs_exit;
+
+	ret = misc_register(&kvt_misc);
+	if (ret)
+		goto out_sysfs_exit;
+
+	pr_info("api %u, dram_mb=%u numa_node=%d max_pools=%u\n",
+		KVTIER_API_VERSION, dram_mb, kvt_numa_node, kvt_max_pools);
+	return 0;
+
+out_sysfs_exit:
+	kvt_sysfs_exit();
+out_fs_exit:
+	kvt_pool_fs_exit();
+	return ret;
+}
+
+static void __exit kvt_exit(void)
+{
+	misc_deregister(&kvt_misc);
+	kvt_pools_destroy_all();
+	kvt_sysfs_exit();
+	kvt_pool_fs_exit();
+	if (atomic64_read(&kvt_dram_used))
+		pr_err("leak: %lld bytes of DRAM still accounted at unload\n",
+		       atomic64_read(&kvt_dram_used));
+}
+
+module_init(kvt_init);
+module_exit(kvt_exit);
+
+MODULE_DESCRIPTION("Tiered storage for LLM KV-cache blocks");
+MODULE_LICENSE("GPL");

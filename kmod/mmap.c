@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmap of a pool file: block address a is at offset a * block_size.
+ *
+ * Mappings are read-only and filled on fault with the pages of READY
+ * blocks (VM_MIXEDMAP, normal refcounted pages, so move_pages(2) can query
+ * their node). A fault on an address without a READY block raises SIGBUS.
+ * Before a block's pages are freed, kvt_block_release() zaps its range in
+ * every mapping of the pool; see map_sem in struct kvt_pool.
+ */
+#include <linux/mm.h>
+#include <linux/fs.h>
+#include <linux/math64.h>
+#include "kvtier.h"
+
+#define KVT_FAULT_PAGES		32	/* pages mapped around one fault */
+
+static vm_fault_t kvt_vm_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct kvt_handle *h = vma->vm_file->private_data;
+	struct kvt_pool *pool = h->pool;
+	struct page *pages[KVT_FAULT_PAGES];
+	unsigned long num, nr, i;
+	struct kvt_block *blk;
+	u32 index;
+	u64 addr;
+	int err;
+
+	addr = div_u64_rem(vmf->pgoff, pool->pages_per_block, &index);
+	if (addr >= pool->capacity)
+		return VM_FAULT_SIGBUS;
+
+	/* Map ahead to the end of the block, within the VMA. */
+	nr = min3((unsigned long)(pool->pages_per_block - index),
+		  (vma->vm_end - vmf->address) >> PAGE_SHIFT,
+		  (unsigned long)KVT_FAULT_PAGES);
+
+	down_read(&pool->map_sem);
+	spin_lock(&pool->lock);
+	blk = &pool->blocks[addr];
+	if (blk->state != KVT_BLK_READY) {
+		spin_unlock(&pool->lock);
+		up_read(&pool->map_sem);
+		return VM_FAULT_SIGBUS;
+	}
+	for (i = 0; i < nr; i++)
+		pages[i] = kvt_dram_page(pool, blk, index + i);
+	spin_unlock(&pool->lock);
+
+	num = nr;
+	err = vm_insert_pages(vma, vmf->address, pages, &num);
+	up_read(&pool->map_sem);
+
+	/* A page already mapped by a racing fault is fine. */
+	if (err && num == nr && err != -EBUSY)
+		return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+	return VM_FAULT_NOPAGE;
+}
+
+static const struct vm_operations_struct kvt_vm_ops = {
+	.fault = kvt_vm_fault,
+};
+
+/**
+ * kvt_pool_mmap() - map a range of a pool's block address space
+ * @file: a pool file
+ * @vma: the new mapping
+ *
+ * Return: 0; -EACCES for a writable mapping; -EINVAL past the last block.
+ */
+int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct kvt_handle *h = file->private_data;
+	struct kvt_pool *pool = h->pool;
+	u64 end = (u64)pool->capacity * pool->pages_per_block;
+
+	if (vma->vm_flags & VM_WRITE)
+		return -EACCES;
+	if (vma->vm_pgoff > end || vma_pages(vma) > end - vma->vm_pgoff)
+		return -EINVAL;
+
+	vma->vm_flags &= ~VM_MAYWRITE;
+	vma->vm_flags |= VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	vma->vm_ops = &kvt_vm_ops;
+	return 0;
+}
+
+/**
+ * kvt_pool_zap() - remove a block's pages from every mapping of its pool
+ * @pool: the pool
+ * @addr: the block address
+ */
+void kvt_pool_zap(struct kvt_pool *pool, u32 addr)
+{
+	unmap_mapping_range(pool->inode->i_mapping,
+			    (loff_t)addr * pool->block_size, pool->block_size,
+			    1);
+}

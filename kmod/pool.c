@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Pools: the registry of named pools, their lifetime, access checks and
+ * the pool files that userspace holds.
+ *
+ * A pool file is a pseudo file on a private mount so that every file of one
+ * pool shares one inode, hence one address_space: removing a block zaps its
+ * pages from every mapping of the pool in one unmap_mapping_range().
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/module.h>
+#include <linux/file.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
+#include <linux/slab.h>
+#include <linux/random.h>
+#include <linux/cred.h>
+#include <linux/capability.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
+#include <linux/log2.h>
+#include "kvtier.h"
+
+#define KVTIERFS_MAGIC	0x6b767466	/* "kvtf" */
+
+static struct vfsmount *kvt_mnt;
+static struct kmem_cache *kvt_pool_cache;
+static struct kmem_cache *kvt_handle_cache;
+
+/* Protects kvt_pools, kvt_nr_pools, kvt_dram_reserved and pool->named. */
+static DEFINE_MUTEX(kvt_pools_lock);
+static LIST_HEAD(kvt_pools);
+static unsigned int kvt_nr_pools;
+static u64 kvt_dram_reserved;
+
+static const struct file_operations kvt_pool_fops;
+
+static int kvt_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, KVTIERFS_MAGIC) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type kvt_fs_type = {
+	.name			= "kvtierfs",
+	.init_fs_context	= kvt_fs_init_fs_context,
+	.kill_sb		= kill_anon_super,
+};
+
+int kvt_pool_fs_init(void)
+{
+	int ret = -ENOMEM;
+
+	kvt_pool_cache = KMEM_CACHE(kvt_pool, 0);
+	if (!kvt_pool_cache)
+		return ret;
+	kvt_handle_cache = KMEM_CACHE(kvt_handle, 0);
+	if (!kvt_handle_cache)
+		goto out_pool_cache;
+
+	kvt_mnt = kern_mount(&kvt_fs_type);
+	if (IS_ERR(kvt_mnt)) {
+		ret = PTR_ERR(kvt_mnt);
+		goto out_handle_cache;
+	}
+	return 0;
+
+out_handle_cache:
+	kmem_cache_destroy(kvt_handle_cache);
+out_pool_cache:
+	kmem_cache_destroy(kvt_pool_cache);
+	return ret;
+}
+
+void kvt_pool_fs_exit(void)
+{
+	kern_unmount(kvt_mnt);
+	kmem_cache_destroy(kvt_handle_cache);
+	kmem_cache_destroy(kvt_pool_cache);
+}
+
+static void kvt_pool_free(struct kref *ref)
+{
+	struct kvt_pool *pool = container_of(ref, struct kvt_pool, ref);
+
+	kvt_block_index_free(pool);
+	iput(pool->inode);
+	mem_cgroup_put(pool->memcg);
+
+	mutex_lock(&kvt_pools_lock);
+	kvt_dram_reserved -= (u64)pool->dram_blocks * pool->block_size;
+	kvt_nr_pools--;
+	mutex_unlock(&kvt_pools_lock);
+
+	kmem_cache_free(kvt_pool_cache, pool);
+}
+
+/**
+ * kvt_pool_put() - drop a pool reference
+ * @pool: the pool
+ *
+ * The last reference frees the pool's blocks and releases its share of
+ * the DRAM budget. Must not be called with kvt_pools_lock held.
+ */
+void kvt_pool_put(struct kvt_pool *pool)
+{
+	kref_put(&pool->ref, kvt_pool_free);
+}
+
+/* Names are what sysfs shows: 1..63 bytes of [A-Za-z0-9._-], not "." "..". */
+static int kvt_name_check(const __u8 *name)
+{
+	size_t len = strnlen(name, KVTIER_NAME_MAX);
+	size_t i;
+
+	if (!len || len == KVTIER_NAME_MAX)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!(isascii(c) && isalnum(c)) && c != '.' && c != '_' &&
+		    c != '-')
+			return -EINVAL;
+	}
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	return 0;
+}
+
+static struct kvt_pool *kvt_pool_lookup(const char *name)
+{
+	struct kvt_pool *pool;
+
+	lockdep_assert_held(&kvt_pools_lock);
+	list_for_each_entry(pool, &kvt_pools, node)
+		if (!strcmp(pool->name, name))
+			return pool;
+	return NULL;
+}
+
+/* File-like access check: MAY_READ / MAY_WRITE against owner, group, other. */
+static int kvt_pool_permission(struct kvt_pool *pool, int mask)
+{
+	umode_t mode = pool->mode;
+
+	if (uid_eq(current_fsuid(), pool->uid))
+		mode >>= 6;
+	else if (in_group_p(pool->gid))
+		mode >>= 3;
+
+	if ((mask & ~mode & 7) == 0)
+		return 0;
+	if (capable(CAP_DAC_OVERRIDE))
+		return 0;
+	return -EACCES;
+}
+
+static struct file *kvt_pool_new_file(struct kvt_pool *pool, bool rdonly)
+{
+	struct kvt_handle *h;
+	struct file *file;
+
+	h = kmem_cache_zalloc(kvt_handle_cache, GFP_KERNEL);
+	if (!h)
+		return ERR_PTR(-ENOMEM);
+	h->rdonly = rdonly;
+	mutex_init(&h->pin_lock);
+	xa_init(&h->pins);
+
+	/* The file's release puts the module reference of its fops. */
+	__module_get(THIS_MODULE);
+	ihold(pool->inode);
+	file = alloc_file_pseudo(pool->inode, kvt_mnt, "kvtier-pool",
+				 O_RDWR, &kvt_pool_fops);
+	if (IS_ERR(file)) {
+		iput(pool->inode);
+		module_put(THIS_MODULE);
+		kmem_cache_free(kvt_handle_cache, h);
+		return file;
+	}
+
+	kref_get(&pool->ref);
+	h->pool = pool;
+	file->private_data = h;
+	return file;
+}
+
+static int kvt_pool_create_check(const struct kvtier_pool_create *pc)
+{
+	int ret;
+
+	ret = kvt_name_check(pc->name);
+	if (ret)
+		return ret;
+	if (!pc->block_size || !PAGE_ALIGNED(pc->block_size) ||
+	    pc->block_size > KVTIER_BLOCK_SIZE_MAX)
+		return -EINVAL;
+	if (!pc->capacity || pc->capacity > KVTIER_CAPACITY_MAX ||
+	    pc->dram_blocks > pc->capacity)
+		return -EINVAL;
+	if (pc->flags & ~(KVTIER_POOL_CREATE_FLAGS | KVTIER_POOL_OPEN_FLAGS))
+		return -EINVAL;
+	if (pc->mode & ~0777)
+		return -EINVAL;
+	if (pc->numa_node != NUMA_NO_NODE &&
+	    (pc->numa_node < 0 || pc->numa_node >= MAX_NUMNODES ||
+	     !node_online(pc->numa_node)))
+		return -EINVAL;
+	if (memchr_inv(pc->reserved, 0, sizeof(pc->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
+{
+	struct kvt_pool *pool;
+	int ret;
+
+	pool = kmem_cache_zalloc(kvt_pool_cache, GFP_KERNEL);
+	if (!pool)
+		return ERR_PTR(-ENOMEM);
+
+	kref_init(&pool->ref);
+	strscpy(pool->name, pc->name, sizeof(pool->name));
+	pool->block_size = pc->block_size;
+	pool->pages_per_block = pc->block_size >> PAGE_SHIFT;
+	pool->chunk_order = min_t(unsigned int, __ffs(pool->pages_per_block),
+				  MAX_ORDER - 1);
+	pool->capacity = pc->capacity;
+	pool->dram_blocks = pc->dram_blocks ?: pc->capacity;
+	pool->nid = pc->numa_node == NUMA_NO_NODE ? kvt_numa_node :
+						    pc->numa_node;
+	pool->mode = pc->mode ?: 0600;
+	pool->uid = current_fsuid();
+	pool->gid = current_fsgid();
+	pool->seed = get_random_u64();
+	INIT_LIST_HEAD(&pool->node);
+	init_rwsem(&pool->map_sem);
+	spin_lock_init(&pool->lock);
+
+	/* Block memory is charged to the creator's memory cgroup. */
+	pool->memcg = get_mem_cgroup_from_mm(current->mm);
+
+	ret = kvt_block_index_init(pool);
+	if (ret)
+		goto out_free;
+
+	pool->inode = alloc_anon_inode(kvt_mnt->mnt_sb);
+	if (IS_ERR(pool->inode)) {
+		ret = PTR_ERR(pool->inode);
+		goto out_index_free;
+	}
+	pool->inode->i_size = (loff_t)pool->capacity * pool->block_size;
+	return pool;
+
+out_index_free:
+	kvt_block_index_free(pool);
+out_free:
+	mem_cgroup_put(pool->memcg);
+	kmem_cache_free(kvt_pool_cache, pool);
+	return ERR_PTR(ret);
+}
+
+/**
+ * kvt_pool_create() - create a named pool and return a file for it
+ * @pc: the request, checked here
+ *
+ * Return: a new pool file, or an ERR_PTR: -EINVAL, -EEXIST, -EMFILE,
+ * -ENOSPC (DRAM budget), -EACCES, -ENOMEM.
+ */
+struct file *kvt_pool_create(struct kvtier_pool_create *pc)
+{
+	bool rdonly = pc->flags & KVTIER_POOL_RDONLY;
+	struct kvt_pool *pool, *old;
+	struct file *file;
+	u64 dram;
+	int ret;
+
+	ret = kvt_pool_create_check(pc);
+	if (ret)
+		return ERR_PTR(ret);
+
+	pool = kvt_pool_alloc(pc);
+	if (IS_ERR(pool))
+		return ERR_CAST(pool);
+	dram = (u64)pool->dram_blocks * pool->block_size;
+
+	mutex_lock(&kvt_pools_lock);
+	old = kvt_pool_lookup(pool->name);
+	if (old) {
+		ret = -EEXIST;
+		if (!(pc->flags & KVTIER_POOL_OPEN_EXISTING))
+			goto out_unlock;
+		ret = kvt_pool_permission(old, rdonly ? MAY_READ :
+					  MAY_READ | MAY_WRITE);
+		if (!ret)
+			kref_get(&old->ref);
+		mutex_unlock(&kvt_pools_lock);
+		/* Never counted against the registry: free it directly. */
+		kvt_block_index_free(pool);
+		iput(pool->inode);
+		mem_cgroup_put(pool->memcg);
+		kmem_cache_free(kvt_pool_cache, pool);
+		if (ret)
+			return ERR_PTR(ret);
+		file = kvt_pool_new_file(old, rdonly);
+		kvt_pool_put(old);
+		return file;
+	}
+	ret = -EMFILE;
+	if (kvt_nr_pools >= kvt_max_pools)
+		goto out_unlock;
+	ret = -ENOSPC;
+	if (dram > kvt_dram_budget - kvt_dram_reserved)
+		goto out_unlock;
+
+	kvt_nr_pools++;
+	kvt_dram_reserved += dram;
+	pool->named = true;
+	list_add_tail(&pool->node, &kvt_pools);
+	kvt_sysfs_pool_add(pool);
+	mutex_unlock(&kvt_pools_lock);
+
+	/* The registry keeps the initial reference. */
+	file = kvt_pool_new_file(pool, rdonly);
+	if (IS_ERR(file)) {
+		struct kvtier_pool_destroy pd = { };
+
+		memcpy(pd.name, pool->name, sizeof(pd.name));
+		kvt_pool_destroy(&pd);
+	}
+	return file;
+
+out_unlock:
+	mutex_unlock(&kvt_pools_lock);
+	kvt_block_index_free(pool);
+	iput(pool->inode);
+	mem_cgroup_put(pool->memcg);
+	kmem_cache_free(kvt_pool_cache, pool);
+	return ERR_PTR(ret);
+}
+
+/**
+ * kvt_pool_open() - open an existing pool by name
+ * @po: the request, checked here
+ *
+ * Return: a new pool file, or an ERR_PTR: -EINVAL, -ENOENT, -EACCES,
+ * -ENOMEM.
+ */
+struct file *kvt_pool_open(struct kvtier_pool_open *po)
+{
+	bool rdonly = po->flags & KVTIER_POOL_RDONLY;
+	struct kvt_pool *pool;
+	struct file *file;
+	int ret;
+
+	ret = kvt_name_check(po->name);
+	if (ret)
+		return ERR_PTR(ret);
+	if (po->flags & ~KVTIER_POOL_OPEN_FLAGS ||
+	    memchr_inv(po->reserved, 0, sizeof(po->reserved)))
+		return ERR_PTR(-EINVAL);
+
+	mutex_lock(&kvt_pools_lock);
+	pool = kvt_pool_lookup(po->name);
+	if (!pool) {
+		mutex_unlock(&kvt_pools_lock);
+		return ERR_PTR(-ENOENT);
+	}
+	ret = kvt_pool_permission(pool, rdonly ? MAY_READ :
+				  MAY_READ | MAY_WRITE);
+	if (!ret)
+		kref_get(&pool->ref);
+	mutex_unlock(&kvt_pools_lock);
+	if (ret)
+		return ERR_PTR(ret);
+
+	file = kvt_pool_new_file(pool, rdonly);
+	kvt_pool_put(pool);
+	return file;
+}
+
+static void kvt_pool_unname(struct kvt_pool *pool)
+{
+	lockdep_assert_held(&kvt_pools_lock);
+	list_del_init(&pool->node);
+	pool->named = false;
+	kvt_sysfs_pool_del(pool);
+}
+
+/**
+ * kvt_pool_destroy() - remove a pool's name
+ * @pd: the request, checked here
+ *
+ * The pool's memory goes with its last file or mapping.
+ *
+ * Return: 0, -EINVAL, -ENOENT, -EPERM.
+ */
+int kvt_pool_destroy(struct kvtier_pool_destroy *pd)
+{
+	struct kvt_pool *pool;
+	int ret;
+
+	ret = kvt_name_check(pd->name);
+	if (ret)
+		return ret;
+	if (pd->flags || pd->__pad ||
+	    memchr_inv(pd->reserved, 0, sizeof(pd->reserved)))
+		return -EINVAL;
+
+	mutex_lock(&kvt_pools_lock);
+	pool = kvt_pool_lookup(pd->name);
+	if (!pool) {
+		mutex_unlock(&kvt_pools_lock);
+		return -ENOENT;
+	}
+	if (!uid_eq(current_fsuid(), pool->uid) && !capable(CAP_SYS_ADMIN)) {
+		mutex_unlock(&kvt_pools_lock);
+		return -EPERM;
+	}
+	kvt_pool_unname(pool);
+	mutex_unlock(&kvt_pools_lock);
+
+	kvt_pool_put(pool);
+	return 0;
+}
+
+/**
+ * kvt_pools_destroy_all() - drop every name at module unload
+ *
+ * No pool file can be open then (each holds a module reference), so this
+ * frees every pool.
+ */
+void kvt_pools_destroy_all(void)
+{
+	struct kvt_pool *pool;
+
+	mutex_lock(&kvt_pools_lock);
+	while ((pool = list_first_entry_or_null(&kvt_pools, struct kvt_pool,
+						node))) {
+		kvt_pool_unname(pool);
+		mutex_unlock(&kvt_pools_lock);
+		kvt_pool_put(pool);
+		mutex_lock(&kvt_pools_lock);
+	}
+	mutex_unlock(&kvt_pools_lock);
+}
+
+/**
+ * kvt_pools_stat() - global figures for sysfs
+ * @nr: out: pools that exist, named or not
+ * @reserved: out: DRAM bytes reserved by them
+ * @sum: out: the counters of the named pools, added up
+ */
+void kvt_pools_stat(u32 *nr, u64 *reserved, struct kvt_pool_counters *sum)
+{
+	struct kvt_pool *pool;
+
+	memset(sum, 0, sizeof(*sum));
+	mutex_lock(&kvt_pools_lock);
+	*nr = kvt_nr_pools;
+	*reserved = kvt_dram_reserved;
+	list_for_each_entry(pool, &kvt_pools, node) {
+		spin_lock(&pool->lock);
+		sum->puts += pool->stats.puts;
+		sum->gets += pool->stats.gets;
+		sum->hits += pool->stats.hits;
+		sum->misses += pool->stats.misses;
+		sum->evictions += pool->stats.evictions;
+		sum->drops += pool->stats.drops;
+		sum->bytes_in += pool->stats.bytes_in;
+		sum->bytes_out += pool->stats.bytes_out;
+		spin_unlock(&pool->lock);
+	}
+	mutex_unlock(&kvt_pools_lock);
+}
+
+static int kvt_pool_release(struct inode *inode, struct file *file)
+{
+	struct kvt_handle *h = file->private_data;
+
+	kvt_handle_unpin_all(h);
+	xa_destroy(&h->pins);
+	kvt_pool_put(h->pool);
+	kmem_cache_free(kvt_handle_cache, h);
+	return 0;
+}
+
+static const struct file_operations kvt_pool_fops = {
+	.owner		= THIS_MODULE,
+	.release	= kvt_pool_release,
+	.unlocked_ioctl	= kvt_pool_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.mmap		= kvt_pool_mmap,
+	.llseek		= noop_llseek,
+};

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * DRAM tier: the pages that hold a block.
+ *
+ * A block is an array of chunks of 2^order pages each. The pool prefers
+ * the largest order that divides the block (up to MAX_ORDER - 1) and falls
+ * back to single pages when high-order memory is short. Each chunk is
+ * split into order-0 pages right away, so every page can be mapped into
+ * userspace and refcounted on its own; a chunk stays physically contiguous
+ * so copies run over it in one go.
+ *
+ * Pages come from the pool's NUMA node (strictly, with __GFP_THISNODE) and
+ * are charged to the memory cgroup of the process that created the pool:
+ * the pool's owner pays for what the pool holds, whoever writes it.
+ */
+#include <linux/mm.h>
+#include <linux/gfp.h>
+#include <linux/slab.h>
+#include <linux/highmem.h>
+#include <linux/uaccess.h>
+#include <linux/sched/mm.h>
+#include <linux/memcontrol.h>
+#include "kvtier.h"
+
+static unsigned int kvt_nr_chunks(struct kvt_pool *pool, unsigned int order)
+{
+	return pool->pages_per_block >> order;
+}
+
+static struct page *kvt_chunk(struct kvt_pool *pool, struct kvt_block *blk,
+			      unsigned int i)
+{
+	if (kvt_nr_chunks(pool, blk->order) == 1)
+		return blk->mem.page;
+	return blk->mem.chunks[i];
+}
+
+static void kvt_chunk_free(struct page *page, unsigned int order)
+{
+	unsigned int i;
+
+	/* put_page: a page may still be held by a GUP user of a mapping. */
+	for (i = 0; i < 1U << order; i++)
+		put_page(nth_page(page, i));
+}
+
+static struct page *kvt_chunk_alloc(struct kvt_pool *pool, unsigned int order)
+{
+	gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_NOWARN;
+	struct page *page;
+
+	if (order)
+		gfp |= __GFP_NORETRY;
+	if (pool->nid == NUMA_NO_NODE) {
+		page = alloc_pages(gfp, order);
+	} else {
+		page = alloc_pages_node(pool->nid, gfp | __GFP_THISNODE,
+					order);
+	}
+	if (page && order)
+		split_page(page, order);
+	return page;
+}
+
+static int kvt_dram_alloc_order(struct kvt_pool *pool, struct kvt_block *blk,
+				unsigned int order)
+{
+	unsigned int nr = kvt_nr_chunks(pool, order);
+	struct page **chunks;
+	unsigned int i;
+
+	if (nr == 1) {
+		blk->mem.page = kvt_chunk_alloc(pool, order);
+		return blk->mem.page ? 0 : -ENOMEM;
+	}
+
+	chunks = kvmalloc_array(nr, sizeof(*chunks), GFP_KERNEL_ACCOUNT);
+	if (!chunks)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		chunks[i] = kvt_chunk_alloc(pool, order);
+		if (!chunks[i])
+			goto out_free_chunks;
+		cond_resched();
+	}
+	blk->mem.chunks = chunks;
+	atomic64_add(nr * sizeof(*chunks), &pool->chunk_meta);
+	return 0;
+
+out_free_chunks:
+	while (i--)
+		kvt_chunk_free(chunks[i], order);
+	kvfree(chunks);
+	return -ENOMEM;
+}
+
+/**
+ * kvt_dram_alloc() - give a block its pages
+ * @pool: the pool
+ * @blk: a FILLING block without memory, owned by the caller
+ *
+ * Return: 0 or -ENOMEM (node or memory cgroup out of memory).
+ */
+int kvt_dram_alloc(struct kvt_pool *pool, struct kvt_block *blk)
+{
+	struct mem_cgroup *old_memcg = set_active_memcg(pool->memcg);
+	int ret;
+
+	blk->order = pool->chunk_order;
+	ret = kvt_dram_alloc_order(pool, blk, blk->order);
+	if (ret && blk->order) {
+		blk->order = 0;
+		ret = kvt_dram_alloc_order(pool, blk, 0);
+	}
+	set_active_memcg(old_memcg);
+	if (!ret)
+		atomic64_add(pool->block_size, &kvt_dram_used);
+	return ret;
+}
+
+/**
+ * kvt_dram_free() - give a block's pages back
+ * @pool: the pool
+ * @blk: a block with memory that no mapping and no command uses
+ */
+void kvt_dram_free(struct kvt_pool *pool, struct kvt_block *blk)
+{
+	unsigned int nr = kvt_nr_chunks(pool, blk->order);
+	unsigned int i;
+
+	for (i = 0; i < nr; i++)
+		kvt_chunk_free(kvt_chunk(pool, blk, i), blk->order);
+	if (nr > 1) {
+		kvfree(blk->mem.chunks);
+		atomic64_sub(nr * sizeof(*blk->mem.chunks), &pool->chunk_meta);
+	}
+	blk->mem.page = NULL;
+	atomic64_sub(pool->block_size, &kvt_dram_used);
+}
+
+/**
+ * kvt_dram_copy_in() - fill a block from user memory
+ * @pool: the pool
+ * @blk: a FILLING block with memory
+ * @buf: block_size bytes of user memory
+ *
+ * Return: bytes not copied; 0 on success.
+ */
+size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
+			const void __user *buf)
+{
+	size_t len = PAGE_SIZE << blk->order;
+	unsigned int i, nr = kvt_nr_chunks(pool, blk->order);
+
+	for (i = 0; i < nr; i++) {
+		void *dst = page_address(kvt_chunk(pool, blk, i));
+
+		if (copy_from_user(dst, buf + i * len, len))
+			return (size_t)(nr - i) * len;
+		cond_resched();
+	}
+	return 0;
+}
+
+/**
+ * kvt_dram_copy_out() - copy a block to user memory
+ * @pool: the pool
+ * @blk: a READY block the caller holds as a user
+ * @buf: block_size bytes of user memory
+ *
+ * Return: bytes not copied; 0 on success.
+ */
+size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
+			 void __user *buf)
+{
+	size_t len = PAGE_SIZE << blk->order;
+	unsigned int i, nr = kvt_nr_chunks(pool, blk->order);
+
+	for (i = 0; i < nr; i++) {
+		const void *src = page_address(kvt_chunk(pool, blk, i));
+
+		if (copy_to_user(buf + i * len, src, len))
+			return (size_t)(nr - i) * len;
+		cond_resched();
+	}
+	return 0;
+}
+
+/**
+ * kvt_dram_page() - one page of a block
+ * @pool: the pool
+ * @blk: a block with memory
+ * @index: page index in the block, < pages_per_block
+ *
+ * Return: the page.
+ */
+struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
+			   u32 index)
+{
+	return nth_page(kvt_chunk(pool, blk, index >> blk->order),
+			index & ((1U << blk->order) - 1));
+}

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * kvtier: tiered storage for LLM KV-cache blocks.
+ *
+ * Two kinds of file descriptor carry this interface:
+ *
+ *  - the control fd, from open("/dev/kvtier"), takes KVTIER_IOC_API first
+ *    and then the pool commands (create, open, destroy);
+ *  - a pool fd, returned by KVTIER_IOC_POOL_CREATE or KVTIER_IOC_POOL_OPEN,
+ *    takes the block commands (PUT, GET, LOOKUP, DROP, PIN, UNPIN, STAT) and
+ *    mmap(2).
+ *
+ * Rules every command follows (Documentation/userspace-api.rst):
+ *  - unknown ioctl number: -ENOTTY;
+ *  - a nonzero reserved field, padding or unknown flag bit: -EINVAL;
+ *  - a struct larger than the kernel knows is accepted only if the tail
+ *    it does not know is zero (else -E2BIG); smaller than the first
+ *    version: -EINVAL;
+ *  - user pointers travel as __u64; a bad one: -EFAULT;
+ *  - time is CLOCK_MONOTONIC nanoseconds.
+ */
+#ifndef _UAPI_LINUX_KVTIER_H
+#define _UAPI_LINUX_KVTIER_H
+
+#include <linux/const.h>
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define KVTIER_API_VERSION	1
+
+/* Control device node. */
+#define KVTIER_DEVICE_NAME	"kvtier"
+
+/*
+ * Feature bits, negotiated by KVTIER_IOC_API.
+ *
+ * KVTIER_F_POOLS: pools of fixed-size blocks named by 128-bit keys, and the
+ * batched block commands PUT, GET, LOOKUP, DROP, PIN, UNPIN and STAT.
+ *
+ * KVTIER_F_MMAP: a pool fd can be mmapped read-only; block address a is at
+ * offset a * block_size. A block that is not DRAM-resident raises SIGBUS.
+ *
+ * KVTIER_F_NUMA: a pool's DRAM comes from the NUMA node given at create time
+ * (struct kvtier_pool_create.numa_node), strictly.
+ *
+ * KVTIER_F_REPLACE: PUT with KVTIER_PUT_REPLACE swaps an existing block for
+ * new bytes atomically: a concurrent GET sees the old block or the new one.
+ */
+#define KVTIER_F_POOLS		_BITULL(0)
+#define KVTIER_F_MMAP		_BITULL(1)
+#define KVTIER_F_NUMA		_BITULL(2)
+#define KVTIER_F_REPLACE	_BITULL(3)
+
+/**
+ * struct kvtier_api - the handshake, first command on a control fd
+ * @api:	in: KVTIER_API_VERSION the caller speaks; out: unchanged.
+ * @flags:	in: must be 0.
+ * @features:	in: feature bits the caller requires (unknown ones: -EINVAL);
+ *		out: the negotiated set (what the caller asked for).
+ * @supported:	out: every feature bit this kernel supports.
+ * @ioctls:	out: bit (1 << _IOC_NR(cmd)) set for each supported command.
+ * @block_size_max: out: largest block size a pool may have, in bytes.
+ * @batch_max:	out: most entries one batched command takes.
+ * @name_max:	out: size of a pool name buffer, terminating NUL included.
+ * @max_pools:	out: the max_pools module parameter.
+ * @dram_bytes:	out: DRAM budget for all pools (dram_mb module parameter).
+ * @reserved:	must be 0.
+ *
+ * Other commands on a control fd that has not done this fail with -EINVAL.
+ * A second handshake on the same fd fails with -EBUSY.
+ */
+struct kvtier_api {
+	__u32 api;
+	__u32 flags;
+	__u64 features;
+	__u64 supported;
+	__u64 ioctls;
+	__u64 block_size_max;
+	__u32 batch_max;
+	__u32 name_max;
+	__u32 max_pools;
+	__u32 __pad;
+	__u64 dram_bytes;
+	__u64 reserved[4];
+};
+
+#define KVTIER_NAME_MAX		64
+#define KVTIER_BATCH_MAX	4096
+#define KVTIER_BLOCK_SIZE_MAX	(64ULL << 20)
+#define KVTIER_CAPACITY_MAX	_BITUL(24)
+
+/* Pool create flags: if the pool exists, open it instead of -EEXIST. */
+#define KVTIER_POOL_OPEN_EXISTING	_BITUL(0)
+#define KVTIER_POOL_CREATE_FLAGS	KVTIER_POOL_OPEN_EXISTING
+
+/* Pool open/create access flags (the returned pool fd). */
+#define KVTIER_POOL_RDONLY	_BITUL(8)	/* no PUT, DROP, PIN, UNPIN */
+#define KVTIER_POOL_OPEN_FLAGS	KVTIER_POOL_RDONLY
+
+/**
+ * struct kvtier_pool_create - create a pool, get a pool fd
+ * @name:	NUL-terminated name, 1..KVTIER_NAME_MAX-1 bytes of [A-Za-z0-9._-].
+ * @block_size:	bytes per block; a multiple of the page size,
+ *		<= KVTIER_BLOCK_SIZE_MAX.
+ * @capacity:	block addresses in the pool, 1..KVTIER_CAPACITY_MAX.
+ * @dram_blocks: blocks the pool may keep in DRAM (0: @capacity); reserved
+ *		against the dram_mb budget at create time (-ENOSPC if short).
+ * @flags:	KVTIER_POOL_OPEN_EXISTING, KVTIER_POOL_RDONLY.
+ * @mode:	permission bits (0..0777) for opens by other processes;
+ *		0 means 0600.
+ * @numa_node:	node for the pool's DRAM, or -1 for the numa_node module
+ *		parameter. Must be online.
+ * @fd:		out: the pool fd (O_CLOEXEC).
+ * @reserved:	must be 0.
+ */
+struct kvtier_pool_create {
+	__u8 name[KVTIER_NAME_MAX];
+	__u64 block_size;
+	__u32 capacity;
+	__u32 dram_blocks;
+	__u32 flags;
+	__u32 mode;
+	__s32 numa_node;
+	__s32 fd;
+	__u64 reserved[4];
+};
+
+/**
+ * struct kvtier_pool_open - open an existing pool by name
+ * @name:	NUL-terminated name.
+ * @flags:	KVTIER_POOL_RDONLY.
+ * @fd:		out: the pool fd (O_CLOEXEC).
+ * @reserved:	must be 0.
+ *
+ * Access is checked against the pool's owner, group and mode like a file:
+ * read is needed always, write unless KVTIER_POOL_RDONLY (-EACCES).
+ */
+struct kvtier_pool_open {
+	__u8 name[KVTIER_NAME_MAX];
+	__u32 flags;
+	__s32 fd;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvtier_pool_destroy - remove a pool's name; its data goes when the
+ * last fd and mapping of it are gone
+ * @name:	NUL-terminated name.
+ * @flags:	must be 0.
+ * @reserved:	must be 0.
+ *
+ * Only the owner, or CAP_SYS_ADMIN, may destroy (-EPERM).
+ */
+struct kvtier_pool_destroy {
+	__u8 name[KVTIER_NAME_MAX];
+	__u32 flags;
+	__u32 __pad;
+	__u64 reserved[2];
+};
+
+/* Tiers, as reported in struct kvtier_block.tier. */
+#define KVTIER_TIER_NONE	0
+#define KVTIER_TIER_HBM		1
+#define KVTIER_TIER_DRAM	2
+#define KVTIER_TIER_NVME	3
+#define KVTIER_NR_TIERS		4
+
+#define KVTIER_ADDR_NONE	(~0ULL)
+
+/**
+ * struct kvtier_block - one entry of a batched block command
+ * @key:	in: the block's 128-bit key.
+ * @buf:	in: PUT/GET: user buffer of block_size bytes; other commands: 0.
+ * @addr:	out: block address, or KVTIER_ADDR_NONE.
+ * @status:	out: 0 or a negative errno for this entry.
+ * @tier:	out: KVTIER_TIER_* where the block lives, or KVTIER_TIER_NONE.
+ * @reserved:	must be 0.
+ */
+struct kvtier_block {
+	__u64 key[2];
+	__u64 buf;
+	__u64 addr;
+	__s32 status;
+	__u32 tier;
+	__u64 reserved;
+};
+
+/* PUT flags. */
+#define KVTIER_PUT_REPLACE	_BITUL(0)	/* replace an existing key */
+
+/* LOOKUP flags. */
+#define KVTIER_LOOKUP_TOUCH	_BITUL(0)	/* count resident ones as used */
+
+/**
+ * struct kvtier_batch - argument of PUT, GET, LOOKUP, DROP, PIN, UNPIN
+ * @blocks:	user pointer to @count struct kvtier_block.
+ * @count:	1..KVTIER_BATCH_MAX.
+ * @flags:	per-command flags (KVTIER_PUT_*, KVTIER_LOOKUP_*), else 0.
+ * @done:	out: entries with status 0; for LOOKUP the length of the
+ *		longest resident prefix of the chain.
+ * @__pad:	must be 0.
+ * @reserved:	must be 0.
+ *
+ * The command returns 0 once every entry has its status; a failure of
+ * the whole batch (bad struct, bad @blocks pointer) returns -errno and
+ * changes nothing.
+ */
+struct kvtier_batch {
+	__u64 blocks;
+	__u32 count;
+	__u32 flags;
+	__u32 done;
+	__u32 __pad;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvtier_pool_stat - a pool's configuration and counters
+ * @flags:	in: must be 0.
+ * @block_size, @capacity, @dram_blocks, @numa_node, @mode, @uid, @gid:
+ *		out: the pool's configuration.
+ * @resident:	out: blocks resident per tier, indexed by KVTIER_TIER_*.
+ * @pinned:	out: blocks pinned by any fd.
+ * @puts, @gets, @hits, @misses, @evictions, @drops: out: counters.
+ * @bytes_in, @bytes_out: out: bytes PUT and GET.
+ * @meta_bytes:	out: kernel memory the pool uses for block metadata.
+ * @reserved:	must be 0.
+ */
+struct kvtier_pool_stat {
+	__u32 flags;
+	__u32 capacity;
+	__u64 block_size;
+	__u32 dram_blocks;
+	__s32 numa_node;
+	__u32 mode;
+	__u32 uid;
+	__u32 gid;
+	__u32 __pad;
+	__u64 resident[KVTIER_NR_TIERS];
+	__u64 pinned;
+	__u64 puts;
+	__u64 gets;
+	__u64 hits;
+	__u64 misses;
+	__u64 evictions;
+	__u64 drops;
+	__u64 bytes_in;
+	__u64 bytes_out;
+	__u64 meta_bytes;
+	__u64 reserved[8];
+};
+
+#define KVTIER_IOC_MAGIC	0xB8
+
+/* Control fd. */
+#define KVTIER_IOC_API		_IOWR(KVTIER_IOC_MAGIC, 0x00, struct kvtier_api)
+#define KVTIER_IOC_POOL_CREATE	_IOWR(KVTIER_IOC_MAGIC, 0x01, struct kvtier_pool_create)
+#define KVTIER_IOC_POOL_OPEN	_IOWR(KVTIER_IOC_MAGIC, 0x02, struct kvtier_pool_open)
+#define KVTIER_IOC_POOL_DESTROY	_IOW(KVTIER_IOC_MAGIC, 0x03, struct kvtier_pool_destroy)
+
+/* Pool fd. */
+#define KVTIER_IOC_PUT		_IOWR(KVTIER_IOC_MAGIC, 0x10, struct kvtier_batch)
+#define KVTIER_IOC_GET		_IOWR(KVTIER_IOC_MAGIC, 0x11, struct kvtier_batch)
+#define KVTIER_IOC_LOOKUP	_IOWR(KVTIER_IOC_MAGIC, 0x12, struct kvtier_batch)
+#define KVTIER_IOC_DROP		_IOWR(KVTIER_IOC_MAGIC, 0x13, struct kvtier_batch)
+#define KVTIER_IOC_PIN		_IOWR(KVTIER_IOC_MAGIC, 0x14, struct kvtier_batch)
+#define KVTIER_IOC_UNPIN	_IOWR(KVTIER_IOC_MAGIC, 0x15, struct kvtier_batch)
+#define KVTIER_IOC_STAT		_IOWR(KVTIER_IOC_MAGIC, 0x16, struct kvtier_pool_stat)
+
+#endif /* _UAPI_LINUX_KVTIER_H */
