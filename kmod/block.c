@@ -45,23 +45,73 @@ u32 kvt_block_find(struct kvt_pool *pool, const u64 *key)
 	return KVT_NIL;
 }
 
-/**
- * kvt_block_hash_add() - make a filled block visible under its key
- * @pool: the pool, its lock held
- * @addr: a FILLING block whose key is not in the hash
- */
-void kvt_block_hash_add(struct kvt_pool *pool, u32 addr)
+/* Link a block into the key hash; lock held. */
+static void kvt_block_link(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 	u32 *head = &pool->buckets[kvt_key_hash(pool, blk->key)];
 
-	lockdep_assert_held(&pool->lock);
 	blk->hnext = *head;
 	*head = addr;
 	blk->state = KVT_BLK_READY;
 	pool->nr_ready++;
+}
+
+/**
+ * kvt_block_hash_add() - make a filled block visible under its key
+ * @pool: the pool, its lock held
+ * @addr: a FILLING block with its data, whose key is not in the hash
+ */
+void kvt_block_hash_add(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	kvt_block_link(pool, addr);
+	pool->nr_dirty++;
 	kvt_policy_insert(pool, addr);
 	trace_kvtier_block_ready(pool, addr);
+}
+
+/**
+ * kvt_block_restore() - enter a block found on NVMe at attach
+ * @pool: the pool
+ * @key: its key
+ * @nloc: device page of its data
+ * @ncrc: keyed crc32c of its data
+ *
+ * A key already present takes the newer copy (records are replayed oldest
+ * first).
+ *
+ * Return: 0, or -ENOSPC when the pool has no free address left.
+ */
+int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u32 nloc,
+		      u32 ncrc)
+{
+	struct kvt_block *blk;
+	u32 addr;
+	int ret = 0;
+
+	spin_lock(&pool->lock);
+	addr = kvt_block_find(pool, key);
+	if (addr == KVT_NIL) {
+		addr = pool->free;
+		if (addr == KVT_NIL) {
+			ret = -ENOSPC;
+			goto out_unlock;
+		}
+		blk = &pool->blocks[addr];
+		pool->free = blk->next;
+		blk->next = KVT_NIL;
+		blk->key[0] = key[0];
+		blk->key[1] = key[1];
+		kvt_block_link(pool, addr);
+		pool->nr_nvme++;
+	}
+	blk = &pool->blocks[addr];
+	blk->nloc = nloc;
+	blk->ncrc = ncrc;
+out_unlock:
+	spin_unlock(&pool->lock);
+	return ret;
 }
 
 /**
@@ -101,7 +151,19 @@ void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
 	kvt_policy_remove(pool, addr);
 	blk->state = KVT_BLK_DYING;
 	pool->nr_ready--;
+	if (blk->nloc != KVT_NIL)
+		pool->nr_nvme--;
+	else if (kvt_in_dram(blk))
+		pool->nr_dirty--;
 	trace_kvtier_block_unlink(pool, addr);
+}
+
+/* Wait out faults that may be mapping a block's pages, then zap them. */
+static void kvt_block_unmap(struct kvt_pool *pool, u32 addr)
+{
+	down_write(&pool->map_sem);
+	up_write(&pool->map_sem);
+	kvt_pool_zap(pool, addr);
 }
 
 /**
@@ -116,19 +178,99 @@ void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
 void kvt_block_release(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
+	bool dram = kvt_in_dram(blk);
 
-	down_write(&pool->map_sem);
-	up_write(&pool->map_sem);
-	kvt_pool_zap(pool, addr);
-	kvt_dram_free(pool, blk);
+	if (dram) {
+		kvt_block_unmap(pool, addr);
+		kvt_dram_free(pool, blk);
+	}
 
 	spin_lock(&pool->lock);
 	blk->state = KVT_BLK_FREE;
+	blk->flags = 0;
+	blk->nloc = KVT_NIL;
 	blk->next = pool->free;
 	pool->free = addr;
-	pool->nr_dram--;
+	if (dram)
+		pool->nr_dram--;
 	spin_unlock(&pool->lock);
 	trace_kvtier_block_free(pool, addr);
+}
+
+/**
+ * kvt_block_put_user() - drop a user reference taken under pool->lock
+ * @pool: the pool, its lock held; dropped on return
+ * @addr: the block
+ *
+ * The last user of a DYING block frees it.
+ */
+void kvt_block_put_user(struct kvt_pool *pool, u32 addr)
+	__releases(&pool->lock)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	bool release;
+
+	lockdep_assert_held(&pool->lock);
+	release = !--blk->users && blk->state == KVT_BLK_DYING;
+	spin_unlock(&pool->lock);
+	wake_up_all(&pool->wq);
+	if (release)
+		kvt_block_release(pool, addr);
+}
+
+/**
+ * kvt_block_evict_dram() - drop the DRAM copy of a block that has an NVMe
+ * copy
+ * @pool: the pool
+ * @addr: a READY block the caller marked KVT_BF_EVICTING (and took off the
+ *	  replacement list) under pool->lock
+ */
+void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	kvt_block_unmap(pool, addr);
+	kvt_dram_free(pool, blk);
+
+	spin_lock(&pool->lock);
+	blk->flags &= ~KVT_BF_EVICTING;
+	pool->nr_dram--;
+	pool->stats.evictions++;
+	spin_unlock(&pool->lock);
+	wake_up_all(&pool->wq);
+	trace_kvtier_block_demote(pool, addr);
+}
+
+/**
+ * kvt_block_forget_nvme() - a block's NVMe copy is gone (its region was
+ * reclaimed, or the device detached)
+ * @pool: the pool, its lock held
+ * @addr: a READY block with an NVMe copy
+ *
+ * A block only on NVMe goes; one in DRAM stays, dirty again.
+ */
+void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING)) {
+		blk->nloc = KVT_NIL;
+		pool->nr_nvme--;
+		pool->nr_dirty++;
+		return;
+	}
+	/* Only on NVMe, or being loaded: the load's end frees it. */
+	kvt_block_unlink(pool, addr);
+	if (!blk->users) {
+		/* Nothing in DRAM: releasing it takes no sleeping lock. */
+		blk->state = KVT_BLK_FREE;
+		blk->flags = 0;
+		blk->nloc = KVT_NIL;
+		blk->next = pool->free;
+		pool->free = addr;
+		trace_kvtier_block_free(pool, addr);
+	}
 }
 
 /**
@@ -162,6 +304,7 @@ int kvt_block_index_init(struct kvt_pool *pool)
 	for (i = 0; i < pool->capacity; i++) {
 		pool->blocks[i].hnext = KVT_NIL;
 		pool->blocks[i].prev = KVT_NIL;
+		pool->blocks[i].nloc = KVT_NIL;
 		pool->blocks[i].next = i + 1;
 	}
 	pool->blocks[pool->capacity - 1].next = KVT_NIL;
@@ -188,7 +331,7 @@ void kvt_block_index_free(struct kvt_pool *pool)
 
 		WARN_ON_ONCE(blk->state == KVT_BLK_FILLING || blk->users ||
 			     blk->pins);
-		if (blk->state != KVT_BLK_FREE)
+		if (blk->state != KVT_BLK_FREE && kvt_in_dram(blk))
 			kvt_dram_free(pool, blk);
 	}
 	kvfree(pool->buckets);

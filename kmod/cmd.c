@@ -46,23 +46,143 @@ static void kvt_entry_set(struct kvtier_block *e, int status, u64 addr,
 	e->tier = tier;
 }
 
-/* Find room for one more DRAM block, evicting if needed; lock held. */
-static int kvt_make_room(struct kvt_pool *pool)
+static u32 kvt_block_tier(const struct kvt_block *blk)
 {
-	u32 victim;
+	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING))
+		return KVTIER_TIER_DRAM;
+	return KVTIER_TIER_NVME;
+}
 
-	lockdep_assert_held(&pool->lock);
-	while (pool->nr_dram >= pool->dram_blocks || pool->free == KVT_NIL) {
-		victim = kvt_policy_victim(pool);
-		if (victim == KVT_NIL)
-			return -ENOSPC;
+/*
+ * Evict one DRAM block: a clean one loses its DRAM copy, a dirty one is
+ * dropped. Lock held; dropped and retaken.
+ */
+static void kvt_evict_one(struct kvt_pool *pool, u32 victim)
+	__must_hold(&pool->lock)
+{
+	struct kvt_block *blk = &pool->blocks[victim];
+
+	if (blk->nloc != KVT_NIL) {
+		blk->flags |= KVT_BF_EVICTING;
+		kvt_policy_remove(pool, victim);
+		spin_unlock(&pool->lock);
+		kvt_block_evict_dram(pool, victim);
+	} else {
 		kvt_block_unlink(pool, victim);
 		pool->stats.evictions++;
 		spin_unlock(&pool->lock);
 		kvt_block_release(pool, victim);
+	}
+	spin_lock(&pool->lock);
+}
+
+/**
+ * kvt_make_room() - find room for one more DRAM block
+ * @pool: the pool, its lock held (dropped and retaken while evicting)
+ *
+ * With an NVMe tier, dirty blocks at the cold end are written first and
+ * evicted once clean; the caller may wait for such a write. Without one,
+ * the coldest block is dropped.
+ *
+ * Return: 0 with room for one block and a free address, -ENOSPC when
+ * nothing can be evicted, -EINTR when killed while waiting.
+ */
+int kvt_make_room(struct kvt_pool *pool)
+	__must_hold(&pool->lock)
+{
+	u32 victim, events;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	while (pool->nr_dram >= pool->dram_blocks || pool->free == KVT_NIL) {
+		/* Every address holds a block: only DRAM can be freed. */
+		if (pool->nr_dram < pool->dram_blocks)
+			return -ENOSPC;
+
+		victim = kvt_policy_victim(pool);
+		if (victim != KVT_NIL &&
+		    pool->blocks[victim].nloc != KVT_NIL) {
+			kvt_evict_one(pool, victim);
+			continue;
+		}
+		if (victim != KVT_NIL && !pool->nr_wb) {
+			/* Dirty: write a batch, or drop it if NVMe can't. */
+			if (kvt_nvme_clean(pool, 0, true) <= 0)
+				kvt_evict_one(pool, victim);
+			continue;
+		}
+		if (!pool->nr_wb && !pool->nr_loading)
+			return -ENOSPC;
+
+		/* I/O under way will leave blocks to evict. */
+		events = pool->io_events;
+		spin_unlock(&pool->lock);
+		ret = wait_event_killable(pool->wq,
+					  READ_ONCE(pool->io_events) != events);
 		spin_lock(&pool->lock);
+		if (ret)
+			return -EINTR;
 	}
 	return 0;
+}
+
+/**
+ * kvt_block_dram() - find a block and have it in DRAM
+ * @pool: the pool
+ * @key: the block's key
+ * @addrp: out: its address
+ *
+ * Loads a block that is only on NVMe, and waits for loads and evictions
+ * under way.
+ *
+ * Return: with pool->lock held either way: 0 and the block READY, in DRAM
+ * and not busy; or -ENOENT, -ENOSPC, -ENOMEM, -EINTR, -EIO.
+ */
+int kvt_block_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
+	__acquires(&pool->lock)
+{
+	struct kvt_block *blk;
+	u32 addr;
+	int ret;
+
+	spin_lock(&pool->lock);
+	for (;;) {
+		addr = kvt_block_find(pool, key);
+		if (addr == KVT_NIL)
+			return -ENOENT;
+		blk = &pool->blocks[addr];
+		if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
+			*addrp = addr;
+			return 0;
+		}
+		ret = 0;
+		if (!(blk->flags & KVT_BF_BUSY))
+			ret = kvt_nvme_load(pool, addr);
+		else
+			spin_unlock(&pool->lock);
+		if (!ret)
+			ret = wait_event_killable(pool->wq,
+						  !(READ_ONCE(blk->flags) &
+						    KVT_BF_BUSY));
+		spin_lock(&pool->lock);
+		if (ret)
+			return ret == -ERESTARTSYS ? -EINTR : ret;
+	}
+}
+
+/* Start loading a block only on NVMe without waiting; for queue depth. */
+static void kvt_prefetch_one(struct kvt_pool *pool, const u64 *key)
+{
+	struct kvt_block *blk;
+	u32 addr;
+
+	spin_lock(&pool->lock);
+	addr = kvt_block_find(pool, key);
+	blk = addr == KVT_NIL ? NULL : &pool->blocks[addr];
+	if (blk && !kvt_in_dram(blk) && !blk->flags)
+		kvt_nvme_load(pool, addr);
+	else
+		spin_unlock(&pool->lock);
 }
 
 /* A PUT may go ahead over an existing key @old only when replacing it. */
@@ -137,6 +257,10 @@ static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 	kvt_block_hash_add(pool, addr);
 	pool->stats.puts++;
 	pool->stats.bytes_in += pool->block_size;
+	/* Clean ahead, so that eviction finds clean blocks and never waits. */
+	if (!pool->nr_wb && pool->nr_dram + pool->dram_blocks / 8 >=
+	    pool->dram_blocks && kvt_nvme_attached())
+		kvt_nvme_clean(pool, 0, true);
 	spin_unlock(&pool->lock);
 
 	if (release_old)
@@ -157,13 +281,14 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
 	bool release;
 	size_t left;
 	u32 addr;
+	int ret;
 
-	spin_lock(&pool->lock);
-	addr = kvt_block_find(pool, e->key);
-	if (addr == KVT_NIL) {
-		pool->stats.misses++;
+	ret = kvt_block_dram(pool, e->key, &addr);
+	if (ret) {
+		if (ret == -ENOENT)
+			pool->stats.misses++;
 		spin_unlock(&pool->lock);
-		return -ENOENT;
+		return ret;
 	}
 	blk = &pool->blocks[addr];
 	if (blk->users == U16_MAX) {
@@ -216,6 +341,7 @@ static int kvt_drop_one(struct kvt_pool *pool, struct kvtier_block *e)
 
 	if (release)
 		kvt_block_release(pool, addr);
+	kvt_entry_set(e, 0, KVTIER_ADDR_NONE, KVTIER_TIER_NONE);
 	return 0;
 }
 
@@ -228,11 +354,11 @@ static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
 	u32 addr;
 	int ret;
 
-	spin_lock(&pool->lock);
-	addr = kvt_block_find(pool, e->key);
-	if (addr == KVT_NIL) {
+	/* Pinned blocks stay in DRAM, for mappings to read. */
+	ret = kvt_block_dram(pool, e->key, &addr);
+	if (ret) {
 		spin_unlock(&pool->lock);
-		return -ENOENT;
+		return ret;
 	}
 	blk = &pool->blocks[addr];
 	if (blk->pins == U16_MAX) {
@@ -315,7 +441,7 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 			in_prefix = false;
 			continue;
 		}
-		kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
+		kvt_entry_set(e, 0, addr, kvt_block_tier(&pool->blocks[addr]));
 		pool->stats.hits++;
 		if (flags & KVTIER_LOOKUP_TOUCH)
 			kvt_policy_touch(pool, addr);
@@ -323,6 +449,29 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 			(*prefix)++;
 	}
 	spin_unlock(&pool->lock);
+	if (!(flags & KVTIER_LOOKUP_LOAD))
+		return;
+
+	/* Bring the prefix into DRAM: start every read, then wait. */
+	for (i = 0; i < *prefix; i++)
+		if (ents[i].tier != KVTIER_TIER_DRAM)
+			kvt_prefetch_one(pool, ents[i].key);
+	for (i = 0; i < *prefix; i++) {
+		struct kvtier_block *e = &ents[i];
+		int ret;
+
+		if (e->tier == KVTIER_TIER_DRAM)
+			continue;
+		ret = kvt_block_dram(pool, e->key, &addr);
+		spin_unlock(&pool->lock);
+		if (ret) {
+			kvt_entry_set(e, ret, KVTIER_ADDR_NONE,
+				      KVTIER_TIER_NONE);
+			*prefix = i;
+			break;
+		}
+		kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
+	}
 }
 
 static u32 kvt_batch_flags(unsigned int nr)
@@ -331,7 +480,7 @@ static u32 kvt_batch_flags(unsigned int nr)
 	case _IOC_NR(KVTIER_IOC_PUT):
 		return KVTIER_PUT_REPLACE;
 	case _IOC_NR(KVTIER_IOC_LOOKUP):
-		return KVTIER_LOOKUP_TOUCH;
+		return KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD;
 	}
 	return 0;
 }
@@ -359,6 +508,15 @@ static struct kvtier_block *kvt_batch_copy_in(const struct kvtier_batch *b,
 			return ERR_PTR(-EINVAL);
 		}
 	}
+	/*
+	 * The results go back into the same array: make sure it is writable
+	 * (writing back what is there) before anything is done.
+	 */
+	if (copy_to_user(u64_to_user_ptr(b->blocks), ents,
+			 array_size(b->count, sizeof(*ents)))) {
+		kvfree(ents);
+		return ERR_PTR(-EFAULT);
+	}
 	return ents;
 }
 
@@ -368,7 +526,7 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	struct kvt_pool *pool = h->pool;
 	bool replace = b->flags & KVTIER_PUT_REPLACE;
 	struct kvtier_block *ents;
-	u32 i, done = 0;
+	u32 i, window, done = 0;
 	int status;
 
 	if (h->rdonly && (nr == _IOC_NR(KVTIER_IOC_PUT) ||
@@ -384,11 +542,23 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		goto out_copy;
 	}
 
+	/*
+	 * Reads of blocks only on NVMe go out ahead of the copies, in a
+	 * window that half the pool's DRAM can hold, for queue depth.
+	 */
+	window = 0;
+	if (nr == _IOC_NR(KVTIER_IOC_GET) && kvt_nvme_attached())
+		window = min(b->count, max(1U, pool->dram_blocks / 2));
+	for (i = 0; i < window; i++)
+		kvt_prefetch_one(pool, ents[i].key);
+
 	if (nr == _IOC_NR(KVTIER_IOC_PIN) || nr == _IOC_NR(KVTIER_IOC_UNPIN))
 		mutex_lock(&h->pin_lock);
 	for (i = 0; i < b->count; i++) {
 		struct kvtier_block *e = &ents[i];
 
+		if (window && i + window < b->count)
+			kvt_prefetch_one(pool, ents[i + window].key);
 		switch (nr) {
 		case _IOC_NR(KVTIER_IOC_PUT):
 			status = kvt_put_one(pool, e, replace);
@@ -411,6 +581,7 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 				      KVTIER_TIER_NONE);
 		else
 			done++;
+		e->status = status;
 	}
 	if (nr == _IOC_NR(KVTIER_IOC_PIN) || nr == _IOC_NR(KVTIER_IOC_UNPIN))
 		mutex_unlock(&h->pin_lock);
@@ -441,7 +612,12 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 	st->meta_bytes = sizeof(*pool) + kvt_block_meta_bytes(pool);
 
 	spin_lock(&pool->lock);
-	st->resident[KVTIER_TIER_DRAM] = pool->nr_ready;
+	st->resident[KVTIER_TIER_DRAM] = pool->nr_dram;
+	st->resident[KVTIER_TIER_NVME] = pool->nr_nvme;
+	st->demotions = pool->stats.demotions;
+	st->promotions = pool->stats.promotions;
+	st->bad_reads = pool->stats.bad_reads;
+	st->dirty = pool->nr_dirty;
 	st->pinned = pool->nr_pinned;
 	st->puts = pool->stats.puts;
 	st->gets = pool->stats.gets;
@@ -453,6 +629,22 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 	st->bytes_out = pool->stats.bytes_out;
 	spin_unlock(&pool->lock);
 	return 0;
+}
+
+static int kvt_sync(struct kvt_handle *h, struct kvtier_sync *sy)
+{
+	u64 written = 0;
+	int ret;
+
+	if (sy->flags || sy->__pad ||
+	    memchr_inv(sy->reserved, 0, sizeof(sy->reserved)))
+		return -EINVAL;
+	if (h->rdonly)
+		return -EBADF;
+	ret = kvt_nvme_sync(h->pool, &written);
+	memset(sy, 0, sizeof(*sy));
+	sy->written = written;
+	return ret;
 }
 
 /**
@@ -472,6 +664,7 @@ long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	union {
 		struct kvtier_batch batch;
 		struct kvtier_pool_stat stat;
+		struct kvtier_sync sync;
 	} u;
 	size_t ksize;
 	int ret;
@@ -486,6 +679,9 @@ long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case _IOC_NR(KVTIER_IOC_STAT):
 		ksize = sizeof(u.stat);
 		break;
+	case _IOC_NR(KVTIER_IOC_SYNC):
+		ksize = sizeof(u.sync);
+		break;
 	default:
 		return -ENOTTY;
 	}
@@ -497,6 +693,8 @@ long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	if (nr == _IOC_NR(KVTIER_IOC_STAT))
 		ret = kvt_stat(h->pool, &u.stat);
+	else if (nr == _IOC_NR(KVTIER_IOC_SYNC))
+		ret = kvt_sync(h, &u.sync);
 	else
 		ret = kvt_batch(h, nr, &u.batch);
 	if (ret)

@@ -13,8 +13,9 @@
  *			of the key hash and the replacement list.
  *  struct kvt_handle	one open pool file: its access mode and its pins.
  *
- * Lock order: kvt_pools_lock -> handle->pin_lock -> pool->map_sem ->
- * pool->lock.
+ * Lock order: kvt_nvme_lock -> kvt_pools_lock -> handle->pin_lock ->
+ * pool->map_sem -> pool->lock -> kvt_nvme_qlock; the NVMe writer holds
+ * nvme->lock -> kvt_pools_lock while it reclaims a region.
  */
 #ifndef _KVTIER_H
 #define _KVTIER_H
@@ -55,11 +56,25 @@ struct kvt_block {
 	u32 hnext;		/* next address in the key hash chain */
 	u32 prev;		/* replacement list, or free list (next only) */
 	u32 next;
+	u32 nloc;		/* NVMe copy: device page of its data, or NIL */
+	u32 ncrc;		/* NVMe copy: its keyed crc32c */
 	u16 pins;		/* pins held by all fds */
-	u16 users;		/* GETs copying out right now */
+	u16 users;		/* GETs copying out, I/O in flight */
 	u8 state;		/* enum kvt_block_state */
 	u8 order;		/* chunk order of mem */
+	u8 flags;		/* KVT_BF_* */
 };
+
+/* Block flags: I/O and transitions in progress on a READY block. */
+#define KVT_BF_WB		BIT(0)	/* being written to NVMe */
+#define KVT_BF_LOADING		BIT(1)	/* being read from NVMe */
+#define KVT_BF_EVICTING		BIT(2)	/* its DRAM copy is going */
+#define KVT_BF_BUSY		(KVT_BF_LOADING | KVT_BF_EVICTING)
+
+static inline bool kvt_in_dram(const struct kvt_block *blk)
+{
+	return blk->mem.page;
+}
 
 /* struct kvt_list - a list of blocks linked by address */
 struct kvt_list {
@@ -77,6 +92,9 @@ struct kvt_pool_counters {
 	u64 drops;
 	u64 bytes_in;
 	u64 bytes_out;
+	u64 demotions;
+	u64 promotions;
+	u64 bad_reads;
 };
 
 struct kvt_pool {
@@ -94,6 +112,9 @@ struct kvt_pool {
 	kuid_t uid;
 	kgid_t gid;
 	u64 seed;		/* key hash seed */
+	u64 id;			/* identity of its records on NVMe */
+	u32 flags;		/* KVTIER_POOL_FAULT_NOLOAD */
+	int table_slot;		/* entry in the NVMe pool table, or -1 */
 	u32 hash_bits;
 	struct mem_cgroup *memcg;	/* charged for the pool's memory */
 	struct inode *inode;	/* address_space shared by all fds */
@@ -123,6 +144,13 @@ struct kvt_pool {
 	u32 nr_dram;			/* blocks holding DRAM pages */
 	u32 nr_ready;
 	u32 nr_pinned;
+	u32 nr_nvme;			/* READY blocks with an NVMe copy */
+	u32 nr_wb;			/* blocks being written to NVMe */
+	u32 nr_dirty;			/* READY DRAM blocks without one */
+	u64 wb_errors;			/* writes to NVMe that failed */
+	u32 nr_loading;			/* blocks being read from NVMe */
+	u32 io_events;			/* NVMe reads and writes that ended */
+	wait_queue_head_t wq;		/* KVT_BF_* flags and nr_wb drop */
 	struct kvt_pool_counters stats;
 
 	atomic64_t chunk_meta;		/* bytes of chunk arrays */
@@ -144,6 +172,12 @@ extern u64 kvt_dram_budget;
 extern atomic64_t kvt_dram_used;
 
 /* pool.c */
+struct kvt_pool *kvt_pool_get_by_id(u64 id);
+struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
+				  u32 capacity, u32 dram_blocks, umode_t mode,
+				  kuid_t uid, kgid_t gid, u32 flags, int slot);
+struct kvt_pool **kvt_pools_get_named(unsigned int *nr);
+void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr);
 struct file *kvt_pool_create(struct kvtier_pool_create *pc);
 struct file *kvt_pool_open(struct kvtier_pool_open *po);
 int kvt_pool_destroy(struct kvtier_pool_destroy *pd);
@@ -162,8 +196,18 @@ void kvt_block_index_free(struct kvt_pool *pool);
 u64 kvt_block_meta_bytes(struct kvt_pool *pool);
 void kvt_block_release(struct kvt_pool *pool, u32 addr);
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
+void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr);
+int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u32 nloc,
+		      u32 ncrc);
+void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr);
+void kvt_block_put_user(struct kvt_pool *pool, u32 addr)
+	__releases(&pool->lock);
 
 /* cmd.c: the batched block commands */
+int kvt_block_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
+	__acquires(&pool->lock);
+int kvt_make_room(struct kvt_pool *pool)
+	__must_hold(&pool->lock);
 long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 void kvt_handle_unpin_all(struct kvt_handle *h);
 
@@ -179,9 +223,26 @@ struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
 
 /* policy_lru.c: the replacement policy */
 void kvt_policy_insert(struct kvt_pool *pool, u32 addr);
+void kvt_policy_insert_cold(struct kvt_pool *pool, u32 addr);
 void kvt_policy_touch(struct kvt_pool *pool, u32 addr);
 void kvt_policy_remove(struct kvt_pool *pool, u32 addr);
 u32 kvt_policy_victim(struct kvt_pool *pool);
+
+/* tier_nvme.c */
+struct kvtier_nvme_attach;
+struct kvtier_nvme_stat;
+int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib);
+int kvt_nvme_detach(void);
+void kvt_nvme_stat(struct kvtier_nvme_stat *st);
+bool kvt_nvme_attached(void);
+int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims);
+int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
+	__releases(&pool->lock);
+int kvt_nvme_sync(struct kvt_pool *pool, u64 *written);
+void kvt_nvme_lock_table(void);
+void kvt_nvme_unlock_table(void);
+int kvt_nvme_pool_record(struct kvt_pool *pool);
+void kvt_nvme_pool_erase(struct kvt_pool *pool);
 
 /* mmap.c */
 int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma);

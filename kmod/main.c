@@ -33,13 +33,18 @@ unsigned int kvt_max_pools = 64;
 module_param_named(max_pools, kvt_max_pools, uint, 0444);
 MODULE_PARM_DESC(max_pools, "Most pools that may exist at once (1 to 4096). Default: 64");
 
+static char *nvme;
+module_param(nvme, charp, 0444);
+MODULE_PARM_DESC(nvme,
+		 "Block device to attach as the NVMe tier at load, e.g. /dev/nvme0n1; formatted if blank. Default: none");
+
 u64 kvt_dram_budget;
 atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 
 #define KVT_MAX_POOLS_LIMIT	4096
 
 #define KVTIER_F_ALL	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
-			 KVTIER_F_REPLACE)
+			 KVTIER_F_REPLACE | KVTIER_F_NVME)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))
@@ -48,6 +53,10 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 	 KVT_IOCTL_BIT(KVTIER_IOC_POOL_CREATE) |			\
 	 KVT_IOCTL_BIT(KVTIER_IOC_POOL_OPEN) |				\
 	 KVT_IOCTL_BIT(KVTIER_IOC_POOL_DESTROY) |			\
+	 KVT_IOCTL_BIT(KVTIER_IOC_NVME_ATTACH) |			\
+	 KVT_IOCTL_BIT(KVTIER_IOC_NVME_DETACH) |			\
+	 KVT_IOCTL_BIT(KVTIER_IOC_NVME_STAT) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_SYNC) |				\
 	 KVT_IOCTL_BIT(KVTIER_IOC_PUT) | KVT_IOCTL_BIT(KVTIER_IOC_GET) | \
 	 KVT_IOCTL_BIT(KVTIER_IOC_LOOKUP) |				\
 	 KVT_IOCTL_BIT(KVTIER_IOC_DROP) | KVT_IOCTL_BIT(KVTIER_IOC_PIN) | \
@@ -122,15 +131,60 @@ static size_t kvt_ctl_size(unsigned int nr)
 		return sizeof(struct kvtier_pool_open);
 	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):
 		return sizeof(struct kvtier_pool_destroy);
+	case _IOC_NR(KVTIER_IOC_NVME_ATTACH):
+		return sizeof(struct kvtier_nvme_attach);
+	case _IOC_NR(KVTIER_IOC_NVME_DETACH):
+		return sizeof(struct kvtier_nvme_detach);
+	case _IOC_NR(KVTIER_IOC_NVME_STAT):
+		return sizeof(struct kvtier_nvme_stat);
 	}
 	return 0;
 }
 
 static unsigned int kvt_ctl_dir(unsigned int nr)
 {
-	if (nr == _IOC_NR(KVTIER_IOC_POOL_DESTROY))
+	switch (nr) {
+	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):
+	case _IOC_NR(KVTIER_IOC_NVME_ATTACH):
+	case _IOC_NR(KVTIER_IOC_NVME_DETACH):
 		return _IOC_WRITE;
+	}
 	return _IOC_READ | _IOC_WRITE;
+}
+
+static int kvt_ctl_nvme_attach(struct kvtier_nvme_attach *na)
+{
+	char *path;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (memchr_inv(na->reserved, 0, sizeof(na->reserved)))
+		return -EINVAL;
+	path = strndup_user(u64_to_user_ptr(na->path), PATH_MAX);
+	if (IS_ERR(path))
+		return PTR_ERR(path);
+	ret = kvt_nvme_attach(path, na->flags, na->region_kib);
+	kfree(path);
+	return ret;
+}
+
+static int kvt_ctl_nvme_detach(struct kvtier_nvme_detach *nd)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (nd->flags || nd->__pad ||
+	    memchr_inv(nd->reserved, 0, sizeof(nd->reserved)))
+		return -EINVAL;
+	return kvt_nvme_detach();
+}
+
+static int kvt_ctl_nvme_stat(struct kvtier_nvme_stat *ns)
+{
+	if (ns->flags || memchr_inv(ns->reserved, 0, sizeof(ns->reserved)))
+		return -EINVAL;
+	kvt_nvme_stat(ns);
+	return 0;
 }
 
 /*
@@ -173,6 +227,9 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 		struct kvtier_pool_create create;
 		struct kvtier_pool_open open;
 		struct kvtier_pool_destroy destroy;
+		struct kvtier_nvme_attach attach;
+		struct kvtier_nvme_detach detach;
+		struct kvtier_nvme_stat nstat;
 	} u;
 	int ret;
 
@@ -207,6 +264,15 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):
 		ret = kvt_pool_destroy(&u.destroy);
 		goto out_unlock;
+	case _IOC_NR(KVTIER_IOC_NVME_ATTACH):
+		ret = kvt_ctl_nvme_attach(&u.attach);
+		goto out_unlock;
+	case _IOC_NR(KVTIER_IOC_NVME_DETACH):
+		ret = kvt_ctl_nvme_detach(&u.detach);
+		goto out_unlock;
+	case _IOC_NR(KVTIER_IOC_NVME_STAT):
+		ret = kvt_ctl_nvme_stat(&u.nstat);
+		break;
 	}
 	if (!ret && copy_to_user(uarg, &u, ksize))
 		ret = -EFAULT;
@@ -272,15 +338,27 @@ static int __init kvt_init(void)
 	if (ret)
 		goto out_fs_exit;
 
+	if (nvme) {
+		ret = kvt_nvme_attach(nvme, 0, 0);
+		if (ret) {
+			pr_err("nvme=%s: attach failed: %d\n", nvme, ret);
+			goto out_pools_destroy;
+		}
+	}
+
 	ret = misc_register(&kvt_misc);
 	if (ret)
-		goto out_sysfs_exit;
+		goto out_nvme_detach;
 
 	pr_info("api %u, dram_mb=%u numa_node=%d max_pools=%u\n",
 		KVTIER_API_VERSION, dram_mb, kvt_numa_node, kvt_max_pools);
 	return 0;
 
-out_sysfs_exit:
+out_nvme_detach:
+	if (nvme)
+		kvt_nvme_detach();
+out_pools_destroy:
+	kvt_pools_destroy_all();
 	kvt_sysfs_exit();
 out_fs_exit:
 	kvt_pool_fs_exit();
@@ -290,6 +368,8 @@ out_fs_exit:
 static void __exit kvt_exit(void)
 {
 	misc_deregister(&kvt_misc);
+	/* Persistent pools are written back, to come back at the next load. */
+	kvt_nvme_detach();
 	kvt_pools_destroy_all();
 	kvt_sysfs_exit();
 	kvt_pool_fs_exit();

@@ -4,7 +4,9 @@
  *
  * Mappings are read-only and filled on fault with the pages of READY
  * blocks (VM_MIXEDMAP, normal refcounted pages, so move_pages(2) can query
- * their node). A fault on an address without a READY block raises SIGBUS.
+ * their node). A fault on an address without a READY block raises SIGBUS;
+ * one on a block only on NVMe loads it first (unless the pool was created
+ * with KVTIER_POOL_FAULT_NOLOAD).
  * Before a block's pages are freed, kvt_block_release() zaps its range in
  * every mapping of the pool; see map_sem in struct kvt_pool.
  */
@@ -36,13 +38,34 @@ static vm_fault_t kvt_vm_fault(struct vm_fault *vmf)
 		  (vma->vm_end - vmf->address) >> PAGE_SHIFT,
 		  (unsigned long)KVT_FAULT_PAGES);
 
-	down_read(&pool->map_sem);
-	spin_lock(&pool->lock);
-	blk = &pool->blocks[addr];
-	if (blk->state != KVT_BLK_READY) {
+	for (;;) {
+		u64 key[2];
+		u32 found;
+
+		down_read(&pool->map_sem);
+		spin_lock(&pool->lock);
+		blk = &pool->blocks[addr];
+		if (blk->state != KVT_BLK_READY) {
+			spin_unlock(&pool->lock);
+			up_read(&pool->map_sem);
+			return VM_FAULT_SIGBUS;
+		}
+		if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY))
+			break;
+
+		/* On NVMe (or on its way): load it, unless told not to. */
+		key[0] = blk->key[0];
+		key[1] = blk->key[1];
 		spin_unlock(&pool->lock);
 		up_read(&pool->map_sem);
-		return VM_FAULT_SIGBUS;
+		if (pool->flags & KVTIER_POOL_FAULT_NOLOAD)
+			return VM_FAULT_SIGBUS;
+		err = kvt_block_dram(pool, key, &found);
+		spin_unlock(&pool->lock);
+		if (err)
+			return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+		if (found != addr)
+			return VM_FAULT_SIGBUS;
 	}
 	for (i = 0; i < nr; i++)
 		pages[i] = kvt_dram_page(pool, blk, index + i);

@@ -37,6 +37,28 @@ void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
 }
 
 /**
+ * kvt_policy_insert_cold() - a block became evictable and is the coldest
+ * @pool: the pool, its lock held
+ * @addr: a READY block without pins, not in the list
+ *
+ * Used for blocks just written to NVMe: they were chosen as victims.
+ */
+void kvt_policy_insert_cold(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	blk->next = KVT_NIL;
+	blk->prev = pool->lru.tail;
+	if (pool->lru.tail != KVT_NIL)
+		pool->blocks[pool->lru.tail].next = addr;
+	else
+		pool->lru.head = addr;
+	pool->lru.tail = addr;
+	pool->lru.nr++;
+}
+
+/**
  * kvt_policy_remove() - a block stopped being evictable
  * @pool: the pool, its lock held
  * @addr: the block; a no-op if it is not in the list (pinned)
@@ -90,7 +112,9 @@ u32 kvt_policy_victim(struct kvt_pool *pool)
 
 	lockdep_assert_held(&pool->lock);
 	while (addr != KVT_NIL && scanned++ < KVT_VICTIM_SCAN) {
-		if (!pool->blocks[addr].users)
+		const struct kvt_block *blk = &pool->blocks[addr];
+
+		if (!blk->users && !blk->flags)
 			return addr;
 		addr = pool->blocks[addr].prev;
 	}

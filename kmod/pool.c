@@ -36,6 +36,7 @@ static unsigned int kvt_nr_pools;
 static u64 kvt_dram_reserved;
 
 static const struct file_operations kvt_pool_fops;
+static void kvt_pool_unregister(struct kvt_pool *pool);
 
 static int kvt_fs_init_fs_context(struct fs_context *fc)
 {
@@ -235,6 +236,12 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 	pool->uid = current_fsuid();
 	pool->gid = current_fsgid();
 	pool->seed = get_random_u64();
+	do {
+		pool->id = get_random_u64();
+	} while (!pool->id);
+	pool->flags = pc->flags & KVTIER_POOL_FAULT_NOLOAD;
+	pool->table_slot = -1;
+	init_waitqueue_head(&pool->wq);
 	INIT_LIST_HEAD(&pool->node);
 	init_rwsem(&pool->map_sem);
 	spin_lock_init(&pool->lock);
@@ -262,6 +269,15 @@ out_free:
 	return ERR_PTR(ret);
 }
 
+/* Free a pool that never entered the registry. */
+static void kvt_pool_discard(struct kvt_pool *pool)
+{
+	kvt_block_index_free(pool);
+	iput(pool->inode);
+	mem_cgroup_put(pool->memcg);
+	kmem_cache_free(kvt_pool_cache, pool);
+}
+
 /**
  * kvt_pool_create() - create a named pool and return a file for it
  * @pc: the request, checked here
@@ -286,6 +302,7 @@ struct file *kvt_pool_create(struct kvtier_pool_create *pc)
 		return ERR_CAST(pool);
 	dram = (u64)pool->dram_blocks * pool->block_size;
 
+	kvt_nvme_lock_table();
 	mutex_lock(&kvt_pools_lock);
 	old = kvt_pool_lookup(pool->name);
 	if (old) {
@@ -297,11 +314,8 @@ struct file *kvt_pool_create(struct kvtier_pool_create *pc)
 		if (!ret)
 			kref_get(&old->ref);
 		mutex_unlock(&kvt_pools_lock);
-		/* Never counted against the registry: free it directly. */
-		kvt_block_index_free(pool);
-		iput(pool->inode);
-		mem_cgroup_put(pool->memcg);
-		kmem_cache_free(kvt_pool_cache, pool);
+		kvt_nvme_unlock_table();
+		kvt_pool_discard(pool);
 		if (ret)
 			return ERR_PTR(ret);
 		file = kvt_pool_new_file(old, rdonly);
@@ -314,30 +328,34 @@ struct file *kvt_pool_create(struct kvtier_pool_create *pc)
 	ret = -ENOSPC;
 	if (dram > kvt_dram_budget - kvt_dram_reserved)
 		goto out_unlock;
+	/* With an NVMe tier, the pool is recorded there and persists. */
+	ret = kvt_nvme_pool_record(pool);
+	if (ret)
+		goto out_unlock;
 
 	kvt_nr_pools++;
 	kvt_dram_reserved += dram;
 	pool->named = true;
 	list_add_tail(&pool->node, &kvt_pools);
 	kvt_sysfs_pool_add(pool);
+	/*
+	 * The registry keeps the initial reference; take ours before the
+	 * name is visible to a concurrent destroy.
+	 */
+	kref_get(&pool->ref);
 	mutex_unlock(&kvt_pools_lock);
+	kvt_nvme_unlock_table();
 
-	/* The registry keeps the initial reference. */
 	file = kvt_pool_new_file(pool, rdonly);
-	if (IS_ERR(file)) {
-		struct kvtier_pool_destroy pd = { };
-
-		memcpy(pd.name, pool->name, sizeof(pd.name));
-		kvt_pool_destroy(&pd);
-	}
+	if (IS_ERR(file))
+		kvt_pool_unregister(pool);
+	kvt_pool_put(pool);
 	return file;
 
 out_unlock:
 	mutex_unlock(&kvt_pools_lock);
-	kvt_block_index_free(pool);
-	iput(pool->inode);
-	mem_cgroup_put(pool->memcg);
-	kmem_cache_free(kvt_pool_cache, pool);
+	kvt_nvme_unlock_table();
+	kvt_pool_discard(pool);
 	return ERR_PTR(ret);
 }
 
@@ -390,6 +408,151 @@ static void kvt_pool_unname(struct kvt_pool *pool)
 }
 
 /**
+ * kvt_pool_get_by_id() - a named pool by its NVMe identity
+ * @id: the pool's id
+ *
+ * Return: the pool with a reference, or NULL.
+ */
+struct kvt_pool *kvt_pool_get_by_id(u64 id)
+{
+	struct kvt_pool *pool;
+
+	mutex_lock(&kvt_pools_lock);
+	list_for_each_entry(pool, &kvt_pools, node) {
+		if (pool->id == id) {
+			kref_get(&pool->ref);
+			mutex_unlock(&kvt_pools_lock);
+			return pool;
+		}
+	}
+	mutex_unlock(&kvt_pools_lock);
+	return NULL;
+}
+
+/**
+ * kvt_pools_get_named() - references to every named pool
+ * @nr: out: how many
+ *
+ * Return: an array for kvt_pools_put_named(), or NULL (then @nr is 0).
+ */
+struct kvt_pool **kvt_pools_get_named(unsigned int *nr)
+{
+	struct kvt_pool **pools;
+	struct kvt_pool *pool;
+
+	*nr = 0;
+	mutex_lock(&kvt_pools_lock);
+	pools = kmalloc_array(kvt_nr_pools ?: 1, sizeof(*pools), GFP_KERNEL);
+	if (pools) {
+		list_for_each_entry(pool, &kvt_pools, node) {
+			kref_get(&pool->ref);
+			pools[(*nr)++] = pool;
+		}
+	}
+	mutex_unlock(&kvt_pools_lock);
+	return pools;
+}
+
+/**
+ * kvt_pools_put_named() - drop what kvt_pools_get_named() took
+ * @pools: the array
+ * @nr: its length
+ */
+void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr)
+{
+	while (nr--)
+		kvt_pool_put(pools[nr]);
+	kfree(pools);
+}
+
+/**
+ * kvt_pool_restore() - re-create a pool recorded on NVMe
+ * @name: its name
+ * @id: its NVMe identity
+ * @block_size: bytes per block
+ * @capacity: block addresses
+ * @dram_blocks: its DRAM share
+ * @mode: permission bits
+ * @uid: owner
+ * @gid: group
+ * @flags: KVTIER_POOL_FAULT_NOLOAD
+ * @slot: its pool table slot
+ *
+ * Return: the named pool (the registry's reference, not the caller's), or
+ * an ERR_PTR: -EEXIST, -EMFILE, -ENOSPC, -EINVAL, -ENOMEM.
+ */
+struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
+				  u32 capacity, u32 dram_blocks, umode_t mode,
+				  kuid_t uid, kgid_t gid, u32 flags, int slot)
+{
+	struct kvtier_pool_create pc = {
+		.block_size = block_size,
+		.capacity = capacity,
+		.dram_blocks = dram_blocks,
+		.flags = flags,
+		.mode = mode,
+		.numa_node = NUMA_NO_NODE,
+	};
+	struct kvt_pool *pool;
+	u64 dram;
+	int ret;
+
+	strscpy(pc.name, name, sizeof(pc.name));
+	ret = kvt_pool_create_check(&pc);
+	if (ret)
+		return ERR_PTR(ret);
+	pool = kvt_pool_alloc(&pc);
+	if (IS_ERR(pool))
+		return pool;
+	pool->id = id;
+	pool->uid = uid;
+	pool->gid = gid;
+	pool->table_slot = slot;
+	dram = (u64)pool->dram_blocks * pool->block_size;
+
+	mutex_lock(&kvt_pools_lock);
+	ret = -EEXIST;
+	if (kvt_pool_lookup(pool->name))
+		goto out_unlock;
+	ret = -EMFILE;
+	if (kvt_nr_pools >= kvt_max_pools)
+		goto out_unlock;
+	ret = -ENOSPC;
+	if (dram > kvt_dram_budget - kvt_dram_reserved)
+		goto out_unlock;
+	kvt_nr_pools++;
+	kvt_dram_reserved += dram;
+	pool->named = true;
+	list_add_tail(&pool->node, &kvt_pools);
+	kvt_sysfs_pool_add(pool);
+	mutex_unlock(&kvt_pools_lock);
+	return pool;
+
+out_unlock:
+	mutex_unlock(&kvt_pools_lock);
+	kvt_pool_discard(pool);
+	return ERR_PTR(ret);
+}
+
+/* Take back the name of a pool whose creation failed late. */
+static void kvt_pool_unregister(struct kvt_pool *pool)
+{
+	bool named;
+
+	kvt_nvme_lock_table();
+	mutex_lock(&kvt_pools_lock);
+	named = pool->named;
+	if (named)
+		kvt_pool_unname(pool);
+	mutex_unlock(&kvt_pools_lock);
+	if (named)
+		kvt_nvme_pool_erase(pool);
+	kvt_nvme_unlock_table();
+	if (named)
+		kvt_pool_put(pool);
+}
+
+/**
  * kvt_pool_destroy() - remove a pool's name
  * @pd: the request, checked here
  *
@@ -409,21 +572,27 @@ int kvt_pool_destroy(struct kvtier_pool_destroy *pd)
 	    memchr_inv(pd->reserved, 0, sizeof(pd->reserved)))
 		return -EINVAL;
 
+	kvt_nvme_lock_table();
 	mutex_lock(&kvt_pools_lock);
 	pool = kvt_pool_lookup(pd->name);
-	if (!pool) {
-		mutex_unlock(&kvt_pools_lock);
-		return -ENOENT;
-	}
-	if (!uid_eq(current_fsuid(), pool->uid) && !capable(CAP_SYS_ADMIN)) {
-		mutex_unlock(&kvt_pools_lock);
-		return -EPERM;
-	}
+	ret = -ENOENT;
+	if (!pool)
+		goto out_unlock;
+	ret = -EPERM;
+	if (!uid_eq(current_fsuid(), pool->uid) && !capable(CAP_SYS_ADMIN))
+		goto out_unlock;
 	kvt_pool_unname(pool);
 	mutex_unlock(&kvt_pools_lock);
 
+	kvt_nvme_pool_erase(pool);
+	kvt_nvme_unlock_table();
 	kvt_pool_put(pool);
 	return 0;
+
+out_unlock:
+	mutex_unlock(&kvt_pools_lock);
+	kvt_nvme_unlock_table();
+	return ret;
 }
 
 /**
@@ -471,6 +640,9 @@ void kvt_pools_stat(u32 *nr, u64 *reserved, struct kvt_pool_counters *sum)
 		sum->drops += pool->stats.drops;
 		sum->bytes_in += pool->stats.bytes_in;
 		sum->bytes_out += pool->stats.bytes_out;
+		sum->demotions += pool->stats.demotions;
+		sum->promotions += pool->stats.promotions;
+		sum->bad_reads += pool->stats.bad_reads;
 		spin_unlock(&pool->lock);
 	}
 	mutex_unlock(&kvt_pools_lock);

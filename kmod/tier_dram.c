@@ -128,6 +128,8 @@ void kvt_dram_free(struct kvt_pool *pool, struct kvt_block *blk)
 	unsigned int nr = kvt_nr_chunks(pool, blk->order);
 	unsigned int i;
 
+	if (!kvt_in_dram(blk))
+		return;
 	for (i = 0; i < nr; i++)
 		kvt_chunk_free(kvt_chunk(pool, blk, i), blk->order);
 	if (nr > 1) {

@@ -37,6 +37,21 @@ DEFINE_EVENT(kvtier_block, kvtier_block_unlink,
 	     TP_PROTO(struct kvt_pool *pool, u32 addr),
 	     TP_ARGS(pool, addr));
 
+/* DRAM -> NVMe: the DRAM copy of a block with a durable NVMe copy went. */
+DEFINE_EVENT(kvtier_block, kvtier_block_demote,
+	     TP_PROTO(struct kvt_pool *pool, u32 addr),
+	     TP_ARGS(pool, addr));
+
+/* NVMe -> DRAM: a block was read back and verified. */
+DEFINE_EVENT(kvtier_block, kvtier_block_promote,
+	     TP_PROTO(struct kvt_pool *pool, u32 addr),
+	     TP_ARGS(pool, addr));
+
+/* dirty -> clean: a block's NVMe copy became durable. */
+DEFINE_EVENT(kvtier_block, kvtier_block_written,
+	     TP_PROTO(struct kvt_pool *pool, u32 addr),
+	     TP_ARGS(pool, addr));
+
 /* DYING -> FREE: memory and address given back. */
 DEFINE_EVENT(kvtier_block, kvtier_block_free,
 	     TP_PROTO(struct kvt_pool *pool, u32 addr),

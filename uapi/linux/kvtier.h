@@ -45,11 +45,18 @@
  *
  * KVTIER_F_REPLACE: PUT with KVTIER_PUT_REPLACE swaps an existing block for
  * new bytes atomically: a concurrent GET sees the old block or the new one.
+ *
+ * KVTIER_F_NVME: an NVMe namespace can be attached (KVTIER_IOC_NVME_ATTACH).
+ * Blocks evicted from DRAM are then demoted to it instead of dropped, come
+ * back on use (GET, LOOKUP with KVTIER_LOOKUP_LOAD, mmap faults), and pools
+ * created while it is attached persist across module reload and reboot.
+ * KVTIER_IOC_SYNC makes a pool's blocks durable.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
 #define KVTIER_F_NUMA		_BITULL(2)
 #define KVTIER_F_REPLACE	_BITULL(3)
+#define KVTIER_F_NVME		_BITULL(4)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -91,7 +98,14 @@ struct kvtier_api {
 
 /* Pool create flags: if the pool exists, open it instead of -EEXIST. */
 #define KVTIER_POOL_OPEN_EXISTING	_BITUL(0)
-#define KVTIER_POOL_CREATE_FLAGS	KVTIER_POOL_OPEN_EXISTING
+#define KVTIER_POOL_CREATE_FLAGS	(KVTIER_POOL_OPEN_EXISTING | \
+					 KVTIER_POOL_FAULT_NOLOAD)
+
+/*
+ * Pool create flag: an mmap fault on a block that is not in DRAM raises
+ * SIGBUS instead of loading it from NVMe.
+ */
+#define KVTIER_POOL_FAULT_NOLOAD	_BITUL(1)
 
 /* Pool open/create access flags (the returned pool fd). */
 #define KVTIER_POOL_RDONLY	_BITUL(8)	/* no PUT, DROP, PIN, UNPIN */
@@ -190,6 +204,7 @@ struct kvtier_block {
 
 /* LOOKUP flags. */
 #define KVTIER_LOOKUP_TOUCH	_BITUL(0)	/* count resident ones as used */
+#define KVTIER_LOOKUP_LOAD	_BITUL(1)	/* bring the prefix into DRAM */
 
 /**
  * struct kvtier_batch - argument of PUT, GET, LOOKUP, DROP, PIN, UNPIN
@@ -224,6 +239,11 @@ struct kvtier_batch {
  * @puts, @gets, @hits, @misses, @evictions, @drops: out: counters.
  * @bytes_in, @bytes_out: out: bytes PUT and GET.
  * @meta_bytes:	out: kernel memory the pool uses for block metadata.
+ * @demotions:	out: blocks written to NVMe.
+ * @promotions:	out: blocks read back from NVMe into DRAM.
+ * @bad_reads:	out: NVMe reads that failed or did not verify (served as
+ *		misses).
+ * @dirty:	out: DRAM blocks without a durable NVMe copy.
  * @reserved:	must be 0.
  */
 struct kvtier_pool_stat {
@@ -247,7 +267,100 @@ struct kvtier_pool_stat {
 	__u64 bytes_in;
 	__u64 bytes_out;
 	__u64 meta_bytes;
-	__u64 reserved[8];
+	__u64 demotions;
+	__u64 promotions;
+	__u64 bad_reads;
+	__u64 dirty;
+	__u64 reserved[4];
+};
+
+/**
+ * struct kvtier_sync - make a pool's blocks durable
+ * @flags:	must be 0.
+ * @written:	out: blocks written to NVMe by this call.
+ * @reserved:	must be 0.
+ *
+ * Returns once every block that was in the pool when the call started is
+ * on NVMe (or gone). -ENODEV without an attached device; -ENOSPC if the
+ * device cannot take them; -EIO on a write error.
+ */
+struct kvtier_sync {
+	__u32 flags;
+	__u32 __pad;
+	__u64 written;
+	__u64 reserved[2];
+};
+
+/* NVMe attach flags. */
+#define KVTIER_NVME_FORMAT	_BITUL(0)	/* write a new, empty store */
+
+/**
+ * struct kvtier_nvme_attach - attach a block device as the NVMe tier
+ * @path:	user pointer to the NUL-terminated path of a block device.
+ * @flags:	KVTIER_NVME_FORMAT.
+ * @region_kib:	with KVTIER_NVME_FORMAT: region size in KiB (a power of two,
+ *		1024..65536; 0 = 4096). Must be 0 without it.
+ * @reserved:	must be 0.
+ *
+ * Needs CAP_SYS_ADMIN (-EPERM). The device is opened exclusively (-EBUSY if
+ * in use, or if a device is attached already). A device whose first block is
+ * neither zero nor a kvtier superblock is refused with -EMEDIUMTYPE unless
+ * KVTIER_NVME_FORMAT is given. Pools recorded on the device come back by
+ * name with their blocks.
+ */
+struct kvtier_nvme_attach {
+	__u64 path;
+	__u32 flags;
+	__u32 region_kib;
+	__u64 reserved[4];
+};
+
+/**
+ * struct kvtier_nvme_detach - detach the NVMe tier
+ * @flags:	must be 0.
+ * @reserved:	must be 0.
+ *
+ * Needs CAP_SYS_ADMIN. Writes back every dirty block of the pools recorded on
+ * the device, waits for all I/O, then forgets the blocks only on NVMe.
+ * -ENODEV if none is attached.
+ */
+struct kvtier_nvme_detach {
+	__u32 flags;
+	__u32 __pad;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvtier_nvme_stat - the NVMe tier's state and counters
+ * @flags:	in: must be 0.
+ * @attached:	out: 1 if a device is attached; the rest is zero otherwise.
+ * @dev_bytes, @region_bytes, @nr_regions, @free_regions: out: geometry.
+ * @bytes_written: out: bytes written to the device, headers included.
+ * @bytes_demoted: out: block bytes demoted.
+ * @bytes_read:	out: bytes read from the device.
+ * @reclaimed:	out: regions reclaimed.
+ * @lost_blocks: out: blocks dropped because their region was reclaimed.
+ * @io_errors:	out: failed bios.
+ * @attach_ns:	out: how long the attach took (index rebuild included).
+ * @uuid:	out: the store's uuid.
+ * @reserved:	must be 0.
+ */
+struct kvtier_nvme_stat {
+	__u32 flags;
+	__u32 attached;
+	__u64 dev_bytes;
+	__u64 region_bytes;
+	__u32 nr_regions;
+	__u32 free_regions;
+	__u64 bytes_written;
+	__u64 bytes_demoted;
+	__u64 bytes_read;
+	__u64 reclaimed;
+	__u64 lost_blocks;
+	__u64 io_errors;
+	__u64 attach_ns;
+	__u8 uuid[16];
+	__u64 reserved[6];
 };
 
 #define KVTIER_IOC_MAGIC	0xB8
@@ -257,6 +370,9 @@ struct kvtier_pool_stat {
 #define KVTIER_IOC_POOL_CREATE	_IOWR(KVTIER_IOC_MAGIC, 0x01, struct kvtier_pool_create)
 #define KVTIER_IOC_POOL_OPEN	_IOWR(KVTIER_IOC_MAGIC, 0x02, struct kvtier_pool_open)
 #define KVTIER_IOC_POOL_DESTROY	_IOW(KVTIER_IOC_MAGIC, 0x03, struct kvtier_pool_destroy)
+#define KVTIER_IOC_NVME_ATTACH	_IOW(KVTIER_IOC_MAGIC, 0x04, struct kvtier_nvme_attach)
+#define KVTIER_IOC_NVME_DETACH	_IOW(KVTIER_IOC_MAGIC, 0x05, struct kvtier_nvme_detach)
+#define KVTIER_IOC_NVME_STAT	_IOWR(KVTIER_IOC_MAGIC, 0x06, struct kvtier_nvme_stat)
 
 /* Pool fd. */
 #define KVTIER_IOC_PUT		_IOWR(KVTIER_IOC_MAGIC, 0x10, struct kvtier_batch)
@@ -266,5 +382,6 @@ struct kvtier_pool_stat {
 #define KVTIER_IOC_PIN		_IOWR(KVTIER_IOC_MAGIC, 0x14, struct kvtier_batch)
 #define KVTIER_IOC_UNPIN	_IOWR(KVTIER_IOC_MAGIC, 0x15, struct kvtier_batch)
 #define KVTIER_IOC_STAT		_IOWR(KVTIER_IOC_MAGIC, 0x16, struct kvtier_pool_stat)
+#define KVTIER_IOC_SYNC		_IOWR(KVTIER_IOC_MAGIC, 0x17, struct kvtier_sync)
 
 #endif /* _UAPI_LINUX_KVTIER_H */

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The on-disk format of the NVMe tier, version 1.
+ * Documentation/nvme-format.rst describes it; keep the two in step.
+ *
+ *   byte 0        superblock (struct kvt_disk_sb), one 4 KiB page
+ *   byte 4096     pool table: KVT_POOL_SLOTS entries of struct kvt_disk_pool
+ *   byte 1 MiB    regions of region_bytes each, written whole and in order
+ *
+ * A region starts with its summary (struct kvt_disk_region and one
+ * struct kvt_disk_rec per block), padded to whole pages, followed by the
+ * blocks' data, each starting on a page. All integers are little endian;
+ * every structure carries a crc32c of itself.
+ */
+#ifndef _KVTIER_NVME_FORMAT_H
+#define _KVTIER_NVME_FORMAT_H
+
+#include <linux/types.h>
+
+#define KVT_FORMAT_VERSION	1
+#define KVT_SB_MAGIC		0x627372656974766bULL	/* "kvtiersb" */
+#define KVT_REGION_MAGIC	0x677272656974766bULL	/* "kvtierrg" */
+#define KVT_DISK_PAGE		4096U
+#define KVT_POOL_TABLE_OFF	4096U
+#define KVT_POOL_SLOTS		256U
+#define KVT_DATA_OFF		0x100000U	/* 1 MiB */
+#define KVT_REGION_KIB_DEFAULT	4096U
+#define KVT_REGION_KIB_MIN	1024U
+#define KVT_REGION_KIB_MAX	65536U
+
+struct kvt_disk_sb {
+	__le64 magic;
+	__le32 version;
+	__le32 flags;
+	__u8 uuid[16];
+	__le64 dev_bytes;
+	__le64 region_bytes;
+	__le32 nr_regions;
+	__le32 pool_slots;
+	__le64 pool_table_off;
+	__le64 data_off;
+	__le64 generation;	/* incremented at every attach */
+	__le32 page_bytes;
+	__le32 crc;		/* of the struct, this field zero */
+};
+
+struct kvt_disk_pool {
+	__le64 id;		/* 0: free slot */
+	__u8 name[64];
+	__le64 block_size;
+	__le32 capacity;
+	__le32 dram_blocks;
+	__le32 mode;
+	__le32 uid;
+	__le32 gid;
+	__le32 flags;
+	__u8 reserved[148];
+	__le32 crc;		/* of the struct, this field zero */
+};
+
+struct kvt_disk_rec {
+	__le64 pool_id;
+	__le64 key[2];
+	__le32 page;		/* first page of the data, from region start */
+	__le32 pages;
+	__le32 crc;		/* keyed crc32c of the data, see kvt_rec_seed */
+	__le32 flags;
+	__le64 reserved;
+};
+
+struct kvt_disk_region {
+	__le64 magic;
+	__le64 seq;		/* write order, from 1, never reused */
+	__u8 uuid[16];		/* the store's: older formats are ignored */
+	__le32 nr;		/* records */
+	__le32 summary_bytes;
+	__le32 crc;		/* of summary_bytes from magic, this field zero */
+	__le32 reserved[5];
+	struct kvt_disk_rec recs[];
+};
+
+#endif /* _KVTIER_NVME_FORMAT_H */
