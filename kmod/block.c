@@ -273,6 +273,23 @@ void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr)
 	}
 }
 
+static u32 kvt_hash_bits(u32 capacity)
+{
+	return max_t(u32, KVT_MIN_HASH_BITS, order_base_2(capacity));
+}
+
+/**
+ * kvt_block_index_bytes() - memory the index of a pool takes
+ * @capacity: the pool's block addresses
+ *
+ * Return: bytes of the block array and the key hash.
+ */
+u64 kvt_block_index_bytes(u32 capacity)
+{
+	return (u64)capacity * sizeof(struct kvt_block) +
+	       (sizeof(u32) << kvt_hash_bits(capacity));
+}
+
 /**
  * kvt_block_index_init() - allocate a pool's block array and key hash
  * @pool: a new pool with its capacity set
@@ -284,8 +301,7 @@ int kvt_block_index_init(struct kvt_pool *pool)
 	size_t nbuckets;
 	u32 i;
 
-	pool->hash_bits = max_t(u32, KVT_MIN_HASH_BITS,
-				order_base_2(pool->capacity));
+	pool->hash_bits = kvt_hash_bits(pool->capacity);
 	nbuckets = 1UL << pool->hash_bits;
 
 	pool->blocks = kvcalloc(pool->capacity, sizeof(*pool->blocks),
@@ -311,8 +327,7 @@ int kvt_block_index_init(struct kvt_pool *pool)
 	pool->free = 0;
 	pool->lru.head = KVT_NIL;
 	pool->lru.tail = KVT_NIL;
-	pool->index_meta = array_size(pool->capacity, sizeof(*pool->blocks)) +
-			   nbuckets * sizeof(*pool->buckets);
+	pool->index_meta = kvt_block_index_bytes(pool->capacity);
 	return 0;
 }
 

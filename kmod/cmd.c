@@ -610,6 +610,9 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 	st->uid = from_kuid_munged(current_user_ns(), pool->uid);
 	st->gid = from_kgid_munged(current_user_ns(), pool->gid);
 	st->meta_bytes = sizeof(*pool) + kvt_block_meta_bytes(pool);
+	st->dram_reserved = kvt_pool_dram_bytes(pool->dram_blocks,
+						pool->block_size,
+						pool->capacity);
 
 	spin_lock(&pool->lock);
 	st->resident[KVTIER_TIER_DRAM] = pool->nr_dram;

@@ -172,6 +172,7 @@ extern u64 kvt_dram_budget;
 extern atomic64_t kvt_dram_used;
 
 /* pool.c */
+u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity);
 struct kvt_pool *kvt_pool_get_by_id(u64 id);
 struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 				  u32 capacity, u32 dram_blocks, umode_t mode,
@@ -192,6 +193,7 @@ u32 kvt_block_find(struct kvt_pool *pool, const u64 *key);
 void kvt_block_hash_add(struct kvt_pool *pool, u32 addr);
 void kvt_block_hash_del(struct kvt_pool *pool, u32 addr);
 int kvt_block_index_init(struct kvt_pool *pool);
+u64 kvt_block_index_bytes(u32 capacity);
 void kvt_block_index_free(struct kvt_pool *pool);
 u64 kvt_block_meta_bytes(struct kvt_pool *pool);
 void kvt_block_release(struct kvt_pool *pool, u32 addr);

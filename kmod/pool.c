@@ -81,6 +81,33 @@ void kvt_pool_fs_exit(void)
 	kmem_cache_destroy(kvt_pool_cache);
 }
 
+/**
+ * kvt_pool_dram_bytes() - what a pool reserves of the dram_mb budget
+ * @dram_blocks: its DRAM share in blocks
+ * @block_size: bytes per block
+ * @capacity: block addresses
+ *
+ * Its share of blocks, and the index that every block address takes in
+ * DRAM, whatever the tier of the block.
+ *
+ * Return: bytes.
+ */
+u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity)
+{
+	return (u64)dram_blocks * block_size + kvt_block_index_bytes(capacity);
+}
+
+/* Early check, before the index is allocated; decided under the lock. */
+static int kvt_pool_budget_check(const struct kvtier_pool_create *pc)
+{
+	u32 dram_blocks = pc->dram_blocks ?: pc->capacity;
+
+	if (kvt_pool_dram_bytes(dram_blocks, pc->block_size, pc->capacity) >
+	    kvt_dram_budget - READ_ONCE(kvt_dram_reserved))
+		return -ENOSPC;
+	return 0;
+}
+
 static void kvt_pool_free(struct kref *ref)
 {
 	struct kvt_pool *pool = container_of(ref, struct kvt_pool, ref);
@@ -90,7 +117,9 @@ static void kvt_pool_free(struct kref *ref)
 	mem_cgroup_put(pool->memcg);
 
 	mutex_lock(&kvt_pools_lock);
-	kvt_dram_reserved -= (u64)pool->dram_blocks * pool->block_size;
+	kvt_dram_reserved -= kvt_pool_dram_bytes(pool->dram_blocks,
+						 pool->block_size,
+						 pool->capacity);
 	kvt_nr_pools--;
 	mutex_unlock(&kvt_pools_lock);
 
@@ -296,11 +325,17 @@ struct file *kvt_pool_create(struct kvtier_pool_create *pc)
 	ret = kvt_pool_create_check(pc);
 	if (ret)
 		return ERR_PTR(ret);
+	if (!(pc->flags & KVTIER_POOL_OPEN_EXISTING)) {
+		ret = kvt_pool_budget_check(pc);
+		if (ret)
+			return ERR_PTR(ret);
+	}
 
 	pool = kvt_pool_alloc(pc);
 	if (IS_ERR(pool))
 		return ERR_CAST(pool);
-	dram = (u64)pool->dram_blocks * pool->block_size;
+	dram = kvt_pool_dram_bytes(pool->dram_blocks, pool->block_size,
+				   pool->capacity);
 
 	kvt_nvme_lock_table();
 	mutex_lock(&kvt_pools_lock);
@@ -499,6 +534,8 @@ struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 
 	strscpy(pc.name, name, sizeof(pc.name));
 	ret = kvt_pool_create_check(&pc);
+	if (!ret)
+		ret = kvt_pool_budget_check(&pc);
 	if (ret)
 		return ERR_PTR(ret);
 	pool = kvt_pool_alloc(&pc);
@@ -508,7 +545,8 @@ struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 	pool->uid = uid;
 	pool->gid = gid;
 	pool->table_slot = slot;
-	dram = (u64)pool->dram_blocks * pool->block_size;
+	dram = kvt_pool_dram_bytes(pool->dram_blocks, pool->block_size,
+				   pool->capacity);
 
 	mutex_lock(&kvt_pools_lock);
 	ret = -EEXIST;

@@ -70,6 +70,7 @@
  * @batch_max:	out: most entries one batched command takes.
  * @name_max:	out: size of a pool name buffer, terminating NUL included.
  * @max_pools:	out: the max_pools module parameter.
+ * @__pad:	must be 0.
  * @dram_bytes:	out: DRAM budget for all pools (dram_mb module parameter).
  * @reserved:	must be 0.
  *
@@ -108,7 +109,7 @@ struct kvtier_api {
 #define KVTIER_POOL_FAULT_NOLOAD	_BITUL(1)
 
 /* Pool open/create access flags (the returned pool fd). */
-#define KVTIER_POOL_RDONLY	_BITUL(8)	/* no PUT, DROP, PIN, UNPIN */
+#define KVTIER_POOL_RDONLY	_BITUL(8)	/* no PUT, DROP, SYNC */
 #define KVTIER_POOL_OPEN_FLAGS	KVTIER_POOL_RDONLY
 
 /**
@@ -117,8 +118,10 @@ struct kvtier_api {
  * @block_size:	bytes per block; a multiple of the page size,
  *		<= KVTIER_BLOCK_SIZE_MAX.
  * @capacity:	block addresses in the pool, 1..KVTIER_CAPACITY_MAX.
- * @dram_blocks: blocks the pool may keep in DRAM (0: @capacity); reserved
- *		against the dram_mb budget at create time (-ENOSPC if short).
+ * @dram_blocks: blocks the pool may keep in DRAM (0: @capacity). These
+ *		and the index of @capacity addresses (about 60 bytes each)
+ *		are reserved against the dram_mb budget at create time
+ *		(-ENOSPC if short).
  * @flags:	KVTIER_POOL_OPEN_EXISTING, KVTIER_POOL_RDONLY.
  * @mode:	permission bits (0..0777) for opens by other processes;
  *		0 means 0600.
@@ -161,6 +164,7 @@ struct kvtier_pool_open {
  * last fd and mapping of it are gone
  * @name:	NUL-terminated name.
  * @flags:	must be 0.
+ * @__pad:	must be 0.
  * @reserved:	must be 0.
  *
  * Only the owner, or CAP_SYS_ADMIN, may destroy (-EPERM).
@@ -232,18 +236,32 @@ struct kvtier_batch {
 /**
  * struct kvtier_pool_stat - a pool's configuration and counters
  * @flags:	in: must be 0.
- * @block_size, @capacity, @dram_blocks, @numa_node, @mode, @uid, @gid:
- *		out: the pool's configuration.
+ * @capacity:	out: block addresses.
+ * @block_size:	out: bytes per block.
+ * @dram_blocks: out: blocks the pool may keep in DRAM.
+ * @numa_node:	out: node of its DRAM, -1 for local.
+ * @mode:	out: permission bits.
+ * @uid:	out: owner.
+ * @gid:	out: group.
+ * @__pad:	out: 0.
  * @resident:	out: blocks resident per tier, indexed by KVTIER_TIER_*.
  * @pinned:	out: blocks pinned by any fd.
- * @puts, @gets, @hits, @misses, @evictions, @drops: out: counters.
- * @bytes_in, @bytes_out: out: bytes PUT and GET.
+ * @puts:	out: blocks written by PUT.
+ * @gets:	out: blocks read by GET.
+ * @hits:	out: GET and LOOKUP entries that found their key.
+ * @misses:	out: GET and LOOKUP entries that did not.
+ * @evictions:	out: blocks that left DRAM to make room (demoted or dropped).
+ * @drops:	out: blocks removed by DROP.
+ * @bytes_in:	out: bytes written by PUT.
+ * @bytes_out:	out: bytes read by GET.
  * @meta_bytes:	out: kernel memory the pool uses for block metadata.
  * @demotions:	out: blocks written to NVMe.
  * @promotions:	out: blocks read back from NVMe into DRAM.
  * @bad_reads:	out: NVMe reads that failed or did not verify (served as
  *		misses).
  * @dirty:	out: DRAM blocks without a durable NVMe copy.
+ * @dram_reserved: out: bytes of the dram_mb budget the pool holds: its
+ *		DRAM share and its index.
  * @reserved:	must be 0.
  */
 struct kvtier_pool_stat {
@@ -271,12 +289,14 @@ struct kvtier_pool_stat {
 	__u64 promotions;
 	__u64 bad_reads;
 	__u64 dirty;
-	__u64 reserved[4];
+	__u64 dram_reserved;
+	__u64 reserved[3];
 };
 
 /**
  * struct kvtier_sync - make a pool's blocks durable
  * @flags:	must be 0.
+ * @__pad:	must be 0.
  * @written:	out: blocks written to NVMe by this call.
  * @reserved:	must be 0.
  *
@@ -318,6 +338,7 @@ struct kvtier_nvme_attach {
 /**
  * struct kvtier_nvme_detach - detach the NVMe tier
  * @flags:	must be 0.
+ * @__pad:	must be 0.
  * @reserved:	must be 0.
  *
  * Needs CAP_SYS_ADMIN. Writes back every dirty block of the pools recorded on
@@ -334,7 +355,10 @@ struct kvtier_nvme_detach {
  * struct kvtier_nvme_stat - the NVMe tier's state and counters
  * @flags:	in: must be 0.
  * @attached:	out: 1 if a device is attached; the rest is zero otherwise.
- * @dev_bytes, @region_bytes, @nr_regions, @free_regions: out: geometry.
+ * @dev_bytes:	out: size of the device.
+ * @region_bytes: out: size of a region.
+ * @nr_regions:	out: regions on the device.
+ * @free_regions: out: regions holding no data.
  * @bytes_written: out: bytes written to the device, headers included.
  * @bytes_demoted: out: block bytes demoted.
  * @bytes_read:	out: bytes read from the device.

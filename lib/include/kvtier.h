@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libkvtier: a thin C library over the kvtier ioctls (uapi/linux/kvtier.h).
+ *
+ * Every function that can fail returns 0 (or a documented non-negative
+ * value) on success and a negative errno on failure; errno itself is never
+ * part of the API. Objects (struct kvt_ctx, struct kvt_pool, struct kvt_map)
+ * are opaque and own the file descriptors or mappings behind them.
+ *
+ * A program usually does:
+ *
+ *	struct kvt_ctx *ctx;
+ *	struct kvt_pool *pool;
+ *	struct kvt_pool_params p;
+ *
+ *	kvt_open(&ctx, KVTIER_F_POOLS | KVTIER_F_MMAP);
+ *	kvt_pool_params_init(&p, "mypool", 256 << 10, 4096);
+ *	kvt_pool_create(ctx, &p, &pool);
+ *	... kvt_lookup(), kvt_get(), kvt_put() on struct kvtier_block arrays ...
+ *	kvt_pool_close(pool);
+ *	kvt_close(ctx);
+ *
+ * The library is not thread-safe per object beyond what the kernel gives:
+ * the batched commands may be called concurrently on one pool (they are
+ * single ioctls), but closing a pool or context while another thread uses
+ * it is the caller's bug.
+ */
+#ifndef KVTIER_LIB_H
+#define KVTIER_LIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/kvtier.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kvt_ctx;
+struct kvt_pool;
+struct kvt_map;
+
+/**
+ * KVT_FEATURES_ALL - pass to kvt_open() to negotiate every feature the
+ * running kernel supports (the library probes them first).
+ */
+#define KVT_FEATURES_ALL	(~0ULL)
+
+/**
+ * struct kvt_key - a 128-bit block key, as in struct kvtier_block.key
+ * @k: the two 64-bit halves, k[0] goes to key[0].
+ */
+struct kvt_key {
+	uint64_t k[2];
+};
+
+/**
+ * struct kvt_pool_params - what kvt_pool_create() asks for
+ * @name:	pool name, 1..KVTIER_NAME_MAX-1 bytes of [A-Za-z0-9._-].
+ * @block_size:	bytes per block, a multiple of 4096, <= KVTIER_BLOCK_SIZE_MAX.
+ * @capacity:	block addresses in the pool, 1..KVTIER_CAPACITY_MAX.
+ * @dram_blocks: blocks the pool may keep in DRAM; 0 means @capacity.
+ * @mode:	permission bits 0..0777 for other openers; 0 means 0600.
+ * @numa_node:	NUMA node of the pool's DRAM, or -1 for the module default.
+ * @flags:	KVTIER_POOL_OPEN_EXISTING, KVTIER_POOL_FAULT_NOLOAD (an mmap
+ *		fault on a block that is only on NVMe raises SIGBUS instead
+ *		of loading it) and/or KVTIER_POOL_RDONLY.
+ *
+ * Initialise with kvt_pool_params_init() so that fields added later get
+ * their defaults.
+ */
+struct kvt_pool_params {
+	const char *name;
+	uint64_t block_size;
+	uint32_t capacity;
+	uint32_t dram_blocks;
+	uint32_t mode;
+	int32_t numa_node;
+	uint32_t flags;
+};
+
+/* ---- control device ---------------------------------------------------- */
+
+/**
+ * kvt_open() - open /dev/kvtier and do the API handshake
+ * @ctxp:	out: the new context.
+ * @features:	KVTIER_F_* bits the caller requires, or KVT_FEATURES_ALL for
+ *		whatever the kernel supports.
+ *
+ * Opens the control device O_RDWR | O_CLOEXEC and issues KVTIER_IOC_API with
+ * KVTIER_API_VERSION and @features.
+ *
+ * Return: 0, or -ENOENT when the module is not loaded, -EINVAL when the
+ * kernel does not know a requested feature bit or API version, -ENOMEM,
+ * or another -errno from open(2)/ioctl(2).
+ */
+int kvt_open(struct kvt_ctx **ctxp, uint64_t features);
+
+/**
+ * kvt_close() - close a context from kvt_open()
+ * @ctx:	the context; NULL is a no-op.
+ *
+ * Pools opened through @ctx stay valid: they have their own fds.
+ */
+void kvt_close(struct kvt_ctx *ctx);
+
+/**
+ * kvt_ctx_fd() - the control fd of a context
+ * @ctx:	the context.
+ *
+ * Return: the fd, owned by @ctx (do not close it).
+ */
+int kvt_ctx_fd(const struct kvt_ctx *ctx);
+
+/**
+ * kvt_api_info() - the handshake result
+ * @ctx:	the context.
+ * @api:	out: a copy of struct kvtier_api as the kernel returned it
+ *		(negotiated and supported features, command mask, limits).
+ *
+ * Return: 0.
+ */
+int kvt_api_info(const struct kvt_ctx *ctx, struct kvtier_api *api);
+
+/**
+ * kvt_feature_name() - the name of one feature bit
+ * @bit:	a single KVTIER_F_* bit.
+ *
+ * Return: a static string such as "pools", or NULL for an unknown bit.
+ */
+const char *kvt_feature_name(uint64_t bit);
+
+/**
+ * kvt_ioctl_name() - the name of a command by its ioctl number
+ * @nr:		_IOC_NR() of the command (the bit index in kvtier_api.ioctls).
+ *
+ * Return: a static string such as "POOL_CREATE", or NULL if unknown.
+ */
+const char *kvt_ioctl_name(unsigned int nr);
+
+/**
+ * kvt_tier_name() - the name of a tier
+ * @tier:	KVTIER_TIER_*.
+ *
+ * Return: "none", "hbm", "dram", "nvme", or "?" for anything else.
+ */
+const char *kvt_tier_name(unsigned int tier);
+
+/* ---- pools ------------------------------------------------------------- */
+
+/**
+ * kvt_pool_params_init() - fill pool parameters with defaults
+ * @p:		the parameters to fill.
+ * @name:	pool name (not copied: must live until kvt_pool_create()).
+ * @block_size:	bytes per block.
+ * @capacity:	block addresses.
+ *
+ * Sets @dram_blocks 0 (= capacity), @mode 0 (= 0600), @numa_node -1 and
+ * @flags 0.
+ */
+void kvt_pool_params_init(struct kvt_pool_params *p, const char *name,
+			  uint64_t block_size, uint32_t capacity);
+
+/**
+ * kvt_pool_create() - create a pool and open it
+ * @ctx:	the context.
+ * @p:		the pool's parameters.
+ * @poolp:	out: the new pool handle.
+ *
+ * With KVTIER_POOL_OPEN_EXISTING in @p->flags an existing pool of that name
+ * is opened instead (its own configuration wins; read it with
+ * kvt_pool_block_size() or kvt_stat()).
+ *
+ * A pool created while an NVMe tier is attached (kvt_nvme_attach()) is
+ * recorded on the device: it persists across module reload and reboot, and
+ * comes back by name, with its blocks, at the next attach of that device.
+ * Blocks evicted from its DRAM share (@p->dram_blocks) are demoted to NVMe
+ * rather than dropped.
+ *
+ * Return: 0; -EINVAL for a bad name, size, capacity, mode, node or flag;
+ * -EEXIST if the name is taken; -EMFILE at max_pools; -ENOSPC if the DRAM
+ * budget (dram_mb) cannot hold the DRAM share and the index of @p->capacity
+ * addresses (about 60 bytes each), or the device's pool table is full; -EIO if the pool
+ * could not be recorded on the device; -ENAMETOOLONG if @p->name does not
+ * fit; -ENOMEM.
+ */
+int kvt_pool_create(struct kvt_ctx *ctx, const struct kvt_pool_params *p,
+		    struct kvt_pool **poolp);
+
+/**
+ * kvt_pool_open() - open an existing pool by name
+ * @ctx:	the context.
+ * @name:	pool name.
+ * @flags:	0 or KVTIER_POOL_RDONLY.
+ * @poolp:	out: the pool handle.
+ *
+ * Return: 0; -ENOENT for an unknown name; -EACCES when the pool's owner and
+ * mode deny the access; -EINVAL for unknown flags; -ENAMETOOLONG; -ENOMEM.
+ */
+int kvt_pool_open(struct kvt_ctx *ctx, const char *name, uint32_t flags,
+		  struct kvt_pool **poolp);
+
+/**
+ * kvt_pool_close() - close a pool handle
+ * @pool:	the handle; NULL is a no-op.
+ *
+ * Closes the pool fd, which drops the pins it holds. The pool itself and
+ * its blocks stay until kvt_pool_destroy(). Mappings made with kvt_map()
+ * stay valid until kvt_unmap().
+ */
+void kvt_pool_close(struct kvt_pool *pool);
+
+/**
+ * kvt_pool_destroy() - remove a pool by name
+ * @ctx:	the context.
+ * @name:	pool name.
+ *
+ * The name disappears at once; the data lives on until the last fd and
+ * mapping of the pool are gone.
+ *
+ * Return: 0; -ENOENT for an unknown name; -EPERM when the caller is neither
+ * the owner nor CAP_SYS_ADMIN; -ENAMETOOLONG.
+ */
+int kvt_pool_destroy(struct kvt_ctx *ctx, const char *name);
+
+/**
+ * kvt_pool_fd() - the pool fd
+ * @pool:	the pool handle.
+ *
+ * Return: the fd, owned by @pool (poll it, pass it with SCM_RIGHTS; do not
+ * close it).
+ */
+int kvt_pool_fd(const struct kvt_pool *pool);
+
+/**
+ * kvt_pool_block_size() - bytes per block of a pool
+ * @pool:	the pool handle.
+ *
+ * Return: the block size (read from the kernel when the handle was made).
+ */
+uint64_t kvt_pool_block_size(const struct kvt_pool *pool);
+
+/**
+ * kvt_pool_capacity() - block addresses of a pool
+ * @pool:	the pool handle.
+ *
+ * Return: the capacity in blocks.
+ */
+uint32_t kvt_pool_capacity(const struct kvt_pool *pool);
+
+/**
+ * kvt_pool_numa_node() - NUMA node of a pool's DRAM
+ * @pool:	the pool handle.
+ *
+ * Return: the node, or -1 if the pool has no fixed node.
+ */
+int kvt_pool_numa_node(const struct kvt_pool *pool);
+
+/**
+ * kvt_pool_name() - the name the handle was created or opened with
+ * @pool:	the pool handle.
+ *
+ * Return: a NUL-terminated string owned by @pool.
+ */
+const char *kvt_pool_name(const struct kvt_pool *pool);
+
+/**
+ * kvt_stat() - a pool's configuration and counters
+ * @pool:	the pool handle.
+ * @st:		out: struct kvtier_pool_stat.
+ *
+ * Return: 0 or -errno from KVTIER_IOC_STAT.
+ */
+int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st);
+
+/**
+ * kvt_sync() - make a pool's blocks durable on the NVMe tier
+ * @pool:	the pool handle (not read-only).
+ * @written:	out (optional): blocks written to NVMe by this call; 0 when
+ *		the call fails.
+ *
+ * Writes every block of the pool that has no NVMe copy yet (kvtier_pool_stat
+ * .dirty) and waits for the writes. Blocks PUT after the call started may or
+ * may not be included.
+ *
+ * Return: 0; -ENODEV when no NVMe tier is attached; -EBADF on a read-only
+ * handle; -EFBIG when the pool's blocks are larger than a region of the
+ * device; -EIO when a block could not be written; -EINTR when killed while
+ * waiting.
+ */
+int kvt_sync(struct kvt_pool *pool, uint64_t *written);
+
+/* ---- NVMe tier --------------------------------------------------------- */
+
+/*
+ * One block device (an NVMe namespace, or anything with a logical block
+ * size of at most 4 KiB) can be attached below DRAM at a time. kvtier keeps
+ * a log-structured store on it: blocks evicted from a pool's DRAM share are
+ * demoted in large sequential writes and promoted back, verified by a
+ * checksum, when a GET, a PIN, a LOOKUP with KVTIER_LOOKUP_LOAD or an mmap
+ * fault needs them. The device is opened exclusively; nothing else
+ * (a file system, device-mapper) may use it while it is attached.
+ *
+ * These commands go to the control fd and, except kvt_nvme_stat(), need
+ * CAP_SYS_ADMIN.
+ */
+
+/**
+ * kvt_nvme_attach() - attach a block device as the NVMe tier
+ * @ctx:	the context (negotiated with KVTIER_F_NVME, or KVT_FEATURES_ALL
+ *		on a kernel that has it).
+ * @path:	path of the block device, e.g. "/dev/nvme0n1".
+ * @flags:	0, or KVTIER_NVME_FORMAT to write a new, empty store (every
+ *		block and pool recorded on the device is lost).
+ * @region_kib:	with KVTIER_NVME_FORMAT: the store's region size in KiB, a
+ *		power of two in 1024..65536, or 0 for the default (4096).
+ *		Must be 0 without it: an existing store keeps its own.
+ *
+ * Without KVTIER_NVME_FORMAT a device whose first 4 KiB are zero is
+ * formatted, one holding a kvtier store is opened and its pools come back
+ * by name with their blocks (the index is rebuilt from the region
+ * summaries; kvtier_nvme_stat.attach_ns says how long that took).
+ *
+ * Return: 0; -EPERM without CAP_SYS_ADMIN; -EBUSY when a device is attached
+ * already or @path is in use (mounted, claimed by another driver);
+ * -EMEDIUMTYPE when the device holds something else than a kvtier store
+ * (format it to use it); -EINVAL for bad flags, a bad @region_kib, a store
+ * of another format version, or a logical block size over 4 KiB; -ENOSPC
+ * when the device is too small for two regions; -ENOTBLK, -ENOENT and the
+ * like from opening @path; -EIO; -ENOMEM.
+ */
+int kvt_nvme_attach(struct kvt_ctx *ctx, const char *path, uint32_t flags,
+		    uint32_t region_kib);
+
+/**
+ * kvt_nvme_detach() - detach the NVMe tier
+ * @ctx:	the context.
+ *
+ * Writes back the blocks of persistent pools that have no NVMe copy yet,
+ * waits for every I/O, then forgets the blocks that were only on NVMe
+ * (their pools stay, with what they have in DRAM). The device can then be
+ * used by others, or attached again.
+ *
+ * Return: 0; -EPERM without CAP_SYS_ADMIN; -ENODEV when none is attached.
+ */
+int kvt_nvme_detach(struct kvt_ctx *ctx);
+
+/**
+ * kvt_nvme_stat() - the NVMe tier's state and counters
+ * @ctx:	the context.
+ * @st:		out: struct kvtier_nvme_stat; all zero (attached == 0) when no
+ *		device is attached.
+ *
+ * Counters (bytes_written, bytes_demoted, bytes_read, ...) count from the
+ * attach. bytes_written / bytes_demoted is the tier's host write
+ * amplification (region summaries, superblock and pool table updates).
+ *
+ * Return: 0, or -errno from KVTIER_IOC_NVME_STAT (-ENOTTY on a kernel
+ * without the NVMe tier).
+ */
+int kvt_nvme_stat(struct kvt_ctx *ctx, struct kvtier_nvme_stat *st);
+
+/* ---- batched block commands -------------------------------------------- */
+
+/*
+ * The batched commands take an array of struct kvtier_block. The caller sets
+ * key (kvt_block_set() helps), buf (PUT and GET: a buffer of block_size
+ * bytes; other commands: 0) and reserved = 0; the kernel fills addr, status
+ * and tier of every entry.
+ *
+ * @n may exceed KVTIER_BATCH_MAX: the library then issues several ioctls of
+ * at most the kernel's batch_max entries each, in order. A whole-batch error
+ * (the function's return value) then only says that the failing chunk and
+ * those after it were not run; earlier chunks took effect.
+ *
+ * @done, when not NULL, receives the number of entries with status 0 (for
+ * kvt_lookup(): the length of the longest resident prefix).
+ *
+ * Return (all of them): 0 when every entry has its status (look at each
+ * entry's status for per-key errors); -EINVAL for n == 0, bad flags or
+ * nonzero reserved fields; -EFAULT for a bad array; -EBADF for PUT or DROP
+ * on a read-only pool handle; another -errno from ioctl(2).
+ */
+
+/**
+ * kvt_put() - copy blocks into the pool
+ * @pool:	the pool handle.
+ * @blk:	entries: key and buf in.
+ * @n:		number of entries.
+ * @flags:	0 or KVTIER_PUT_REPLACE.
+ * @done:	out (optional): entries stored.
+ *
+ * Per-entry status: -EEXIST (key present, no REPLACE), -ENOSPC (nothing
+ * evictable), -ENOMEM, -EFAULT (bad buf), -EBUSY (replace of a block in use).
+ *
+ * Return: see above.
+ */
+int kvt_put(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	    uint32_t flags, uint32_t *done);
+
+/**
+ * kvt_get() - copy blocks out of the pool
+ * @pool:	the pool handle.
+ * @blk:	entries: key and buf in.
+ * @n:		number of entries.
+ * @flags:	0.
+ * @done:	out (optional): entries copied.
+ *
+ * A block that is only on NVMe is read back into DRAM first (the reads of
+ * a batch are issued ahead of the copies, so a batch is also the queue
+ * depth); it then counts in kvtier_pool_stat.promotions. A copy that fails
+ * its checksum is never served: the entry is a miss and bad_reads counts it.
+ *
+ * Per-entry status: -ENOENT (miss), -EFAULT (bad buf), -ENOSPC (no DRAM
+ * could be freed for a block on NVMe), -EIO, -EINTR.
+ *
+ * Return: see above.
+ */
+int kvt_get(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	    uint32_t flags, uint32_t *done);
+
+/**
+ * kvt_lookup() - where a chain of keys lives
+ * @pool:	the pool handle.
+ * @blk:	entries: key in, buf 0; addr and tier out.
+ * @n:		number of entries (a prefix chain, first block first).
+ * @flags:	0, KVTIER_LOOKUP_TOUCH (count resident blocks as used) and/or
+ *		KVTIER_LOOKUP_LOAD (bring the resident prefix into DRAM,
+ *		reading the blocks that are only on NVMe, before returning).
+ * @done:	out (optional): the longest resident prefix of the chain,
+ *		counted across chunks when @n exceeds batch_max.
+ *
+ * A block counts as resident in any tier: tier says which (KVTIER_TIER_DRAM
+ * or KVTIER_TIER_NVME). With KVTIER_LOOKUP_LOAD the prefix entries say
+ * KVTIER_TIER_DRAM on return, and the prefix ends early at a block that
+ * could not be loaded (its status says why: -ENOENT when its copy did not
+ * verify, -ENOSPC, -EIO).
+ *
+ * Per-entry status: -ENOENT (not resident).
+ *
+ * Return: see above.
+ */
+int kvt_lookup(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	       uint32_t flags, uint32_t *done);
+
+/**
+ * kvt_drop() - remove blocks
+ * @pool:	the pool handle.
+ * @blk:	entries: key in, buf 0.
+ * @n:		number of entries.
+ * @flags:	0.
+ * @done:	out (optional): entries dropped.
+ *
+ * Per-entry status: -ENOENT, -EBUSY (pinned).
+ *
+ * Return: see above.
+ */
+int kvt_drop(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	     uint32_t flags, uint32_t *done);
+
+/**
+ * kvt_pin() - keep blocks resident while this pool handle is open
+ * @pool:	the pool handle.
+ * @blk:	entries: key in, buf 0.
+ * @n:		number of entries.
+ * @flags:	0.
+ * @done:	out (optional): entries pinned.
+ *
+ * Pins belong to the pool fd and vanish when it is closed. A block only on
+ * NVMe is loaded into DRAM first (pinned blocks stay in DRAM). Per-entry
+ * status: -ENOENT, -ENOSPC (no DRAM could be freed), -EIO.
+ *
+ * Return: see above.
+ */
+int kvt_pin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	    uint32_t flags, uint32_t *done);
+
+/**
+ * kvt_unpin() - release pins taken with kvt_pin() on this handle
+ * @pool:	the pool handle.
+ * @blk:	entries: key in, buf 0.
+ * @n:		number of entries.
+ * @flags:	0.
+ * @done:	out (optional): entries unpinned.
+ *
+ * Per-entry status: -ENOENT (unknown key), -EINVAL (not pinned by this fd).
+ *
+ * Return: see above.
+ */
+int kvt_unpin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	      uint32_t flags, uint32_t *done);
+
+/**
+ * kvt_block_set() - fill one batch entry
+ * @b:		the entry (every field is written).
+ * @key:	its key.
+ * @buf:	PUT/GET buffer, or NULL for the other commands.
+ */
+void kvt_block_set(struct kvtier_block *b, const struct kvt_key *key,
+		   void *buf);
+
+/**
+ * kvt_put1() - PUT one block
+ * @pool:	the pool handle.
+ * @key:	its key.
+ * @buf:	block_size bytes.
+ * @flags:	0 or KVTIER_PUT_REPLACE.
+ *
+ * Return: 0, the entry's status (e.g. -EEXIST) or a whole-batch -errno.
+ */
+int kvt_put1(struct kvt_pool *pool, const struct kvt_key *key,
+	     const void *buf, uint32_t flags);
+
+/**
+ * kvt_get1() - GET one block
+ * @pool:	the pool handle.
+ * @key:	its key.
+ * @buf:	out: block_size bytes.
+ *
+ * Return: 0, -ENOENT on a miss, or another -errno.
+ */
+int kvt_get1(struct kvt_pool *pool, const struct kvt_key *key, void *buf);
+
+/**
+ * kvt_lookup1() - LOOKUP one block
+ * @pool:	the pool handle.
+ * @key:	its key.
+ * @addr:	out (optional): block address, or KVTIER_ADDR_NONE.
+ * @tier:	out (optional): KVTIER_TIER_*.
+ *
+ * Return: 0 when resident, -ENOENT when not, or another -errno.
+ */
+int kvt_lookup1(struct kvt_pool *pool, const struct kvt_key *key,
+		uint64_t *addr, unsigned int *tier);
+
+/**
+ * kvt_drop1() - DROP one block
+ * @pool:	the pool handle.
+ * @key:	its key.
+ *
+ * Return: 0, -ENOENT, -EBUSY, or another -errno.
+ */
+int kvt_drop1(struct kvt_pool *pool, const struct kvt_key *key);
+
+/* ---- mmap -------------------------------------------------------------- */
+
+/**
+ * kvt_map() - map a range of a pool's block addresses read-only
+ * @pool:	the pool handle.
+ * @first:	first block address of the range.
+ * @count:	block addresses in the range; 0 means up to the capacity.
+ * @mapp:	out: the mapping.
+ *
+ * Block address a (first <= a < first + count) is at
+ * kvt_block_ptr(map, a). Touching a block that is only on NVMe loads it
+ * (or raises SIGBUS in a pool created with KVTIER_POOL_FAULT_NOLOAD);
+ * touching an address that holds no block raises SIGBUS. Look the key up
+ * first and keep it pinned (kvt_pin()) while it is read, or eviction may
+ * take it away under the reader.
+ *
+ * Return: 0; -EINVAL when the range is empty or beyond the capacity;
+ * -EOVERFLOW when it does not fit the address space; -ENOMEM; another
+ * -errno from mmap(2).
+ */
+int kvt_map(struct kvt_pool *pool, uint64_t first, uint64_t count,
+	    struct kvt_map **mapp);
+
+/**
+ * kvt_unmap() - undo kvt_map()
+ * @map:	the mapping; NULL is a no-op.
+ */
+void kvt_unmap(struct kvt_map *map);
+
+/**
+ * kvt_map_base() - start of a mapping
+ * @map:	the mapping.
+ *
+ * Return: the address of block @first given to kvt_map().
+ */
+const void *kvt_map_base(const struct kvt_map *map);
+
+/**
+ * kvt_map_len() - length of a mapping in bytes
+ * @map:	the mapping.
+ *
+ * Return: count * block_size.
+ */
+size_t kvt_map_len(const struct kvt_map *map);
+
+/**
+ * kvt_block_ptr() - where a block address lies in a mapping
+ * @map:	the mapping.
+ * @addr:	a block address, e.g. struct kvtier_block.addr from a LOOKUP.
+ *
+ * Return: the block's first byte, or NULL when @addr is outside the
+ * mapped range (KVTIER_ADDR_NONE included).
+ */
+const void *kvt_block_ptr(const struct kvt_map *map, uint64_t addr);
+
+/* ---- staging buffers (libnuma) ----------------------------------------- */
+
+/**
+ * kvt_alloc_staging() - allocate a buffer near a pool's DRAM
+ * @pool:	the pool whose NUMA node the buffer should sit on.
+ * @size:	bytes, > 0.
+ * @bufp:	out: the buffer, page-aligned, not yet touched.
+ *
+ * Uses numa_alloc_onnode() when the pool has a node (>= 0) and the system
+ * has NUMA support (numa_available() >= 0); otherwise page-aligned
+ * memory from posix_memalign(). Free with kvt_free_staging() on the same
+ * pool with the same @size.
+ *
+ * Return: 0, -EINVAL for @size 0, or -ENOMEM.
+ */
+int kvt_alloc_staging(struct kvt_pool *pool, size_t size, void **bufp);
+
+/**
+ * kvt_free_staging() - free a buffer from kvt_alloc_staging()
+ * @pool:	the pool given to kvt_alloc_staging().
+ * @buf:	the buffer; NULL is a no-op.
+ * @size:	the size given to kvt_alloc_staging().
+ */
+void kvt_free_staging(struct kvt_pool *pool, void *buf, size_t size);
+
+/* ---- keys -------------------------------------------------------------- */
+
+/**
+ * kvt_key_chain() - the key of the next block of a prefix chain
+ * @prev:	key of the previous block, or NULL for the first block.
+ * @id:		identifier of this block's content (e.g. a hash of its
+ *		tokens, or a Mooncake trace hash_id).
+ * @out:	out: the key (may alias @prev).
+ *
+ * With fmix64() the MurmurHash3 64-bit finaliser
+ *	(x ^= x >> 33; x *= 0xff51afd7ed558ccd; x ^= x >> 33;
+ *	 x *= 0xc4ceb9fe1a85ec53; x ^= x >> 33),
+ * p = *prev (or {0, 0} for NULL) and h = fmix64(id ^ 0x9e3779b97f4a7c15):
+ *	out.k[0] = fmix64(p.k[0] ^ h)
+ *	out.k[1] = fmix64(p.k[1] + out.k[0] + 0x6a09e667f3bcc909)
+ * so a block's key depends on its id and every id before it. Deterministic
+ * and fast, not collision-resistant against an adversary: a runtime that
+ * shares pools between tenants should derive keys from a cryptographic hash
+ * of the tokens instead (the kernel does not care how keys are made).
+ */
+void kvt_key_chain(const struct kvt_key *prev, uint64_t id,
+		   struct kvt_key *out);
+
+/**
+ * kvt_key_chain_n() - the keys of a whole chain
+ * @prev:	key before the first id, or NULL to start a chain.
+ * @ids:	block ids, first block first.
+ * @n:		number of ids.
+ * @out:	out: @n keys; out[i] = kvt_key_chain(out[i - 1], ids[i]).
+ */
+void kvt_key_chain_n(const struct kvt_key *prev, const uint64_t *ids,
+		     size_t n, struct kvt_key *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVTIER_LIB_H */

@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libkvtier: control device, pools, batched block commands and mmap.
+ */
+#define KVTIER_LIB_INTERNAL
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "kvtier.h"
+#include "kvtier_priv.h"
+
+static int kvt_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	if (ioctl(fd, cmd, arg) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Open the control device and do the handshake asking for @features. */
+static int kvt_handshake(uint64_t features, int *fdp, struct kvtier_api *api)
+{
+	int fd, ret;
+
+	fd = open(KVT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+
+	memset(api, 0, sizeof(*api));
+	api->api = KVTIER_API_VERSION;
+	api->features = features;
+	ret = kvt_ioctl(fd, KVTIER_IOC_API, api);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+int kvt_open(struct kvt_ctx **ctxp, uint64_t features)
+{
+	struct kvt_ctx *ctx;
+	int ret, fd;
+
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+
+	if (features == KVT_FEATURES_ALL) {
+		/* A second handshake on one fd is -EBUSY: probe on another. */
+		ret = kvt_handshake(0, &fd, &ctx->api);
+		if (ret)
+			goto out_free_ctx;
+		close(fd);
+		features = ctx->api.supported;
+	}
+
+	ret = kvt_handshake(features, &ctx->fd, &ctx->api);
+	if (ret)
+		goto out_free_ctx;
+	*ctxp = ctx;
+	return 0;
+
+out_free_ctx:
+	free(ctx);
+	return ret;
+}
+
+void kvt_close(struct kvt_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	close(ctx->fd);
+	free(ctx);
+}
+
+int kvt_ctx_fd(const struct kvt_ctx *ctx)
+{
+	return ctx->fd;
+}
+
+int kvt_api_info(const struct kvt_ctx *ctx, struct kvtier_api *api)
+{
+	*api = ctx->api;
+	return 0;
+}
+
+const char *kvt_feature_name(uint64_t bit)
+{
+	switch (bit) {
+	case KVTIER_F_POOLS:
+		return "pools";
+	case KVTIER_F_MMAP:
+		return "mmap";
+	case KVTIER_F_NUMA:
+		return "numa";
+	case KVTIER_F_REPLACE:
+		return "replace";
+	case KVTIER_F_NVME:
+		return "nvme";
+	}
+	return NULL;
+}
+
+const char *kvt_ioctl_name(unsigned int nr)
+{
+	static const struct {
+		unsigned long cmd;
+		const char *name;
+	} cmds[] = {
+		{ KVTIER_IOC_API, "API" },
+		{ KVTIER_IOC_POOL_CREATE, "POOL_CREATE" },
+		{ KVTIER_IOC_POOL_OPEN, "POOL_OPEN" },
+		{ KVTIER_IOC_POOL_DESTROY, "POOL_DESTROY" },
+		{ KVTIER_IOC_NVME_ATTACH, "NVME_ATTACH" },
+		{ KVTIER_IOC_NVME_DETACH, "NVME_DETACH" },
+		{ KVTIER_IOC_NVME_STAT, "NVME_STAT" },
+		{ KVTIER_IOC_PUT, "PUT" },
+		{ KVTIER_IOC_GET, "GET" },
+		{ KVTIER_IOC_LOOKUP, "LOOKUP" },
+		{ KVTIER_IOC_DROP, "DROP" },
+		{ KVTIER_IOC_PIN, "PIN" },
+		{ KVTIER_IOC_UNPIN, "UNPIN" },
+		{ KVTIER_IOC_STAT, "STAT" },
+		{ KVTIER_IOC_SYNC, "SYNC" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (_IOC_NR(cmds[i].cmd) == nr)
+			return cmds[i].name;
+	return NULL;
+}
+
+const char *kvt_tier_name(unsigned int tier)
+{
+	static const char * const names[KVTIER_NR_TIERS] = {
+		[KVTIER_TIER_NONE] = "none",
+		[KVTIER_TIER_HBM] = "hbm",
+		[KVTIER_TIER_DRAM] = "dram",
+		[KVTIER_TIER_NVME] = "nvme",
+	};
+
+	return tier < KVTIER_NR_TIERS ? names[tier] : "?";
+}
+
+/* ---- pools ------------------------------------------------------------- */
+
+void kvt_pool_params_init(struct kvt_pool_params *p, const char *name,
+			  uint64_t block_size, uint32_t capacity)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = name;
+	p->block_size = block_size;
+	p->capacity = capacity;
+	p->numa_node = -1;
+}
+
+static int kvt_copy_name(__u8 dst[KVTIER_NAME_MAX], const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len >= KVTIER_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(dst, name, len + 1);
+	return 0;
+}
+
+/* Wrap a fresh pool fd in a handle, its configuration read back by STAT. */
+static int kvt_pool_new(struct kvt_ctx *ctx, int fd, const char *name,
+			struct kvt_pool **poolp)
+{
+	struct kvtier_pool_stat st;
+	struct kvt_pool *pool;
+	int ret;
+
+	pool = calloc(1, sizeof(*pool));
+	if (!pool) {
+		ret = -ENOMEM;
+		goto out_close_fd;
+	}
+	pool->fd = fd;
+	pool->batch_max = ctx->api.batch_max ? ctx->api.batch_max : KVTIER_BATCH_MAX;
+	strcpy(pool->name, name);	/* length checked by kvt_copy_name() */
+
+	ret = kvt_stat(pool, &st);
+	if (ret)
+		goto out_free_pool;
+	pool->block_size = st.block_size;
+	pool->capacity = st.capacity;
+	pool->numa_node = st.numa_node;
+	*poolp = pool;
+	return 0;
+
+out_free_pool:
+	free(pool);
+out_close_fd:
+	close(fd);
+	return ret;
+}
+
+int kvt_pool_create(struct kvt_ctx *ctx, const struct kvt_pool_params *p,
+		    struct kvt_pool **poolp)
+{
+	struct kvtier_pool_create c;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	ret = kvt_copy_name(c.name, p->name);
+	if (ret)
+		return ret;
+	c.block_size = p->block_size;
+	c.capacity = p->capacity;
+	c.dram_blocks = p->dram_blocks;
+	c.flags = p->flags;
+	c.mode = p->mode;
+	c.numa_node = p->numa_node;
+	ret = kvt_ioctl(ctx->fd, KVTIER_IOC_POOL_CREATE, &c);
+	if (ret)
+		return ret;
+	return kvt_pool_new(ctx, c.fd, p->name, poolp);
+}
+
+int kvt_pool_open(struct kvt_ctx *ctx, const char *name, uint32_t flags,
+		  struct kvt_pool **poolp)
+{
+	struct kvtier_pool_open o;
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	ret = kvt_copy_name(o.name, name);
+	if (ret)
+		return ret;
+	o.flags = flags;
+	ret = kvt_ioctl(ctx->fd, KVTIER_IOC_POOL_OPEN, &o);
+	if (ret)
+		return ret;
+	return kvt_pool_new(ctx, o.fd, name, poolp);
+}
+
+void kvt_pool_close(struct kvt_pool *pool)
+{
+	if (!pool)
+		return;
+	close(pool->fd);
+	free(pool);
+}
+
+int kvt_pool_destroy(struct kvt_ctx *ctx, const char *name)
+{
+	struct kvtier_pool_destroy d;
+	int ret;
+
+	memset(&d, 0, sizeof(d));
+	ret = kvt_copy_name(d.name, name);
+	if (ret)
+		return ret;
+	return kvt_ioctl(ctx->fd, KVTIER_IOC_POOL_DESTROY, &d);
+}
+
+int kvt_pool_fd(const struct kvt_pool *pool)
+{
+	return pool->fd;
+}
+
+uint64_t kvt_pool_block_size(const struct kvt_pool *pool)
+{
+	return pool->block_size;
+}
+
+uint32_t kvt_pool_capacity(const struct kvt_pool *pool)
+{
+	return pool->capacity;
+}
+
+int kvt_pool_numa_node(const struct kvt_pool *pool)
+{
+	return pool->numa_node;
+}
+
+const char *kvt_pool_name(const struct kvt_pool *pool)
+{
+	return pool->name;
+}
+
+int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	return kvt_ioctl(pool->fd, KVTIER_IOC_STAT, st);
+}
+
+int kvt_sync(struct kvt_pool *pool, uint64_t *written)
+{
+	struct kvtier_sync s;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	ret = kvt_ioctl(pool->fd, KVTIER_IOC_SYNC, &s);
+	if (written)
+		*written = ret ? 0 : s.written;
+	return ret;
+}
+
+/* ---- NVMe tier --------------------------------------------------------- */
+
+int kvt_nvme_attach(struct kvt_ctx *ctx, const char *path, uint32_t flags,
+		    uint32_t region_kib)
+{
+	struct kvtier_nvme_attach a;
+
+	if (!path || !*path)
+		return -EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.path = (uintptr_t)path;
+	a.flags = flags;
+	a.region_kib = region_kib;
+	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_ATTACH, &a);
+}
+
+int kvt_nvme_detach(struct kvt_ctx *ctx)
+{
+	struct kvtier_nvme_detach d;
+
+	memset(&d, 0, sizeof(d));
+	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_DETACH, &d);
+}
+
+int kvt_nvme_stat(struct kvt_ctx *ctx, struct kvtier_nvme_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_STAT, st);
+}
+
+/* ---- batched block commands -------------------------------------------- */
+
+/*
+ * Issue @cmd over @blk in chunks of at most batch_max entries. For LOOKUP,
+ * *@done is the resident prefix of the whole chain: chunks after the first
+ * one with a miss still run (every entry gets its status) but add nothing.
+ */
+static int kvt_batch(struct kvt_pool *pool, unsigned long cmd,
+		     struct kvtier_block *blk, uint32_t n, uint32_t flags,
+		     uint32_t *done)
+{
+	int prefix = cmd == KVTIER_IOC_LOOKUP;
+	uint32_t off = 0, total = 0;
+	int broken = 0;
+
+	if (!n)
+		return -EINVAL;
+	do {
+		struct kvtier_batch b;
+		uint32_t chunk = n - off;
+		int ret;
+
+		if (chunk > pool->batch_max)
+			chunk = pool->batch_max;
+		memset(&b, 0, sizeof(b));
+		b.blocks = (uintptr_t)(blk + off);
+		b.count = chunk;
+		b.flags = flags;
+		ret = kvt_ioctl(pool->fd, cmd, &b);
+		if (ret) {
+			if (done)
+				*done = total;
+			return ret;
+		}
+		if (!prefix || !broken)
+			total += b.done;
+		if (b.done < chunk)
+			broken = 1;
+		off += chunk;
+	} while (off < n);
+
+	if (done)
+		*done = total;
+	return 0;
+}
+
+int kvt_put(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	    uint32_t flags, uint32_t *done)
+{
+	return kvt_batch(pool, KVTIER_IOC_PUT, blk, n, flags, done);
+}
+
+int kvt_get(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	    uint32_t flags, uint32_t *done)
+{
+	return kvt_batch(pool, KVTIER_IOC_GET, blk, n, flags, done);
+}
+
+int kvt_lookup(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	       uint32_t flags, uint32_t *done)
+{
+	return kvt_batch(pool, KVTIER_IOC_LOOKUP, blk, n, flags, done);
+}
+
+int kvt_drop(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	     uint32_t flags, uint32_t *done)
+{
+	return kvt_batch(pool, KVTIER_IOC_DROP, blk, n, flags, done);
+}
+
+int kvt_pin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	    uint32_t flags, uint32_t *done)
+{
+	return kvt_batch(pool, KVTIER_IOC_PIN, blk, n, flags, done);
+}
+
+int kvt_unpin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+	      uint32_t flags, uint32_t *done)
+{
+	return kvt_batch(pool, KVTIER_IOC_UNPIN, blk, n, flags, done);
+}
+
+void kvt_block_set(struct kvtier_block *b, const struct kvt_key *key,
+		   void *buf)
+{
+	memset(b, 0, sizeof(*b));
+	b->key[0] = key->k[0];
+	b->key[1] = key->k[1];
+	b->buf = (uintptr_t)buf;
+	b->addr = KVTIER_ADDR_NONE;
+}
+
+/* One-entry batch: the whole-batch error, else the entry's status. */
+static int kvt_one(struct kvt_pool *pool, unsigned long cmd,
+		   struct kvtier_block *b, uint32_t flags)
+{
+	int ret = kvt_batch(pool, cmd, b, 1, flags, NULL);
+
+	return ret ? ret : b->status;
+}
+
+int kvt_put1(struct kvt_pool *pool, const struct kvt_key *key,
+	     const void *buf, uint32_t flags)
+{
+	struct kvtier_block b;
+
+	kvt_block_set(&b, key, (void *)buf);
+	return kvt_one(pool, KVTIER_IOC_PUT, &b, flags);
+}
+
+int kvt_get1(struct kvt_pool *pool, const struct kvt_key *key, void *buf)
+{
+	struct kvtier_block b;
+
+	kvt_block_set(&b, key, buf);
+	return kvt_one(pool, KVTIER_IOC_GET, &b, 0);
+}
+
+int kvt_lookup1(struct kvt_pool *pool, const struct kvt_key *key,
+		uint64_t *addr, unsigned int *tier)
+{
+	struct kvtier_block b;
+	int ret;
+
+	kvt_block_set(&b, key, NULL);
+	ret = kvt_one(pool, KVTIER_IOC_LOOKUP, &b, 0);
+	if (addr)
+		*addr = ret ? KVTIER_ADDR_NONE : b.addr;
+	if (tier)
+		*tier = ret ? KVTIER_TIER_NONE : b.tier;
+	return ret;
+}
+
+int kvt_drop1(struct kvt_pool *pool, const struct kvt_key *key)
+{
+	struct kvtier_block b;
+
+	kvt_block_set(&b, key, NULL);
+	return kvt_one(pool, KVTIER_IOC_DROP, &b, 0);
+}
+
+/* ---- mmap -------------------------------------------------------------- */
+
+int kvt_map(struct kvt_pool *pool, uint64_t first, uint64_t count,
+	    struct kvt_map **mapp)
+{
+	struct kvt_map *map;
+	uint64_t bytes;
+	void *base;
+
+	if (first >= pool->capacity)
+		return -EINVAL;
+	if (!count)
+		count = pool->capacity - first;
+	if (count > pool->capacity - first)
+		return -EINVAL;
+	if (__builtin_mul_overflow(count, pool->block_size, &bytes) ||
+	    bytes > SIZE_MAX ||
+	    first > (uint64_t)INT64_MAX / pool->block_size)
+		return -EOVERFLOW;
+
+	map = calloc(1, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	base = mmap(NULL, bytes, PROT_READ, MAP_SHARED, pool->fd,
+		    (off_t)(first * pool->block_size));
+	if (base == MAP_FAILED) {
+		int ret = -errno;
+
+		free(map);
+		return ret;
+	}
+	map->base = base;
+	map->len = bytes;
+	map->first = first;
+	map->count = count;
+	map->block_size = pool->block_size;
+	*mapp = map;
+	return 0;
+}
+
+void kvt_unmap(struct kvt_map *map)
+{
+	if (!map)
+		return;
+	munmap(map->base, map->len);
+	free(map);
+}
+
+const void *kvt_map_base(const struct kvt_map *map)
+{
+	return map->base;
+}
+
+size_t kvt_map_len(const struct kvt_map *map)
+{
+	return map->len;
+}
+
+const void *kvt_block_ptr(const struct kvt_map *map, uint64_t addr)
+{
+	if (addr < map->first || addr - map->first >= map->count)
+		return NULL;
+	return (const char *)map->base + (addr - map->first) * map->block_size;
+}

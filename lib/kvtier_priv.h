@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libkvtier internals: the objects behind the opaque handles of kvtier.h.
+ * Only the library's own sources define KVTIER_LIB_INTERNAL.
+ */
+#ifndef KVTIER_LIB_INTERNAL
+#error "kvtier_priv.h is private to libkvtier; include <kvtier.h> instead"
+#endif
+
+#ifndef KVTIER_PRIV_H
+#define KVTIER_PRIV_H
+
+#include <stdint.h>
+#include <linux/kvtier.h>
+
+#define KVT_DEVICE_PATH	"/dev/" KVTIER_DEVICE_NAME
+
+/**
+ * struct kvt_ctx - an open control fd that has done the handshake
+ * @fd:		the control fd.
+ * @api:	the handshake result.
+ */
+struct kvt_ctx {
+	int fd;
+	struct kvtier_api api;
+};
+
+/**
+ * struct kvt_pool - an open pool fd and the configuration it was opened at
+ * @fd:		the pool fd.
+ * @batch_max:	most entries one ioctl takes (from the handshake).
+ * @block_size:	bytes per block.
+ * @capacity:	block addresses.
+ * @numa_node:	node of the pool's DRAM, or -1.
+ * @name:	NUL-terminated pool name.
+ */
+struct kvt_pool {
+	int fd;
+	uint32_t batch_max;
+	uint64_t block_size;
+	uint32_t capacity;
+	int32_t numa_node;
+	char name[KVTIER_NAME_MAX];
+};
+
+/**
+ * struct kvt_map - a read-only mapping of a range of block addresses
+ * @base:	mapping start, the address of block @first.
+ * @len:	mapping length in bytes.
+ * @first:	first block address mapped.
+ * @count:	block addresses mapped.
+ * @block_size:	bytes per block.
+ */
+struct kvt_map {
+	void *base;
+	size_t len;
+	uint64_t first;
+	uint64_t count;
+	uint64_t block_size;
+};
+
+#endif /* KVTIER_PRIV_H */

@@ -1,0 +1,922 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * kvt-test: libkvtier's own tests, TAP output.
+ *
+ * The first tests need no module (keys, names, defaults); the rest run
+ * against /dev/kvtier and are skipped when it is absent. The nvme_* tests
+ * also need a block device they may format: $KVTIER_TEST_NVME, else
+ * /dev/nvme0n1 when it is a tools/vm/kvtier-vm drive (serial kvt<N>); they
+ * are skipped without one, when not root, or when another device is
+ * attached. Exit status: 0 all passed, 1 a failure, 4 (kselftest skip) when
+ * nothing could run against the module and nothing failed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <numa.h>
+#include <numaif.h>
+
+#include <kvtier.h>
+
+#define KSFT_SKIP	4
+
+static int passed, failed, skipped, ntest;
+static int case_failed;
+static struct kvt_ctx *ctx;
+
+#define CHECK(cond) do {						\
+	if (!(cond)) {							\
+		printf("#   %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+		case_failed = 1;					\
+		return;							\
+	}								\
+} while (0)
+
+#define CHECK_EQ(a, b) do {						\
+	long long _a = (long long)(a), _b = (long long)(b);		\
+	if (_a != _b) {							\
+		printf("#   %s:%d: %s == %lld, expected %s == %lld\n",	\
+		       __FILE__, __LINE__, #a, _a, #b, _b);		\
+		case_failed = 1;					\
+		return;							\
+	}								\
+} while (0)
+
+/* Why the nvme_* tests cannot run, or NULL when they can (nvme_dev). */
+static const char *nvme_skip;
+static const char *nvme_dev;
+
+enum { NO_DEV, NEEDS_DEV, NEEDS_NVME };
+
+static void run(const char *name, void (*fn)(void), int needs)
+{
+	ntest++;
+	if (needs != NO_DEV && !ctx) {
+		printf("ok %d %s # SKIP /dev/kvtier not available\n", ntest, name);
+		skipped++;
+		return;
+	}
+	if (needs == NEEDS_NVME && nvme_skip) {
+		printf("ok %d %s # SKIP %s\n", ntest, name, nvme_skip);
+		skipped++;
+		return;
+	}
+	case_failed = 0;
+	fn();
+	printf("%s %d %s\n", case_failed ? "not ok" : "ok", ntest, name);
+	if (case_failed)
+		failed++;
+	else
+		passed++;
+}
+
+static char pool_name[KVTIER_NAME_MAX];
+
+static const char *pname(const char *tag)
+{
+	snprintf(pool_name, sizeof(pool_name), "kvt-test-%d-%s", (int)getpid(), tag);
+	return pool_name;
+}
+
+/* Block bytes derived from the key, so a GET can be checked. */
+static void fill(void *buf, size_t bytes, const struct kvt_key *k)
+{
+	uint64_t *w = buf;
+	size_t i;
+
+	for (i = 0; i < bytes / 8; i++)
+		w[i] = k->k[0] + i * k->k[1];
+}
+
+static int check(const void *buf, size_t bytes, const struct kvt_key *k)
+{
+	const uint64_t *w = buf;
+	size_t i;
+
+	for (i = 0; i < bytes / 8; i++)
+		if (w[i] != k->k[0] + i * k->k[1])
+			return -1;
+	return 0;
+}
+
+/* A fresh pool whose name is already removed (it lives as long as the fd). */
+static struct kvt_pool *anon_pool(const char *tag, uint64_t bs, uint32_t cap)
+{
+	struct kvt_pool_params p;
+	struct kvt_pool *pool;
+
+	kvt_pool_params_init(&p, pname(tag), bs, cap);
+	if (kvt_pool_create(ctx, &p, &pool))
+		return NULL;
+	if (kvt_pool_destroy(ctx, pool_name)) {
+		kvt_pool_close(pool);
+		return NULL;
+	}
+	return pool;
+}
+
+/* ---- no module needed -------------------------------------------------- */
+
+static void test_key_vectors(void)
+{
+	struct kvt_key k0, k1, chain[2];
+	uint64_t ids[2] = { 0, 1 };
+
+	/* The documented mix; a change here changes every stored key. */
+	kvt_key_chain(NULL, 0, &k0);
+	CHECK(k0.k[0] == 0x6393d51c06c618dcULL && k0.k[1] == 0x771bfd0d506e004bULL);
+	kvt_key_chain(&k0, 1, &k1);
+	CHECK(k1.k[0] == 0x9aea8d122c0cfd70ULL && k1.k[1] == 0xbe81a49e19c5fcf2ULL);
+	kvt_key_chain_n(NULL, ids, 2, chain);
+	CHECK(!memcmp(&chain[0], &k0, sizeof(k0)) && !memcmp(&chain[1], &k1, sizeof(k1)));
+	/* out may alias prev */
+	kvt_key_chain(&k0, 1, &k0);
+	CHECK(!memcmp(&k0, &k1, sizeof(k0)));
+}
+
+static void test_key_prefix(void)
+{
+	uint64_t a[3] = { 7, 8, 9 }, b[3] = { 7, 8, 10 }, c[3] = { 6, 8, 9 };
+	struct kvt_key ka[3], kb[3], kc[3];
+
+	kvt_key_chain_n(NULL, a, 3, ka);
+	kvt_key_chain_n(NULL, b, 3, kb);
+	kvt_key_chain_n(NULL, c, 3, kc);
+	/* equal prefix, equal keys; a different earlier id changes later keys */
+	CHECK(!memcmp(ka, kb, 2 * sizeof(ka[0])));
+	CHECK(memcmp(&ka[2], &kb[2], sizeof(ka[0])));
+	CHECK(memcmp(&ka[1], &kc[1], sizeof(ka[0])) && memcmp(&ka[2], &kc[2], sizeof(ka[0])));
+}
+
+static void test_names(void)
+{
+	CHECK(!strcmp(kvt_feature_name(KVTIER_F_POOLS), "pools"));
+	CHECK(!strcmp(kvt_feature_name(KVTIER_F_MMAP), "mmap"));
+	CHECK(!strcmp(kvt_feature_name(KVTIER_F_NUMA), "numa"));
+	CHECK(!strcmp(kvt_feature_name(KVTIER_F_REPLACE), "replace"));
+	CHECK(kvt_feature_name(1ULL << 63) == NULL);
+	CHECK(kvt_feature_name(0) == NULL);
+	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_API)), "API"));
+	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_LOOKUP)), "LOOKUP"));
+	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_STAT)), "STAT"));
+	CHECK(!strcmp(kvt_feature_name(KVTIER_F_NVME), "nvme"));
+	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_NVME_ATTACH)), "NVME_ATTACH"));
+	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_NVME_STAT)), "NVME_STAT"));
+	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_SYNC)), "SYNC"));
+	CHECK(kvt_ioctl_name(63) == NULL);
+	CHECK(!strcmp(kvt_tier_name(KVTIER_TIER_DRAM), "dram"));
+	CHECK(!strcmp(kvt_tier_name(99), "?"));
+}
+
+static void test_params_init(void)
+{
+	struct kvt_pool_params p;
+
+	memset(&p, 0xff, sizeof(p));
+	kvt_pool_params_init(&p, "x", 8192, 10);
+	CHECK(!strcmp(p.name, "x"));
+	CHECK_EQ(p.block_size, 8192);
+	CHECK_EQ(p.capacity, 10);
+	CHECK_EQ(p.dram_blocks, 0);
+	CHECK_EQ(p.mode, 0);
+	CHECK_EQ(p.numa_node, -1);
+	CHECK_EQ(p.flags, 0);
+}
+
+/* ---- against the module ------------------------------------------------ */
+
+static void test_open(void)
+{
+	struct kvtier_api api, all;
+	struct kvt_ctx *c;
+
+	CHECK_EQ(kvt_api_info(ctx, &all), 0);
+	CHECK_EQ(all.api, KVTIER_API_VERSION);
+	CHECK_EQ(all.features, all.supported);
+	CHECK(all.supported & KVTIER_F_POOLS);
+	CHECK(all.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_LOOKUP)));
+
+	CHECK_EQ(kvt_open(&c, KVTIER_F_POOLS), 0);
+	kvt_api_info(c, &api);
+	CHECK_EQ(api.features, KVTIER_F_POOLS);
+	CHECK(kvt_ctx_fd(c) >= 0);
+	kvt_close(c);
+
+	/* an unknown feature bit is refused */
+	CHECK_EQ(kvt_open(&c, 1ULL << 62), -EINVAL);
+	kvt_close(NULL);
+}
+
+static void test_pool_lifecycle(void)
+{
+	struct kvt_pool_params p;
+	struct kvt_pool *a, *b;
+	char longname[KVTIER_NAME_MAX + 8];
+
+	kvt_pool_params_init(&p, pname("life"), 8192, 16);
+	p.dram_blocks = 8;
+	CHECK_EQ(kvt_pool_create(ctx, &p, &a), 0);
+	CHECK_EQ(kvt_pool_block_size(a), 8192);
+	CHECK_EQ(kvt_pool_capacity(a), 16);
+	CHECK(!strcmp(kvt_pool_name(a), pool_name));
+	CHECK(kvt_pool_fd(a) >= 0);
+	CHECK_EQ(kvt_pool_create(ctx, &p, &b), -EEXIST);
+
+	/* OPEN_EXISTING takes the existing configuration */
+	p.flags = KVTIER_POOL_OPEN_EXISTING;
+	p.block_size = 4096;
+	CHECK_EQ(kvt_pool_create(ctx, &p, &b), 0);
+	CHECK_EQ(kvt_pool_block_size(b), 8192);
+	kvt_pool_close(b);
+
+	CHECK_EQ(kvt_pool_open(ctx, pool_name, 0, &b), 0);
+	CHECK_EQ(kvt_pool_capacity(b), 16);
+	kvt_pool_close(b);
+
+	CHECK_EQ(kvt_pool_destroy(ctx, pool_name), 0);
+	CHECK_EQ(kvt_pool_destroy(ctx, pool_name), -ENOENT);
+	CHECK_EQ(kvt_pool_open(ctx, pool_name, 0, &b), -ENOENT);
+	kvt_pool_close(a);
+	kvt_pool_close(NULL);
+
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	kvt_pool_params_init(&p, longname, 4096, 1);
+	CHECK_EQ(kvt_pool_create(ctx, &p, &b), -ENAMETOOLONG);
+	CHECK_EQ(kvt_pool_open(ctx, longname, 0, &b), -ENAMETOOLONG);
+	CHECK_EQ(kvt_pool_destroy(ctx, longname), -ENAMETOOLONG);
+	kvt_pool_params_init(&p, pname("bad"), 1000, 1);
+	CHECK_EQ(kvt_pool_create(ctx, &p, &b), -EINVAL);
+}
+
+static void test_put_get_lookup(void)
+{
+	enum { N = 8, BS = 8192 };
+	uint64_t ids[N] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct kvtier_block blk[N];
+	struct kvtier_pool_stat st;
+	struct kvt_key keys[N];
+	struct kvt_pool *pool;
+	uint32_t done, i;
+	unsigned int tier;
+	uint64_t addr;
+	char *buf;
+
+	pool = anon_pool("pgl", BS, 32);
+	CHECK(pool);
+	buf = malloc(N * BS);
+	CHECK(buf);
+	kvt_key_chain_n(NULL, ids, N, keys);
+
+	for (i = 0; i < N; i++) {
+		fill(buf + i * BS, BS, &keys[i]);
+		kvt_block_set(&blk[i], &keys[i], buf + i * BS);
+	}
+	CHECK_EQ(kvt_put(pool, blk, N, 0, &done), 0);
+	CHECK_EQ(done, N);
+	for (i = 0; i < N; i++)
+		CHECK_EQ(blk[i].status, 0);
+
+	/* PUT of a present key: per-entry -EEXIST, batch still 0 */
+	CHECK_EQ(kvt_put(pool, blk, 1, 0, &done), 0);
+	CHECK_EQ(done, 0);
+	CHECK_EQ(blk[0].status, -EEXIST);
+	CHECK_EQ(kvt_put1(pool, &keys[0], buf, 0), -EEXIST);
+
+	memset(buf, 0, N * BS);
+	for (i = 0; i < N; i++)
+		kvt_block_set(&blk[i], &keys[i], buf + i * BS);
+	CHECK_EQ(kvt_get(pool, blk, N, 0, &done), 0);
+	CHECK_EQ(done, N);
+	for (i = 0; i < N; i++)
+		CHECK(!check(buf + i * BS, BS, &keys[i]));
+
+	/* the chain's resident prefix ends at the first hole */
+	CHECK_EQ(kvt_drop1(pool, &keys[5]), 0);
+	CHECK_EQ(kvt_drop1(pool, &keys[5]), -ENOENT);
+	for (i = 0; i < N; i++)
+		kvt_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvt_lookup(pool, blk, N, 0, &done), 0);
+	CHECK_EQ(done, 5);
+	CHECK_EQ(blk[4].status, 0);
+	CHECK_EQ(blk[4].tier, KVTIER_TIER_DRAM);
+	CHECK(blk[4].addr < 32);
+	CHECK_EQ(blk[5].status, -ENOENT);
+	CHECK_EQ(blk[5].tier, KVTIER_TIER_NONE);
+	CHECK(blk[5].addr == KVTIER_ADDR_NONE);
+	CHECK_EQ(blk[6].status, 0);
+
+	CHECK_EQ(kvt_lookup1(pool, &keys[4], &addr, &tier), 0);
+	CHECK(addr == blk[4].addr);
+	CHECK_EQ(tier, KVTIER_TIER_DRAM);
+	CHECK_EQ(kvt_lookup1(pool, &keys[5], &addr, &tier), -ENOENT);
+	CHECK(addr == KVTIER_ADDR_NONE);
+	CHECK_EQ(kvt_get1(pool, &keys[5], buf), -ENOENT);
+
+	/* REPLACE */
+	fill(buf, BS, &keys[7]);
+	CHECK_EQ(kvt_put1(pool, &keys[0], buf, KVTIER_PUT_REPLACE), 0);
+	memset(buf, 0, BS);
+	CHECK_EQ(kvt_get1(pool, &keys[0], buf), 0);
+	CHECK(!check(buf, BS, &keys[7]));
+
+	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(st.block_size, BS);
+	CHECK_EQ(st.resident[KVTIER_TIER_DRAM], N - 1);
+	CHECK_EQ(st.puts, N + 1);
+
+	/* whole-batch errors */
+	CHECK_EQ(kvt_get(pool, blk, 0, 0, &done), -EINVAL);
+	CHECK_EQ(kvt_lookup(pool, blk, 1, 0x80000000u, &done), -EINVAL);
+
+	free(buf);
+	kvt_pool_close(pool);
+}
+
+/* More entries than one ioctl takes: the library splits the batch. */
+static void test_big_batch(void)
+{
+	struct kvtier_api api;
+	struct kvtier_block *blk;
+	struct kvt_key *keys;
+	struct kvt_pool *pool;
+	uint64_t *ids;
+	uint32_t n, i, done, hole;
+	char *buf;
+
+	kvt_api_info(ctx, &api);
+	n = api.batch_max + 100;
+	pool = anon_pool("big", 4096, n);
+	CHECK(pool);
+	blk = calloc(n, sizeof(*blk));
+	keys = calloc(n, sizeof(*keys));
+	ids = calloc(n, sizeof(*ids));
+	buf = calloc(1, 4096);
+	CHECK(blk && keys && ids && buf);
+	for (i = 0; i < n; i++)
+		ids[i] = i;
+	kvt_key_chain_n(NULL, ids, n, keys);
+	for (i = 0; i < n; i++)
+		kvt_block_set(&blk[i], &keys[i], buf);
+	CHECK_EQ(kvt_put(pool, blk, n, 0, &done), 0);
+	CHECK_EQ(done, n);
+
+	for (i = 0; i < n; i++)
+		kvt_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvt_lookup(pool, blk, n, 0, &done), 0);
+	CHECK_EQ(done, n);
+
+	/* a hole in the second chunk */
+	hole = api.batch_max + 7;
+	CHECK_EQ(kvt_drop1(pool, &keys[hole]), 0);
+	CHECK_EQ(kvt_lookup(pool, blk, n, 0, &done), 0);
+	CHECK_EQ(done, hole);
+
+	/* a hole in the first chunk: the second chunk adds nothing */
+	CHECK_EQ(kvt_drop1(pool, &keys[10]), 0);
+	CHECK_EQ(kvt_lookup(pool, blk, n, 0, &done), 0);
+	CHECK_EQ(done, 10);
+	CHECK_EQ(blk[n - 1].status, 0);
+
+	free(blk);
+	free(keys);
+	free(ids);
+	free(buf);
+	kvt_pool_close(pool);
+}
+
+static void test_pin(void)
+{
+	struct kvtier_pool_stat st;
+	struct kvtier_block b;
+	struct kvt_pool *pool;
+	struct kvt_key k;
+	uint32_t done;
+	char buf[4096] = { 1 };
+
+	pool = anon_pool("pin", 4096, 4);
+	CHECK(pool);
+	kvt_key_chain(NULL, 42, &k);
+	CHECK_EQ(kvt_put1(pool, &k, buf, 0), 0);
+
+	kvt_block_set(&b, &k, NULL);
+	CHECK_EQ(kvt_pin(pool, &b, 1, 0, &done), 0);
+	CHECK_EQ(done, 1);
+	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(st.pinned, 1);
+	CHECK_EQ(kvt_drop1(pool, &k), -EBUSY);
+
+	kvt_block_set(&b, &k, NULL);
+	CHECK_EQ(kvt_unpin(pool, &b, 1, 0, &done), 0);
+	CHECK_EQ(done, 1);
+	kvt_block_set(&b, &k, NULL);
+	CHECK_EQ(kvt_unpin(pool, &b, 1, 0, &done), 0);
+	CHECK_EQ(b.status, -EINVAL);
+	CHECK_EQ(kvt_drop1(pool, &k), 0);
+	kvt_block_set(&b, &k, NULL);
+	CHECK_EQ(kvt_pin(pool, &b, 1, 0, &done), 0);
+	CHECK_EQ(b.status, -ENOENT);
+	kvt_pool_close(pool);
+}
+
+static void test_map(void)
+{
+	enum { BS = 8192, CAP = 8 };
+	struct kvt_pool *pool;
+	struct kvt_map *map, *part;
+	struct kvt_key k;
+	uint64_t addr;
+	char *buf;
+
+	pool = anon_pool("map", BS, CAP);
+	CHECK(pool);
+	buf = malloc(BS);
+	CHECK(buf);
+	kvt_key_chain(NULL, 3, &k);
+	fill(buf, BS, &k);
+	CHECK_EQ(kvt_put1(pool, &k, buf, 0), 0);
+	CHECK_EQ(kvt_lookup1(pool, &k, &addr, NULL), 0);
+
+	CHECK_EQ(kvt_map(pool, 0, 0, &map), 0);
+	CHECK_EQ(kvt_map_len(map), BS * CAP);
+	CHECK(kvt_block_ptr(map, addr) == (const char *)kvt_map_base(map) + addr * BS);
+	CHECK(!check(kvt_block_ptr(map, addr), BS, &k));
+	CHECK(kvt_block_ptr(map, CAP) == NULL);
+	CHECK(kvt_block_ptr(map, KVTIER_ADDR_NONE) == NULL);
+
+	/* a one-block window onto the same block */
+	CHECK_EQ(kvt_map(pool, addr, 1, &part), 0);
+	CHECK(kvt_block_ptr(part, addr) == kvt_map_base(part));
+	CHECK(!check(kvt_block_ptr(part, addr), BS, &k));
+	CHECK(kvt_block_ptr(part, addr + 1) == NULL);
+	kvt_unmap(part);
+	kvt_unmap(map);
+	kvt_unmap(NULL);
+
+	CHECK_EQ(kvt_map(pool, CAP, 1, &map), -EINVAL);
+	CHECK_EQ(kvt_map(pool, CAP - 1, 2, &map), -EINVAL);
+	free(buf);
+	kvt_pool_close(pool);
+}
+
+static void test_staging(void)
+{
+	struct kvt_pool_params p;
+	struct kvt_pool *pool;
+	void *buf;
+	int node;
+
+	pool = anon_pool("stg", 4096, 2);
+	CHECK(pool);
+	CHECK_EQ(kvt_alloc_staging(pool, 0, &buf), -EINVAL);
+	CHECK_EQ(kvt_alloc_staging(pool, 3 << 20, &buf), 0);
+	CHECK(((uintptr_t)buf & 4095) == 0);
+	memset(buf, 0xa5, 3 << 20);
+	kvt_free_staging(pool, buf, 3 << 20);
+	kvt_free_staging(pool, NULL, 0);
+	kvt_pool_close(pool);
+
+	/* a pool with a node: its staging pages sit on that node */
+	node = numa_available() >= 0 ? numa_max_node() : 0;
+	kvt_pool_params_init(&p, pname("stgn"), 4096, 2);
+	p.numa_node = node;
+	CHECK_EQ(kvt_pool_create(ctx, &p, &pool), 0);
+	kvt_pool_destroy(ctx, pool_name);
+	CHECK_EQ(kvt_pool_numa_node(pool), node);
+	CHECK_EQ(kvt_alloc_staging(pool, 1 << 20, &buf), 0);
+	memset(buf, 0x5a, 1 << 20);
+	if (numa_available() >= 0) {
+		int where = -1;
+
+		CHECK_EQ(get_mempolicy(&where, NULL, 0, (char *)buf + 4096,
+				       MPOL_F_NODE | MPOL_F_ADDR), 0);
+		CHECK_EQ(where, node);
+		printf("# staging on node %d of %d\n", where, numa_max_node() + 1);
+	}
+	kvt_free_staging(pool, buf, 1 << 20);
+	kvt_pool_close(pool);
+}
+
+static void test_rdonly(void)
+{
+	struct kvt_pool_params p;
+	struct kvt_pool *rw, *ro;
+	struct kvt_key k;
+	char buf[4096] = { 0 };
+
+	kvt_pool_params_init(&p, pname("ro"), 4096, 2);
+	CHECK_EQ(kvt_pool_create(ctx, &p, &rw), 0);
+	CHECK_EQ(kvt_pool_open(ctx, pool_name, KVTIER_POOL_RDONLY, &ro), 0);
+	kvt_pool_destroy(ctx, pool_name);
+	kvt_key_chain(NULL, 1, &k);
+	CHECK_EQ(kvt_put1(ro, &k, buf, 0), -EBADF);
+	CHECK_EQ(kvt_put1(rw, &k, buf, 0), 0);
+	CHECK_EQ(kvt_get1(ro, &k, buf), 0);
+	CHECK_EQ(kvt_drop1(ro, &k), -EBADF);
+	kvt_pool_close(ro);
+	kvt_pool_close(rw);
+}
+
+/* ---- the NVMe tier ----------------------------------------------------- */
+
+#define NV_BS		(64 << 10)
+#define NV_CAP		256
+#define NV_DRAM		8
+#define NV_N		64		/* blocks PUT, 8x the DRAM share */
+#define NV_MORE		4		/* PUT before the SYNC */
+
+static char nv_pool[KVTIER_NAME_MAX];
+
+static int read_sysfs(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, size, f) != NULL;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+/* Pick the device the nvme_* tests may format, or say why there is none. */
+static void nvme_pick(void)
+{
+	static char why[160];
+	const char *env = getenv("KVTIER_TEST_NVME");
+	struct kvtier_nvme_stat ns;
+	char serial[64];
+
+	nvme_skip = why;
+	if (!ctx) {
+		snprintf(why, sizeof(why), "/dev/kvtier not available");
+		return;
+	}
+	if (env && (!*env || !strcmp(env, "0"))) {
+		snprintf(why, sizeof(why), "KVTIER_TEST_NVME=%s", env);
+		return;
+	}
+	if (!env) {
+		env = "/dev/nvme0n1";
+		if (access(env, F_OK)) {
+			snprintf(why, sizeof(why), "no /dev/nvme0n1");
+			return;
+		}
+		if (read_sysfs("/sys/class/block/nvme0n1/device/serial", serial,
+			       sizeof(serial)) || strncmp(serial, "kvt", 3)) {
+			snprintf(why, sizeof(why),
+				 "/dev/nvme0n1 is not a kvtier-vm drive; set KVTIER_TEST_NVME to let the tests format one");
+			return;
+		}
+	}
+	if (geteuid()) {
+		snprintf(why, sizeof(why), "not root");
+		return;
+	}
+	if (kvt_nvme_stat(ctx, &ns)) {
+		snprintf(why, sizeof(why), "NVME_STAT fails: no NVMe tier");
+		return;
+	}
+	if (ns.attached) {
+		snprintf(why, sizeof(why), "a device is attached already");
+		return;
+	}
+	nvme_dev = env;
+	nvme_skip = NULL;
+}
+
+/* Attached, as the earlier tests leave it (or as it should be if they failed). */
+static int nvme_ensure(void)
+{
+	struct kvtier_nvme_stat ns;
+	int ret;
+
+	if (!kvt_nvme_stat(ctx, &ns) && ns.attached)
+		return 0;
+	ret = kvt_nvme_attach(ctx, nvme_dev, 0, 0);
+	if (ret == -EMEDIUMTYPE)
+		ret = kvt_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT, 1024);
+	return ret;
+}
+
+static void nv_keys(struct kvt_key *keys, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		kvt_key_chain(NULL, 0x4e56 + i, &keys[i]);
+}
+
+/* GET keys[0..n) in one batch and check every byte; 0 if all came back. */
+static int nv_get_check(struct kvt_pool *pool, const struct kvt_key *keys,
+			uint32_t n)
+{
+	struct kvtier_block *blk = calloc(n, sizeof(*blk));
+	char *buf = malloc((size_t)n * NV_BS);
+	uint32_t i, done = 0;
+	int ret = -ENOMEM;
+
+	if (blk && buf) {
+		memset(buf, 0, (size_t)n * NV_BS);
+		for (i = 0; i < n; i++)
+			kvt_block_set(&blk[i], &keys[i], buf + (size_t)i * NV_BS);
+		ret = kvt_get(pool, blk, n, 0, &done);
+		if (!ret && done != n)
+			ret = -ENOENT;
+		for (i = 0; !ret && i < n; i++)
+			if (check(buf + (size_t)i * NV_BS, NV_BS, &keys[i]))
+				ret = -EILSEQ;
+	}
+	free(blk);
+	free(buf);
+	return ret;
+}
+
+/* Without a device: SYNC and DETACH say so. */
+static void test_nvme_absent(void)
+{
+	struct kvtier_nvme_stat ns;
+	struct kvt_pool_params p;
+	struct kvt_pool *pool, *ro;
+	struct kvt_key k;
+	uint64_t written = 99;
+	char buf[4096] = { 1 };
+
+	CHECK_EQ(kvt_nvme_stat(ctx, &ns), 0);
+	if (ns.attached) {
+		printf("#   a device is attached: nothing to check\n");
+		return;
+	}
+	CHECK_EQ(ns.dev_bytes, 0);
+	CHECK_EQ(ns.nr_regions, 0);
+	if (!geteuid())
+		CHECK_EQ(kvt_nvme_detach(ctx), -ENODEV);
+
+	kvt_pool_params_init(&p, pname("nvabs"), 4096, 4);
+	CHECK_EQ(kvt_pool_create(ctx, &p, &pool), 0);
+	CHECK_EQ(kvt_pool_open(ctx, pool_name, KVTIER_POOL_RDONLY, &ro), 0);
+	kvt_pool_destroy(ctx, pool_name);
+	/* documented: -ENODEV without a device, whether or not blocks wait */
+	CHECK_EQ(kvt_sync(pool, &written), -ENODEV);
+	CHECK_EQ(written, 0);
+	kvt_key_chain(NULL, 5, &k);
+	CHECK_EQ(kvt_put1(pool, &k, buf, 0), 0);
+	CHECK_EQ(kvt_sync(pool, &written), -ENODEV);
+	CHECK_EQ(kvt_sync(ro, NULL), -EBADF);
+	kvt_pool_close(ro);
+	kvt_pool_close(pool);
+}
+
+/* Format, geometry, the attach rules; leaves the device attached. */
+static void test_nvme_attach(void)
+{
+	struct kvtier_nvme_stat ns, again;
+	uint64_t regions;
+
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT, 3000), -EINVAL);
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 1024), -EINVAL);
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0x80, 0), -EINVAL);
+	CHECK_EQ(kvt_nvme_attach(ctx, "/dev/null", 0, 0), -ENOTBLK);
+	CHECK_EQ(kvt_nvme_attach(ctx, "", 0, 0), -EINVAL);
+
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT, 1024), 0);
+	CHECK_EQ(kvt_nvme_stat(ctx, &ns), 0);
+	CHECK_EQ(ns.attached, 1);
+	CHECK_EQ(ns.region_bytes, 1 << 20);
+	regions = (ns.dev_bytes - (1 << 20)) / (1 << 20);
+	CHECK_EQ(ns.nr_regions, regions);
+	CHECK_EQ(ns.free_regions, ns.nr_regions);
+	CHECK_EQ(ns.bytes_demoted, 0);
+	CHECK_EQ(ns.io_errors, 0);
+	CHECK(ns.attach_ns > 0);
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), -EBUSY);
+
+	/* the store stays what it is across detach and attach */
+	CHECK_EQ(kvt_nvme_detach(ctx), 0);
+	CHECK_EQ(kvt_nvme_stat(ctx, &again), 0);
+	CHECK_EQ(again.attached, 0);
+	CHECK_EQ(kvt_nvme_detach(ctx), -ENODEV);
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), 0);
+	CHECK_EQ(kvt_nvme_stat(ctx, &again), 0);
+	CHECK_EQ(again.region_bytes, 1 << 20);
+	CHECK(!memcmp(again.uuid, ns.uuid, sizeof(ns.uuid)));
+}
+
+/* PUT 8x the DRAM share: demoted; GET, LOOKUP_LOAD, mmap: promoted. */
+static void test_nvme_demote_promote(void)
+{
+	struct kvtier_block blk[NV_N];
+	struct kvtier_pool_stat st;
+	struct kvt_key keys[NV_N];
+	struct kvt_pool_params p;
+	struct kvt_pool *pool;
+	struct kvt_map *map;
+	uint32_t i, done, on_nvme = 0, victim = NV_N;
+	char *buf;
+
+	CHECK_EQ(nvme_ensure(), 0);
+	snprintf(nv_pool, sizeof(nv_pool), "kvt-test-%d-nvme", (int)getpid());
+	kvt_pool_params_init(&p, nv_pool, NV_BS, NV_CAP);
+	p.dram_blocks = NV_DRAM;
+	CHECK_EQ(kvt_pool_create(ctx, &p, &pool), 0);
+	buf = malloc((size_t)NV_N * NV_BS);
+	CHECK(buf);
+	nv_keys(keys, NV_N);
+	for (i = 0; i < NV_N; i++) {
+		fill(buf + (size_t)i * NV_BS, NV_BS, &keys[i]);
+		kvt_block_set(&blk[i], &keys[i], buf + (size_t)i * NV_BS);
+	}
+	CHECK_EQ(kvt_put(pool, blk, NV_N, 0, &done), 0);
+	free(buf);
+	CHECK_EQ(done, NV_N);
+
+	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK(st.resident[KVTIER_TIER_DRAM] <= NV_DRAM);
+	CHECK(st.demotions >= NV_N - NV_DRAM);
+	CHECK(st.resident[KVTIER_TIER_NVME] >= NV_N - NV_DRAM);
+	CHECK_EQ(st.drops, 0);
+
+	/* every key is resident somewhere; most only on NVMe */
+	for (i = 0; i < NV_N; i++)
+		kvt_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvt_lookup(pool, blk, NV_N, 0, &done), 0);
+	CHECK_EQ(done, NV_N);
+	for (i = 0; i < NV_N; i++) {
+		CHECK(blk[i].tier == KVTIER_TIER_DRAM ||
+		      blk[i].tier == KVTIER_TIER_NVME);
+		on_nvme += blk[i].tier == KVTIER_TIER_NVME;
+	}
+	CHECK(on_nvme >= NV_N - NV_DRAM);
+
+	/* GET brings them back, every byte right */
+	CHECK_EQ(nv_get_check(pool, keys, NV_N), 0);
+	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK(st.promotions >= on_nvme);
+	CHECK_EQ(st.bad_reads, 0);
+	CHECK_EQ(st.resident[KVTIER_TIER_NVME], NV_N);	/* inclusive */
+
+	/* LOOKUP_LOAD: the first blocks were read first, so are off DRAM */
+	for (i = 0; i < 4; i++)
+		kvt_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvt_lookup(pool, blk, 4, 0, &done), 0);
+	CHECK_EQ(done, 4);
+	CHECK_EQ(blk[0].tier, KVTIER_TIER_NVME);
+	CHECK_EQ(kvt_lookup(pool, blk, 4, KVTIER_LOOKUP_LOAD, &done), 0);
+	CHECK_EQ(done, 4);
+	for (i = 0; i < 4; i++) {
+		CHECK_EQ(blk[i].status, 0);
+		CHECK_EQ(blk[i].tier, KVTIER_TIER_DRAM);
+	}
+	for (i = 0; i < 4; i++)
+		kvt_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvt_lookup(pool, blk, 4, 0, &done), 0);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(blk[i].tier, KVTIER_TIER_DRAM);
+
+	/* an mmap fault on a block only on NVMe loads it */
+	for (i = 0; i < NV_N; i++)
+		kvt_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvt_lookup(pool, blk, NV_N, 0, &done), 0);
+	for (i = 0; i < NV_N && victim == NV_N; i++)
+		if (blk[i].tier == KVTIER_TIER_NVME)
+			victim = i;
+	CHECK(victim < NV_N);
+	CHECK_EQ(kvt_map(pool, 0, 0, &map), 0);
+	CHECK(!check(kvt_block_ptr(map, blk[victim].addr), NV_BS, &keys[victim]));
+	kvt_unmap(map);
+	kvt_pool_close(pool);	/* the pool keeps its name for the next tests */
+}
+
+/* SYNC writes what has no NVMe copy, and only that. */
+static void test_nvme_sync(void)
+{
+	struct kvtier_pool_stat st;
+	struct kvtier_pool_stat before;
+	struct kvt_key keys[NV_N + NV_MORE];
+	struct kvt_pool *pool, *ro;
+	uint64_t written;
+	char *buf;
+	uint32_t i;
+
+	CHECK_EQ(nvme_ensure(), 0);
+	CHECK_EQ(kvt_pool_open(ctx, nv_pool, 0, &pool), 0);
+	CHECK_EQ(kvt_stat(pool, &before), 0);
+	nv_keys(keys, NV_N + NV_MORE);
+	buf = malloc(NV_BS);
+	CHECK(buf);
+	for (i = NV_N; i < NV_N + NV_MORE; i++) {
+		fill(buf, NV_BS, &keys[i]);
+		CHECK_EQ(kvt_put1(pool, &keys[i], buf, 0), 0);
+	}
+	free(buf);
+	/* the new blocks may be cleaned ahead already; each is written once */
+	CHECK_EQ(kvt_sync(pool, &written), 0);
+	CHECK(written <= NV_MORE);
+	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(st.demotions - before.demotions, NV_MORE);
+	CHECK_EQ(st.dirty, 0);
+	CHECK_EQ(st.resident[KVTIER_TIER_NVME], NV_N + NV_MORE);
+	CHECK_EQ(kvt_sync(pool, &written), 0);
+	CHECK_EQ(written, 0);
+	CHECK_EQ(kvt_pool_open(ctx, nv_pool, KVTIER_POOL_RDONLY, &ro), 0);
+	CHECK_EQ(kvt_sync(ro, &written), -EBADF);
+	kvt_pool_close(ro);
+	kvt_pool_close(pool);
+}
+
+/*
+ * Detach forgets what is only on NVMe; attach finds it again: the pool by
+ * name, every block verified. A destroyed pool stays gone.
+ */
+static void test_nvme_reattach(void)
+{
+	struct kvtier_nvme_stat ns;
+	struct kvtier_pool_stat st;
+	struct kvt_key keys[NV_N + NV_MORE];
+	struct kvt_pool *pool;
+
+	CHECK_EQ(nvme_ensure(), 0);
+	nv_keys(keys, NV_N + NV_MORE);
+	CHECK_EQ(kvt_nvme_detach(ctx), 0);
+	CHECK_EQ(kvt_pool_open(ctx, nv_pool, 0, &pool), 0);
+	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(st.resident[KVTIER_TIER_NVME], 0);
+	CHECK(st.resident[KVTIER_TIER_DRAM] <= NV_DRAM);
+	kvt_pool_close(pool);
+
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), 0);
+	CHECK_EQ(kvt_nvme_stat(ctx, &ns), 0);
+	CHECK(ns.nr_regions > ns.free_regions);
+	CHECK_EQ(kvt_pool_open(ctx, nv_pool, 0, &pool), 0);
+	CHECK_EQ(kvt_stat(pool, &st), 0);
+	printf("#   after re-attach: resident dram %llu nvme %llu, dirty %llu\n",
+	       (unsigned long long)st.resident[KVTIER_TIER_DRAM],
+	       (unsigned long long)st.resident[KVTIER_TIER_NVME],
+	       (unsigned long long)st.dirty);
+	CHECK_EQ(st.block_size, NV_BS);
+	CHECK_EQ(st.capacity, NV_CAP);
+	CHECK_EQ(st.dram_blocks, NV_DRAM);
+	CHECK_EQ(st.resident[KVTIER_TIER_NVME], NV_N + NV_MORE);
+	CHECK_EQ(st.dirty, 0);
+	CHECK_EQ(nv_get_check(pool, keys, NV_N + NV_MORE), 0);
+	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(st.bad_reads, 0);
+	kvt_pool_close(pool);
+
+	/* destroyed while attached: erased from the device too */
+	CHECK_EQ(kvt_pool_destroy(ctx, nv_pool), 0);
+	CHECK_EQ(kvt_nvme_detach(ctx), 0);
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), 0);
+	CHECK_EQ(kvt_pool_open(ctx, nv_pool, 0, &pool), -ENOENT);
+	CHECK_EQ(kvt_nvme_detach(ctx), 0);
+}
+
+int main(void)
+{
+	int ret;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("TAP version 13\n1..17\n");
+	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
+	if (ret) {
+		printf("# kvt_open: %s: device tests skipped\n", strerror(-ret));
+		ctx = NULL;
+	}
+	run("key_vectors", test_key_vectors, NO_DEV);
+	run("key_prefix", test_key_prefix, NO_DEV);
+	run("names", test_names, NO_DEV);
+	run("params_init", test_params_init, NO_DEV);
+	run("open", test_open, NEEDS_DEV);
+	run("pool_lifecycle", test_pool_lifecycle, NEEDS_DEV);
+	run("put_get_lookup", test_put_get_lookup, NEEDS_DEV);
+	run("big_batch", test_big_batch, NEEDS_DEV);
+	run("pin", test_pin, NEEDS_DEV);
+	run("map", test_map, NEEDS_DEV);
+	run("staging", test_staging, NEEDS_DEV);
+	run("rdonly", test_rdonly, NEEDS_DEV);
+	nvme_pick();
+	if (nvme_dev)
+		printf("# NVMe tests on %s (formatted)\n", nvme_dev);
+	run("nvme_absent", test_nvme_absent, NEEDS_DEV);
+	run("nvme_attach", test_nvme_attach, NEEDS_NVME);
+	run("nvme_demote_promote", test_nvme_demote_promote, NEEDS_NVME);
+	run("nvme_sync", test_nvme_sync, NEEDS_NVME);
+	run("nvme_reattach", test_nvme_reattach, NEEDS_NVME);
+	/* Leave the tier as we found it: detached. */
+	if (nvme_dev) {
+		struct kvtier_nvme_stat ns;
+
+		if (!kvt_nvme_stat(ctx, &ns) && ns.attached)
+			kvt_nvme_detach(ctx);
+	}
+	kvt_close(ctx);
+	printf("# kvt-test: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
+	if (failed)
+		return 1;
+	return skipped ? KSFT_SKIP : 0;
+}

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the kvtier selftests.
+ *
+ * Everything here talks to the module with raw ioctls on the uapi header
+ * (no libkvtier), so the tests exercise the ABI itself. Helpers return 0 or
+ * a file descriptor on success and -errno on failure; the tests assert on
+ * those values, the helpers never assert.
+ */
+#ifndef KVTIER_TEST_H
+#define KVTIER_TEST_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/kvtier.h>
+
+/* The 6.1 harness has an unused parameter; -Wextra would stop the build. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "kselftest_harness.h"
+#pragma GCC diagnostic pop
+
+#define KVT_DEV		"/dev/" KVTIER_DEVICE_NAME
+#define KVT_PARAM_DIR	"/sys/module/kvtier/parameters"
+#define KVT_SYSFS_DIR	"/sys/kernel/kvtier"
+
+#define KVT_PAGE	4096ULL
+#define KVT_KIB		1024ULL
+#define KVT_MIB		(1024ULL * 1024ULL)
+
+/*
+ * Feature bits: the v1 set every kernel with this ABI supports, and every
+ * bit the uapi header in use defines (it grows; tests of an "unknown" bit
+ * use one outside KVT_F_KNOWN).
+ */
+#define KVT_F_V1	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
+			 KVTIER_F_REPLACE)
+#ifdef KVTIER_F_NVME
+#define KVT_F_KNOWN	(KVT_F_V1 | KVTIER_F_NVME)
+#else
+#define KVT_F_KNOWN	KVT_F_V1
+#endif
+
+/* Flags each command knows, as far as this header says. */
+#define KVT_CREATE_FLAGS	(KVTIER_POOL_CREATE_FLAGS | KVTIER_POOL_OPEN_FLAGS)
+#ifdef KVTIER_LOOKUP_LOAD
+#define KVT_LOOKUP_FLAGS	(KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD)
+#else
+#define KVT_LOOKUP_FLAGS	KVTIER_LOOKUP_TOUCH
+#endif
+
+/* The lowest bit not in @mask (a flag no kernel of this header knows). */
+static inline __u64 kvt_unknown_bit(__u64 mask)
+{
+	return ~mask & (mask + 1);
+}
+
+/* 0 or -errno of an ioctl. */
+static inline int kvt_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+/* Command @cmd with its argument size field set to @size bytes. */
+static inline unsigned long kvt_resize(unsigned long cmd, size_t size)
+{
+	return _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd), _IOC_NR(cmd), size);
+}
+
+/* A control fd without the handshake, or -errno. */
+static inline int kvt_ctl_open_raw(void)
+{
+	int fd = open(KVT_DEV, O_RDWR | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static inline int kvt_api(int ctl, __u64 features, struct kvtier_api *out)
+{
+	struct kvtier_api api;
+	int ret;
+
+	memset(&api, 0, sizeof(api));
+	api.api = KVTIER_API_VERSION;
+	api.features = features;
+	ret = kvt_ioctl(ctl, KVTIER_IOC_API, &api);
+	if (out)
+		*out = api;
+	return ret;
+}
+
+/* A control fd that has done the handshake, or -errno. */
+static inline int kvt_ctl_open(void)
+{
+	int fd = kvt_ctl_open_raw();
+	int ret;
+
+	if (fd < 0)
+		return fd;
+	ret = kvt_api(fd, 0, NULL);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * A pool name unique to this process: "kst.<tag>.<pid>.<n>". Pools outlive
+ * a test process that dies before its teardown, so names never repeat.
+ */
+static inline void kvt_name(char name[KVTIER_NAME_MAX], const char *tag)
+{
+	static unsigned int seq;
+
+	snprintf(name, KVTIER_NAME_MAX, "kst.%s.%d.%u", tag, (int)getpid(),
+		 seq++);
+}
+
+/* Copy a pool name into a zeroed name field, truncated to fit. */
+static inline void kvt_set_name(__u8 dst[KVTIER_NAME_MAX], const char *name)
+{
+	size_t len = strnlen(name, KVTIER_NAME_MAX - 1);
+
+	memcpy(dst, name, len);
+	dst[len] = '\0';
+}
+
+/* A valid create request: mode 0600, node -1, no flags. */
+static inline void kvt_create_init(struct kvtier_pool_create *c,
+				   const char *name, __u64 block_size,
+				   __u32 capacity, __u32 dram_blocks)
+{
+	memset(c, 0, sizeof(*c));
+	kvt_set_name(c->name, name);
+	c->block_size = block_size;
+	c->capacity = capacity;
+	c->dram_blocks = dram_blocks;
+	c->mode = 0600;
+	c->numa_node = -1;
+	c->fd = -1;
+}
+
+/* Issue POOL_CREATE; the pool fd or -errno. */
+static inline int kvt_create(int ctl, struct kvtier_pool_create *c)
+{
+	int ret = kvt_ioctl(ctl, KVTIER_IOC_POOL_CREATE, c);
+
+	return ret ? ret : c->fd;
+}
+
+static inline int kvt_pool_create(int ctl, const char *name, __u64 block_size,
+				  __u32 capacity, __u32 dram_blocks)
+{
+	struct kvtier_pool_create c;
+
+	kvt_create_init(&c, name, block_size, capacity, dram_blocks);
+	return kvt_create(ctl, &c);
+}
+
+static inline int kvt_pool_open(int ctl, const char *name, __u32 flags)
+{
+	struct kvtier_pool_open o;
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	kvt_set_name(o.name, name);
+	o.flags = flags;
+	o.fd = -1;
+	ret = kvt_ioctl(ctl, KVTIER_IOC_POOL_OPEN, &o);
+	return ret ? ret : o.fd;
+}
+
+static inline int kvt_pool_destroy(int ctl, const char *name)
+{
+	struct kvtier_pool_destroy d;
+
+	memset(&d, 0, sizeof(d));
+	kvt_set_name(d.name, name);
+	return kvt_ioctl(ctl, KVTIER_IOC_POOL_DESTROY, &d);
+}
+
+static inline void kvt_blk(struct kvtier_block *b, __u64 k0, __u64 k1,
+			   const void *buf)
+{
+	memset(b, 0, sizeof(*b));
+	b->key[0] = k0;
+	b->key[1] = k1;
+	b->buf = (__u64)(uintptr_t)buf;
+	/* Out fields get values the kernel must overwrite. */
+	b->addr = 0x5a5a5a5a5a5a5a5aULL;
+	b->status = 0x7eadbeef;
+	b->tier = 0xa5a5a5a5;
+}
+
+/* A batched command; 0 or -errno of the whole batch, @done if not NULL. */
+static inline int kvt_batch(int pfd, unsigned long cmd,
+			    struct kvtier_block *blocks, __u32 count,
+			    __u32 flags, __u32 *done)
+{
+	struct kvtier_batch b;
+	int ret;
+
+	memset(&b, 0, sizeof(b));
+	b.blocks = (__u64)(uintptr_t)blocks;
+	b.count = count;
+	b.flags = flags;
+	b.done = 0xffffffffU;
+	ret = kvt_ioctl(pfd, cmd, &b);
+	if (done)
+		*done = b.done;
+	return ret;
+}
+
+/*
+ * One-entry batch on key (k0, k1). Returns the batch result; on success
+ * the entry status is the return value and @out (if not NULL) gets the
+ * entry. So callers can write ASSERT_EQ(-ENOENT, kvt_one(...)).
+ */
+static inline int kvt_one(int pfd, unsigned long cmd, __u64 k0, __u64 k1,
+			  const void *buf, __u32 flags, struct kvtier_block *out)
+{
+	struct kvtier_block b;
+	__u32 done;
+	int ret;
+
+	kvt_blk(&b, k0, k1, buf);
+	ret = kvt_batch(pfd, cmd, &b, 1, flags, &done);
+	if (out)
+		*out = b;
+	if (ret)
+		return ret;
+	/* done must agree with the single status (LOOKUP: prefix of 1). */
+	if ((b.status == 0) != (done == 1))
+		return -EPROTO;
+	return b.status;
+}
+
+#define kvt_put1(fd, k0, k1, buf, out) \
+	kvt_one(fd, KVTIER_IOC_PUT, k0, k1, buf, 0, out)
+#define kvt_replace1(fd, k0, k1, buf, out) \
+	kvt_one(fd, KVTIER_IOC_PUT, k0, k1, buf, KVTIER_PUT_REPLACE, out)
+#define kvt_get1(fd, k0, k1, buf, out) \
+	kvt_one(fd, KVTIER_IOC_GET, k0, k1, buf, 0, out)
+#define kvt_lookup1(fd, k0, k1, out) \
+	kvt_one(fd, KVTIER_IOC_LOOKUP, k0, k1, NULL, 0, out)
+#define kvt_drop1(fd, k0, k1) \
+	kvt_one(fd, KVTIER_IOC_DROP, k0, k1, NULL, 0, NULL)
+#define kvt_pin1(fd, k0, k1) \
+	kvt_one(fd, KVTIER_IOC_PIN, k0, k1, NULL, 0, NULL)
+#define kvt_unpin1(fd, k0, k1) \
+	kvt_one(fd, KVTIER_IOC_UNPIN, k0, k1, NULL, 0, NULL)
+
+static inline int kvt_stat(int pfd, struct kvtier_pool_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	return kvt_ioctl(pfd, KVTIER_IOC_STAT, st);
+}
+
+/* Blocks resident in DRAM, or -errno. */
+static inline long long kvt_resident(int pfd)
+{
+	struct kvtier_pool_stat st;
+	int ret = kvt_stat(pfd, &st);
+
+	return ret ? ret : (long long)st.resident[KVTIER_TIER_DRAM];
+}
+
+/* Pinned blocks, or -errno. */
+static inline long long kvt_pinned(int pfd)
+{
+	struct kvtier_pool_stat st;
+	int ret = kvt_stat(pfd, &st);
+
+	return ret ? ret : (long long)st.pinned;
+}
+
+/* ---- block contents ---------------------------------------------------- */
+
+static inline __u64 kvt_mix(__u64 x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/*
+ * Fill a block for key (k0, k1), generation @gen: word 0 is @gen, words 1
+ * and 2 the key, the rest a hash of all three and the word index. A block
+ * can then be checked without knowing which writer/generation made it,
+ * and a block of another key or a mix of two writes never passes.
+ */
+static inline void kvt_fill(void *buf, size_t size, __u64 k0, __u64 k1,
+			    __u64 gen)
+{
+	__u64 *w = buf;
+	size_t i, n = size / sizeof(*w);
+	__u64 seed = kvt_mix(k0 ^ kvt_mix(k1 ^ kvt_mix(gen)));
+
+	w[0] = gen;
+	w[1] = k0;
+	w[2] = k1;
+	for (i = 3; i < n; i++)
+		w[i] = seed ^ (i * 0x9e3779b97f4a7c15ULL);
+}
+
+/*
+ * Check a block filled by kvt_fill() for key (k0, k1); the generation is
+ * read from the block and stored in @gen (if not NULL). Returns -1 if the
+ * whole block is right, else the index of the first bad 64-bit word.
+ */
+static inline long kvt_check(const void *buf, size_t size, __u64 k0, __u64 k1,
+			     __u64 *gen)
+{
+	const __u64 *w = buf;
+	size_t i, n = size / sizeof(*w);
+	__u64 seed;
+
+	if (w[1] != k0)
+		return 1;
+	if (w[2] != k1)
+		return 2;
+	seed = kvt_mix(k0 ^ kvt_mix(k1 ^ kvt_mix(w[0])));
+	for (i = 3; i < n; i++)
+		if (w[i] != (seed ^ (i * 0x9e3779b97f4a7c15ULL)))
+			return (long)i;
+	if (gen)
+		*gen = w[0];
+	return -1;
+}
+
+/* Check a block made with an expected generation. */
+static inline long kvt_check_gen(const void *buf, size_t size, __u64 k0,
+				 __u64 k1, __u64 want_gen)
+{
+	__u64 gen = ~want_gen;
+	long bad = kvt_check(buf, size, k0, k1, &gen);
+
+	if (bad >= 0)
+		return bad;
+	return gen == want_gen ? -1 : 0;
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+/* Page-aligned anonymous memory, or NULL. */
+static inline void *kvt_alloc(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static inline void kvt_free(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
+}
+
+/* An address with nothing mapped at it (for -EFAULT tests). */
+static inline void *kvt_unmapped_addr(void)
+{
+	void *p = mmap(NULL, 4 * KVT_PAGE, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return (void *)(uintptr_t)8;	/* first page is never mapped */
+	munmap(p, 4 * KVT_PAGE);
+	return (char *)p + KVT_PAGE;
+}
+
+/* ---- sysfs ------------------------------------------------------------- */
+
+/* Read a small file into @buf (NUL-terminated); bytes read or -errno. */
+static inline int kvt_read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* A module parameter as a number; 0 or -errno. */
+static inline int kvt_param(const char *name, long long *val)
+{
+	char path[256], buf[64], *end;
+	int ret;
+
+	snprintf(path, sizeof(path), KVT_PARAM_DIR "/%s", name);
+	ret = kvt_read_file(path, buf, sizeof(buf));
+	if (ret < 0)
+		return ret;
+	errno = 0;
+	*val = strtoll(buf, &end, 0);
+	if (errno || end == buf)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Parse up to @max whitespace-separated numbers of a one-line file; the
+ * count parsed or -errno. Fails with -EINVAL on anything not a number
+ * or on more than one line. Columns whose bit is set in @octal_mask are
+ * read in base 8, the others in base 10.
+ */
+static inline int kvt_read_cols(const char *path, long long *vals, int max,
+				unsigned long octal_mask)
+{
+	char buf[1024], *p, *end;
+	int n = 0, ret;
+
+	ret = kvt_read_file(path, buf, sizeof(buf));
+	if (ret < 0)
+		return ret;
+	p = buf;
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\n' || *p == '\0')
+			break;
+		if (n == max)
+			return -E2BIG;
+		errno = 0;
+		vals[n] = strtoll(p, &end, (octal_mask >> n) & 1 ? 8 : 10);
+		if (errno || end == p)
+			return -EINVAL;
+		p = end;
+		n++;
+	}
+	/* Exactly one line. */
+	if (*p == '\n' && p[1] != '\0')
+		return -EINVAL;
+	return n;
+}
+
+/* ---- processes --------------------------------------------------------- */
+
+/*
+ * fork() a child that dies with its parent (so a failed ASSERT in the test
+ * never leaves it behind). Children report with _exit(code), never with
+ * ASSERT_*.
+ */
+static inline pid_t kvt_fork(void)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(99);
+	}
+	return pid;
+}
+
+/* Wait for @pid; its exit code, 128 + signal, or -errno. */
+static inline int kvt_wait(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -ECHILD;
+}
+
+/*
+ * Drop all privileges and become @uid/@gid (no supplementary groups);
+ * 0 or -errno.
+ */
+static inline int kvt_become(uid_t uid, gid_t gid)
+{
+	if (setgroups(0, NULL))
+		return -errno;
+	if (setresgid(gid, gid, gid))
+		return -errno;
+	if (setresuid(uid, uid, uid))
+		return -errno;
+	return 0;
+}
+
+/*
+ * main(): skip the whole binary (exit 4) when the module is not loaded,
+ * else run the harness. The constructor mirrors TEST_HARNESS_MAIN.
+ */
+#define KVT_MAIN \
+	static void __attribute__((constructor)) \
+	__constructor_order_last(void) \
+	{ \
+		if (!__constructor_order) \
+			__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD; \
+	} \
+	int main(int argc, char **argv) \
+	{ \
+		if (access(KVT_DEV, F_OK)) { \
+			ksft_print_header(); \
+			ksft_exit_skip(KVT_DEV " missing: kvtier not loaded\n"); \
+		} \
+		return test_harness_run(argc, argv); \
+	}
+
+#endif /* KVTIER_TEST_H */

@@ -1,0 +1,1040 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier-bench: the figures of `make bench`, one `name: value` line each.
+ * Ratios compare kvtier with the plain-memory or raw-device operation it
+ * replaces, both measured in this run on this machine; raw figures follow
+ * as extra lines. Always exits 0 once the module answers: a figure that
+ * misses its goal is a result, not a failure.
+ *
+ *   dram_get_vs_memcpy	GET throughput / memcpy throughput, 256 KiB blocks,
+ *			batches of 64, the same bytes (goal >= 0.8)
+ *   mmap_read_vs_anon	summing 64-bit words of resident blocks through the
+ *			pool mmap / of an anonymous buffer (goal >= 0.9)
+ *   lookup_1e6_vs_1e3	LOOKUP ns per key with 1e6 resident 4 KiB blocks /
+ *			with 1e3 (goal <= 1.5); needs ~3.9 GiB of DRAM
+ *			budget (dram_mb=4600, a VM with --mem 6144)
+ *   dram_meta_bytes_per_block  STAT.meta_bytes / resident blocks at the
+ *			large point (goal <= 64)
+ *
+ * The NVMe tier's figures, on one emulated drive (KVTIER_BENCH_NVME, else
+ * /dev/nvme0n1 when it is a tools/vm/kvtier-vm drive) that the bench
+ * overwrites: fio first, on the raw device, then the bench formats and
+ * attaches it, and detaches it at the end.
+ *
+ *   nvme_write_vs_fio	demotion write throughput (NVME_STAT.bytes_written
+ *			growth while 512 MiB of 256 KiB blocks are PUT into
+ *			a pool with 64 blocks of DRAM, and SYNCed) / fio
+ *			sequential 4 MiB writes (tools/fio/nvme-seq-write.fio)
+ *   nvme_read_vs_fio	promotion throughput (GET batches of 32 blocks that
+ *			are only on NVMe, in random order) / fio random 256
+ *			KiB reads at depth 32 (tools/fio/nvme-rand-read.fio)
+ *   nvme_host_waf	NVME_STAT.bytes_written / bytes_demoted
+ *   nvme_attach_seconds_1gib  NVME_STAT.attach_ns of a re-attach of the
+ *			full 1 GiB drive (index rebuilt from every region)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <kvtier.h>
+
+#include "util.h"
+
+#define TRIALS		5
+
+#define COPY_BLOCK	(256ULL << 10)
+#define COPY_BATCH	64
+#define COPY_BLOCKS	256		/* 64 MiB resident */
+#define COPY_ROUNDS	8		/* 512 MiB a trial */
+
+#define LOOKUP_BLOCK	4096ULL
+#define LOOKUP_SMALL	1000ULL
+#define LOOKUP_LARGE	1000000ULL
+#define LOOKUP_BATCH	1024
+#define LOOKUP_KEYS	(64 * LOOKUP_BATCH)	/* keys a trial */
+#define PUT_BATCH	4096
+
+static const char *prog = "kvtier-bench";
+static struct kvt_ctx *ctx;
+static volatile uint64_t sink;
+
+static void figure(const char *name, const char *fmt, double v)
+{
+	printf("%s: ", name);
+	printf(fmt, v);
+	putchar('\n');
+}
+
+static int warn(const char *what, int err)
+{
+	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(-err));
+	return err;
+}
+
+/*
+ * A pool for one measurement. The name is removed at once: the pool lives
+ * as long as the fd, so nothing is left behind if the bench dies.
+ */
+static int bench_pool(const char *tag, uint64_t block_size, uint64_t blocks,
+		      struct kvt_pool **poolp)
+{
+	struct kvt_pool_params p;
+	char name[KVTIER_NAME_MAX];
+	int ret;
+
+	snprintf(name, sizeof(name), "kvtier-bench-%d-%s", (int)getpid(), tag);
+	kvt_pool_params_init(&p, name, block_size, blocks);
+	ret = kvt_pool_create(ctx, &p, poolp);
+	if (ret)
+		return ret;
+	ret = kvt_pool_destroy(ctx, name);
+	if (ret) {
+		kvt_pool_close(*poolp);
+		return ret;
+	}
+	return 0;
+}
+
+static struct kvt_key bench_key(uint64_t i)
+{
+	struct kvt_key k;
+
+	kvt_key_chain(NULL, i, &k);
+	return k;
+}
+
+/* PUT keys [from, to) of the bench key space, each block filled from @buf. */
+static int put_range(struct kvt_pool *pool, uint64_t from, uint64_t to,
+		     void *buf, size_t buf_size)
+{
+	struct kvtier_block *b = calloc(PUT_BATCH, sizeof(*b));
+	uint64_t bs = kvt_pool_block_size(pool), i;
+	uint32_t j;
+	int ret = 0;
+
+	if (!b)
+		return -ENOMEM;
+	for (i = from; i < to && !ret; ) {
+		uint32_t n = 0, done;
+
+		for (; i < to && n < PUT_BATCH; i++, n++) {
+			struct kvt_key k = bench_key(i);
+			size_t off = (i * bs) % buf_size;
+
+			*(uint64_t *)((char *)buf + off) = i;	/* distinct bytes */
+			kvt_block_set(&b[n], &k, (char *)buf + off);
+		}
+		ret = kvt_put(pool, b, n, 0, &done);
+		for (j = 0; !ret && done != n && j < n; j++)
+			ret = b[j].status;	/* the first failed entry */
+	}
+	free(b);
+	return ret;
+}
+
+static double best_of(const double *v, int n)
+{
+	double best = v[0];
+	int i;
+
+	for (i = 1; i < n; i++)
+		if (v[i] < best)
+			best = v[i];
+	return best;
+}
+
+/* ---- dram_get_vs_memcpy and mmap_read_vs_anon -------------------------- */
+
+static __attribute__((noinline)) uint64_t sum_words(const void *p, size_t bytes)
+{
+	const uint64_t *w = p;
+	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	size_t i, n = bytes / 8;
+
+	for (i = 0; i + 4 <= n; i += 4) {
+		s0 += w[i];
+		s1 += w[i + 1];
+		s2 += w[i + 2];
+		s3 += w[i + 3];
+	}
+	return s0 + s1 + s2 + s3;
+}
+
+static int bench_copy(void)
+{
+	const size_t batch_bytes = COPY_BATCH * COPY_BLOCK;
+	const size_t pool_bytes = COPY_BLOCKS * COPY_BLOCK;
+	double t_get[TRIALS], t_cpy[TRIALS], t_map[TRIALS], t_anon[TRIALS];
+	struct kvtier_block blk[COPY_BLOCKS];
+	const void *ptr[COPY_BLOCKS];
+	struct kvt_pool *pool = NULL;
+	struct kvt_map *map = NULL;
+	void *dst = NULL, *src = MAP_FAILED;
+	uint64_t bytes = 0, t, s;
+	uint32_t done, i, r, b;
+	int trial, ret;
+
+	ret = bench_pool("copy", COPY_BLOCK, COPY_BLOCKS, &pool);
+	if (ret)
+		return warn("create the 256 KiB pool", ret);
+	ret = kvt_alloc_staging(pool, batch_bytes, &dst);
+	if (ret) {
+		warn("staging buffer", ret);
+		goto out;
+	}
+	src = mmap(NULL, pool_bytes, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (src == MAP_FAILED) {
+		ret = warn("anonymous buffer", -errno);
+		goto out;
+	}
+	for (i = 0; i < pool_bytes / 8; i++)
+		((uint64_t *)src)[i] = i * 0x9e3779b97f4a7c15ULL;
+	memset(dst, 0, batch_bytes);
+
+	ret = put_range(pool, 0, COPY_BLOCKS, src, pool_bytes);
+	if (ret) {
+		warn("PUT the 256 KiB blocks", ret);
+		goto out;
+	}
+	for (i = 0; i < COPY_BLOCKS; i++) {
+		struct kvt_key k = bench_key(i);
+
+		kvt_block_set(&blk[i], &k, NULL);
+	}
+	ret = kvt_lookup(pool, blk, COPY_BLOCKS, 0, &done);
+	if (!ret && done != COPY_BLOCKS)
+		ret = -ENOENT;
+	if (ret) {
+		warn("LOOKUP the 256 KiB blocks", ret);
+		goto out;
+	}
+	for (i = 0; i < COPY_BLOCKS; i++)
+		blk[i].buf = (uintptr_t)dst + (i % COPY_BATCH) * COPY_BLOCK;
+
+	/* GET and memcpy: batches of 64 blocks into the same buffer. */
+	for (trial = -1; trial < TRIALS; trial++) {	/* -1: warm-up */
+		t = now_ns();
+		for (r = 0; r < COPY_ROUNDS; r++)
+			for (b = 0; b < COPY_BLOCKS; b += COPY_BATCH) {
+				ret = kvt_get(pool, blk + b, COPY_BATCH, 0, &done);
+				if (!ret && done != COPY_BATCH)
+					ret = -ENOENT;
+				if (ret) {
+					warn("GET", ret);
+					goto out;
+				}
+			}
+		if (trial >= 0)
+			t_get[trial] = (now_ns() - t) / 1e9;
+
+		t = now_ns();
+		for (r = 0; r < COPY_ROUNDS; r++)
+			for (b = 0; b < COPY_BLOCKS; b += COPY_BATCH)
+				for (i = 0; i < COPY_BATCH; i++)
+					memcpy((char *)dst + i * COPY_BLOCK,
+					       (char *)src + (b + i) * COPY_BLOCK,
+					       COPY_BLOCK);
+		sink += *(volatile uint64_t *)dst;
+		if (trial >= 0)
+			t_cpy[trial] = (now_ns() - t) / 1e9;
+	}
+	bytes = (uint64_t)COPY_ROUNDS * pool_bytes;
+	figure("dram_get_vs_memcpy", "%.3f", best_of(t_cpy, TRIALS) / best_of(t_get, TRIALS));
+	figure("dram_get_gbps", "%.2f", bytes / best_of(t_get, TRIALS) / 1e9);
+	figure("dram_memcpy_gbps", "%.2f", bytes / best_of(t_cpy, TRIALS) / 1e9);
+
+	/* Reading resident blocks through the mapping vs. anonymous memory. */
+	ret = kvt_map(pool, 0, 0, &map);
+	if (ret) {
+		warn("mmap the pool", ret);
+		goto out;
+	}
+	for (i = 0; i < COPY_BLOCKS; i++) {
+		ptr[i] = kvt_block_ptr(map, blk[i].addr);
+		if (!ptr[i]) {
+			ret = warn("block address outside the pool", -ERANGE);
+			goto out;
+		}
+	}
+	for (trial = -1; trial < TRIALS; trial++) {	/* -1: faults them in */
+		s = 0;
+		t = now_ns();
+		for (r = 0; r < COPY_ROUNDS; r++)
+			for (i = 0; i < COPY_BLOCKS; i++)
+				s += sum_words(ptr[i], COPY_BLOCK);
+		if (trial >= 0)
+			t_map[trial] = (now_ns() - t) / 1e9;
+		sink += s;
+
+		s = 0;
+		t = now_ns();
+		for (r = 0; r < COPY_ROUNDS; r++)
+			for (i = 0; i < COPY_BLOCKS; i++)
+				s += sum_words((char *)src + i * COPY_BLOCK, COPY_BLOCK);
+		if (trial >= 0)
+			t_anon[trial] = (now_ns() - t) / 1e9;
+		sink += s;
+	}
+	figure("mmap_read_vs_anon", "%.3f", best_of(t_anon, TRIALS) / best_of(t_map, TRIALS));
+	figure("mmap_read_gbps", "%.2f", bytes / best_of(t_map, TRIALS) / 1e9);
+	figure("anon_read_gbps", "%.2f", bytes / best_of(t_anon, TRIALS) / 1e9);
+	ret = 0;
+out:
+	kvt_unmap(map);
+	if (src != MAP_FAILED)
+		munmap(src, pool_bytes);
+	kvt_free_staging(pool, dst, batch_bytes);
+	kvt_pool_close(pool);
+	return ret;
+}
+
+/* ---- lookup_1e6_vs_1e3 and dram_meta_bytes_per_block ------------------- */
+
+/* ns per key of LOOKUPs of random keys among the first @resident ones. */
+static int lookup_cost(struct kvt_pool *pool, uint64_t resident, uint64_t *rng,
+		       struct kvtier_block *blk, double *ns_per_key)
+{
+	double t_trial[TRIALS];
+	int trial, ret;
+	uint32_t i, done;
+	uint64_t t;
+
+	for (trial = -1; trial < TRIALS; trial++) {	/* -1: warm-up */
+		for (i = 0; i < LOOKUP_KEYS; i++) {
+			struct kvt_key k;
+
+			*rng ^= *rng << 13;
+			*rng ^= *rng >> 7;
+			*rng ^= *rng << 17;
+			k = bench_key(*rng % resident);
+			kvt_block_set(&blk[i], &k, NULL);
+		}
+		t = now_ns();
+		for (i = 0; i < LOOKUP_KEYS; i += LOOKUP_BATCH) {
+			ret = kvt_lookup(pool, blk + i, LOOKUP_BATCH, 0, &done);
+			if (!ret && done != LOOKUP_BATCH)
+				ret = -ENOENT;
+			if (ret)
+				return warn("LOOKUP", ret);
+		}
+		if (trial >= 0)
+			t_trial[trial] = (double)(now_ns() - t) / LOOKUP_KEYS;
+	}
+	*ns_per_key = best_of(t_trial, TRIALS);
+	return 0;
+}
+
+static uint64_t mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb << 10;
+}
+
+static int bench_lookup(void)
+{
+	uint64_t budget, avail = mem_available(), large, fit;
+	struct kvtier_pool_stat st;
+	struct kvtier_api api;
+	struct kvtier_block *blk;
+	struct kvt_pool *pool;
+	double ns_small, ns_large;
+	uint64_t rng = 88172645463325252ULL, t;
+	void *buf = NULL;
+	const size_t buf_size = 1 << 20;
+	char b1[32], b2[32];
+	int ret;
+
+	kvt_api_info(ctx, &api);
+	budget = free_dram_budget(api.dram_bytes);
+	/* Room for the blocks, leaving the VM some memory for itself. */
+	fit = budget < avail * 3 / 4 ? budget : avail * 3 / 4;
+	large = fit / LOOKUP_BLOCK;
+	if (large > LOOKUP_LARGE)
+		large = LOOKUP_LARGE;
+	if (large < 10 * LOOKUP_SMALL) {
+		fprintf(stderr, "%s: lookup: only %llu blocks of DRAM budget\n",
+			prog, (unsigned long long)large);
+		return -ENOSPC;
+	}
+
+	blk = calloc(LOOKUP_KEYS, sizeof(*blk));
+	if (!blk)
+		return warn("lookup", -ENOMEM);
+	ret = bench_pool("lookup", LOOKUP_BLOCK, large, &pool);
+	if (ret) {
+		warn("create the 4 KiB pool", ret);
+		free(blk);
+		return ret;
+	}
+	ret = kvt_alloc_staging(pool, buf_size, &buf);
+	if (ret) {
+		warn("staging buffer", ret);
+		goto out;
+	}
+	memset(buf, 0x5a, buf_size);
+
+	ret = put_range(pool, 0, LOOKUP_SMALL, buf, buf_size);
+	if (ret) {
+		warn("PUT 1e3 blocks", ret);
+		goto out;
+	}
+	ret = lookup_cost(pool, LOOKUP_SMALL, &rng, blk, &ns_small);
+	if (ret)
+		goto out;
+
+	t = now_ns();
+	ret = put_range(pool, LOOKUP_SMALL, large, buf, buf_size);
+	if (ret) {
+		warn("PUT the large set", ret);
+		goto out;
+	}
+	t = now_ns() - t;
+	ret = lookup_cost(pool, large, &rng, blk, &ns_large);
+	if (ret)
+		goto out;
+	ret = kvt_stat(pool, &st);
+	if (ret) {
+		warn("STAT", ret);
+		goto out;
+	}
+
+	if (large == LOOKUP_LARGE) {
+		figure("lookup_1e6_vs_1e3", "%.3f", ns_large / ns_small);
+	} else {
+		printf("lookup_1e6_vs_1e3: n/a (DRAM budget %s, memory %s: 1e6 blocks of 4 KiB need 3.8 GiB; load with dram_mb=4600 in a VM with --mem 6144)\n",
+		       human_bytes(budget, b1, sizeof(b1)),
+		       human_bytes(avail, b2, sizeof(b2)));
+		printf("lookup_%llu_vs_1e3: %.3f\n", (unsigned long long)large,
+		       ns_large / ns_small);
+	}
+	figure("dram_meta_bytes_per_block", "%.1f",
+	       st.resident[KVTIER_TIER_DRAM] ?
+	       (double)st.meta_bytes / st.resident[KVTIER_TIER_DRAM] : 0);
+	figure("lookup_ns_per_key_1e3", "%.1f", ns_small);
+	printf("lookup_ns_per_key_%s: %.1f\n",
+	       large == LOOKUP_LARGE ? "1e6" : "large", ns_large);
+	printf("lookup_large_resident_blocks: %llu\n",
+	       (unsigned long long)st.resident[KVTIER_TIER_DRAM]);
+	figure("dram_put_4k_blocks_per_s", "%.0f",
+	       (large - LOOKUP_SMALL) / (t / 1e9));
+	ret = 0;
+out:
+	kvt_free_staging(pool, buf, buf_size);
+	kvt_pool_close(pool);
+	free(blk);
+	return ret;
+}
+
+/* ---- the NVMe tier ----------------------------------------------------- */
+
+#define NVME_BLOCK	(256ULL << 10)
+#define NVME_DRAM	64		/* the pool's DRAM share, in blocks */
+#define NVME_PUT_BATCH	16		/* 4 MiB a PUT */
+#define NVME_WRITE	(512ULL << 20)	/* PUT for the write figure */
+#define NVME_QD		32		/* GET batch: reads in flight */
+#define NVME_READ	(256ULL << 20)	/* GET for the read figure */
+#define NVME_VERIFY	128		/* blocks read back after re-attach */
+#define NVME_FILL_MAX	(4ULL << 30)	/* largest device the fill runs on */
+#define GOLDEN		0x9e3779b97f4a7c15ULL
+
+extern char **environ;
+
+static const char * const nvme_figures[] = {
+	"nvme_write_vs_fio", "nvme_read_vs_fio", "nvme_host_waf",
+	"nvme_attach_seconds_1gib",
+};
+
+static void nvme_na(const char *fmt, const char *arg)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(nvme_figures) / sizeof(nvme_figures[0]); i++) {
+		printf("%s: n/a (", nvme_figures[i]);
+		printf(fmt, arg);
+		printf(")\n");
+	}
+}
+
+static const char *skip_space(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/*
+ * Where the value of the first member "@name" after @p starts (a key, not
+ * a string value such as "rw" : "write"), or NULL.
+ */
+static const char *json_member(const char *p, const char *name)
+{
+	char key[40];
+
+	snprintf(key, sizeof(key), "\"%s\"", name);
+	while (p && (p = strstr(p, key))) {
+		p = skip_space(p + strlen(key));
+		if (*p == ':')
+			return skip_space(p + 1);
+	}
+	return NULL;
+}
+
+/*
+ * jobs[0].@dir.bw_bytes of fio's JSON output: a reader for this one field
+ * (the first "@dir" object after "jobs"), not a JSON parser.
+ */
+static int fio_bw_bytes(const char *json, const char *dir, double *bw)
+{
+	const char *p = json_member(json, "jobs");
+	char *end;
+
+	p = p ? json_member(p, dir) : NULL;
+	if (!p || *p != '{')
+		return -EINVAL;
+	p = json_member(p, "bw_bytes");
+	if (!p)
+		return -EINVAL;
+	*bw = strtod(p, &end);
+	return end == p ? -EINVAL : 0;
+}
+
+/* The fio job files: $KVTIER_FIO_DIR, else fio/ next to this program. */
+static int fio_job_path(const char *job, char *path, size_t size)
+{
+	const char *dir = getenv("KVTIER_FIO_DIR");
+	char exe[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (dir && *dir) {
+		snprintf(path, size, "%s/%s", dir, job);
+	} else {
+		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n <= 0)
+			return -errno;
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		snprintf(path, size, "%s/fio/%s", exe, job);
+	}
+	return access(path, R_OK) ? -errno : 0;
+}
+
+/*
+ * Run `fio --output-format=json [@opt] JOB` (its settings come from the
+ * KVTIER_FIO_* environment) and return jobs[0].@dir.bw_bytes in *@bw.
+ */
+static int run_fio(const char *job, const char *opt, const char *dir,
+		   double *bw)
+{
+	char path[PATH_MAX + 64], *out = NULL, *argv[5];
+	posix_spawn_file_actions_t fa;
+	size_t len = 0, cap = 0;
+	int pfd[2], status, ret, argc = 0;
+	ssize_t n;
+	pid_t pid;
+
+	ret = fio_job_path(job, path, sizeof(path));
+	if (ret)
+		return warn(job, ret);
+	argv[argc++] = "fio";
+	argv[argc++] = "--output-format=json";
+	if (opt)
+		argv[argc++] = (char *)opt;
+	argv[argc++] = path;
+	argv[argc] = NULL;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return warn("pipe", -errno);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
+	ret = -posix_spawnp(&pid, "fio", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	if (ret) {
+		close(pfd[0]);
+		return warn("fio", ret);
+	}
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			char *p = realloc(out, cap = cap ? 2 * cap : 65536);
+
+			if (!p) {
+				ret = -ENOMEM;
+				break;
+			}
+			out = p;
+		}
+		n = read(pfd[0], out + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!ret && (!WIFEXITED(status) || WEXITSTATUS(status))) {
+		fprintf(stderr, "%s: fio %s: exit status %d\n", prog, job,
+			WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		ret = -EIO;
+	}
+	if (!ret) {
+		out[len] = '\0';
+		ret = fio_bw_bytes(out, dir, bw);
+		if (ret)
+			fprintf(stderr, "%s: fio %s: no %s.bw_bytes in its output\n",
+				prog, job, dir);
+	}
+	free(out);
+	return ret;
+}
+
+static void set_env_u64(const char *name, uint64_t v, const char *suffix)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu%s", (unsigned long long)v, suffix);
+	setenv(name, buf, 1);
+}
+
+/* Word 0 of every page of block @i says which block and page it is. */
+static void nvme_stamp(void *blk, uint64_t i)
+{
+	uint64_t p;
+
+	for (p = 0; p < NVME_BLOCK / 4096; p++)
+		*(uint64_t *)((char *)blk + p * 4096) = (i * GOLDEN) ^ p;
+}
+
+static int nvme_check(const void *blk, uint64_t i)
+{
+	uint64_t p;
+
+	for (p = 0; p < NVME_BLOCK / 4096; p++)
+		if (*(const uint64_t *)((const char *)blk + p * 4096) !=
+		    ((i * GOLDEN) ^ p))
+			return -1;
+	return 0;
+}
+
+/* PUT blocks [from, to) in batches of NVME_PUT_BATCH from @buf. */
+static int nvme_put(struct kvt_pool *pool, uint64_t from, uint64_t to,
+		    char *buf)
+{
+	struct kvtier_block b[NVME_PUT_BATCH];
+	uint32_t n, j, done;
+	uint64_t i;
+	int ret;
+
+	for (i = from; i < to; ) {
+		for (n = 0; i < to && n < NVME_PUT_BATCH; i++, n++) {
+			struct kvt_key k = bench_key(i);
+			char *p = buf + n * NVME_BLOCK;
+
+			nvme_stamp(p, i);
+			kvt_block_set(&b[n], &k, p);
+		}
+		ret = kvt_put(pool, b, n, 0, &done);
+		for (j = 0; !ret && done != n && j < n; j++)
+			ret = b[j].status;
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/*
+ * The indexes among [0, n) of the blocks that are only on NVMe, in random
+ * order. Returns how many, or -errno.
+ */
+static int64_t nvme_only(struct kvt_pool *pool, uint64_t n, uint64_t *idx,
+			 uint64_t *rng)
+{
+	struct kvtier_block *b = calloc(n, sizeof(*b));
+	uint64_t i, m = 0, t;
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct kvt_key k = bench_key(i);
+
+		kvt_block_set(&b[i], &k, NULL);
+	}
+	ret = kvt_lookup(pool, b, n, 0, NULL);
+	for (i = 0; !ret && i < n; i++)
+		if (!b[i].status && b[i].tier == KVTIER_TIER_NVME)
+			idx[m++] = i;
+	free(b);
+	if (ret)
+		return ret;
+	for (i = m; i > 1; i--) {
+		uint64_t j = xorshift(rng) % i;
+
+		t = idx[i - 1];
+		idx[i - 1] = idx[j];
+		idx[j] = t;
+	}
+	return m;
+}
+
+/*
+ * GET the blocks idx[0..n) in batches of NVME_QD into @buf, checking each;
+ * *@bad counts the blocks that missed or did not verify.
+ */
+static int nvme_get(struct kvt_pool *pool, const uint64_t *idx, uint64_t n,
+		    char *buf, uint64_t *bad)
+{
+	struct kvtier_block b[NVME_QD];
+	uint64_t i;
+	uint32_t j, m;
+	int ret;
+
+	for (i = 0; i < n; i += m) {
+		m = n - i < NVME_QD ? n - i : NVME_QD;
+		for (j = 0; j < m; j++) {
+			struct kvt_key k = bench_key(idx[i + j]);
+
+			kvt_block_set(&b[j], &k, buf + j * NVME_BLOCK);
+		}
+		ret = kvt_get(pool, b, m, 0, NULL);
+		if (ret)
+			return ret;
+		for (j = 0; j < m; j++)
+			if (b[j].status ||
+			    nvme_check(buf + j * NVME_BLOCK, idx[i + j]))
+				(*bad)++;
+	}
+	return 0;
+}
+
+/* Pick the device, or say why there is none; 0 to go ahead. */
+static int nvme_device(char *dev, size_t size, uint64_t *dev_bytes)
+{
+	const char *env = getenv("KVTIER_BENCH_NVME");
+	struct kvtier_nvme_stat ns;
+	struct kvtier_api api;
+	int ret;
+
+	kvt_api_info(ctx, &api);
+	if (!(api.supported & KVTIER_F_NVME)) {
+		nvme_na("%sthe module has no NVMe tier", "");
+		return -ENOTTY;
+	}
+	if (env && (!*env || !strcmp(env, "0"))) {
+		nvme_na("KVTIER_BENCH_NVME=%s", env);
+		return -ENODEV;
+	}
+	snprintf(dev, size, "%s", env ? env : "/dev/nvme0n1");
+	if (access(dev, F_OK)) {
+		nvme_na("no %s: run in a VM with --nvme 1", dev);
+		return -ENODEV;
+	}
+	if (!env && !blockdev_is_vm_drive(dev)) {
+		nvme_na("%s is not a kvtier-vm drive; name it in KVTIER_BENCH_NVME to let the bench overwrite it",
+			dev);
+		return -EPERM;
+	}
+	ret = kvt_nvme_stat(ctx, &ns);
+	if (!ret && ns.attached) {
+		nvme_na("%sa device is attached already; the bench needs to format its own", "");
+		return -EBUSY;
+	}
+	ret = blockdev_check(dev, dev_bytes);
+	if (ret) {
+		char why[384];
+
+		snprintf(why, sizeof(why), "%s: %s", dev, strerror(-ret));
+		nvme_na("%s", why);
+		return ret;
+	}
+	return 0;
+}
+
+static int bench_nvme(void)
+{
+	const uint64_t put_bytes = NVME_PUT_BATCH * NVME_BLOCK;
+	const uint64_t get_bytes = NVME_QD * NVME_BLOCK;
+	struct kvtier_nvme_stat s0, s1;
+	struct kvtier_pool_stat ps;
+	struct kvt_pool_params p;
+	struct kvt_pool *pool = NULL;
+	char dev[256], name[KVTIER_NAME_MAX], b1[32];
+	double fio_w = 0, fio_r = 0, secs, kv_w, kv_r;
+	uint64_t dev_bytes, nw, nr, next, cap, bad = 0, rng = 0x2545f4914f6cdd1dULL;
+	uint64_t *idx = NULL;
+	char *pbuf = NULL, *gbuf = NULL;
+	int64_t m;
+	int ret, attached = 0;
+	uint64_t t;
+
+	if (nvme_device(dev, sizeof(dev), &dev_bytes))
+		return 0;
+	nw = (dev_bytes / 2 < NVME_WRITE ? dev_bytes / 2 : NVME_WRITE) / NVME_BLOCK;
+	nw -= nw % NVME_PUT_BATCH;
+	nr = NVME_READ / NVME_BLOCK;
+	if (nr > nw / 2)
+		nr = nw / 2;
+	nr -= nr % NVME_QD;
+	printf("nvme_device: %s (%s)\n", dev, human_bytes(dev_bytes, b1, sizeof(b1)));
+
+	/* 1. fio on the raw device, before kvtier claims it. */
+	setenv("KVTIER_FIO_DEV", dev, 1);
+	set_env_u64("KVTIER_FIO_SIZE", nw * NVME_BLOCK, "");
+	set_env_u64("KVTIER_FIO_IO_SIZE", nr * NVME_BLOCK, "");
+	set_env_u64("KVTIER_FIO_BS", NVME_BLOCK, "");
+	set_env_u64("KVTIER_FIO_QD", NVME_QD, "");
+	if (run_fio("nvme-seq-write.fio", NULL, "write", &fio_w))
+		fio_w = 0;
+	if (run_fio("nvme-rand-read.fio", "--readonly", "read", &fio_r))
+		fio_r = 0;
+
+	/* 2. A new store, and a pool whose DRAM share is 64 blocks. */
+	ret = kvt_nvme_attach(ctx, dev, KVTIER_NVME_FORMAT, 0);
+	if (ret) {
+		char why[384];
+
+		snprintf(why, sizeof(why), "attach %s: %s", dev, strerror(-ret));
+		nvme_na("%s", why);
+		return ret;
+	}
+	attached = 1;
+	cap = dev_bytes / NVME_BLOCK + 4 * NVME_DRAM;
+	if (cap > KVTIER_CAPACITY_MAX)
+		cap = KVTIER_CAPACITY_MAX;
+	snprintf(name, sizeof(name), "kvtier-bench-%d-nvme", (int)getpid());
+	kvt_pool_params_init(&p, name, NVME_BLOCK, cap);
+	p.dram_blocks = NVME_DRAM;
+	ret = kvt_pool_create(ctx, &p, &pool);
+	if (ret) {
+		warn("create the NVMe pool", ret);
+		goto out;
+	}
+	ret = kvt_alloc_staging(pool, put_bytes, (void **)&pbuf);
+	if (!ret)
+		ret = kvt_alloc_staging(pool, get_bytes, (void **)&gbuf);
+	idx = calloc(cap, sizeof(*idx));
+	if (ret || !idx) {
+		warn("NVMe buffers", ret ? ret : -ENOMEM);
+		goto out;
+	}
+	memset(pbuf, 0x6b, put_bytes);
+
+	/* 3. Demotion: PUT through the small DRAM share, then SYNC. */
+	kvt_nvme_stat(ctx, &s0);
+	t = now_ns();
+	ret = nvme_put(pool, 0, nw, pbuf);
+	if (!ret)
+		ret = kvt_sync(pool, NULL);
+	secs = (now_ns() - t) / 1e9;
+	kvt_nvme_stat(ctx, &s1);
+	if (ret) {
+		warn("PUT/SYNC through the NVMe tier", ret);
+		goto out;
+	}
+	kv_w = (s1.bytes_written - s0.bytes_written) / secs;
+	if (fio_w > 0)
+		figure("nvme_write_vs_fio", "%.3f", kv_w / fio_w);
+	else
+		printf("nvme_write_vs_fio: n/a (fio did not run)\n");
+	figure("nvme_write_gbps", "%.3f", kv_w / 1e9);
+	figure("fio_seq_write_gbps", "%.3f", fio_w / 1e9);
+	figure("nvme_put_gbps", "%.3f", nw * NVME_BLOCK / secs / 1e9);
+	kvt_stat(pool, &ps);
+	figure("nvme_write_blocks_per_region", "%.1f",
+	       (double)ps.demotions / (s1.nr_regions - s1.free_regions +
+				       s1.reclaimed - s0.reclaimed));
+	if (getenv("KVTIER_BENCH_DEBUG"))
+		fprintf(stderr, "write phase: puts %llu demotions %llu evictions %llu drops %llu dram %llu nvme %llu dirty %llu; regions free %u reclaimed %llu lost %llu\n",
+			(unsigned long long)ps.puts, (unsigned long long)ps.demotions,
+			(unsigned long long)ps.evictions, (unsigned long long)ps.drops,
+			(unsigned long long)ps.resident[KVTIER_TIER_DRAM],
+			(unsigned long long)ps.resident[KVTIER_TIER_NVME],
+			(unsigned long long)ps.dirty, s1.free_regions,
+			(unsigned long long)s1.reclaimed,
+			(unsigned long long)s1.lost_blocks);
+
+	/* 4. Promotion: GET batches of blocks that are only on NVMe. */
+	m = nvme_only(pool, nw, idx, &rng);
+	if (m < 0) {
+		ret = warn("LOOKUP", m);
+		goto out;
+	}
+	if ((uint64_t)m < nr)
+		nr = m - m % NVME_QD;
+	kvt_nvme_stat(ctx, &s0);
+	kvt_stat(pool, &ps);
+	t = now_ns();
+	ret = nvme_get(pool, idx, nr, gbuf, &bad);
+	secs = (now_ns() - t) / 1e9;
+	kvt_nvme_stat(ctx, &s1);
+	if (ret || !nr) {
+		warn("GET from the NVMe tier", ret ? ret : -ENOENT);
+		goto out;
+	}
+	kv_r = nr * NVME_BLOCK / secs;
+	if (fio_r > 0)
+		figure("nvme_read_vs_fio", "%.3f", kv_r / fio_r);
+	else
+		printf("nvme_read_vs_fio: n/a (fio did not run)\n");
+	figure("nvme_read_gbps", "%.3f", kv_r / 1e9);
+	figure("fio_rand_read_gbps", "%.3f", fio_r / 1e9);
+	figure("nvme_read_device_gbps", "%.3f",
+	       (s1.bytes_read - s0.bytes_read) / secs / 1e9);
+	figure("nvme_read_blocks", "%.0f", nr);
+
+	/* 5. Fill the device, SYNC, detach, attach: the index rebuild. */
+	for (next = nw; ; next += NVME_DRAM) {
+		kvt_nvme_stat(ctx, &s1);
+		if (!s1.free_regions || next + NVME_DRAM > cap - 2 * NVME_DRAM ||
+		    dev_bytes > NVME_FILL_MAX)
+			break;
+		ret = nvme_put(pool, next, next + NVME_DRAM, pbuf);
+		if (ret) {
+			warn("PUT while filling the device", ret);
+			goto out;
+		}
+	}
+	ret = kvt_sync(pool, NULL);
+	if (ret) {
+		warn("SYNC", ret);
+		goto out;
+	}
+	kvt_nvme_stat(ctx, &s1);
+	figure("nvme_host_waf", "%.4f", s1.bytes_demoted ?
+	       (double)s1.bytes_written / s1.bytes_demoted : 0);
+	figure("nvme_bytes_written", "%.0f", s1.bytes_written);
+	figure("nvme_bytes_demoted", "%.0f", s1.bytes_demoted);
+	figure("nvme_reclaimed_regions", "%.0f", s1.reclaimed);
+	figure("nvme_lost_blocks", "%.0f", s1.lost_blocks);
+
+	if (dev_bytes > NVME_FILL_MAX) {
+		printf("nvme_attach_seconds_1gib: n/a (%s is larger than 4 GiB; the figure is for the VM's 1 GiB drive)\n",
+		       dev);
+		goto out_verify;
+	}
+	ret = kvt_nvme_detach(ctx);
+	if (!ret) {
+		attached = 0;
+		ret = kvt_nvme_attach(ctx, dev, 0, 0);
+		attached = !ret;
+	}
+	if (ret) {
+		warn("detach and attach again", ret);
+		goto out;
+	}
+	kvt_nvme_stat(ctx, &s1);
+	kvt_stat(pool, &ps);
+	if (dev_bytes >> 30 == 1 && !(dev_bytes & ((1ULL << 30) - 1)))
+		figure("nvme_attach_seconds_1gib", "%.3f", s1.attach_ns / 1e9);
+	else
+		printf("nvme_attach_seconds_1gib: n/a (the device has %s)\n",
+		       human_bytes(dev_bytes, b1, sizeof(b1)));
+	figure("nvme_attach_seconds", "%.3f", s1.attach_ns / 1e9);
+	figure("nvme_attach_regions", "%.0f",
+	       s1.nr_regions - s1.free_regions);
+	figure("nvme_attach_restored_blocks", "%.0f",
+	       ps.resident[KVTIER_TIER_NVME]);
+
+out_verify:
+	/* 6. Blocks come back right after all that. */
+	m = nvme_only(pool, next, idx, &rng);
+	if (m < 0) {
+		ret = warn("LOOKUP", m);
+		goto out;
+	}
+	ret = nvme_get(pool, idx, m < NVME_VERIFY ? m : NVME_VERIFY, gbuf, &bad);
+	if (ret)
+		warn("GET after re-attach", ret);
+	figure("nvme_verify_errors", "%.0f", bad);
+	if (bad)
+		fprintf(stderr, "%s: %llu NVMe blocks missed or read back wrong\n",
+			prog, (unsigned long long)bad);
+out:
+	free(idx);
+	if (pool) {
+		kvt_free_staging(pool, pbuf, put_bytes);
+		kvt_free_staging(pool, gbuf, get_bytes);
+		kvt_pool_close(pool);
+		kvt_pool_destroy(ctx, name);
+	}
+	if (attached) {
+		int err = kvt_nvme_detach(ctx);
+
+		if (err)
+			warn("detach", err);
+	}
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(void);
+	} parts[] = {
+		{ "copy", bench_copy },
+		{ "lookup", bench_lookup },
+		{ "nvme", bench_nvme },
+	};
+	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
+	int ret, i, run[3] = { argc == 1, argc == 1, argc == 1 };
+	size_t k;
+
+	for (i = 1; i < argc; i++) {
+		for (k = 0; k < nparts && strcmp(argv[i], parts[k].name); k++)
+			;
+		if (k < nparts) {
+			run[k] = 1;
+			continue;
+		}
+		int help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
+
+		fprintf(help ? stdout : stderr,
+			"usage: %s [copy] [lookup] [nvme]\n"
+			"Prints the DRAM- and NVMe-tier figures as 'name: value' lines;\n"
+			"the parts named, or all of them.\n"
+			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"
+			"/dev/nvme0n1 if it is a kvtier-vm drive); 0: skip them.\n", prog);
+		return help ? 0 : 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ret = kvt_open(&ctx, KVTIER_F_POOLS | KVTIER_F_MMAP);
+	if (ret) {
+		fprintf(stderr, "%s: /dev/kvtier: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	for (k = 0; k < nparts; k++)
+		if (run[k])
+			parts[k].fn();
+	kvt_close(ctx);
+	return 0;
+}

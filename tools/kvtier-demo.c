@@ -1,0 +1,1120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier-demo: prefix caching of LLM KV blocks through libkvtier.
+ *
+ *   kvtier-demo gen [generator options] > trace.jsonl
+ *   kvtier-demo replay [--trace FILE|generated] [replay options]
+ *
+ * replay plays each request the way an inference engine's prefix cache
+ * would: compute the chained keys of its hash ids, LOOKUP the chain, PIN
+ * and GET the resident prefix (verifying every byte, and through the pool
+ * mmap too), PUT the blocks that missed, UNPIN. A block's bytes derive from
+ * its key, so any stale, torn or foreign data shows up as a verify error,
+ * and the exit status is then 1.
+ *
+ * With an NVMe tier (--nvme; by default the VM's /dev/nvme0n1), the pool's
+ * DRAM share is smaller than the working set: blocks evicted from DRAM are
+ * demoted to NVMe, and a prefix found there is promoted back (LOOKUP with
+ * KVTIER_LOOKUP_LOAD) before it is pinned and read.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <kvtier.h>
+
+#include "kvtier-demo.h"
+#include "util.h"
+
+#define EXIT_USAGE	2
+#define PAGE		4096
+/* Smaller than the generator's working set, so LRU shows against OPT. */
+#define DEFAULT_POOL_BLOCKS	2048
+/* With NVMe: room for the working set (~9800 blocks), DRAM as above. */
+#define DEFAULT_NVME_POOL_BLOCKS 16384
+#define DEFAULT_NVME_DEV	"/dev/nvme0n1"
+
+static const char *prog = "kvtier-demo";
+static volatile sig_atomic_t stop;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s gen [generator options] > trace.jsonl\n"
+		"       %s replay [--trace FILE|generated] [replay options] [generator options]\n"
+		"       %s stats [--trace FILE|generated] [--max-requests N] [generator options]\n"
+		"\n"
+		"gen writes the built-in workload as a Mooncake trace; replay plays a\n"
+		"trace through a kvtier pool and prints what the cache saved; stats\n"
+		"describes a trace without the module (size, infinite-cache hit ratio).\n"
+		"Exit status: 0, 1 failure (verify errors included), 2 bad usage.\n"
+		"\n"
+		"replay options:\n"
+		"  --trace FILE        Mooncake-format trace, or 'generated' [$KVTIER_TRACE\n"
+		"                      if set, else generated]\n"
+		"  --block-bytes B     bytes standing for one 512-token block [64K]\n"
+		"  --pool-blocks N     pool capacity in blocks [2048, or half the free\n"
+		"                      DRAM budget if that is less]\n"
+		"  --dram-blocks N     blocks the pool keeps in DRAM [pool-blocks]\n"
+		"  --node N            NUMA node of the pool [-1]\n"
+		"  --max-requests N    stop after N requests [all]\n"
+		"  --verify MODE       full: every byte of every GET; sample: one word\n"
+		"                      a page [full]\n"
+		"  --no-mmap           do not also check hits through the pool mmap\n"
+		"  --pool NAME         pool name [kvtier-demo-PID]\n"
+		"  --progress N        a progress line on stderr every N requests [off]\n"
+		"  --nvme DEV|none     attach block device DEV as the NVMe tier for the\n"
+		"                      replay (needs root), or use the one attached\n"
+		"                      already; the pool then has --pool-blocks [16384]\n"
+		"                      addresses and a DRAM share of --dram-blocks [2048,\n"
+		"                      or half the free DRAM budget if that is less]\n"
+		"                      [$KVTIER_DEMO_NVME if set (0: none), else\n"
+		"                      " DEFAULT_NVME_DEV " if it is a kvtier-vm drive]\n"
+		"  --nvme-format       format DEV (destroys what it holds); without it a\n"
+		"                      blank DEV is formatted and a kvtier store reused\n"
+		"\n", prog, prog, prog);
+	gen_usage(f);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* ---- block contents ---------------------------------------------------- */
+
+#define GOLDEN	0x9e3779b97f4a7c15ULL
+
+/* Word i of the block with key k: (k0 ^ i * GOLDEN) + k1. */
+static inline uint64_t pattern(const struct kvt_key *k, uint64_t i)
+{
+	return (k->k[0] ^ (i * GOLDEN)) + k->k[1];
+}
+
+static void fill_block(void *buf, uint64_t bytes, const struct kvt_key *k)
+{
+	uint64_t *w = buf, i, n = bytes / 8;
+
+	for (i = 0; i < n; i++)
+		w[i] = pattern(k, i);
+}
+
+/* Check every word (full) or the first word of each page; 0 if all match. */
+static int check_block(const void *buf, uint64_t bytes, const struct kvt_key *k,
+		       int full)
+{
+	const uint64_t *w = buf;
+	uint64_t i, n = bytes / 8, step = full ? 1 : PAGE / 8;
+	uint64_t bad = 0;
+
+	for (i = 0; i < n; i += step)
+		bad |= w[i] ^ pattern(k, i);
+	return bad != 0;
+}
+
+/* ---- a set of keys, for the infinite-cache hit ratio ------------------- */
+
+struct keyset {
+	struct kvt_key *slot;	/* {0, 0} is an empty slot */
+	uint64_t mask;
+	uint64_t used;
+};
+
+static int keyset_grow(struct keyset *s)
+{
+	uint64_t size = s->slot ? (s->mask + 1) * 2 : 1 << 16, i, j;
+	struct kvt_key *slot = calloc(size, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (i = 0; s->slot && i <= s->mask; i++) {
+		if (!s->slot[i].k[0] && !s->slot[i].k[1])
+			continue;
+		for (j = s->slot[i].k[0] & (size - 1); slot[j].k[0] || slot[j].k[1];
+		     j = (j + 1) & (size - 1))
+			;
+		slot[j] = s->slot[i];
+	}
+	free(s->slot);
+	s->slot = slot;
+	s->mask = size - 1;
+	return 0;
+}
+
+/* Insert @k; returns 1 if it was there already, 0 if new, -ENOMEM. */
+static int keyset_add(struct keyset *s, const struct kvt_key *k)
+{
+	uint64_t j;
+
+	if ((!s->slot || (s->used + 1) * 2 > s->mask + 1) && keyset_grow(s))
+		return -ENOMEM;
+	for (j = k->k[0] & s->mask; s->slot[j].k[0] || s->slot[j].k[1];
+	     j = (j + 1) & s->mask)
+		if (s->slot[j].k[0] == k->k[0] && s->slot[j].k[1] == k->k[1])
+			return 1;
+	s->slot[j] = *k;
+	s->used++;
+	return 0;
+}
+
+/* Prompt tokens covered by the first @blocks blocks of a request. */
+static uint64_t prefix_tokens(uint64_t blocks, uint64_t input_length)
+{
+	uint64_t t = blocks * DEMO_BLOCK_TOKENS;
+
+	return t < input_length ? t : input_length;
+}
+
+/*
+ * The trace on its own: what an infinite cache would serve (a block hits
+ * when its key, and so its whole prefix, was seen before).
+ */
+struct trace_stats {
+	struct keyset seen;
+	uint64_t requests;
+	uint64_t blocks;
+	uint64_t unique_blocks;
+	uint64_t tokens;
+	uint64_t hit_blocks;
+	uint64_t tokens_avoided;
+	uint64_t max_blocks;
+	uint64_t last_ms;
+};
+
+static int trace_account(struct trace_stats *ts, const struct request *r,
+			 const struct kvt_key *keys)
+{
+	uint64_t hits = 0;
+	int known = 1;
+	uint32_t i;
+
+	ts->requests++;
+	ts->blocks += r->n;
+	ts->tokens += r->input_length;
+	if (r->n > ts->max_blocks)
+		ts->max_blocks = r->n;
+	ts->last_ms = r->timestamp;
+	for (i = 0; i < r->n; i++) {
+		int seen = keyset_add(&ts->seen, &keys[i]);
+
+		if (seen < 0)
+			return seen;
+		if (!seen)
+			ts->unique_blocks++;
+		if (known && seen)
+			hits++;
+		else
+			known = 0;
+	}
+	ts->hit_blocks += hits;
+	ts->tokens_avoided += prefix_tokens(hits, r->input_length);
+	return 0;
+}
+
+/* ---- replay ------------------------------------------------------------ */
+
+struct replay_opts {
+	const char *trace;		/* NULL: the generator */
+	uint64_t block_bytes;
+	uint64_t pool_blocks;
+	uint64_t dram_blocks;
+	int64_t node;
+	uint64_t max_requests;
+	uint64_t progress;
+	int verify_full;
+	int use_mmap;
+	char pool[KVTIER_NAME_MAX];
+	const char *nvme;		/* NULL: no NVMe tier */
+	int nvme_explicit;		/* named by the user, not the default */
+	int nvme_format;
+	struct gen_opts gen;
+};
+
+struct replay_stats {
+	struct trace_stats trace;	/* requests, blocks, infinite cache */
+	uint64_t hit_blocks;		/* usable prefix, served by GET */
+	uint64_t tokens_avoided;
+	uint64_t gets;
+	uint64_t get_lost;		/* resident at LOOKUP, gone at GET */
+	uint64_t puts;
+	uint64_t put_exists;
+	uint64_t put_nospc;
+	uint64_t put_failed;		/* any other per-entry error */
+	uint64_t pin_failed;
+	uint64_t mmap_checked;
+	uint64_t verify_errors;
+	uint64_t elapsed_ns;
+	uint64_t hit_nvme;		/* usable prefix blocks found on NVMe */
+	uint64_t load_lost;		/* on NVMe at LOOKUP, not loaded */
+};
+
+struct replay {
+	struct replay_opts *o;
+	struct replay_stats st;
+	struct kvt_ctx *ctx;
+	int nvme_on;			/* an NVMe tier is attached */
+	int nvme_ours;			/* ...by us: detach it at the end */
+	struct kvtier_nvme_stat ns0;	/* at the start of the replay */
+	struct kvt_pool *pool;
+	struct kvt_map *map;
+	struct kvt_key *keys;
+	struct kvtier_block *look;	/* LOOKUP, PIN, UNPIN: buf 0 */
+	struct kvtier_block *io;	/* GET, PUT */
+	unsigned char *on_nvme;		/* LOOKUP found the entry on NVMe */
+	uint32_t cap;			/* entries of keys/look/io/on_nvme */
+	void *staging;
+	size_t staging_size;
+};
+
+static int replay_reserve(struct replay *rp, uint32_t n)
+{
+	size_t size = (size_t)n * rp->o->block_bytes;
+	uint32_t cap = rp->cap ? rp->cap : 256;
+	void *p;
+	int ret;
+
+	if (n > rp->cap) {
+		while (cap < n)
+			cap *= 2;
+		p = realloc(rp->keys, cap * sizeof(*rp->keys));
+		if (!p)
+			return -ENOMEM;
+		rp->keys = p;
+		p = realloc(rp->look, cap * sizeof(*rp->look));
+		if (!p)
+			return -ENOMEM;
+		rp->look = p;
+		p = realloc(rp->io, cap * sizeof(*rp->io));
+		if (!p)
+			return -ENOMEM;
+		rp->io = p;
+		p = realloc(rp->on_nvme, cap);
+		if (!p)
+			return -ENOMEM;
+		rp->on_nvme = p;
+		rp->cap = cap;
+	}
+	if (size > rp->staging_size) {
+		kvt_free_staging(rp->pool, rp->staging, rp->staging_size);
+		rp->staging = NULL;
+		rp->staging_size = 0;
+		ret = kvt_alloc_staging(rp->pool, size, &rp->staging);
+		if (ret)
+			return ret;
+		rp->staging_size = size;
+	}
+	return 0;
+}
+
+static void *slot_buf(struct replay *rp, uint32_t i)
+{
+	return (char *)rp->staging + (size_t)i * rp->o->block_bytes;
+}
+
+static int replay_one(struct replay *rp, const struct request *r)
+{
+	struct replay_stats *st = &rp->st;
+	uint64_t bs = rp->o->block_bytes;
+	uint32_t n = r->n, prefix = 0, pinned = 0, usable, nio, i;
+	int ret;
+
+	ret = replay_reserve(rp, n ? n : 1);
+	if (ret)
+		return ret;
+	kvt_key_chain_n(NULL, r->ids, n, rp->keys);
+	ret = trace_account(&st->trace, r, rp->keys);
+	if (ret || !n)
+		return ret;
+	for (i = 0; i < n; i++)
+		kvt_block_set(&rp->look[i], &rp->keys[i], NULL);
+
+	/* 1. How much of the chain is resident, and in which tier? */
+	ret = kvt_lookup(rp->pool, rp->look, n, 0, &prefix);
+	if (ret)
+		return ret;
+	for (i = 0, nio = 0; i < prefix; i++) {
+		rp->on_nvme[i] = rp->look[i].tier == KVTIER_TIER_NVME;
+		nio += rp->on_nvme[i];
+	}
+
+	/* 1b. Promote the part of the prefix on NVMe, its reads all at once. */
+	if (nio) {
+		uint32_t loaded;
+
+		ret = kvt_lookup(rp->pool, rp->look, prefix, KVTIER_LOOKUP_LOAD,
+				 &loaded);
+		if (ret)
+			return ret;
+		st->load_lost += prefix - loaded;
+		prefix = loaded;
+	}
+
+	/* 2. Pin the prefix so this request's own PUTs cannot evict it. */
+	if (prefix) {
+		ret = kvt_pin(rp->pool, rp->look, prefix, 0, &pinned);
+		if (ret)
+			return ret;
+		st->pin_failed += prefix - pinned;
+	}
+
+	/* 3. GET the prefix; it stays usable up to the first failure. */
+	usable = 0;
+	if (prefix) {
+		for (i = 0; i < prefix; i++)
+			kvt_block_set(&rp->io[i], &rp->keys[i], slot_buf(rp, i));
+		ret = kvt_get(rp->pool, rp->io, prefix, 0, NULL);
+		if (ret)
+			return ret;
+		for (i = 0; i < prefix; i++) {
+			if (rp->io[i].status) {
+				if (rp->io[i].status == -ENOENT)
+					st->get_lost++;
+				else
+					st->verify_errors++;
+				break;
+			}
+			st->gets++;
+			st->hit_nvme += rp->on_nvme[i];
+			if (check_block(slot_buf(rp, i), bs, &rp->keys[i],
+					rp->o->verify_full))
+				st->verify_errors++;
+		}
+		usable = i;
+	}
+
+	/* The same blocks through the mapping: one word a page. */
+	for (i = 0; rp->map && i < usable; i++) {
+		const void *p = rp->look[i].status ? NULL :
+				kvt_block_ptr(rp->map, rp->look[i].addr);
+
+		if (!p) {
+			st->verify_errors++;
+			continue;
+		}
+		st->mmap_checked++;
+		if (check_block(p, bs, &rp->keys[i], 0))
+			st->verify_errors++;
+	}
+	st->hit_blocks += usable;
+	st->tokens_avoided += prefix_tokens(usable, r->input_length);
+
+	/* 4. PUT what was not resident: "prefill" computed these blocks. */
+	nio = 0;
+	for (i = usable; i < n; i++) {
+		if (i < prefix ? rp->io[i].status != -ENOENT : !rp->look[i].status)
+			continue;	/* resident, just not usable */
+		fill_block(slot_buf(rp, nio), bs, &rp->keys[i]);
+		kvt_block_set(&rp->io[nio], &rp->keys[i], slot_buf(rp, nio));
+		nio++;
+	}
+	if (nio) {
+		ret = kvt_put(rp->pool, rp->io, nio, 0, NULL);
+		if (ret)
+			return ret;
+		for (i = 0; i < nio; i++) {
+			switch (rp->io[i].status) {
+			case 0:
+				st->puts++;
+				break;
+			case -EEXIST:
+				st->put_exists++;
+				break;
+			case -ENOSPC:
+				st->put_nospc++;
+				break;
+			default:
+				st->put_failed++;
+			}
+		}
+	}
+
+	/* 5. Done with the prefix. */
+	if (pinned) {
+		ret = kvt_unpin(rp->pool, rp->look, prefix, 0, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void row(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void row(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("  %-34s ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / b : 0;
+}
+
+/* The NVMe tier's rows: residency is in the tier loop, this is traffic. */
+static void print_nvme_rows(struct replay *rp, const struct kvtier_pool_stat *ps)
+{
+	const struct kvtier_nvme_stat *n0 = &rp->ns0;
+	struct kvtier_nvme_stat n1;
+	char b1[32], b2[32];
+
+	row("prefix hit blocks from DRAM / NVMe", "%llu / %llu",
+	    (unsigned long long)(rp->st.hit_blocks - rp->st.hit_nvme),
+	    (unsigned long long)rp->st.hit_nvme);
+	if (rp->st.load_lost)
+		row("on NVMe at LOOKUP, not loaded", "%llu",
+		    (unsigned long long)rp->st.load_lost);
+	row("demotions / promotions (blocks)", "%llu / %llu",
+	    (unsigned long long)ps->demotions,
+	    (unsigned long long)ps->promotions);
+	row("bytes DRAM->NVMe / NVMe->DRAM", "%s / %s",
+	    human_bytes((double)ps->demotions * ps->block_size, b1, sizeof(b1)),
+	    human_bytes((double)ps->promotions * ps->block_size, b2, sizeof(b2)));
+	row("dirty blocks / bad reads", "%llu / %llu",
+	    (unsigned long long)ps->dirty, (unsigned long long)ps->bad_reads);
+	if (kvt_nvme_stat(rp->ctx, &n1) || !n1.attached)
+		return;
+	row("device bytes written / read", "%s / %s  (host WAF %.3f)",
+	    human_bytes(n1.bytes_written - n0->bytes_written, b1, sizeof(b1)),
+	    human_bytes(n1.bytes_read - n0->bytes_read, b2, sizeof(b2)),
+	    ratio(n1.bytes_written - n0->bytes_written,
+		  n1.bytes_demoted - n0->bytes_demoted));
+	row("device regions used / reclaimed", "%u of %u / %llu",
+	    n1.nr_regions - n1.free_regions, n1.nr_regions,
+	    (unsigned long long)(n1.reclaimed - n0->reclaimed));
+	if (n1.lost_blocks != n0->lost_blocks || n1.io_errors != n0->io_errors)
+		row("blocks lost to reclaim / I/O errors", "%llu / %llu",
+		    (unsigned long long)(n1.lost_blocks - n0->lost_blocks),
+		    (unsigned long long)(n1.io_errors - n0->io_errors));
+}
+
+static void print_table(struct replay *rp, const struct kvtier_pool_stat *ps)
+{
+	const struct replay_stats *st = &rp->st;
+	const struct trace_stats *ts = &st->trace;
+	double secs = st->elapsed_ns / 1e9;
+	char b1[32], b2[32];
+	unsigned int t;
+
+	printf("\n");
+	row("requests", "%llu", (unsigned long long)ts->requests);
+	row("blocks (512 tokens each)", "%llu", (unsigned long long)ts->blocks);
+	row("unique blocks", "%llu", (unsigned long long)ts->unique_blocks);
+	row("prefix hit blocks", "%llu", (unsigned long long)st->hit_blocks);
+	row("prefix hit ratio", "%.3f  (infinite cache: %.3f)",
+	    ratio(st->hit_blocks, ts->blocks),
+	    ratio(ts->hit_blocks, ts->blocks));
+	row("prompt tokens", "%llu", (unsigned long long)ts->tokens);
+	row("prefill tokens avoided", "%llu  (%.1f%%; infinite cache: %.1f%%)",
+	    (unsigned long long)st->tokens_avoided,
+	    100 * ratio(st->tokens_avoided, ts->tokens),
+	    100 * ratio(ts->tokens_avoided, ts->tokens));
+	row("GET blocks / PUT blocks", "%llu / %llu",
+	    (unsigned long long)st->gets, (unsigned long long)st->puts);
+	row("PUT -EEXIST / -ENOSPC / other", "%llu / %llu / %llu",
+	    (unsigned long long)st->put_exists,
+	    (unsigned long long)st->put_nospc,
+	    (unsigned long long)st->put_failed);
+	if (st->get_lost || st->pin_failed)
+		row("lost between LOOKUP and GET/PIN", "%llu / %llu",
+		    (unsigned long long)st->get_lost,
+		    (unsigned long long)st->pin_failed);
+	for (t = KVTIER_TIER_HBM; t < KVTIER_NR_TIERS; t++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "bytes in %s (resident blocks)",
+			 kvt_tier_name(t));
+		row(name, "%s  (%llu)",
+		    human_bytes((double)ps->resident[t] * ps->block_size,
+				b1, sizeof(b1)),
+		    (unsigned long long)ps->resident[t]);
+	}
+	row(rp->nvme_on ? "evictions (DRAM copies dropped)" : "evictions", "%llu",
+	    (unsigned long long)ps->evictions);
+	if (rp->nvme_on)
+		print_nvme_rows(rp, ps);
+	row("pool gets/hits/misses (kernel)", "%llu / %llu / %llu",
+	    (unsigned long long)ps->gets, (unsigned long long)ps->hits,
+	    (unsigned long long)ps->misses);
+	row("bytes in / out (kernel)", "%s / %s",
+	    human_bytes(ps->bytes_in, b1, sizeof(b1)),
+	    human_bytes(ps->bytes_out, b2, sizeof(b2)));
+	row("blocks checked through mmap", "%llu",
+	    (unsigned long long)st->mmap_checked);
+	row("verify errors", "%llu", (unsigned long long)st->verify_errors);
+	row("elapsed", "%.2f s  (%.0f requests/s, %.0f blocks/s)", secs,
+	    secs > 0 ? ts->requests / secs : 0, secs > 0 ? ts->blocks / secs : 0);
+}
+
+/* The requests: a trace file, or the generator. Returns an exit status. */
+static int open_input(const struct replay_opts *o, struct trace **tr,
+		      struct gen **g)
+{
+	int ret;
+
+	*tr = NULL;
+	*g = NULL;
+	if (o->trace) {
+		ret = trace_open(o->trace, tr);
+		if (ret) {
+			fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(-ret));
+			return 1;
+		}
+		return 0;
+	}
+	ret = gen_new(&o->gen, g);
+	if (ret) {
+		fprintf(stderr, "%s: generator: %s\n", prog, strerror(-ret));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* 1: a request, 0: no more, -1: an error (reported). */
+static int next_request(const struct replay_opts *o, struct trace *tr,
+			struct gen *g, struct request *req)
+{
+	int ret = tr ? trace_next(tr, req) : gen_next(g, req);
+
+	if (ret >= 0)
+		return ret;
+	if (tr && ret == -EINVAL)
+		fprintf(stderr, "%s: %s:%llu: not a trace line\n", prog,
+			o->trace, (unsigned long long)trace_lineno(tr));
+	else
+		fprintf(stderr, "%s: reading requests: %s\n", prog, strerror(-ret));
+	return -1;
+}
+
+/* Replay every request of @tr or @g through the pool in @rp; print the table. */
+static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
+{
+	struct replay_opts *o = rp->o;
+	struct kvtier_pool_stat ps;
+	struct request req = { 0 };
+	char b1[32], b2[32];
+	int ret, err = 0;
+	uint64_t t0;
+
+	ret = kvt_stat(rp->pool, &ps);
+	if (ret) {
+		fprintf(stderr, "%s: stat: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	if (o->use_mmap) {
+		ret = kvt_map(rp->pool, 0, 0, &rp->map);
+		if (ret) {
+			fprintf(stderr, "%s: mmap: %s\n", prog, strerror(-ret));
+			return 1;
+		}
+	}
+
+	printf("kvtier-demo: replaying %s\n", o->trace ? o->trace : "the built-in generator");
+	if (!o->trace)
+		printf("  (%llu requests, %u system prompts, up to %u turns, %u sessions, seed %llu)\n",
+		       (unsigned long long)o->gen.requests, o->gen.system_prompts,
+		       o->gen.turns, o->gen.sessions,
+		       (unsigned long long)o->gen.seed);
+	printf("pool %s: block %s standing for %u tokens, capacity %u blocks, DRAM %u blocks (%s), node %d\n",
+	       o->pool, human_bytes(ps.block_size, b1, sizeof(b1)),
+	       DEMO_BLOCK_TOKENS, ps.capacity, ps.dram_blocks,
+	       human_bytes((double)ps.dram_blocks * ps.block_size, b2, sizeof(b2)),
+	       ps.numa_node);
+	if (rp->nvme_on) {
+		kvt_nvme_stat(rp->ctx, &rp->ns0);
+		printf("NVMe tier: %s%s, %u regions of %s, %u free\n",
+		       rp->nvme_ours ? o->nvme : "attached before the demo",
+		       rp->nvme_ours ? " (attached by the demo)" : "",
+		       rp->ns0.nr_regions,
+		       human_bytes(rp->ns0.region_bytes, b1, sizeof(b1)),
+		       rp->ns0.free_regions);
+	}
+
+	t0 = now_ns();
+	while (!stop && (!o->max_requests || rp->st.trace.requests < o->max_requests)) {
+		ret = next_request(o, tr, g, &req);
+		if (ret <= 0) {
+			err = ret < 0;
+			break;
+		}
+		ret = replay_one(rp, &req);
+		if (ret) {
+			fprintf(stderr, "%s: request %llu: %s\n", prog,
+				(unsigned long long)rp->st.trace.requests, strerror(-ret));
+			err = 1;
+			break;
+		}
+		if (o->progress && rp->st.trace.requests % o->progress == 0)
+			fprintf(stderr, "%s: %llu requests, hit ratio %.3f, %.1f s\n",
+				prog, (unsigned long long)rp->st.trace.requests,
+				ratio(rp->st.hit_blocks, rp->st.trace.blocks),
+				(now_ns() - t0) / 1e9);
+	}
+	rp->st.elapsed_ns = now_ns() - t0;
+	request_free(&req);
+	if (stop) {
+		fprintf(stderr, "%s: interrupted\n", prog);
+		err = 1;
+	}
+
+	ret = kvt_stat(rp->pool, &ps);
+	if (ret) {
+		fprintf(stderr, "%s: stat: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	print_table(rp, &ps);
+	if (rp->st.verify_errors || rp->st.put_failed) {
+		fprintf(stderr, "%s: FAILED: %llu verify errors, %llu failed PUTs\n",
+			prog, (unsigned long long)rp->st.verify_errors,
+			(unsigned long long)rp->st.put_failed);
+		err = 1;
+	}
+	return err;
+}
+
+/*
+ * Pools restored from the device that an earlier demo left behind (it was
+ * killed before it could destroy them): kvtier-demo-PID with PID gone.
+ */
+static void destroy_stale_pools(struct kvt_ctx *ctx)
+{
+	struct dirent *de;
+	DIR *d = opendir(KVT_SYSFS_POOLS);
+	int pid;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (sscanf(de->d_name, "kvtier-demo-%d", &pid) != 1 || pid <= 0 ||
+		    !kill(pid, 0) || errno != ESRCH)
+			continue;
+		if (!kvt_pool_destroy(ctx, de->d_name))
+			printf("destroyed pool %s, left on the device by an earlier demo\n",
+			       de->d_name);
+	}
+	closedir(d);
+}
+
+/*
+ * Attach the NVMe tier the options ask for, or find one attached. Returns an
+ * exit status: 0 to go on (with rp->nvme_on telling whether there is a
+ * tier), else a failure that was reported. A failure on the default device
+ * only costs the tier; on a device the user named, it ends the demo.
+ */
+static int nvme_setup(struct replay *rp, const struct kvtier_api *api)
+{
+	struct replay_opts *o = rp->o;
+	struct kvtier_nvme_stat ns;
+	uint32_t flags = o->nvme_format ? KVTIER_NVME_FORMAT : 0;
+	int ret;
+
+	if (!o->nvme)
+		return 0;
+	if (!(api->supported & KVTIER_F_NVME)) {
+		fprintf(stderr, "%s: the kernel has no NVMe tier\n", prog);
+		return o->nvme_explicit;
+	}
+	if (!kvt_nvme_stat(rp->ctx, &ns) && ns.attached) {
+		if (o->nvme_explicit || o->nvme_format)
+			printf("note: an NVMe tier is attached already; using it, not %s\n",
+			       o->nvme);
+		rp->nvme_on = 1;
+		return 0;
+	}
+	if (!o->nvme_explicit) {
+		if (access(o->nvme, F_OK))
+			return 0;	/* no drive, no tier */
+		if (!blockdev_is_vm_drive(o->nvme)) {
+			printf("note: %s is not a kvtier-vm drive: replaying without NVMe (--nvme %s to use it)\n",
+			       o->nvme, o->nvme);
+			return 0;
+		}
+	}
+
+	ret = kvt_nvme_attach(rp->ctx, o->nvme, flags, 0);
+	if (ret == -EMEDIUMTYPE && !o->nvme_explicit) {
+		/* The VM's scratch drive, with something else on it. */
+		printf("note: %s holds no kvtier store; formatting the VM's scratch drive\n",
+		       o->nvme);
+		ret = kvt_nvme_attach(rp->ctx, o->nvme, KVTIER_NVME_FORMAT, 0);
+	}
+	if (ret) {
+		fprintf(stderr, "%s: attach %s: %s%s\n", prog, o->nvme,
+			strerror(-ret),
+			ret == -EMEDIUMTYPE ? " (it holds no kvtier store; --nvme-format overwrites it)" :
+			ret == -EPERM ? " (needs root)" :
+			ret == -EBUSY ? " (in use)" : "");
+		if (o->nvme_explicit)
+			return 1;
+		printf("note: replaying without NVMe\n");
+		return 0;
+	}
+	rp->nvme_on = 1;
+	rp->nvme_ours = 1;
+	destroy_stale_pools(rp->ctx);
+	return 0;
+}
+
+static int cmd_replay(struct replay_opts *o)
+{
+	struct kvt_pool_params pp;
+	struct replay rp = { .o = o };
+	struct kvtier_api api;
+	struct trace *tr = NULL;
+	struct gen *g = NULL;
+	struct kvt_ctx *ctx;
+	int ret, rc;
+
+	rc = open_input(o, &tr, &g);
+	if (rc)
+		return rc;
+
+	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
+	if (ret) {
+		fprintf(stderr, "%s: /dev/kvtier: %s\n", prog, strerror(-ret));
+		rc = 1;
+		goto out_close_input;
+	}
+	kvt_api_info(ctx, &api);
+	if (!(api.features & KVTIER_F_POOLS)) {
+		fprintf(stderr, "%s: the kernel does not offer pools\n", prog);
+		rc = 1;
+		goto out_close_ctx;
+	}
+	if (!(api.features & KVTIER_F_MMAP))
+		o->use_mmap = 0;
+
+	rp.ctx = ctx;
+	rc = nvme_setup(&rp, &api);
+	if (rc)
+		goto out_close_ctx;
+	if (rp.nvme_on) {
+		/* Addresses for the working set, DRAM for a part of it. */
+		if (!o->dram_blocks) {
+			o->dram_blocks = free_dram_budget(api.dram_bytes) / 2 / o->block_bytes;
+			if (o->dram_blocks > DEFAULT_POOL_BLOCKS)
+				o->dram_blocks = DEFAULT_POOL_BLOCKS;
+			if (!o->dram_blocks)
+				o->dram_blocks = 1;
+		}
+		if (!o->pool_blocks)
+			o->pool_blocks = DEFAULT_NVME_POOL_BLOCKS > o->dram_blocks ?
+					 DEFAULT_NVME_POOL_BLOCKS : o->dram_blocks;
+	}
+	if (!o->pool_blocks && o->dram_blocks)
+		o->pool_blocks = o->dram_blocks;
+	if (!o->pool_blocks) {
+		o->pool_blocks = free_dram_budget(api.dram_bytes) / 2 / o->block_bytes;
+		if (o->pool_blocks > DEFAULT_POOL_BLOCKS)
+			o->pool_blocks = DEFAULT_POOL_BLOCKS;
+		if (!o->pool_blocks)
+			o->pool_blocks = 1;
+	}
+	if (o->pool_blocks > KVTIER_CAPACITY_MAX) {
+		fprintf(stderr, "%s: --pool-blocks above %lu\n", prog,
+			(unsigned long)KVTIER_CAPACITY_MAX);
+		rc = EXIT_USAGE;
+		goto out_detach;
+	}
+	if (!o->pool[0])
+		snprintf(o->pool, sizeof(o->pool), "kvtier-demo-%d", (int)getpid());
+
+	kvt_pool_params_init(&pp, o->pool, o->block_bytes, o->pool_blocks);
+	pp.dram_blocks = o->dram_blocks;
+	pp.numa_node = o->node;
+	ret = kvt_pool_create(ctx, &pp, &rp.pool);
+	if (ret) {
+		fprintf(stderr, "%s: create pool %s (block %llu B, %llu blocks): %s\n",
+			prog, o->pool, (unsigned long long)o->block_bytes,
+			(unsigned long long)o->pool_blocks, strerror(-ret));
+		rc = 1;
+		goto out_detach;
+	}
+
+	rc = replay_all(&rp, tr, g);
+
+	free(rp.st.trace.seen.slot);
+	free(rp.keys);
+	free(rp.look);
+	free(rp.io);
+	free(rp.on_nvme);
+	kvt_unmap(rp.map);
+	kvt_free_staging(rp.pool, rp.staging, rp.staging_size);
+	kvt_pool_close(rp.pool);
+	ret = kvt_pool_destroy(ctx, o->pool);
+	if (ret) {
+		fprintf(stderr, "%s: destroy pool %s: %s\n", prog, o->pool,
+			strerror(-ret));
+		rc = rc ? rc : 1;
+	}
+out_detach:
+	if (rp.nvme_ours) {
+		ret = kvt_nvme_detach(ctx);
+		if (ret) {
+			fprintf(stderr, "%s: detach %s: %s\n", prog, o->nvme,
+				strerror(-ret));
+			rc = rc ? rc : 1;
+		}
+	}
+out_close_ctx:
+	kvt_close(ctx);
+out_close_input:
+	gen_free(g);
+	trace_close(tr);
+	return rc;
+}
+
+/* The trace alone, no module needed: size and infinite-cache hit ratio. */
+static int cmd_stats(struct replay_opts *o)
+{
+	struct trace_stats ts = { 0 };
+	struct request req = { 0 };
+	struct kvt_key *keys = NULL;
+	struct trace *tr;
+	struct gen *g;
+	uint32_t cap = 0;
+	int ret, rc;
+
+	rc = open_input(o, &tr, &g);
+	if (rc)
+		return rc;
+	while (!o->max_requests || ts.requests < o->max_requests) {
+		ret = next_request(o, tr, g, &req);
+		if (ret <= 0) {
+			rc = ret < 0;
+			break;
+		}
+		if (req.n > cap) {
+			struct kvt_key *k = realloc(keys, req.n * sizeof(*k));
+
+			if (!k) {
+				rc = 1;
+				break;
+			}
+			keys = k;
+			cap = req.n;
+		}
+		kvt_key_chain_n(NULL, req.ids, req.n, keys);
+		if (trace_account(&ts, &req, keys)) {
+			fprintf(stderr, "%s: out of memory\n", prog);
+			rc = 1;
+			break;
+		}
+	}
+	printf("%s\n", o->trace ? o->trace : "the built-in generator");
+	row("requests", "%llu", (unsigned long long)ts.requests);
+	row("span", "%.1f s", ts.last_ms / 1e3);
+	row("blocks (512 tokens each)", "%llu", (unsigned long long)ts.blocks);
+	row("longest request", "%llu blocks", (unsigned long long)ts.max_blocks);
+	row("unique blocks", "%llu", (unsigned long long)ts.unique_blocks);
+	row("infinite-cache prefix hit ratio", "%.3f", ratio(ts.hit_blocks, ts.blocks));
+	row("prompt tokens", "%llu", (unsigned long long)ts.tokens);
+	row("infinite-cache tokens avoided", "%llu  (%.1f%%)",
+	    (unsigned long long)ts.tokens_avoided,
+	    100 * ratio(ts.tokens_avoided, ts.tokens));
+	free(keys);
+	free(ts.seen.slot);
+	request_free(&req);
+	gen_free(g);
+	trace_close(tr);
+	return rc;
+}
+
+static int cmd_gen(const struct gen_opts *o)
+{
+	struct request r = { 0 };
+	struct gen *g;
+	int ret;
+
+	ret = gen_new(o, &g);
+	if (ret) {
+		fprintf(stderr, "%s: generator: %s\n", prog, strerror(-ret));
+		return EXIT_USAGE;
+	}
+	while ((ret = gen_next(g, &r)) > 0)
+		request_print(stdout, &r);
+	gen_free(g);
+	request_free(&r);
+	if (ret < 0) {
+		fprintf(stderr, "%s: generator: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: write: %s\n", prog, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* "--name value" or "--name=value"; returns the value or NULL. */
+static const char *opt_value(int argc, char **argv, int *i, char **name)
+{
+	char *eq = strchr(argv[*i], '=');
+
+	*name = argv[*i] + 2;
+	if (eq) {
+		*eq = '\0';
+		return eq + 1;
+	}
+	if (*i + 1 >= argc)
+		return NULL;
+	return argv[++*i];
+}
+
+static int parse_replay_opt(struct replay_opts *o, const char *name,
+			    const char *val)
+{
+	uint64_t v;
+
+	if (!strcmp(name, "trace")) {
+		o->trace = strcmp(val, "generated") ? val : NULL;
+	} else if (!strcmp(name, "block-bytes")) {
+		if (parse_size(val, &o->block_bytes) || !o->block_bytes ||
+		    o->block_bytes % PAGE)
+			return -EINVAL;
+	} else if (!strcmp(name, "pool-blocks")) {
+		if (parse_size(val, &o->pool_blocks) || !o->pool_blocks)
+			return -EINVAL;
+	} else if (!strcmp(name, "dram-blocks")) {
+		if (parse_size(val, &o->dram_blocks) || o->dram_blocks > UINT32_MAX)
+			return -EINVAL;
+	} else if (!strcmp(name, "node")) {
+		if (!strcmp(val, "-1"))
+			o->node = -1;
+		else if (parse_u64(val, &v) || v > INT32_MAX)
+			return -EINVAL;
+		else
+			o->node = v;
+	} else if (!strcmp(name, "max-requests")) {
+		if (parse_u64(val, &o->max_requests))
+			return -EINVAL;
+	} else if (!strcmp(name, "progress")) {
+		if (parse_u64(val, &o->progress))
+			return -EINVAL;
+	} else if (!strcmp(name, "verify")) {
+		if (!strcmp(val, "full"))
+			o->verify_full = 1;
+		else if (!strcmp(val, "sample"))
+			o->verify_full = 0;
+		else
+			return -EINVAL;
+	} else if (!strcmp(name, "pool")) {
+		if (strlen(val) >= sizeof(o->pool))
+			return -EINVAL;
+		strcpy(o->pool, val);
+	} else if (!strcmp(name, "nvme")) {
+		if (!*val)
+			return -EINVAL;
+		o->nvme = strcmp(val, "none") && strcmp(val, "0") ? val : NULL;
+		o->nvme_explicit = 1;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct replay_opts o = {
+		.block_bytes = 64 << 10,
+		.node = -1,
+		.verify_full = 1,
+		.use_mmap = 1,
+	};
+	enum { GEN, REPLAY, STATS } cmd;
+	int i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	gen_opts_init(&o.gen);
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "gen")) {
+		cmd = GEN;
+	} else if (!strcmp(argv[1], "replay") || !strcmp(argv[1], "stats")) {
+		cmd = argv[1][0] == 'r' ? REPLAY : STATS;
+		o.trace = getenv("KVTIER_TRACE");
+		if (o.trace && (!*o.trace || !strcmp(o.trace, "generated")))
+			o.trace = NULL;
+		/* The NVMe tier: $KVTIER_DEMO_NVME (0: none), else the VM's. */
+		o.nvme = getenv("KVTIER_DEMO_NVME");
+		if (o.nvme) {
+			o.nvme_explicit = 1;
+			if (!*o.nvme || !strcmp(o.nvme, "0") || !strcmp(o.nvme, "none"))
+				o.nvme = NULL;
+		} else {
+			o.nvme = DEFAULT_NVME_DEV;
+		}
+	} else {
+		fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[1]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+
+	for (i = 2; i < argc; i++) {
+		const char *val;
+		char *name;
+		int ret;
+
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (cmd == REPLAY && !strcmp(argv[i], "--no-mmap")) {
+			o.use_mmap = 0;
+			continue;
+		}
+		if (cmd == REPLAY && !strcmp(argv[i], "--nvme-format")) {
+			o.nvme_format = 1;
+			continue;
+		}
+		if (strncmp(argv[i], "--", 2)) {
+			fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[i]);
+			return EXIT_USAGE;
+		}
+		val = opt_value(argc, argv, &i, &name);
+		if (!val) {
+			fprintf(stderr, "%s: --%s needs a value\n", prog, name);
+			return EXIT_USAGE;
+		}
+		ret = gen_parse_opt(&o.gen, name, val);
+		if (!ret && cmd == REPLAY)
+			ret = parse_replay_opt(&o, name, val);
+		if (!ret && cmd == STATS &&
+		    (!strcmp(name, "trace") || !strcmp(name, "max-requests")))
+			ret = parse_replay_opt(&o, name, val);
+		if (ret < 0) {
+			fprintf(stderr, "%s: bad value '%s' for --%s\n", prog, val, name);
+			return EXIT_USAGE;
+		}
+		if (!ret) {
+			fprintf(stderr, "%s: unknown option --%s\n", prog, name);
+			return EXIT_USAGE;
+		}
+	}
+
+	if (cmd == GEN)
+		return cmd_gen(&o.gen);
+	if (cmd == STATS)
+		return cmd_stats(&o);
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	return cmd_replay(&o);
+}

@@ -1,0 +1,193 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The body of `make check`, after `make deps`:
+#
+#  1. build kmod/ from clean with W=1 C=2 (sparse), in a copy of the tree
+#     under build/check/tree; any compiler, sparse or modpost warning about
+#     our sources fails;
+#  2. build lib/, tools/ and selftests/kvtier/ (in place);
+#  3. boot the VM (2 NUMA nodes, 2 CPUs, 2 NVMe drives) and run
+#     tools/vm/run-selftests.sh in it, on the module built in step 1 (or on
+#     kmod/kvtier.ko when step 1 is not run);
+#  4. checkpatch.pl --strict and kernel-doc on each kernel source file.
+#
+# Usage: check.sh [kmod] [build] [vm] [style]   (no argument: all, in order)
+#
+# Ends with exactly one line "kvtier: N passed, N failed, N skipped" and exits
+# non-zero when anything failed.
+#
+# Environment: KDIR (kernel build tree), MAKE, KVTIER_VM_FLAGS (VM options,
+# default "--numa --cpus 2 --nvme 2"), KVTIER_VM_TIMEOUT (seconds, default
+# 1800), and whatever tools/vm/run-selftests.sh reads (KVTIER_PARAMS, ...).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+
+kdir=${KDIR:-/lib/modules/$(tools/vm/kver)/build}
+make=${MAKE:-make}
+read -r -a vmflags <<<"${KVTIER_VM_FLAGS:---numa --cpus 2 --nvme 2}"
+vm_timeout=${KVTIER_VM_TIMEOUT:-1800}
+logs=$top/build/check
+rm -rf "$logs"
+mkdir -p "$logs"
+
+steps=("$@")
+((${#steps[@]})) || steps=(kmod build vm style)
+for a in "${steps[@]}"; do
+	case $a in
+	kmod | build | vm | style) ;;
+	*) echo "usage: ${0##*/} [kmod] [build] [vm] [style]" >&2; exit 2 ;;
+	esac
+done
+
+npass=0
+nfail=0
+nskip=0
+failures=()
+
+pass() {
+	npass=$((npass + 1))
+	echo "check: ok: $1"
+}
+
+fail() {
+	nfail=$((nfail + 1))
+	failures+=("$1")
+	echo "check: FAIL: $1"
+}
+
+section() {
+	echo
+	echo "==== $* ===="
+}
+
+# 1. The module, warning-free under W=1 and sparse. It is built from clean
+# in a copy of the source tree (build/check/tree), so that objects built
+# earlier without W=1 cannot hide warnings and the developer's own kmod/
+# build is left alone; the VM then tests this very kvtier.ko.
+kbuild_ok=1
+tree=$logs/tree
+step_kmod() {
+	local re f files=()
+
+	section "kmod: build with W=1 C=2 ($kdir)"
+	mkdir -p "$tree"
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		while IFS= read -r -d '' f; do
+			[[ -e $f ]] && files+=("$f")
+		done < <(git ls-files -z --cached --others --exclude-standard)
+		printf '%s\0' "${files[@]}" | tar --null -T - -cf - | tar -C "$tree" -xf -
+	else
+		tar --exclude=./build --exclude=./.git -cf - . | tar -C "$tree" -xf -
+	fi
+	if ! "$make" -C "$tree/kmod" KDIR="$kdir" W=1 C=2 >"$logs/kmod-build.log" 2>&1; then
+		kbuild_ok=0
+	fi
+	sed "s|$tree/||g" "$logs/kmod-build.log"
+	# Diagnostics about files under kmod/ (gcc and sparse print
+	# path:line[:col]: warning|error: ...), and modpost's.
+	re='(^|/)kmod/[^ :]+:[0-9]+(:[0-9]+)?: (warning|error)|^(WARNING|ERROR): modpost:'
+	if ((!kbuild_ok)); then
+		fail "kmod builds (W=1 C=2)"
+	elif grep -qE "$re" "$logs/kmod-build.log"; then
+		fail "kmod builds without warnings (W=1 C=2): $(grep -cE "$re" "$logs/kmod-build.log") found"
+		grep -E "$re" "$logs/kmod-build.log" | sed "s|$tree/||g" | head -n 40
+	else
+		pass "kmod builds without warnings (W=1 C=2)"
+	fi
+	export KVTIER_KO=$tree/kmod/kvtier.ko
+}
+
+# 2. The userspace builds (-Werror), one case each.
+step_build() {
+	local d
+
+	section "userspace builds"
+	for d in lib tools selftests/kvtier; do
+		if "$make" -C "$d" >"$logs/build-${d//\//-}.log" 2>&1; then
+			pass "make -C $d"
+		else
+			fail "make -C $d"
+			tail -n 40 "$logs/build-${d//\//-}.log"
+		fi
+	done
+}
+
+# 3. The selftests in the VM.
+step_vm() {
+	local vmdir=${KVTIER_VM_DIR:-$top/build/vm} vmrc=0 p=0 f=0 s=0
+	local vmout=$vmdir/out
+	local counts=$vmout/selftests.counts
+
+	section "VM: tools/vm/run-selftests.sh (${vmflags[*]})"
+	if ((!kbuild_ok)); then
+		fail "selftests in the VM: not run, the module did not build"
+		return
+	fi
+	tools/vm/kvtier-vm "${vmflags[@]}" --timeout "$vm_timeout" -- \
+		tools/vm/run-selftests.sh || vmrc=$?
+	cp "$vmdir/console.log" "$logs/vm-console.log" 2>/dev/null || true
+	cp -r "$vmout/selftests" "$logs/" 2>/dev/null || true
+	if [[ -s $counts ]] && read -r p f s <"$counts"; then
+		npass=$((npass + p))
+		nfail=$((nfail + f))
+		nskip=$((nskip + s))
+		if ((f)); then
+			mapfile -t -O "${#failures[@]}" failures < <(sed 's/^/VM: /' \
+				"$vmout/selftests.failures" 2>/dev/null)
+		fi
+	fi
+	if [[ ! -e $vmout/selftests.done ]]; then
+		fail "selftests in the VM run to the end (VM status $vmrc; see the VM's messages above)"
+	elif ((vmrc && !f)); then
+		# The kernel complained although every counted case passed.
+		fail "VM run exits 0 (status $vmrc)"
+	fi
+}
+
+# 4. Kernel style: checkpatch --strict and kernel-doc, one case per file.
+step_style() {
+	local cp=build/ksrc/scripts/checkpatch.pl kd=build/ksrc/scripts/kernel-doc
+	local srcs f out
+
+	section "checkpatch --strict, kernel-doc"
+	mapfile -t srcs < <(find kmod -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' \) \
+		! -name '*.mod.c' | sort)
+	srcs+=(uapi/linux/kvtier.h)
+	for f in "${srcs[@]}"; do
+		if out=$("$cp" --strict --no-tree --terse --quiet --show-types -f "$f" 2>&1); then
+			pass "checkpatch --strict $f"
+		else
+			fail "checkpatch --strict $f"
+			echo "$out"
+		fi
+	done
+	for f in "${srcs[@]}"; do
+		out=$("$kd" -none "$f" 2>&1 || true)
+		if [[ $f == uapi/* ]]; then
+			# The uapi header is the frozen contract: its kernel-doc
+			# warnings are shown, not counted.
+			[[ -z $out ]] || printf 'check: note: kernel-doc %s:\n%s\n' "$f" "$out"
+		elif [[ -z $out ]]; then
+			pass "kernel-doc $f"
+		else
+			fail "kernel-doc $f"
+			echo "$out"
+		fi
+	done
+}
+
+for a in "${steps[@]}"; do
+	"step_$a"
+done
+
+section "summary"
+if ((${#failures[@]})); then
+	echo "check: failures:"
+	printf '  %s\n' "${failures[@]}"
+fi
+echo "check: logs in build/check/ (the VM console: build/check/vm-console.log)"
+echo "kvtier: $npass passed, $nfail failed, $nskip skipped"
+((nfail == 0))

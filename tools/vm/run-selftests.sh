@@ -1,0 +1,301 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the kvtier selftests inside the test VM (tools/vm/kvtier-vm): as root,
+# on a kernel where kvtier.ko may be loaded and unloaded freely.
+#
+#  1. insmod with bad parameters must fail with EINVAL and leave nothing
+#     loaded (one case each);
+#  2. insmod kmod/kvtier.ko $KVTIER_PARAMS (default dram_mb=512);
+#  3. each test binary of selftests/kvtier/TESTS (else every executable
+#     there without a dot in its name), in order, then lib/tests/kvt-test
+#     when built, under timeout; its kselftest "# Totals:" line (else a
+#     complete TAP plan) gives the case counts; then dmesg since the binary
+#     started must hold no BUG/WARNING/lockdep/leak report;
+#  4. rmmod kvtier must succeed, and dmesg and the taint flags stay clean.
+#
+# Counts go to $KVTIER_VM_OUT/selftests.counts ("PASSED FAILED SKIPPED",
+# updated as the run goes, so a run cut short by a kernel panic still has
+# them), the failed cases' names to selftests.failures, each binary's output
+# to selftests/NAME.log; selftests.done appears when the run completes.
+# Exit status: 0 when nothing failed, else 1.
+#
+# Environment: KVTIER_PARAMS (module parameters), KVTIER_TEST_TIMEOUT
+# (seconds per binary, default 300), KVTIER_TESTS (space-separated names to
+# run instead of the list), KVTIER_KO and KVTIER_TEST_DIR (another module or
+# test directory, to try the runner itself).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+# shellcheck source=SCRIPTDIR/guest-lib.sh
+. "$top/tools/vm/guest-lib.sh"
+
+ko=${KVTIER_KO:-$top/kmod/kvtier.ko}
+tdir=${KVTIER_TEST_DIR:-$top/selftests/kvtier}
+out=${KVTIER_VM_OUT:-/tmp}
+read -r -a params <<<"${KVTIER_PARAMS:-dram_mb=512}"
+per_test=${KVTIER_TEST_TIMEOUT:-300}
+logdir=$out/selftests
+mkdir -p "$logdir"
+
+npass=0
+nfail=0
+nskip=0
+failures=()
+rm -f "$out/selftests.done"
+
+save_counts() {
+	echo "$npass $nfail $nskip" >"$out/selftests.counts"
+	if ((${#failures[@]})); then
+		printf '%s\n' "${failures[@]}" >"$out/selftests.failures"
+	else
+		: >"$out/selftests.failures"
+	fi
+}
+
+pass() {
+	npass=$((npass + ${2:-1}))
+	echo "kvtier-selftests: ok: $1"
+}
+
+fail() {
+	nfail=$((nfail + ${2:-1}))
+	failures+=("$1")
+	echo "kvtier-selftests: FAIL: $1"
+}
+
+skip() {
+	nskip=$((nskip + ${2:-1}))
+	echo "kvtier-selftests: skip: $1"
+}
+
+loaded() {
+	local m _
+	while read -r m _; do
+		[[ $m == kvtier ]] && return 0
+	done </proc/modules
+	return 1
+}
+
+# dmesg is checked in slices: each slice starts at a marker line written
+# into the kernel log.
+bad_re='BUG:|WARNING:|circular locking|Objects remaining|kvtier:.*leak|Oops|general protection|KASAN|UBSAN|INFO: task .* blocked|soft lockup|detected stall'
+mark=0
+
+dmesg_mark() {
+	mark=$((mark + 1))
+	echo "kvtier-selftests: mark $mark: $1" >/dev/kmsg
+}
+
+# dmesg_check NAME: one case, passed when the slice since the last mark is
+# clean.
+dmesg_check() {
+	local slice hits
+	slice=$(dmesg | awk -v m="kvtier-selftests: mark $mark: " 'on { print } index($0, m) { on = 1 }')
+	hits=$(grep -E "$bad_re" <<<"$slice" || true)
+	if [[ -z $hits ]]; then
+		pass "dmesg clean: $1"
+		return
+	fi
+	fail "dmesg clean: $1"
+	echo "---- dmesg since $1 began (first 80 lines from the first hit) ----"
+	grep -E -m1 -n "$bad_re" <<<"$slice" | cut -d: -f1 |
+		{ read -r n; tail -n +"$((n > 5 ? n - 5 : 1))" <<<"$slice" | head -n 80; }
+	echo "----"
+}
+
+unload() {
+	local err
+	if err=$(rmmod kvtier 2>&1); then
+		pass "rmmod kvtier${1:+ $1}"
+	else
+		fail "rmmod kvtier${1:+ $1}: $err"
+	fi
+}
+
+echo "kvtier-selftests: kernel $(uname -r), $(nproc) cpus," \
+	"$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' | wc -l) nodes"
+
+if [[ ! -e $ko ]]; then
+	fail "module $ko not built"
+	save_counts
+	exit 1
+fi
+if loaded; then
+	echo "kvtier-selftests: kvtier already loaded; unloading it first"
+	rmmod kvtier
+fi
+# insmod does not load the modules kvtier.ko depends on.
+if ! kvtier_deps "$ko"; then
+	fail "modprobe the modules kvtier.ko depends on: $(modinfo -F depends "$ko")"
+fi
+
+# 1. Parameters out of range: EINVAL, nothing loaded.
+dmesg_mark "parameter checks"
+for p in dram_mb=0 numa_node=99 numa_node=-2 max_pools=0 max_pools=4097; do
+	if err=$(insmod "$ko" "$p" 2>&1); then
+		fail "insmod $p is refused (it loaded)"
+		rmmod kvtier || true
+	elif loaded; then
+		fail "insmod $p leaves no module loaded"
+		rmmod kvtier || true
+	elif [[ $err != *"Invalid argument"* && $err != *"Invalid parameters"* ]]; then
+		fail "insmod $p fails with EINVAL (got: $err)"
+	else
+		pass "insmod $p is refused with EINVAL"
+	fi
+done
+# A valid node other than 0 loads when the VM has one.
+if [[ -e /sys/devices/system/node/node1 ]]; then
+	if err=$(insmod "$ko" numa_node=1 2>&1); then
+		pass "insmod numa_node=1 loads"
+		unload "after numa_node=1"
+	else
+		fail "insmod numa_node=1 loads: $err"
+	fi
+fi
+dmesg_check "parameter checks"
+save_counts
+
+# 2. Load.
+dmesg_mark "insmod"
+if ! err=$(insmod "$ko" "${params[@]}" 2>&1); then
+	fail "insmod kvtier.ko ${params[*]}: $err"
+	dmesg | tail -n 20
+	save_counts
+	exit 1
+fi
+pass "insmod kvtier.ko ${params[*]}"
+dmesg_check "insmod"
+
+# 3. The tests.
+if [[ -n ${KVTIER_TESTS:-} ]]; then
+	read -r -a tests <<<"$KVTIER_TESTS"
+elif [[ -f $tdir/TESTS ]]; then
+	mapfile -t tests < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$tdir/TESTS")
+else
+	mapfile -t tests < <(find "$tdir" -maxdepth 1 -type f -perm -u+x ! -name '*.*' \
+		-printf '%f\n' | sort)
+fi
+((${#tests[@]})) || fail "no test binaries in $tdir"
+tests=("${tests[@]/#/$tdir/}")
+# libkvtier's own tests run against the module too (TAP, see below).
+libtest=$top/lib/tests/kvt-test
+if [[ -z ${KVTIER_TESTS:-} && -x $libtest ]]; then
+	tests+=("$libtest")
+fi
+
+# tap_count LOG: count the top-level TAP results of LOG into tap_pass,
+# tap_fail and tap_skip; false unless a plan "1..N" is there and N results.
+tap_count() {
+	local plan=-1 n=0 l
+	tap_pass=0 tap_fail=0 tap_skip=0
+	while IFS= read -r l; do
+		if [[ $l =~ ^1\.\.([0-9]+) ]]; then
+			plan=${BASH_REMATCH[1]}
+		elif [[ $l =~ ^not\ ok\ [0-9]+ ]]; then
+			n=$((n + 1)) tap_fail=$((tap_fail + 1))
+		elif [[ $l =~ ^ok\ [0-9]+ ]]; then
+			n=$((n + 1))
+			shopt -s nocasematch
+			if [[ $l == *"# SKIP"* ]]; then
+				tap_skip=$((tap_skip + 1))
+			else
+				tap_pass=$((tap_pass + 1))
+			fi
+			shopt -u nocasematch
+		fi
+	done <"$1"
+	((plan >= 0 && n == plan))
+}
+
+totals_re='^# Totals: pass:([0-9]+) fail:([0-9]+) xfail:([0-9]+) xpass:([0-9]+) skip:([0-9]+) error:([0-9]+)'
+
+for bin in "${tests[@]}"; do
+	t=${bin#"$top"/}
+	t=${t#selftests/kvtier/}
+	log=$logdir/${t//\//_}.log
+	if [[ ! -x $bin ]]; then
+		fail "$t: $bin missing or not executable"
+		continue
+	fi
+	echo "kvtier-selftests: running $t"
+	dmesg_mark "$t"
+	start=$SECONDS
+	set +e
+	(cd /tmp && timeout -k 10 "$per_test" "$bin") 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	set -e
+	secs=$((SECONDS - start))
+
+	totals=$(grep -E "$totals_re" "$log" | tail -n 1 || true)
+	if ((rc == 124 || rc == 137)); then
+		fail "$t: timed out after ${per_test}s"
+	elif [[ $totals =~ $totals_re ]]; then
+		p=$((BASH_REMATCH[1] + BASH_REMATCH[3]))
+		f=$((BASH_REMATCH[2] + BASH_REMATCH[4] + BASH_REMATCH[6]))
+		s=${BASH_REMATCH[5]}
+		npass=$((npass + p))
+		nskip=$((nskip + s))
+		if ((f)); then
+			nfail=$((nfail + f))
+			while IFS= read -r l; do
+				failures+=("$t: ${l#not ok }")
+			done < <(grep -E '^ *not ok ' "$log" | grep -v '# SKIP' || true)
+		fi
+		if ((rc != 0 && rc != 4 && f == 0)); then
+			fail "$t: exit status $rc with no failed case"
+		fi
+		echo "kvtier-selftests: $t: pass $p, fail $f, skip $s (${secs}s, exit $rc)"
+	elif tap_count "$log"; then
+		# Plain TAP without kselftest's totals: a complete plan.
+		npass=$((npass + tap_pass))
+		nfail=$((nfail + tap_fail))
+		nskip=$((nskip + tap_skip))
+		if ((tap_fail)); then
+			while IFS= read -r l; do
+				failures+=("$t: ${l#not ok }")
+			done < <(grep -E '^not ok ' "$log" || true)
+		fi
+		if ((rc != 0 && rc != 4 && tap_fail == 0)); then
+			fail "$t: exit status $rc with no failed case"
+		fi
+		echo "kvtier-selftests: $t: pass $tap_pass, fail $tap_fail, skip $tap_skip (${secs}s, exit $rc)"
+	elif ((rc == 4 || rc == 77)); then
+		skip "$t: skipped (exit $rc)"
+	else
+		fail "$t: no '# Totals:' line nor complete TAP (exit status $rc; crashed?)"
+	fi
+	dmesg_check "$t"
+	save_counts
+	if ! loaded; then
+		fail "$t: kvtier is still loaded afterwards (the test unloaded it)"
+		insmod "$ko" "${params[@]}" || true
+	fi
+done
+
+# 4. Unload and the final state of the kernel.
+dmesg_mark "rmmod"
+unload ""
+if loaded; then
+	fail "kvtier unloaded"
+fi
+dmesg_check "rmmod and teardown"
+# Taint bits that mean the kernel complained during the run: B bad page (5),
+# D died/oops (7), W warning (9), L soft lockup (14).
+taint=$(cat /proc/sys/kernel/tainted)
+if ((taint & (1 << 5 | 1 << 7 | 1 << 9 | 1 << 14))); then
+	fail "kernel taint $taint has bad page/oops/warning/soft-lockup bits"
+else
+	pass "kernel not tainted by oops or warning (taint $taint)"
+fi
+
+save_counts
+touch "$out/selftests.done"
+if ((${#failures[@]})); then
+	echo "kvtier-selftests: failures:"
+	printf '  %s\n' "${failures[@]}"
+fi
+echo "kvtier-selftests: in the VM: pass=$npass fail=$nfail skip=$nskip"
+((nfail == 0))
