@@ -77,14 +77,18 @@ void kvt_block_hash_add(struct kvt_pool *pool, u32 addr)
  * @key: its key
  * @nloc: device page of its data
  * @ncrc: keyed crc32c of its data
+ * @addrp: out: the address of a key in DRAM without an NVMe copy
  *
- * A key already present takes the newer copy (records are replayed oldest
- * first).
+ * A key only on NVMe already takes the newer copy (records are replayed
+ * oldest first). A key in DRAM without an NVMe copy (the device was
+ * detached and attached again) is left to the caller, which may adopt the
+ * copy once it checked it holds the same bytes.
  *
- * Return: 0, or -ENOSPC when the pool has no free address left.
+ * Return: 0; -EEXIST for a key in DRAM without an NVMe copy (its address in
+ * @addrp); -ENOSPC when the pool has no free address left.
  */
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u32 nloc,
-		      u32 ncrc)
+		      u32 ncrc, u32 *addrp)
 {
 	struct kvt_block *blk;
 	u32 addr;
@@ -107,6 +111,11 @@ int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u32 nloc,
 		pool->nr_nvme++;
 	}
 	blk = &pool->blocks[addr];
+	if (blk->nloc == KVT_NIL && kvt_in_dram(blk)) {
+		*addrp = addr;
+		ret = -EEXIST;
+		goto out_unlock;
+	}
 	blk->nloc = nloc;
 	blk->ncrc = ncrc;
 out_unlock:

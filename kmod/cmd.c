@@ -15,6 +15,17 @@
 #include "kvtier.h"
 #include "trace.h"
 
+/*
+ * The last pin of a block went: it is on the replacement list again
+ * (a pinned block is never loading or evicting, which keep it off).
+ */
+static void kvt_block_unpinned(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	pool->nr_pinned--;
+	kvt_policy_insert(pool, addr);
+}
+
 /**
  * kvt_handle_unpin_all() - drop every pin an fd holds
  * @h: the handle of a pool file being released
@@ -30,10 +41,8 @@ void kvt_handle_unpin_all(struct kvt_handle *h)
 
 		spin_lock(&pool->lock);
 		blk->pins -= xa_to_value(entry);
-		if (!blk->pins) {
-			pool->nr_pinned--;
-			kvt_policy_insert(pool, addr);
-		}
+		if (!blk->pins)
+			kvt_block_unpinned(pool, addr);
 		spin_unlock(&pool->lock);
 	}
 }
@@ -260,7 +269,7 @@ static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 	/* Clean ahead, so that eviction finds clean blocks and never waits. */
 	if (!pool->nr_wb && pool->nr_dram + pool->dram_blocks / 8 >=
 	    pool->dram_blocks && kvt_nvme_attached())
-		kvt_nvme_clean(pool, 0, true);
+		kvt_nvme_clean(pool, 0, false);
 	spin_unlock(&pool->lock);
 
 	if (release_old)
@@ -377,10 +386,8 @@ static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
 			      GFP_KERNEL_ACCOUNT));
 	if (ret) {
 		spin_lock(&pool->lock);
-		if (!--blk->pins) {
-			pool->nr_pinned--;
-			kvt_policy_insert(pool, addr);
-		}
+		if (!--blk->pins)
+			kvt_block_unpinned(pool, addr);
 		spin_unlock(&pool->lock);
 		return ret;
 	}
@@ -413,10 +420,8 @@ static int kvt_unpin_one(struct kvt_handle *h, struct kvtier_block *e)
 
 	blk = &pool->blocks[addr];
 	spin_lock(&pool->lock);
-	if (!--blk->pins) {
-		pool->nr_pinned--;
-		kvt_policy_insert(pool, addr);
-	}
+	if (!--blk->pins)
+		kvt_block_unpinned(pool, addr);
 	spin_unlock(&pool->lock);
 	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
 	return 0;

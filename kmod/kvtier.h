@@ -200,7 +200,7 @@ void kvt_block_release(struct kvt_pool *pool, u32 addr);
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
 void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr);
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u32 nloc,
-		      u32 ncrc);
+		      u32 ncrc, u32 *addrp);
 void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr);
 void kvt_block_put_user(struct kvt_pool *pool, u32 addr)
 	__releases(&pool->lock);
@@ -225,7 +225,6 @@ struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
 
 /* policy_lru.c: the replacement policy */
 void kvt_policy_insert(struct kvt_pool *pool, u32 addr);
-void kvt_policy_insert_cold(struct kvt_pool *pool, u32 addr);
 void kvt_policy_touch(struct kvt_pool *pool, u32 addr);
 void kvt_policy_remove(struct kvt_pool *pool, u32 addr);
 u32 kvt_policy_victim(struct kvt_pool *pool);

@@ -2,14 +2,16 @@
 /*
  * Replacement policy: least recently used.
  *
- * The policy sees only READY, unpinned blocks, through four calls made
- * under pool->lock: insert (a block became evictable), touch (it was
- * used), remove (it stopped being evictable) and victim (which to evict).
- * The list is linked by block address through kvt_block.prev/next.
+ * The policy sees the READY blocks in DRAM that are not pinned, loading or
+ * losing their DRAM copy, through four calls made under pool->lock: insert
+ * (a block became evictable), touch (it was used), remove (it stopped
+ * being evictable) and victim (which to evict). Blocks being written to
+ * NVMe stay in place; victim skips them. The list is linked by block
+ * address through kvt_block.prev/next.
  */
 #include "kvtier.h"
 
-#define KVT_VICTIM_SCAN		64	/* blocks in use skipped at most */
+#define KVT_VICTIM_SCAN		256	/* busy blocks skipped at most */
 
 static bool kvt_lru_linked(struct kvt_pool *pool, u32 addr)
 {
@@ -26,6 +28,8 @@ void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
 	struct kvt_block *blk = &pool->blocks[addr];
 
 	lockdep_assert_held(&pool->lock);
+	if (WARN_ON_ONCE(kvt_lru_linked(pool, addr)))
+		return;
 	blk->prev = KVT_NIL;
 	blk->next = pool->lru.head;
 	if (pool->lru.head != KVT_NIL)
@@ -33,28 +37,6 @@ void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
 	else
 		pool->lru.tail = addr;
 	pool->lru.head = addr;
-	pool->lru.nr++;
-}
-
-/**
- * kvt_policy_insert_cold() - a block became evictable and is the coldest
- * @pool: the pool, its lock held
- * @addr: a READY block without pins, not in the list
- *
- * Used for blocks just written to NVMe: they were chosen as victims.
- */
-void kvt_policy_insert_cold(struct kvt_pool *pool, u32 addr)
-{
-	struct kvt_block *blk = &pool->blocks[addr];
-
-	lockdep_assert_held(&pool->lock);
-	blk->next = KVT_NIL;
-	blk->prev = pool->lru.tail;
-	if (pool->lru.tail != KVT_NIL)
-		pool->blocks[pool->lru.tail].next = addr;
-	else
-		pool->lru.head = addr;
-	pool->lru.tail = addr;
 	pool->lru.nr++;
 }
 
@@ -101,7 +83,7 @@ void kvt_policy_touch(struct kvt_pool *pool, u32 addr)
  * kvt_policy_victim() - the block to evict next
  * @pool: the pool, its lock held
  *
- * Skips blocks that a GET is copying out right now.
+ * Skips blocks in use: copied out by a GET, or being written to NVMe.
  *
  * Return: a block address, or KVT_NIL if nothing can be evicted.
  */

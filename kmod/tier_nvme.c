@@ -62,7 +62,7 @@ struct kvt_nvme {
 	u64 region_bytes;
 	u32 nr_regions;
 	u32 region_pages;
-	u32 summary_pages;	/* pages of a region's summary */
+	u32 summary_pages;	/* pages of the largest summary of a region */
 	u32 max_recs;		/* records a summary holds */
 	u64 generation;
 
@@ -427,12 +427,15 @@ static size_t kvt_summary_bytes(struct kvt_nvme *nvme)
 	return (size_t)nvme->summary_pages * KVT_DISK_PAGE;
 }
 
-/* Read and check a region's summary; 0 and a valid summary, or -errno. */
+/*
+ * Read and check a region's summary (as long as it can be; it says how
+ * long it is); 0 and a valid summary, or -errno.
+ */
 static int kvt_summary_read(struct kvt_nvme *nvme, u32 r,
 			    struct kvt_disk_region *dr)
 {
 	size_t len = kvt_summary_bytes(nvme);
-	u32 nr;
+	u32 nr, slen;
 	int ret;
 
 	ret = kvt_nvme_rw(nvme, REQ_OP_READ, kvt_region_bytes_off(nvme, r),
@@ -440,12 +443,47 @@ static int kvt_summary_read(struct kvt_nvme *nvme, u32 r,
 	if (ret)
 		return ret;
 	nr = le32_to_cpu(dr->nr);
+	slen = le32_to_cpu(dr->summary_bytes);
 	if (le64_to_cpu(dr->magic) != KVT_REGION_MAGIC ||
 	    memcmp(dr->uuid, nvme->uuid, sizeof(dr->uuid)) ||
-	    le32_to_cpu(dr->summary_bytes) != len || nr > nvme->max_recs ||
-	    le32_to_cpu(dr->crc) != kvt_summary_crc(dr, len) || !dr->seq)
+	    nr > nvme->max_recs || slen > len || slen % KVT_DISK_PAGE ||
+	    slen < struct_size(dr, recs, nr) || !dr->seq ||
+	    le32_to_cpu(dr->crc) != kvt_summary_crc(dr, slen))
 		return -EBADMSG;
 	return 0;
+}
+
+/*
+ * A dirty DRAM block whose key has a copy on the device (it was detached
+ * and attached again): adopt the copy if it holds the same bytes, which the
+ * keyed crc tells; a block replaced meanwhile stays dirty.
+ */
+static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u32 nloc,
+			     u32 crc, u64 seq)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	bool same;
+
+	spin_lock(&pool->lock);
+	if (blk->state != KVT_BLK_READY || blk->flags || blk->users == U16_MAX) {
+		spin_unlock(&pool->lock);
+		return;
+	}
+	blk->users++;
+	spin_unlock(&pool->lock);
+
+	same = kvt_block_crc(pool, blk, kvt_rec_seed(pool->id, blk->key,
+						     seq)) == crc;
+
+	spin_lock(&pool->lock);
+	if (same && blk->state == KVT_BLK_READY && blk->nloc == KVT_NIL &&
+	    !(blk->flags & KVT_BF_WB)) {
+		blk->nloc = nloc;
+		blk->ncrc = crc;
+		pool->nr_nvme++;
+		pool->nr_dirty--;
+	}
+	kvt_block_put_user(pool, addr);
 }
 
 static void kvt_replay_region(struct kvt_nvme *nvme, u32 r,
@@ -453,7 +491,7 @@ static void kvt_replay_region(struct kvt_nvme *nvme, u32 r,
 {
 	u32 first = kvt_region_bytes_off(nvme, r) / KVT_DISK_PAGE;
 	struct kvt_pool *pool = NULL;
-	u32 i;
+	u32 i, addr;
 
 	for (i = 0; i < le32_to_cpu(dr->nr); i++) {
 		struct kvt_disk_rec *rec = &dr->recs[i];
@@ -468,11 +506,14 @@ static void kvt_replay_region(struct kvt_nvme *nvme, u32 r,
 			pool = kvt_pool_get_by_id(id);
 		}
 		if (!pool || le32_to_cpu(rec->pages) != pool->pages_per_block ||
-		    page < nvme->summary_pages ||
+		    page < le32_to_cpu(dr->summary_bytes) / KVT_DISK_PAGE ||
 		    page + pool->pages_per_block > nvme->region_pages)
 			continue;
-		kvt_block_restore(pool, key, first + page,
-				  le32_to_cpu(rec->crc));
+		if (kvt_block_restore(pool, key, first + page,
+				      le32_to_cpu(rec->crc), &addr) == -EEXIST)
+			kvt_replay_adopt(pool, addr, first + page,
+					 le32_to_cpu(rec->crc),
+					 le64_to_cpu(dr->seq));
 	}
 	if (pool)
 		kvt_pool_put(pool);
@@ -599,11 +640,6 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 			/* A victim that cannot be demoted is dropped. */
 			kvt_block_unlink(pool, e->addr);
 			pool->stats.evictions++;
-		} else if (!blk->pins) {
-			if (e->victim)
-				kvt_policy_insert_cold(pool, e->addr);
-			else
-				kvt_policy_insert(pool, e->addr);
 		}
 	}
 	kvt_block_put_user(pool, e->addr);
@@ -705,11 +741,10 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 {
 	struct kvt_nvme *nvme = wbr->nvme;
 	struct kvt_disk_region *dr = wbr->summary;
-	size_t slen = kvt_summary_bytes(nvme);
-	u32 page = nvme->summary_pages, i, n = 0, seed;
+	u32 page, i, n = 0, seed;
 	struct bio *bio;
 	u64 demoted = 0;
-	size_t off;
+	size_t off, slen;
 
 	atomic_set(&wbr->pending, 1);
 	for (i = 0; i < wbr->nr; i++)
@@ -718,22 +753,32 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		wbr->status = -ENOSPC;
 		goto out_done;
 	}
+
+	/* Blocks dropped since they were queued are not written. */
+	for (i = 0; i < wbr->nr; i++) {
+		struct kvt_wb_entry *e = &wbr->ents[i];
+		struct kvt_pool *pool = e->pool;
+
+		spin_lock(&pool->lock);
+		if (pool->blocks[e->addr].state == KVT_BLK_READY)
+			e->rec = n++;
+		spin_unlock(&pool->lock);
+	}
+	/* The summary takes the pages its records need; data follows. */
+	slen = round_up(struct_size(dr, recs, n), KVT_DISK_PAGE);
+	page = slen / KVT_DISK_PAGE;
 	memset(dr, 0, slen);
 
 	for (i = 0; i < wbr->nr; i++) {
 		struct kvt_wb_entry *e = &wbr->ents[i];
 		struct kvt_pool *pool = e->pool;
 		struct kvt_block *blk = &pool->blocks[e->addr];
-		struct kvt_disk_rec *rec = &dr->recs[n];
-		bool live;
+		struct kvt_disk_rec *rec;
 
-		spin_lock(&pool->lock);
-		live = blk->state == KVT_BLK_READY;
-		spin_unlock(&pool->lock);
-		if (!live)
+		if (e->rec == KVT_NIL)
 			continue;
 		/* The data is stable: the block is READY and held as a user. */
-		e->rec = n;
+		rec = &dr->recs[e->rec];
 		rec->pool_id = cpu_to_le64(pool->id);
 		rec->key[0] = cpu_to_le64(blk->key[0]);
 		rec->key[1] = cpu_to_le64(blk->key[1]);
@@ -743,7 +788,6 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		rec->crc = cpu_to_le32(kvt_block_crc(pool, blk, seed));
 		page += pool->pages_per_block;
 		demoted += pool->block_size;
-		n++;
 	}
 	dr->magic = cpu_to_le64(KVT_REGION_MAGIC);
 	dr->seq = cpu_to_le64(wbr->seq);
@@ -841,10 +885,12 @@ static void kvt_nvme_write_work(struct work_struct *work)
  * kvt_nvme_clean() - queue dirty blocks of a pool for writing
  * @pool: the pool, its lock held
  * @nr: most blocks to queue; 0 for a region's worth
- * @victims: the blocks are being evicted (taken from the cold end)
+ * @victims: the blocks are needed out of DRAM now; else this is cleaning
+ *	     ahead, and with @nr 0 only a whole region's worth is queued
  *
  * Blocks are taken from the cold end of the replacement list; they stay in
- * DRAM, readable, until their write completes.
+ * DRAM, readable and in their place on the list, until their write
+ * completes; eviction skips them until then.
  *
  * Return: blocks queued, -ENODEV without a device, -EFBIG if the pool's
  * blocks do not fit in a region.
@@ -865,9 +911,15 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 		spin_unlock(&kvt_nvme_qlock);
 		return -EFBIG;		/* a block larger than a region */
 	}
-	if (!nr)
+	if (!nr) {
 		nr = clamp(nvme->max_recs / pool->pages_per_block, 1U,
 			   max(1U, pool->dram_blocks / 4));
+		/* Ahead of need, only whole regions: they cost one summary. */
+		if (!victims && pool->nr_dirty < nr) {
+			spin_unlock(&kvt_nvme_qlock);
+			return 0;
+		}
+	}
 	for (addr = pool->lru.tail; addr != KVT_NIL && queued < nr &&
 	     nvme->qlen < nvme->qcap; addr = prev) {
 		struct kvt_block *blk = &pool->blocks[addr];
@@ -876,7 +928,7 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 		prev = blk->prev;
 		if (blk->nloc != KVT_NIL || blk->flags || blk->users)
 			continue;
-		kvt_policy_remove(pool, addr);
+		/* It keeps its place; eviction skips it until it is clean. */
 		blk->flags |= KVT_BF_WB;
 		blk->users++;
 		pool->nr_wb++;
@@ -1077,6 +1129,8 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 	u32 addr;
 	int ret;
 
+	if (!kvt_nvme_attached())
+		return -ENODEV;
 	spin_lock(&pool->lock);
 	before = pool->stats.demotions;
 	errors = pool->wb_errors;
@@ -1105,7 +1159,6 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 				}
 				break;
 			}
-			kvt_policy_remove(pool, addr);
 			blk->flags |= KVT_BF_WB;
 			blk->users++;
 			pool->nr_wb++;
