@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The NVMe tier's internals, shared by nvme_store.c (the store on the
+ * device: superblock, pool table, recovery, attach and detach) and
+ * tier_nvme.c (moving blocks: the region writer, verified reads, sync).
+ */
+#ifndef _KVTIER_NVME_H
+#define _KVTIER_NVME_H
+
+#include <linux/blkdev.h>
+#include <linux/workqueue.h>
+#include "kvtier.h"
+#include "nvme_format.h"
+
+#define KVT_SECTORS(bytes)	((bytes) >> SECTOR_SHIFT)
+
+enum kvt_region_state {
+	KVT_REGION_FREE = 0,
+	KVT_REGION_WRITING,
+	KVT_REGION_FULL,
+};
+
+struct kvt_region {
+	u64 seq;		/* its write sequence, 0 when free */
+	u8 state;		/* enum kvt_region_state */
+};
+
+/* struct kvt_wb_entry - a block queued for writing */
+struct kvt_wb_entry {
+	struct kvt_pool *pool;	/* referenced */
+	u32 addr;		/* held as a user, KVT_BF_WB set */
+	u32 rec;		/* its record in the region, or KVT_NIL */
+	bool victim;		/* chosen for eviction, not by SYNC */
+};
+
+struct kvt_nvme {
+	struct block_device *bdev;
+	u8 uuid[16];
+	u64 dev_bytes;
+	u64 region_bytes;
+	u32 nr_regions;
+	u32 region_pages;
+	u32 summary_pages;	/* pages of the largest summary of a region */
+	u32 max_recs;		/* records a summary holds */
+	u64 generation;
+
+	/* Protects regions[], head and next_seq: the log's allocation. */
+	struct mutex lock;
+	struct kvt_region *regions;
+	u32 head;			/* next region to write */
+	u64 next_seq;
+	/* Pool table slots in use, protected by kvt_nvme_lock. */
+	DECLARE_BITMAP(slots, KVT_POOL_SLOTS);
+
+	/* Queue of blocks to write, protected by kvt_nvme_qlock. */
+	struct kvt_wb_entry *queue;
+	u32 qhead;
+	u32 qlen;
+	u32 qcap;
+
+	struct workqueue_struct *wq;
+	struct work_struct write_work;
+	atomic_t writes;		/* region writes in flight */
+	atomic_t inflight;		/* I/O contexts alive */
+	wait_queue_head_t idle;		/* inflight reaches zero */
+
+	atomic64_t bytes_written;
+	atomic64_t bytes_demoted;
+	atomic64_t bytes_read;
+	atomic64_t reclaimed;
+	atomic64_t lost_blocks;
+	atomic64_t io_errors;
+	u64 attach_ns;
+};
+
+/*
+ * The attached device. Readers in the I/O paths take kvt_nvme_qlock to see
+ * it and count themselves in ->inflight before they drop the lock; detach
+ * clears it under the lock and then waits for ->inflight to drain.
+ */
+extern struct kvt_nvme *kvt_nvme;
+extern spinlock_t kvt_nvme_qlock;	/* kvt_nvme and its queue */
+
+/* Where a block's data starts, as a byte offset on the device. */
+static inline u64 kvt_loc_bytes(u32 nloc)
+{
+	return (u64)nloc * KVT_DISK_PAGE;
+}
+
+static inline u64 kvt_region_bytes_off(struct kvt_nvme *nvme, u32 r)
+{
+	return KVT_DATA_OFF + (u64)r * nvme->region_bytes;
+}
+
+static inline u32 kvt_loc_region(struct kvt_nvme *nvme, u32 nloc)
+{
+	return div64_u64(kvt_loc_bytes(nloc) - KVT_DATA_OFF,
+			 nvme->region_bytes);
+}
+
+static inline size_t kvt_summary_bytes(struct kvt_nvme *nvme)
+{
+	return (size_t)nvme->summary_pages * KVT_DISK_PAGE;
+}
+
+/* nvme_store.c */
+int kvt_nvme_rw(struct kvt_nvme *nvme, blk_opf_t opf, u64 off, void *buf,
+		size_t len);
+u32 kvt_summary_crc(struct kvt_disk_region *dr, size_t len);
+int kvt_summary_read(struct kvt_nvme *nvme, u32 r, struct kvt_disk_region *dr);
+
+/* tier_nvme.c */
+u32 kvt_rec_seed(u64 pool_id, const u64 *key, u64 seq);
+u32 kvt_block_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed);
+void kvt_nvme_write_work(struct work_struct *work);
+
+#endif /* _KVTIER_NVME_H */

@@ -1,0 +1,763 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * NVMe tier, the store: what is on the device besides the blocks' data,
+ * and the device's life in the module.
+ *
+ * The superblock and the pool table are the only things written in place.
+ * Attach reads them, re-creates the pools of the table, and rebuilds the
+ * index by replaying every valid region summary in write order (the newest
+ * copy of a key wins). Detach writes back the pools recorded on the device
+ * and waits for every I/O. Documentation/nvme-format.rst has the layout.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blkdev.h>
+#include <linux/bio.h>
+#include <linux/crc32c.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/uuid.h>
+#include <linux/ktime.h>
+#include "nvme.h"
+
+struct kvt_nvme *kvt_nvme;
+DEFINE_SPINLOCK(kvt_nvme_qlock);
+
+/*
+ * Serializes attach, detach and the pool table. Taken before
+ * kvt_pools_lock: pool create and destroy hold it across their
+ * registration, attach holds it while it restores pools.
+ */
+static DEFINE_MUTEX(kvt_nvme_lock);
+
+/**
+ * kvt_nvme_lock_table() - hold the NVMe tier steady around a pool's
+ * registration (create or destroy)
+ */
+void kvt_nvme_lock_table(void)
+{
+	mutex_lock(&kvt_nvme_lock);
+}
+
+/**
+ * kvt_nvme_unlock_table() - release what kvt_nvme_lock_table() took
+ */
+void kvt_nvme_unlock_table(void)
+{
+	mutex_unlock(&kvt_nvme_lock);
+}
+
+/**
+ * kvt_nvme_rw() - synchronous I/O on a kernel buffer (kmalloc or vmalloc)
+ * @nvme: the device
+ * @opf: REQ_OP_READ, or REQ_OP_WRITE with flags
+ * @off: byte offset on the device, 4 KiB aligned
+ * @buf: the buffer
+ * @len: its length, 4 KiB aligned
+ *
+ * Return: 0 or -errno.
+ */
+int kvt_nvme_rw(struct kvt_nvme *nvme, blk_opf_t opf, u64 off, void *buf,
+		size_t len)
+{
+	struct bio *bio;
+	size_t done = 0;
+	int ret;
+
+	bio = bio_alloc(nvme->bdev, BIO_MAX_VECS, opf, GFP_KERNEL);
+	bio->bi_iter.bi_sector = KVT_SECTORS(off);
+	while (done < len) {
+		void *p = buf + done;
+		struct page *page = is_vmalloc_addr(p) ? vmalloc_to_page(p) :
+							 virt_to_page(p);
+		size_t n = min_t(size_t, len - done,
+				 PAGE_SIZE - offset_in_page(p));
+
+		if (bio_add_page(bio, page, n, offset_in_page(p)) != n) {
+			struct bio *prev = bio;
+
+			bio = bio_alloc(nvme->bdev, BIO_MAX_VECS, opf,
+					GFP_KERNEL);
+			bio->bi_iter.bi_sector = bio_end_sector(prev);
+			bio_chain(prev, bio);
+			submit_bio(prev);
+			continue;
+		}
+		done += n;
+	}
+	ret = submit_bio_wait(bio);
+	bio_put(bio);
+	if (ret)
+		atomic64_inc(&nvme->io_errors);
+	else if (op_is_write(opf))
+		atomic64_add(len, &nvme->bytes_written);
+	else
+		atomic64_add(len, &nvme->bytes_read);
+	return ret;
+}
+
+static u32 kvt_sb_crc(struct kvt_disk_sb *sb)
+{
+	__le32 saved = sb->crc;
+	u32 crc;
+
+	sb->crc = 0;
+	crc = crc32c(~0U, sb, sizeof(*sb));
+	sb->crc = saved;
+	return crc;
+}
+
+static u32 kvt_pool_entry_crc(struct kvt_disk_pool *dp)
+{
+	__le32 saved = dp->crc;
+	u32 crc;
+
+	dp->crc = 0;
+	crc = crc32c(~0U, dp, sizeof(*dp));
+	dp->crc = saved;
+	return crc;
+}
+
+/**
+ * kvt_summary_crc() - the crc of a region summary
+ * @dr: the summary
+ * @len: its length
+ *
+ * Return: the crc32c of @len bytes from @dr, its crc field taken as zero.
+ */
+u32 kvt_summary_crc(struct kvt_disk_region *dr, size_t len)
+{
+	__le32 saved = dr->crc;
+	u32 crc;
+
+	dr->crc = 0;
+	crc = crc32c(~0U, dr, len);
+	dr->crc = saved;
+	return crc;
+}
+
+static int kvt_nvme_write_sb(struct kvt_nvme *nvme)
+{
+	struct kvt_disk_sb *sb;
+	int ret;
+
+	sb = kzalloc(KVT_DISK_PAGE, GFP_KERNEL);
+	if (!sb)
+		return -ENOMEM;
+	sb->magic = cpu_to_le64(KVT_SB_MAGIC);
+	sb->version = cpu_to_le32(KVT_FORMAT_VERSION);
+	memcpy(sb->uuid, nvme->uuid, sizeof(sb->uuid));
+	sb->dev_bytes = cpu_to_le64(nvme->dev_bytes);
+	sb->region_bytes = cpu_to_le64(nvme->region_bytes);
+	sb->nr_regions = cpu_to_le32(nvme->nr_regions);
+	sb->pool_slots = cpu_to_le32(KVT_POOL_SLOTS);
+	sb->pool_table_off = cpu_to_le64(KVT_POOL_TABLE_OFF);
+	sb->data_off = cpu_to_le64(KVT_DATA_OFF);
+	sb->generation = cpu_to_le64(nvme->generation);
+	sb->page_bytes = cpu_to_le32(KVT_DISK_PAGE);
+	sb->crc = cpu_to_le32(kvt_sb_crc(sb));
+	ret = kvt_nvme_rw(nvme, REQ_OP_WRITE | REQ_FUA, 0, sb, KVT_DISK_PAGE);
+	kfree(sb);
+	return ret;
+}
+
+static void kvt_nvme_geometry(struct kvt_nvme *nvme)
+{
+	nvme->region_pages = nvme->region_bytes / KVT_DISK_PAGE;
+	/* Worst case one record per data page; solve for the summary size. */
+	nvme->summary_pages = DIV_ROUND_UP(sizeof(struct kvt_disk_region) +
+					   (u64)nvme->region_pages *
+					   sizeof(struct kvt_disk_rec),
+					   KVT_DISK_PAGE);
+	nvme->max_recs = nvme->region_pages - nvme->summary_pages;
+}
+
+/* A new, empty store: fresh uuid, zeroed pool table. */
+static int kvt_nvme_format(struct kvt_nvme *nvme, u32 region_kib)
+{
+	void *table;
+	int ret;
+
+	if (!region_kib)
+		region_kib = KVT_REGION_KIB_DEFAULT;
+	if (region_kib < KVT_REGION_KIB_MIN || region_kib > KVT_REGION_KIB_MAX ||
+	    !is_power_of_2(region_kib))
+		return -EINVAL;
+	nvme->region_bytes = (u64)region_kib << 10;
+	if (nvme->dev_bytes < KVT_DATA_OFF + 2 * nvme->region_bytes)
+		return -ENOSPC;
+	nvme->nr_regions = div64_u64(nvme->dev_bytes - KVT_DATA_OFF,
+				     nvme->region_bytes);
+	generate_random_uuid(nvme->uuid);
+	nvme->generation = 0;
+	kvt_nvme_geometry(nvme);
+
+	table = kvcalloc(KVT_POOL_SLOTS, sizeof(struct kvt_disk_pool),
+			 GFP_KERNEL);
+	if (!table)
+		return -ENOMEM;
+	ret = kvt_nvme_rw(nvme, REQ_OP_WRITE | REQ_FUA, KVT_POOL_TABLE_OFF,
+			  table, KVT_POOL_SLOTS * sizeof(struct kvt_disk_pool));
+	kvfree(table);
+	if (ret)
+		return ret;
+	return kvt_nvme_write_sb(nvme);
+}
+
+static int kvt_nvme_read_sb(struct kvt_nvme *nvme, u32 flags, u32 region_kib)
+{
+	struct kvt_disk_sb *sb;
+	int ret;
+
+	sb = kzalloc(KVT_DISK_PAGE, GFP_KERNEL);
+	if (!sb)
+		return -ENOMEM;
+	ret = kvt_nvme_rw(nvme, REQ_OP_READ, 0, sb, KVT_DISK_PAGE);
+	if (ret)
+		goto out_free;
+
+	if (flags & KVTIER_NVME_FORMAT || !memchr_inv(sb, 0, KVT_DISK_PAGE)) {
+		ret = kvt_nvme_format(nvme, region_kib);
+		goto out_free;
+	}
+	ret = -EMEDIUMTYPE;
+	if (le64_to_cpu(sb->magic) != KVT_SB_MAGIC ||
+	    le32_to_cpu(sb->crc) != kvt_sb_crc(sb))
+		goto out_free;
+	ret = -EINVAL;
+	if (le32_to_cpu(sb->version) != KVT_FORMAT_VERSION || region_kib ||
+	    le32_to_cpu(sb->page_bytes) != KVT_DISK_PAGE ||
+	    le64_to_cpu(sb->data_off) != KVT_DATA_OFF ||
+	    le64_to_cpu(sb->pool_table_off) != KVT_POOL_TABLE_OFF ||
+	    le32_to_cpu(sb->pool_slots) != KVT_POOL_SLOTS)
+		goto out_free;
+	memcpy(nvme->uuid, sb->uuid, sizeof(nvme->uuid));
+	nvme->region_bytes = le64_to_cpu(sb->region_bytes);
+	nvme->nr_regions = le32_to_cpu(sb->nr_regions);
+	nvme->generation = le64_to_cpu(sb->generation);
+	if (nvme->region_bytes < (KVT_REGION_KIB_MIN << 10) ||
+	    nvme->region_bytes > (KVT_REGION_KIB_MAX << 10) ||
+	    !is_power_of_2(nvme->region_bytes) || nvme->nr_regions < 2 ||
+	    KVT_DATA_OFF + nvme->nr_regions * nvme->region_bytes >
+	    nvme->dev_bytes)
+		goto out_free;
+	kvt_nvme_geometry(nvme);
+	ret = 0;
+out_free:
+	kfree(sb);
+	return ret;
+}
+
+/* Re-create the pools of the pool table. */
+static int kvt_nvme_load_pools(struct kvt_nvme *nvme)
+{
+	size_t len = KVT_POOL_SLOTS * sizeof(struct kvt_disk_pool);
+	struct kvt_disk_pool *table;
+	unsigned int i;
+	int ret;
+
+	table = kvmalloc(len, GFP_KERNEL);
+	if (!table)
+		return -ENOMEM;
+	ret = kvt_nvme_rw(nvme, REQ_OP_READ, KVT_POOL_TABLE_OFF, table, len);
+	if (ret)
+		goto out_free;
+
+	for (i = 0; i < KVT_POOL_SLOTS; i++) {
+		struct kvt_disk_pool *dp = &table[i];
+		struct kvt_pool *pool;
+		char name[KVTIER_NAME_MAX];
+
+		if (!dp->id)
+			continue;
+		if (le32_to_cpu(dp->crc) != kvt_pool_entry_crc(dp)) {
+			pr_warn("pool table slot %u: bad checksum, ignored\n", i);
+			continue;
+		}
+		/* A pool still in memory (detached and attached again). */
+		pool = kvt_pool_get_by_id(le64_to_cpu(dp->id));
+		if (pool) {
+			pool->table_slot = i;
+			set_bit(i, nvme->slots);
+			kvt_pool_put(pool);
+			continue;
+		}
+		strscpy(name, dp->name, sizeof(name));
+		pool = kvt_pool_restore(name, le64_to_cpu(dp->id),
+					le64_to_cpu(dp->block_size),
+					le32_to_cpu(dp->capacity),
+					le32_to_cpu(dp->dram_blocks),
+					le32_to_cpu(dp->mode),
+					make_kuid(&init_user_ns,
+						  le32_to_cpu(dp->uid)),
+					make_kgid(&init_user_ns,
+						  le32_to_cpu(dp->gid)),
+					le32_to_cpu(dp->flags), i);
+		if (IS_ERR(pool)) {
+			pr_warn("pool %s not restored: %ld\n", name,
+				PTR_ERR(pool));
+			continue;
+		}
+		set_bit(i, nvme->slots);
+	}
+out_free:
+	kvfree(table);
+	return ret;
+}
+
+struct kvt_region_seq {
+	u64 seq;
+	u32 region;
+};
+
+static int kvt_region_seq_cmp(const void *a, const void *b)
+{
+	const struct kvt_region_seq *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/**
+ * kvt_summary_read() - read and check a region's summary
+ * @nvme: the device
+ * @r: the region
+ * @dr: a buffer of kvt_summary_bytes()
+ *
+ * Reads as much as a summary can take; the summary says how long it is.
+ *
+ * Return: 0 and a valid summary; -EBADMSG if there is none; -EIO.
+ */
+int kvt_summary_read(struct kvt_nvme *nvme, u32 r, struct kvt_disk_region *dr)
+{
+	size_t len = kvt_summary_bytes(nvme);
+	u32 nr, slen;
+	int ret;
+
+	ret = kvt_nvme_rw(nvme, REQ_OP_READ, kvt_region_bytes_off(nvme, r),
+			  dr, len);
+	if (ret)
+		return ret;
+	nr = le32_to_cpu(dr->nr);
+	slen = le32_to_cpu(dr->summary_bytes);
+	if (le64_to_cpu(dr->magic) != KVT_REGION_MAGIC ||
+	    memcmp(dr->uuid, nvme->uuid, sizeof(dr->uuid)) ||
+	    nr > nvme->max_recs || slen > len || slen % KVT_DISK_PAGE ||
+	    slen < struct_size(dr, recs, nr) || !dr->seq ||
+	    le32_to_cpu(dr->crc) != kvt_summary_crc(dr, slen))
+		return -EBADMSG;
+	return 0;
+}
+
+/*
+ * A dirty DRAM block whose key has a copy on the device (it was detached
+ * and attached again): adopt the copy if it holds the same bytes, which the
+ * keyed crc tells; a block replaced meanwhile stays dirty.
+ */
+static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u32 nloc,
+			     u32 crc, u64 seq)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	bool same;
+
+	spin_lock(&pool->lock);
+	if (blk->state != KVT_BLK_READY || blk->flags || blk->users == U16_MAX) {
+		spin_unlock(&pool->lock);
+		return;
+	}
+	blk->users++;
+	spin_unlock(&pool->lock);
+
+	same = kvt_block_crc(pool, blk, kvt_rec_seed(pool->id, blk->key,
+						     seq)) == crc;
+
+	spin_lock(&pool->lock);
+	if (same && blk->state == KVT_BLK_READY && blk->nloc == KVT_NIL &&
+	    !(blk->flags & KVT_BF_WB)) {
+		blk->nloc = nloc;
+		blk->ncrc = crc;
+		pool->nr_nvme++;
+		pool->nr_dirty--;
+	}
+	kvt_block_put_user(pool, addr);
+}
+
+static void kvt_replay_region(struct kvt_nvme *nvme, u32 r,
+			      struct kvt_disk_region *dr)
+{
+	u32 first = kvt_region_bytes_off(nvme, r) / KVT_DISK_PAGE;
+	struct kvt_pool *pool = NULL;
+	u32 i, addr;
+
+	for (i = 0; i < le32_to_cpu(dr->nr); i++) {
+		struct kvt_disk_rec *rec = &dr->recs[i];
+		u64 key[2] = { le64_to_cpu(rec->key[0]),
+			       le64_to_cpu(rec->key[1]) };
+		u64 id = le64_to_cpu(rec->pool_id);
+		u32 page = le32_to_cpu(rec->page);
+
+		if (!pool || pool->id != id) {
+			if (pool)
+				kvt_pool_put(pool);
+			pool = kvt_pool_get_by_id(id);
+		}
+		if (!pool || le32_to_cpu(rec->pages) != pool->pages_per_block ||
+		    page < le32_to_cpu(dr->summary_bytes) / KVT_DISK_PAGE ||
+		    page + pool->pages_per_block > nvme->region_pages)
+			continue;
+		if (kvt_block_restore(pool, key, first + page,
+				      le32_to_cpu(rec->crc), &addr) == -EEXIST)
+			kvt_replay_adopt(pool, addr, first + page,
+					 le32_to_cpu(rec->crc),
+					 le64_to_cpu(dr->seq));
+	}
+	if (pool)
+		kvt_pool_put(pool);
+}
+
+/* Rebuild the index: replay every valid region summary, oldest first. */
+static int kvt_nvme_rebuild(struct kvt_nvme *nvme)
+{
+	struct kvt_region_seq *order;
+	struct kvt_disk_region *dr;
+	u32 r, n = 0, i;
+	int ret = -ENOMEM;
+
+	order = kvmalloc_array(nvme->nr_regions, sizeof(*order), GFP_KERNEL);
+	dr = kvmalloc(kvt_summary_bytes(nvme), GFP_KERNEL);
+	if (!order || !dr)
+		goto out_free;
+
+	for (r = 0; r < nvme->nr_regions; r++) {
+		ret = kvt_summary_read(nvme, r, dr);
+		if (ret == -EBADMSG)
+			continue;
+		if (ret)
+			goto out_free;
+		order[n].seq = le64_to_cpu(dr->seq);
+		order[n].region = r;
+		n++;
+	}
+	sort(order, n, sizeof(*order), kvt_region_seq_cmp, NULL);
+
+	nvme->head = 0;
+	nvme->next_seq = 1;
+	for (i = 0; i < n; i++) {
+		r = order[i].region;
+		ret = kvt_summary_read(nvme, r, dr);
+		if (ret)
+			goto out_free;
+		nvme->regions[r].seq = order[i].seq;
+		nvme->regions[r].state = KVT_REGION_FULL;
+		kvt_replay_region(nvme, r, dr);
+		nvme->next_seq = order[i].seq + 1;
+		nvme->head = (r + 1) % nvme->nr_regions;
+	}
+	ret = 0;
+out_free:
+	kvfree(dr);
+	kvfree(order);
+	return ret;
+}
+
+/* Write one pool table slot: read-modify-write of its page. */
+static int kvt_nvme_write_pool_slot(struct kvt_nvme *nvme,
+				    struct kvt_disk_pool *dp, int slot)
+{
+	u64 off = KVT_POOL_TABLE_OFF + (u64)slot * sizeof(*dp);
+	u64 page_off = round_down(off, KVT_DISK_PAGE);
+	void *page;
+	int ret;
+
+	page = kmalloc(KVT_DISK_PAGE, GFP_KERNEL);
+	if (!page)
+		return -ENOMEM;
+	ret = kvt_nvme_rw(nvme, REQ_OP_READ, page_off, page, KVT_DISK_PAGE);
+	if (!ret) {
+		memcpy(page + (off - page_off), dp, sizeof(*dp));
+		ret = kvt_nvme_rw(nvme, REQ_OP_WRITE | REQ_FUA, page_off, page,
+				  KVT_DISK_PAGE);
+	}
+	kfree(page);
+	return ret;
+}
+
+/**
+ * kvt_nvme_pool_record() - record a new pool in the device's pool table
+ * @pool: a pool being created, under kvt_nvme_lock_table()
+ *
+ * Return: 0 (also without a device: the pool is then not persistent),
+ * -ENOSPC when the table is full, -EIO.
+ */
+int kvt_nvme_pool_record(struct kvt_pool *pool)
+{
+	struct kvt_disk_pool *dp;
+	struct kvt_nvme *nvme;
+	int slot, ret = 0;
+
+	lockdep_assert_held(&kvt_nvme_lock);
+	nvme = kvt_nvme;
+	if (!nvme)
+		return 0;
+	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
+	if (!dp)
+		return -ENOMEM;
+
+	slot = find_first_zero_bit(nvme->slots, KVT_POOL_SLOTS);
+	if (slot < KVT_POOL_SLOTS)
+		set_bit(slot, nvme->slots);
+	ret = -ENOSPC;
+	if (slot >= KVT_POOL_SLOTS)
+		goto out_free;
+
+	dp->id = cpu_to_le64(pool->id);
+	memcpy(dp->name, pool->name, sizeof(dp->name));
+	dp->block_size = cpu_to_le64(pool->block_size);
+	dp->capacity = cpu_to_le32(pool->capacity);
+	dp->dram_blocks = cpu_to_le32(pool->dram_blocks);
+	dp->mode = cpu_to_le32(pool->mode);
+	dp->uid = cpu_to_le32(from_kuid(&init_user_ns, pool->uid));
+	dp->gid = cpu_to_le32(from_kgid(&init_user_ns, pool->gid));
+	dp->flags = cpu_to_le32(pool->flags);
+	dp->crc = cpu_to_le32(kvt_pool_entry_crc(dp));
+	ret = kvt_nvme_write_pool_slot(nvme, dp, slot);
+	if (ret)
+		clear_bit(slot, nvme->slots);
+	else
+		pool->table_slot = slot;
+out_free:
+	kfree(dp);
+	return ret;
+}
+
+/**
+ * kvt_nvme_pool_erase() - remove a destroyed pool from the pool table
+ * @pool: the pool, losing its name, under kvt_nvme_lock_table()
+ *
+ * Its records on the device become garbage, reclaimed with their regions.
+ */
+void kvt_nvme_pool_erase(struct kvt_pool *pool)
+{
+	struct kvt_disk_pool *dp;
+	struct kvt_nvme *nvme;
+
+	lockdep_assert_held(&kvt_nvme_lock);
+	nvme = kvt_nvme;
+	if (!nvme || pool->table_slot < 0)
+		return;
+	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
+	if (!dp || kvt_nvme_write_pool_slot(nvme, dp, pool->table_slot))
+		pr_warn("pool %s stays in the pool table: it comes back at the next attach\n",
+			pool->name);
+	kfree(dp);
+	clear_bit(pool->table_slot, nvme->slots);
+	pool->table_slot = -1;
+}
+
+static void kvt_nvme_free(struct kvt_nvme *nvme)
+{
+	if (nvme->wq)
+		destroy_workqueue(nvme->wq);
+	kvfree(nvme->queue);
+	kvfree(nvme->regions);
+	blkdev_put(nvme->bdev, FMODE_READ | FMODE_WRITE | FMODE_EXCL);
+	kfree(nvme);
+}
+
+/**
+ * kvt_nvme_attach() - attach a block device as the NVMe tier
+ * @path: path of the block device
+ * @flags: KVTIER_NVME_FORMAT
+ * @region_kib: region size for a format, 0 for the default
+ *
+ * Return: 0; -EBUSY (attached already, or the device is in use);
+ * -EMEDIUMTYPE (foreign content); -EINVAL; -ENOSPC (too small); -EIO;
+ * -ENOMEM; or what opening @path returns.
+ */
+int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
+{
+	struct kvt_nvme *nvme;
+	ktime_t start = ktime_get();
+	int ret;
+
+	if (flags & ~KVTIER_NVME_FORMAT ||
+	    (region_kib && !(flags & KVTIER_NVME_FORMAT)))
+		return -EINVAL;
+
+	mutex_lock(&kvt_nvme_lock);
+	ret = -EBUSY;
+	if (kvt_nvme)
+		goto out_unlock;
+	ret = -ENOMEM;
+	nvme = kzalloc(sizeof(*nvme), GFP_KERNEL);
+	if (!nvme)
+		goto out_unlock;
+	mutex_init(&nvme->lock);
+	atomic_set(&nvme->writes, 0);
+	atomic_set(&nvme->inflight, 0);
+	init_waitqueue_head(&nvme->idle);
+	INIT_WORK(&nvme->write_work, kvt_nvme_write_work);
+
+	nvme->bdev = blkdev_get_by_path(path, FMODE_READ | FMODE_WRITE |
+					FMODE_EXCL, &kvt_nvme);
+	if (IS_ERR(nvme->bdev)) {
+		ret = PTR_ERR(nvme->bdev);
+		kfree(nvme);
+		goto out_unlock;
+	}
+	nvme->dev_bytes = bdev_nr_bytes(nvme->bdev);
+	ret = -EINVAL;
+	if (bdev_logical_block_size(nvme->bdev) > KVT_DISK_PAGE)
+		goto out_free;
+
+	ret = kvt_nvme_read_sb(nvme, flags, region_kib);
+	if (ret)
+		goto out_free;
+
+	ret = -ENOMEM;
+	nvme->regions = kvcalloc(nvme->nr_regions, sizeof(*nvme->regions),
+				 GFP_KERNEL);
+	nvme->qcap = 4 * nvme->max_recs;
+	nvme->queue = kvmalloc_array(nvme->qcap, sizeof(*nvme->queue),
+				     GFP_KERNEL);
+	nvme->wq = alloc_workqueue("kvtier-nvme", WQ_UNBOUND | WQ_MEM_RECLAIM,
+				   0);
+	if (!nvme->regions || !nvme->queue || !nvme->wq)
+		goto out_free;
+
+	ret = kvt_nvme_load_pools(nvme);
+	if (ret)
+		goto out_free;
+	ret = kvt_nvme_rebuild(nvme);
+	if (ret)
+		goto out_free;
+	nvme->generation++;
+	ret = kvt_nvme_write_sb(nvme);
+	if (ret)
+		goto out_free;
+
+	nvme->attach_ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	spin_lock(&kvt_nvme_qlock);
+	kvt_nvme = nvme;
+	spin_unlock(&kvt_nvme_qlock);
+	mutex_unlock(&kvt_nvme_lock);
+	pr_info("attached %s: %u regions of %llu KiB, generation %llu, %llu us\n",
+		path, nvme->nr_regions, nvme->region_bytes >> 10,
+		nvme->generation, nvme->attach_ns / NSEC_PER_USEC);
+	return 0;
+
+out_free:
+	kvt_nvme_free(nvme);
+out_unlock:
+	mutex_unlock(&kvt_nvme_lock);
+	return ret;
+}
+
+static void kvt_nvme_sync_one(struct kvt_pool *pool)
+{
+	u64 written;
+
+	if (pool->table_slot >= 0 && kvt_nvme_sync(pool, &written))
+		pr_warn("pool %s: not every block reached NVMe\n", pool->name);
+}
+
+static void kvt_nvme_forget_one(struct kvt_pool *pool)
+{
+	u32 addr;
+
+	spin_lock(&pool->lock);
+	for (addr = 0; addr < pool->capacity; addr++)
+		if (pool->blocks[addr].state == KVT_BLK_READY &&
+		    pool->blocks[addr].nloc != KVT_NIL)
+			kvt_block_forget_nvme(pool, addr);
+	pool->table_slot = -1;
+	spin_unlock(&pool->lock);
+}
+
+/**
+ * kvt_nvme_detach() - detach the NVMe tier
+ *
+ * Writes back the dirty blocks of persistent pools, waits for every I/O,
+ * then forgets the blocks that were only on NVMe.
+ *
+ * Return: 0, or -ENODEV when none is attached.
+ */
+int kvt_nvme_detach(void)
+{
+	struct kvt_pool **pools;
+	struct kvt_nvme *nvme;
+	unsigned int i, nr;
+
+	mutex_lock(&kvt_nvme_lock);
+	nvme = kvt_nvme;
+	if (!nvme) {
+		mutex_unlock(&kvt_nvme_lock);
+		return -ENODEV;
+	}
+	mutex_unlock(&kvt_nvme_lock);
+	pools = kvt_pools_get_named(&nr);
+	for (i = 0; i < nr; i++)
+		kvt_nvme_sync_one(pools[i]);
+	kvt_pools_put_named(pools, nr);
+
+	mutex_lock(&kvt_nvme_lock);
+	spin_lock(&kvt_nvme_qlock);
+	kvt_nvme = NULL;
+	spin_unlock(&kvt_nvme_qlock);
+	/* Queued blocks are still written; wait for every I/O to end. */
+	queue_work(nvme->wq, &nvme->write_work);
+	wait_event(nvme->idle, !atomic_read(&nvme->inflight) && !nvme->qlen);
+	flush_workqueue(nvme->wq);
+	pools = kvt_pools_get_named(&nr);
+	for (i = 0; i < nr; i++)
+		kvt_nvme_forget_one(pools[i]);
+	kvt_pools_put_named(pools, nr);
+	kvt_nvme_free(nvme);
+	mutex_unlock(&kvt_nvme_lock);
+	pr_info("detached\n");
+	return 0;
+}
+
+/**
+ * kvt_nvme_attached() - whether blocks can be demoted now
+ *
+ * Return: true if a device is attached.
+ */
+bool kvt_nvme_attached(void)
+{
+	return READ_ONCE(kvt_nvme);
+}
+
+/**
+ * kvt_nvme_stat() - the NVMe tier's figures
+ * @st: out; zeroed and filled
+ */
+void kvt_nvme_stat(struct kvtier_nvme_stat *st)
+{
+	struct kvt_nvme *nvme;
+	u32 r;
+
+	memset(st, 0, sizeof(*st));
+	mutex_lock(&kvt_nvme_lock);
+	nvme = kvt_nvme;
+	if (!nvme)
+		goto out_unlock;
+	st->attached = 1;
+	st->dev_bytes = nvme->dev_bytes;
+	st->region_bytes = nvme->region_bytes;
+	st->nr_regions = nvme->nr_regions;
+	mutex_lock(&nvme->lock);
+	for (r = 0; r < nvme->nr_regions; r++)
+		st->free_regions += nvme->regions[r].state == KVT_REGION_FREE;
+	mutex_unlock(&nvme->lock);
+	st->bytes_written = atomic64_read(&nvme->bytes_written);
+	st->bytes_demoted = atomic64_read(&nvme->bytes_demoted);
+	st->bytes_read = atomic64_read(&nvme->bytes_read);
+	st->reclaimed = atomic64_read(&nvme->reclaimed);
+	st->lost_blocks = atomic64_read(&nvme->lost_blocks);
+	st->io_errors = atomic64_read(&nvme->io_errors);
+	st->attach_ns = nvme->attach_ns;
+	memcpy(st->uuid, nvme->uuid, sizeof(st->uuid));
+out_unlock:
+	mutex_unlock(&kvt_nvme_lock);
+}
+
