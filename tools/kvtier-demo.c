@@ -1114,7 +1114,9 @@ int main(int argc, char **argv)
 	if (cmd == STATS)
 		return cmd_stats(&o);
 
+	/* Stop cleanly, so that the pool goes and a device we attached is detached. */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, on_signal);
 	return cmd_replay(&o);
 }

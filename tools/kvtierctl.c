@@ -1028,18 +1028,15 @@ static int cmd_attach(int argc, char **argv, int format_only)
 		{ "force", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *cmd = format_only ? "format" : "attach";
+	const char *cmd = format_only ? "format" : "attach", *dev;
 	uint32_t flags = format_only ? KVTIER_NVME_FORMAT : 0, region_kib = 0;
 	char what[300];
 	struct kvt_ctx *ctx;
 	int opt, li = 0, ret, force = 0;
 	uint64_t v;
 
-	if (argc < 2 || argv[1][0] == '-') {
-		fprintf(stderr, "%s: %s: missing block device DEV\n", prog, cmd);
-		return EXIT_USAGE;
-	}
-	optind = 2;
+	/* Options before or after DEV. */
+	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, &li)) != -1) {
 		switch (opt) {
 		case 'f':	/* implied by format */
@@ -1060,6 +1057,11 @@ static int cmd_attach(int argc, char **argv, int format_only)
 			return EXIT_USAGE;
 		}
 	}
+	if (optind == argc) {
+		fprintf(stderr, "%s: %s: missing block device DEV\n", prog, cmd);
+		return EXIT_USAGE;
+	}
+	dev = argv[optind++];
 	if (optind != argc) {
 		fprintf(stderr, "%s: %s: unexpected argument '%s'\n", prog, cmd,
 			argv[optind]);
@@ -1071,7 +1073,7 @@ static int cmd_attach(int argc, char **argv, int format_only)
 		return EXIT_USAGE;
 	}
 	if (flags & KVTIER_NVME_FORMAT) {
-		ret = format_guard(argv[1], force);
+		ret = format_guard(dev, force);
 		if (ret)
 			return ret;
 	}
@@ -1079,14 +1081,14 @@ static int cmd_attach(int argc, char **argv, int format_only)
 	ret = open_ctx(&ctx, KVTIER_F_NVME);
 	if (ret)
 		return ret;
-	snprintf(what, sizeof(what), "%s %s", cmd, argv[1]);
-	ret = kvt_nvme_attach(ctx, argv[1], flags, region_kib);
+	snprintf(what, sizeof(what), "%s %s", cmd, dev);
+	ret = kvt_nvme_attach(ctx, dev, flags, region_kib);
 	if (ret) {
 		kvt_close(ctx);
 		return fail_nvme(what, ret);
 	}
 	if (!format_only) {
-		print_attached(ctx, argv[1], flags & KVTIER_NVME_FORMAT);
+		print_attached(ctx, dev, flags & KVTIER_NVME_FORMAT);
 		kvt_close(ctx);
 		return 0;
 	}
@@ -1095,7 +1097,7 @@ static int cmd_attach(int argc, char **argv, int format_only)
 	if (ret)
 		return fail_nvme("format: detach", ret);
 	printf("formatted %s: an empty kvtier store, regions of %u KiB; attach it with '%s attach %s'\n",
-	       argv[1], region_kib ? region_kib : 4096, prog, argv[1]);
+	       dev, region_kib ? region_kib : 4096, prog, dev);
 	return 0;
 }
 

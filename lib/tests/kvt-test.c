@@ -876,12 +876,62 @@ static void test_nvme_reattach(void)
 	CHECK_EQ(kvt_nvme_detach(ctx), 0);
 }
 
+/*
+ * A block replaced while the device was away must not get its old NVMe
+ * copy back at the next attach: evicted and read again, it has the new
+ * bytes, not the old ones.
+ */
+static void test_nvme_replace_detached(void)
+{
+	struct kvt_key keys[3 * NV_DRAM], k;
+	struct kvt_pool_params p;
+	struct kvt_pool *pool;
+	char name[KVTIER_NAME_MAX], *buf;
+	uint32_t i;
+	int ret;
+
+	CHECK_EQ(nvme_ensure(), 0);
+	snprintf(name, sizeof(name), "kvt-test-%d-nvrep", (int)getpid());
+	kvt_pool_params_init(&p, name, NV_BS, NV_CAP);
+	p.dram_blocks = NV_DRAM;
+	CHECK_EQ(kvt_pool_create(ctx, &p, &pool), 0);
+	buf = malloc(NV_BS);
+	CHECK(buf);
+	kvt_key_chain(NULL, 0x7e7, &k);		/* old bytes: fill(k) */
+	kvt_key_chain(NULL, 0x7e8, &keys[0]);	/* new bytes: fill(keys[0]) */
+	fill(buf, NV_BS, &k);
+	CHECK_EQ(kvt_put1(pool, &k, buf, 0), 0);
+	CHECK_EQ(kvt_sync(pool, NULL), 0);	/* the old bytes are on NVMe */
+	CHECK_EQ(kvt_nvme_detach(ctx), 0);
+	fill(buf, NV_BS, &keys[0]);
+	CHECK_EQ(kvt_put1(pool, &k, buf, KVTIER_PUT_REPLACE), 0);
+	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), 0);
+
+	/* push it out of DRAM, then read it back */
+	for (i = 0; i < 3 * NV_DRAM; i++) {
+		kvt_key_chain(NULL, 0x800 + i, &keys[i]);
+		fill(buf, NV_BS, &keys[i]);
+		CHECK_EQ(kvt_put1(pool, &keys[i], buf, 0), 0);
+	}
+	kvt_key_chain(NULL, 0x7e8, &keys[0]);
+	memset(buf, 0, NV_BS);
+	ret = kvt_get1(pool, &k, buf);
+	if (!ret && !check(buf, NV_BS, &k))
+		printf("#   GET returned the bytes from before the REPLACE\n");
+	if (!ret)
+		ret = check(buf, NV_BS, &keys[0]) ? -EILSEQ : 0;
+	free(buf);
+	kvt_pool_close(pool);
+	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
+	CHECK_EQ(ret, 0);
+}
+
 int main(void)
 {
 	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("TAP version 13\n1..17\n");
+	printf("TAP version 13\n1..18\n");
 	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
 	if (ret) {
 		printf("# kvt_open: %s: device tests skipped\n", strerror(-ret));
@@ -907,9 +957,13 @@ int main(void)
 	run("nvme_demote_promote", test_nvme_demote_promote, NEEDS_NVME);
 	run("nvme_sync", test_nvme_sync, NEEDS_NVME);
 	run("nvme_reattach", test_nvme_reattach, NEEDS_NVME);
-	/* Leave the tier as we found it: detached. */
+	run("nvme_replace_detached", test_nvme_replace_detached, NEEDS_NVME);
+	/* Leave the tier as we found it: detached, our pools gone. */
 	if (nvme_dev) {
 		struct kvtier_nvme_stat ns;
+
+		if (nv_pool[0])
+			kvt_pool_destroy(ctx, nv_pool);
 
 		if (!kvt_nvme_stat(ctx, &ns) && ns.attached)
 			kvt_nvme_detach(ctx);
