@@ -49,9 +49,14 @@ run: deps
 	$(MAKE) all
 	$(VM) $(VMFLAGS) --timeout $(VMTIMEOUT) -- tools/vm/demo.sh
 
+# The 1e6-block LOOKUP point needs 4 GiB of pool DRAM: a larger VM.
+BENCHMEM	?= 9216
+BENCHPARAMS	?= dram_mb=4400
+
 bench: deps
 	$(MAKE) all
-	$(VM) $(VMFLAGS) --timeout $(VMTIMEOUT) -- tools/vm/bench.sh
+	$(VM) $(VMFLAGS) --mem $(BENCHMEM) --timeout $(VMTIMEOUT) \
+		--env KVTIER_PARAMS="$(BENCHPARAMS)" -- tools/vm/bench.sh
 	@if [ -s build/vm/out/bench.txt ]; then \
 		cp build/vm/out/bench.txt build/bench.txt; \
 		echo "bench: results saved to build/bench.txt"; \

@@ -10,6 +10,7 @@
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
+#include <linux/vmalloc.h>
 #include <linux/hash.h>
 #include <linux/log2.h>
 #include "kvtier.h"
@@ -282,6 +283,17 @@ void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr)
 	}
 }
 
+/*
+ * Lookups land at random in the block array and the key hash: large ones
+ * are mapped with huge pages where the architecture can, to spare the TLB.
+ */
+static void *kvt_index_alloc(size_t size)
+{
+	if (size >= PMD_SIZE)
+		return vmalloc_huge(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	return kvzalloc(size, GFP_KERNEL_ACCOUNT);
+}
+
 static u32 kvt_hash_bits(u32 capacity)
 {
 	return max_t(u32, KVT_MIN_HASH_BITS, order_base_2(capacity));
@@ -313,12 +325,12 @@ int kvt_block_index_init(struct kvt_pool *pool)
 	pool->hash_bits = kvt_hash_bits(pool->capacity);
 	nbuckets = 1UL << pool->hash_bits;
 
-	pool->blocks = kvcalloc(pool->capacity, sizeof(*pool->blocks),
-				GFP_KERNEL_ACCOUNT);
+	pool->blocks = kvt_index_alloc(array_size(pool->capacity,
+						  sizeof(*pool->blocks)));
 	if (!pool->blocks)
 		return -ENOMEM;
-	pool->buckets = kvmalloc_array(nbuckets, sizeof(*pool->buckets),
-				       GFP_KERNEL_ACCOUNT);
+	pool->buckets = kvt_index_alloc(array_size(nbuckets,
+						   sizeof(*pool->buckets)));
 	if (!pool->buckets) {
 		kvfree(pool->blocks);
 		pool->blocks = NULL;
