@@ -5,7 +5,9 @@
 #   make            build the module, the library, the tools and the selftests
 #   make deps       install the Debian packages and kernel-tree files needed
 #   make run        boot a VM, load the module, run the demo (tools/vm/demo.sh)
-#   make check      W=1/sparse module build, selftests in a VM, checkpatch
+#   make check      W=1/sparse module build, selftests in a VM, persistence
+#                   across reboots, checkpatch
+#   make check-crash power cuts during demotion, in the VM
 #   make bench      boot a VM, load the module, run tools/kvtier-bench
 #   make checkpatch checkpatch --strict and kernel-doc on the kernel sources
 #   make clean      remove build outputs (build/ and in-tree objects)
@@ -45,6 +47,11 @@ selftests:
 check: deps
 	KDIR=$(KDIR) MAKE="$(MAKE)" KVTIER_VM_FLAGS="$(VMFLAGS)" tools/vm/check.sh
 
+# Power cuts during heavy demotion (three QEMU kills and reboots).
+check-crash: deps
+	$(MAKE) all
+	KDIR=$(KDIR) MAKE="$(MAKE)" tools/vm/check.sh crash
+
 run: deps
 	$(MAKE) all
 	$(VM) $(VMFLAGS) --timeout $(VMTIMEOUT) -- tools/vm/demo.sh
@@ -73,4 +80,4 @@ clean:
 	-$(MAKE) -C selftests/kvtier clean
 	rm -rf build/check build/vm build/bench.txt
 
-.PHONY: all deps kmod lib tools selftests check run bench checkpatch clean
+.PHONY: all deps kmod lib tools selftests check check-crash run bench checkpatch clean

@@ -88,22 +88,24 @@ static void kvt_evict_one(struct kvt_pool *pool, u32 victim)
 /**
  * kvt_make_room() - find room for one more DRAM block
  * @pool: the pool, its lock held (dropped and retaken while evicting)
+ * @addr: a free block address is needed too (a new block, not a load)
  *
  * With an NVMe tier, dirty blocks at the cold end are written first and
  * evicted once clean; the caller may wait for such a write. Without one,
  * the coldest block is dropped.
  *
- * Return: 0 with room for one block and a free address, -ENOSPC when
- * nothing can be evicted, -EINTR when killed while waiting.
+ * Return: 0 with room for one block (and a free address if asked),
+ * -ENOSPC when nothing can be evicted, -EINTR when killed while waiting.
  */
-int kvt_make_room(struct kvt_pool *pool)
+int kvt_make_room(struct kvt_pool *pool, bool addr)
 	__must_hold(&pool->lock)
 {
 	u32 victim, events;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
-	while (pool->nr_dram >= pool->dram_blocks || pool->free == KVT_NIL) {
+	while (pool->nr_dram >= pool->dram_blocks ||
+	       (addr && pool->free == KVT_NIL)) {
 		/* Every address holds a block: only DRAM can be freed. */
 		if (pool->nr_dram < pool->dram_blocks)
 			return -ENOSPC;
@@ -229,7 +231,7 @@ static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 	spin_lock(&pool->lock);
 	ret = kvt_put_conflict(pool, kvt_block_find(pool, e->key), replace);
 	if (!ret)
-		ret = kvt_make_room(pool);
+		ret = kvt_make_room(pool, true);
 	if (ret) {
 		spin_unlock(&pool->lock);
 		return ret;

@@ -208,7 +208,7 @@ void kvt_block_put_user(struct kvt_pool *pool, u32 addr)
 /* cmd.c: the batched block commands */
 int kvt_block_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
 	__acquires(&pool->lock);
-int kvt_make_room(struct kvt_pool *pool)
+int kvt_make_room(struct kvt_pool *pool, bool addr)
 	__must_hold(&pool->lock);
 long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 void kvt_handle_unpin_all(struct kvt_handle *h);

@@ -29,6 +29,7 @@
 #include "trace.h"
 
 #define KVT_WRITE_QD		4	/* region writes in flight */
+#define KVT_SYNC_PASSES		16	/* before SYNC gives up on a wrapping log */
 
 /**
  * kvt_rec_seed() - where the crc of a record starts
@@ -119,6 +120,8 @@ struct kvt_wbr {
 	u32 nr;
 	atomic_t pending;
 	int status;
+	u64 bytes;		/* summary bytes written */
+	u64 demoted;		/* block bytes written */
 	struct work_struct done_work;
 	struct kvt_disk_region *summary;
 	struct kvt_wb_entry ents[];
@@ -167,6 +170,8 @@ static void kvt_wbr_done(struct work_struct *work)
 		nvme->regions[wbr->region].state = KVT_REGION_FREE;
 	} else {
 		nvme->regions[wbr->region].state = KVT_REGION_FULL;
+		atomic64_add(wbr->bytes + wbr->demoted, &nvme->bytes_written);
+		atomic64_add(wbr->demoted, &nvme->bytes_demoted);
 	}
 	mutex_unlock(&nvme->lock);
 
@@ -330,8 +335,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	}
 	atomic_inc(&wbr->pending);
 	submit_bio(bio);
-	atomic64_add(slen + demoted, &nvme->bytes_written);
-	atomic64_add(demoted, &nvme->bytes_demoted);
+	wbr->bytes = slen;
+	wbr->demoted = demoted;
 out_done:
 	if (atomic_dec_and_test(&wbr->pending))
 		queue_work(nvme->wq, &wbr->done_work);
@@ -427,8 +432,7 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 		return -EFBIG;		/* a block larger than a region */
 	}
 	if (!nr) {
-		nr = clamp(nvme->max_recs / pool->pages_per_block, 1U,
-			   max(1U, pool->dram_blocks / 4));
+		nr = max(1U, nvme->max_recs / pool->pages_per_block);
 		/* Ahead of need, only whole regions: they cost one summary. */
 		if (!victims && pool->nr_dirty < nr) {
 			spin_unlock(&kvt_nvme_qlock);
@@ -548,7 +552,7 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	blk->flags |= KVT_BF_LOADING;
 	blk->users++;
 	pool->nr_loading++;
-	ret = kvt_make_room(pool);
+	ret = kvt_make_room(pool, false);
 	if (!ret && blk->state != KVT_BLK_READY)
 		ret = -ENOENT;
 	if (ret)
@@ -635,23 +639,41 @@ out_put_user:
  * @pool: the pool
  * @written: out: blocks written
  *
- * Return: 0; -ENODEV without a device; -EIO if a block could not be
- * written; -EINTR if killed while waiting.
+ * Return: 0; -ENODEV without a device; -EFBIG if the pool's blocks do not
+ * fit in a region; -ENOSPC if the device cannot hold them all; -EIO if a
+ * block could not be written; -EINTR if killed while waiting.
  */
 int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 {
+	unsigned int pass;
 	u64 before, errors;
 	u32 addr;
 	int ret;
 
-	if (!kvt_nvme_attached())
-		return -ENODEV;
+	spin_lock(&kvt_nvme_qlock);
+	ret = kvt_nvme ? 0 : -ENODEV;
+	if (!ret && pool->pages_per_block > kvt_nvme->max_recs)
+		ret = -EFBIG;
+	/* More than the whole device holds can never be durable at once. */
+	if (!ret && (u64)READ_ONCE(pool->nr_dirty) >
+	    (u64)kvt_nvme->nr_regions *
+	    (kvt_nvme->max_recs / pool->pages_per_block))
+		ret = -ENOSPC;
+	spin_unlock(&kvt_nvme_qlock);
+	if (ret)
+		return ret;
+
 	spin_lock(&pool->lock);
 	before = pool->stats.demotions;
 	errors = pool->wb_errors;
 	spin_unlock(&pool->lock);
 
-	for (;;) {
+	/*
+	 * Queue what is dirty, wait, again: blocks whose copy was reclaimed
+	 * meanwhile (other pools filled the log) are dirty again. A write
+	 * error ends it; so does a log that keeps wrapping.
+	 */
+	for (pass = 0; pass < KVT_SYNC_PASSES; pass++) {
 		int queued = 0;
 
 		spin_lock(&pool->lock);
@@ -665,12 +687,11 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 				continue;
 			spin_lock(&kvt_nvme_qlock);
 			nvme = kvt_nvme;
-			if (!nvme || nvme->qlen == nvme->qcap ||
-			    pool->pages_per_block > nvme->max_recs) {
+			if (!nvme || nvme->qlen == nvme->qcap) {
 				spin_unlock(&kvt_nvme_qlock);
-				if (!nvme || nvme->qlen < nvme->qcap) {
+				if (!nvme) {
 					spin_unlock(&pool->lock);
-					return nvme ? -EFBIG : -ENODEV;
+					return -ENODEV;
 				}
 				break;
 			}
@@ -692,14 +713,13 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 		ret = wait_event_killable(pool->wq, !READ_ONCE(pool->nr_wb));
 		if (ret)
 			return -EINTR;
-		if (!queued)
-			break;
+		spin_lock(&pool->lock);
+		*written = pool->stats.demotions - before;
+		ret = pool->wb_errors != errors ? -EIO : 0;
+		spin_unlock(&pool->lock);
+		if (ret || !queued)
+			return ret;
 	}
-
-	spin_lock(&pool->lock);
-	*written = pool->stats.demotions - before;
-	errors = pool->wb_errors - errors;
-	spin_unlock(&pool->lock);
-	return errors ? -EIO : 0;
+	return -ENOSPC;
 }
 

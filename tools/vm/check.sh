@@ -10,9 +10,15 @@
 #  3. boot the VM (2 NUMA nodes, 2 CPUs, 2 NVMe drives) and run
 #     tools/vm/run-selftests.sh in it, on the module built in step 1 (or on
 #     kmod/kvtier.ko when step 1 is not run);
-#  4. checkpatch.pl --strict and kernel-doc on each kernel source file.
+#  4. persist: selftests/kvtier/nvme-persist.sh, which boots the VM twice on
+#     one NVMe backing file (persistence across reload and reboot, and a
+#     record corrupted between boots); each of its TAP lines is a case;
+#  5. crash: selftests/kvtier/nvme-crash.sh, power cuts (QEMU killed) during
+#     heavy demotion, three rounds (alone: `make check-crash`);
+#  6. checkpatch.pl --strict and kernel-doc on each kernel source file.
 #
-# Usage: check.sh [kmod] [build] [vm] [style]   (no argument: all, in order)
+# Usage: check.sh [kmod] [build] [vm] [persist] [crash] [style]
+#        (no argument: all, in that order)
 #
 # Ends with exactly one line "kvtier: N passed, N failed, N skipped" and exits
 # non-zero when anything failed.
@@ -34,11 +40,11 @@ rm -rf "$logs"
 mkdir -p "$logs"
 
 steps=("$@")
-((${#steps[@]})) || steps=(kmod build vm style)
+((${#steps[@]})) || steps=(kmod build vm persist crash style)
 for a in "${steps[@]}"; do
 	case $a in
-	kmod | build | vm | style) ;;
-	*) echo "usage: ${0##*/} [kmod] [build] [vm] [style]" >&2; exit 2 ;;
+	kmod | build | vm | persist | style | crash) ;;
+	*) echo "usage: ${0##*/} [kmod] [build] [vm] [persist] [style] [crash]" >&2; exit 2 ;;
 	esac
 done
 
@@ -147,7 +153,41 @@ step_vm() {
 	fi
 }
 
-# 4. Kernel style: checkpatch --strict and kernel-doc, one case per file.
+# A host-side test script that boots the VM itself and prints TAP lines.
+run_tap_script() {
+	local name=$1 script=$2 log=$logs/$1.log rc=0 p f
+
+	section "$name: $script"
+	if ((!kbuild_ok)); then
+		fail "$name: not run, the module did not build"
+		return
+	fi
+	KVTIER_KO=${KVTIER_KO:-kmod/kvtier.ko} bash "$script" "$top" 2>&1 |
+		tee "$log" || rc=$?
+	p=$(grep -c '^ok ' "$log" || true)
+	f=$(grep -c '^not ok ' "$log" || true)
+	npass=$((npass + p))
+	nfail=$((nfail + f))
+	if ((f)); then
+		mapfile -t -O "${#failures[@]}" failures < <(grep '^not ok ' "$log" |
+			sed "s/^/$name: /")
+	fi
+	if ((rc && !f)); then
+		fail "$name exits 0 (status $rc)"
+	elif ((!p && !f)); then
+		fail "$name ran no test"
+	fi
+}
+
+step_persist() {
+	run_tap_script persist selftests/kvtier/nvme-persist.sh
+}
+
+step_crash() {
+	run_tap_script crash selftests/kvtier/nvme-crash.sh
+}
+
+# 6. Kernel style: checkpatch --strict and kernel-doc, one case per file.
 step_style() {
 	local cp=build/ksrc/scripts/checkpatch.pl kd=build/ksrc/scripts/kernel-doc
 	local srcs f out

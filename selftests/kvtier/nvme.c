@@ -1,0 +1,2188 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier NVMe tier (KVTIER_F_NVME): attach and its rejections, demotion of
+ * evicted blocks and their promotion by GET, LOOKUP with KVTIER_LOOKUP_LOAD
+ * and mmap faults, SYNC, detach and attach again, the on-disk format, the
+ * integrity checks (a corrupted, misplaced or unreadable copy is a miss,
+ * never wrong bytes), faults injected with device-mapper (dm-flakey, the
+ * error target, dm-delay) and a device too small for what is written.
+ *
+ * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
+ * destroys; skipped when the device is missing. Persistence across module
+ * reload and reboot is tested by nvme-persist.sh and nvme-crash.sh.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+
+#include "nvme_test.h"
+
+#define CAP		256U
+#define DRAM		8U
+#define NPUT		64U		/* blocks PUT by most tests */
+#define NCOLD		(NPUT - DRAM)	/* of which at least this many demoted */
+#define K0		0x6e766d6574657374ULL	/* "nvmetest" */
+
+/* Device-mapper devices these tests create (and remove). */
+#define DM_HOLD		"kvt-nvt-hold"
+#define DM_FAULT	"kvt-nvt-dm"
+#define DM_SMALL	"kvt-nvt-small"
+#define DM_ERR		"kvt-nvt-err"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/*
+ * Generations are salted per test, so bytes left on the device by an
+ * earlier test (same keys, same places) never pass for this test's blocks.
+ */
+static __u64 salt;
+#define GEN(g)	((__u64)(g) ^ salt)
+
+static void new_salt(void)
+{
+	salt = kvt_mix((__u64)getpid() << 32 ^ (__u64)(nvt_now() * 1e6)) << 8;
+}
+
+/* PUT keys first..first+n-1 of generation @gen; 0 or the first bad status. */
+static int put_range(int pfd, void *buf, __u64 bs, __u64 first, __u64 n,
+		     __u64 gen, __u32 flags)
+{
+	__u64 k;
+	int ret;
+
+	for (k = first; k < first + n; k++) {
+		kvt_fill(buf, bs, K0, k, GEN(gen));
+		ret = kvt_one(pfd, KVTIER_IOC_PUT, K0, k, buf, flags, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* GET key @k: 0 with the exact bytes of @gen, -EILSEQ on wrong bytes. */
+static int get_check(int pfd, void *buf, __u64 bs, __u64 k, __u64 gen)
+{
+	int ret;
+
+	memset(buf, 0xa5, bs);
+	ret = kvt_get1(pfd, K0, k, buf, NULL);
+	if (ret)
+		return ret;
+	return kvt_check_gen(buf, bs, K0, k, GEN(gen)) == -1 ? 0 : -EILSEQ;
+}
+
+struct tally {
+	unsigned int exact, miss, eio, wrong, other;
+	int first_other;
+};
+
+/* GET every key of a range and count the outcomes. */
+static void tally_range(int pfd, void *buf, __u64 bs, __u64 first, __u64 n,
+			__u64 gen, struct tally *t, int *status)
+{
+	__u64 k;
+
+	memset(t, 0, sizeof(*t));
+	for (k = first; k < first + n; k++) {
+		int ret = get_check(pfd, buf, bs, k, gen);
+
+		if (status)
+			status[k - first] = ret;
+		if (!ret)
+			t->exact++;
+		else if (ret == -ENOENT)
+			t->miss++;
+		else if (ret == -EIO)
+			t->eio++;
+		else if (ret == -EILSEQ)
+			t->wrong++;
+		else if (!t->other++)
+			t->first_other = ret;
+	}
+}
+
+/* LOOKUP keys first..first+n-1 into @b; the batch result. */
+static int lookup_range(int pfd, struct kvtier_block *b, __u64 first,
+			__u32 n, __u32 flags, __u32 *done)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		kvt_blk(&b[i], K0, first + i, NULL);
+	return kvt_batch(pfd, KVTIER_IOC_LOOKUP, b, n, flags, done);
+}
+
+/* The tier a key is in by LOOKUP (without touching), or -errno. */
+static int key_tier(int pfd, __u64 k)
+{
+	struct kvtier_block b;
+	int ret = kvt_lookup1(pfd, K0, k, &b);
+
+	return ret ? ret : (int)b.tier;
+}
+
+/*
+ * PUT new keys (*@next on, generation 1) until key @k has left DRAM; at
+ * most 8 x DRAM of them (eviction order is the module's business). 0 once
+ * it is out, -EBUSY if it stayed, or a PUT's status.
+ */
+static int push_out(int pfd, void *buf, __u64 bs, __u64 k, __u64 *next)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < 8 * DRAM; i++) {
+		if (key_tier(pfd, k) != KVTIER_TIER_DRAM)
+			return 0;
+		ret = put_range(pfd, buf, bs, (*next)++, 1, 1, 0);
+		if (ret)
+			return ret;
+	}
+	return key_tier(pfd, k) == KVTIER_TIER_DRAM ? -EBUSY : 0;
+}
+
+static long long pool_stat_u64(int pfd, size_t off)
+{
+	struct kvtier_pool_stat st;
+	int ret = kvt_stat(pfd, &st);
+
+	return ret ? ret : (long long)*(__u64 *)((char *)&st + off);
+}
+
+#define PSTAT(fd, field) \
+	pool_stat_u64(fd, offsetof(struct kvtier_pool_stat, field))
+#define RES_DRAM(fd)	PSTAT(fd, resident[KVTIER_TIER_DRAM])
+#define RES_NVME(fd)	PSTAT(fd, resident[KVTIER_TIER_NVME])
+
+static long long nvme_stat_u64(int ctl, size_t off)
+{
+	struct kvtier_nvme_stat st;
+	int ret = nvt_nstat(ctl, &st);
+
+	return ret ? ret : (long long)*(__u64 *)((char *)&st + off);
+}
+
+/* A __u64 field of struct kvtier_nvme_stat. */
+#define NSTAT(ctl, field) \
+	nvme_stat_u64(ctl, offsetof(struct kvtier_nvme_stat, field))
+
+/* nr_regions, or -errno. */
+static long long nvme_nr_regions(int ctl)
+{
+	struct kvtier_nvme_stat st;
+	int ret = nvt_nstat(ctl, &st);
+
+	return ret ? ret : (long long)st.nr_regions;
+}
+
+/* Sectors of a block device, for dm tables; or -errno. */
+static long long dev_sectors(const char *path)
+{
+	long long bytes = nvt_dev_bytes(path);
+
+	return bytes < 0 ? bytes : bytes / 512;
+}
+
+/* A linear table over the first @sectors of the device under test. */
+static void linear_table(char *t, size_t len, long long sectors)
+{
+	snprintf(t, len, "0 %lld linear %s 0", sectors, nvt_dev());
+}
+
+/*
+ * Leave nothing from an earlier test: the device detached (the fault
+ * devices healed first, so detach can write) and our dm devices gone.
+ */
+static void nvt_reset(int ctl)
+{
+	static const char * const names[] = { DM_FAULT, DM_SMALL, DM_HOLD,
+					      DM_ERR };
+	char table[256], path[128];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		long long s;
+
+		if (!nvt_dm_exists(names[i]))
+			continue;
+		snprintf(path, sizeof(path), "/dev/mapper/%s", names[i]);
+		s = dev_sectors(path);
+		if (s > 0) {
+			linear_table(table, sizeof(table), s);
+			nvt_dm_reload(names[i], table);
+		}
+	}
+	if (nvt_attached(ctl) == 1)
+		nvt_detach_deadline(120);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (nvt_dm_exists(names[i]))
+			nvt_dm_remove(names[i]);
+}
+
+/* Superblock uuid of the device under test (zero if none). */
+static void sb_uuid(__u8 uuid[16])
+{
+	struct nvt_disk_sb sb;
+
+	memset(uuid, 0, 16);
+	if (!nvt_read_sb(nvt_dev(), &sb))
+		memcpy(uuid, sb.uuid, 16);
+}
+
+/* ---- SIGBUS probing of a mapping ----------------------------------------- */
+
+static sigjmp_buf probe_env;
+static volatile sig_atomic_t probe_armed;
+
+static void probe_handler(int sig)
+{
+	if (probe_armed) {
+		probe_armed = 0;
+		siglongjmp(probe_env, sig);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Copy from a mapping: 0 if it read, else the signal (SIGBUS) it got. */
+static int probe_read(const void *map, void *out, size_t len)
+{
+	struct sigaction sa;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = probe_handler;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, NULL))
+		return -errno;
+	sig = sigsetjmp(probe_env, 1);
+	if (sig)
+		return sig;
+	probe_armed = 1;
+	memcpy(out, map, len);
+	probe_armed = 0;
+	return 0;
+}
+
+/* ==== attach, detach, NVMe stat, SYNC: every rejection =================== */
+
+FIXTURE(attach) {
+	int ctl;
+	char *page;	/* one 4 KiB page */
+};
+
+FIXTURE_SETUP(attach)
+{
+	new_salt();
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	nvt_reset(self->ctl);
+	self->page = kvt_alloc(NVT_DISK_PAGE);
+	ASSERT_NE(NULL, self->page);
+}
+
+FIXTURE_TEARDOWN(attach)
+{
+	nvt_reset(self->ctl);
+	kvt_free(self->page, NVT_DISK_PAGE);
+	close(self->ctl);
+}
+
+TEST_F(attach, api_advertises_nvme)
+{
+	struct kvtier_api api;
+	int ctl = kvt_ctl_open_raw();
+
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, kvt_api(ctl, KVTIER_F_NVME, &api));
+	EXPECT_EQ(KVTIER_F_NVME, api.features);
+	EXPECT_TRUE(!!(api.supported & KVTIER_F_NVME));
+	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_NVME_ATTACH))));
+	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_NVME_DETACH))));
+	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_NVME_STAT))));
+	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_SYNC))));
+	close(ctl);
+}
+
+/* The NVMe commands follow the ioctl rules: handshake, fd kind, sizes. */
+TEST_F(attach, ioctl_rules)
+{
+	struct {
+		struct kvtier_nvme_attach a;
+		__u64 tail;
+	} big;
+	struct kvtier_nvme_attach a;
+	struct kvtier_sync sy;
+	char name[KVTIER_NAME_MAX];
+	int raw, pfd;
+
+	/* Before KVTIER_IOC_API: -EINVAL. */
+	raw = kvt_ctl_open_raw();
+	ASSERT_LE(0, raw);
+	ASSERT_EQ(-EINVAL, nvt_attach(raw, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(-EINVAL, nvt_detach(raw));
+	close(raw);
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+
+	/* Smaller than v1: -EINVAL; larger with a nonzero tail: -E2BIG. */
+	memset(&a, 0, sizeof(a));
+	a.path = (__u64)(uintptr_t)nvt_dev();
+	a.flags = KVTIER_NVME_FORMAT;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+							   sizeof(a) - 8), &a));
+	memset(&big, 0, sizeof(big));
+	big.a = a;
+	big.tail = 1;
+	ASSERT_EQ(-E2BIG, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+							  sizeof(big)), &big));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	big.tail = 0;
+	ASSERT_EQ(0, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+						     sizeof(big)), &big));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+
+	/* SYNC is a pool command, ATTACH a control command. */
+	memset(&sy, 0, sizeof(sy));
+	ASSERT_EQ(-ENOTTY, kvt_ioctl(self->ctl, KVTIER_IOC_SYNC, &sy));
+	kvt_name(name, "rules");
+	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(-ENOTTY, kvt_ioctl(pfd, KVTIER_IOC_NVME_ATTACH, &a));
+	ASSERT_EQ(-EINVAL, kvt_ioctl(pfd, kvt_resize(KVTIER_IOC_SYNC,
+						     sizeof(sy) - 8), &sy));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/* Without CAP_SYS_ADMIN: -EPERM, and nothing is written to the device. */
+TEST_F(attach, nonroot_eperm)
+{
+	__u8 before[16], after[16];
+	pid_t pid;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	sb_uuid(before);
+
+	pid = kvt_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int ctl;
+
+		if (kvt_become(65534, 65534))
+			_exit(10);
+		ctl = kvt_ctl_open();
+		if (ctl < 0)
+			_exit(11);
+		if (nvt_attach(ctl, nvt_dev(), 0, 0) != -EPERM)
+			_exit(12);
+		if (nvt_attach(ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0) != -EPERM)
+			_exit(13);
+		if (nvt_detach(ctl) != -EPERM)
+			_exit(14);
+		_exit(0);
+	}
+	ASSERT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	sb_uuid(after);
+	ASSERT_EQ(0, memcmp(before, after, 16));
+
+	/* Detach of an attached device by an unprivileged user. */
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	pid = kvt_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int ctl;
+
+		if (kvt_become(1000, 1000))
+			_exit(10);
+		ctl = kvt_ctl_open();
+		if (ctl < 0)
+			_exit(11);
+		_exit(nvt_detach(ctl) == -EPERM ? 0 : 12);
+	}
+	ASSERT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+}
+
+/* Foreign content: -EMEDIUMTYPE and untouched; FORMAT takes it. */
+TEST_F(attach, foreign_content_emediumtype)
+{
+	char *back = kvt_alloc(NVT_DISK_PAGE);
+	unsigned int i;
+
+	ASSERT_NE(NULL, back);
+	for (i = 0; i < NVT_DISK_PAGE; i++)
+		self->page[i] = (char)(i * 37 + 11);
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), 0, self->page, NVT_DISK_PAGE));
+
+	ASSERT_EQ(-EMEDIUMTYPE, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), 0, back, NVT_DISK_PAGE));
+	ASSERT_EQ(0, memcmp(self->page, back, NVT_DISK_PAGE));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	/* Its own store is not foreign. */
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	kvt_free(back, NVT_DISK_PAGE);
+}
+
+/* A kvtier superblock whose checksum fails is foreign too. */
+TEST_F(attach, corrupt_superblock_emediumtype)
+{
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	/* One bit of the uuid (offset 16). */
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), 16, 0x01));
+	ASSERT_EQ(-EMEDIUMTYPE, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), 16, 0x01));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+}
+
+/* A blank device is formatted with the documented geometry. */
+TEST_F(attach, blank_device_formats)
+{
+	long long bytes = nvt_dev_bytes(nvt_dev());
+	struct kvtier_nvme_stat ns;
+	struct nvt_disk_sb sb;
+	size_t tlen = NVT_POOL_SLOTS * 256;
+	char *table = kvt_alloc(tlen);
+	__u8 zero[16] = { 0 };
+	size_t i;
+
+	ASSERT_LT(0, bytes);
+	ASSERT_NE(NULL, table);
+	/* A pool table full of junk, then a zero first page. */
+	memset(table, 0xff, tlen);
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
+	memset(self->page, 0, NVT_DISK_PAGE);
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), 0, self->page, NVT_DISK_PAGE));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	EXPECT_EQ(1U, ns.attached);
+	EXPECT_EQ((__u64)bytes, ns.dev_bytes);
+	EXPECT_EQ(4 * KVT_MIB, ns.region_bytes);
+	EXPECT_EQ((bytes - NVT_DATA_OFF) / (4 * KVT_MIB), ns.nr_regions);
+	EXPECT_EQ(ns.nr_regions, ns.free_regions);
+	EXPECT_NE(0, memcmp(ns.uuid, zero, 16));
+	EXPECT_EQ(0U, ns.lost_blocks);
+	EXPECT_EQ(0U, ns.io_errors);
+
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	EXPECT_EQ(1U, sb.version);
+	EXPECT_EQ(0, memcmp(sb.uuid, ns.uuid, 16));
+	EXPECT_EQ((__u64)bytes, sb.dev_bytes);
+	EXPECT_EQ(ns.region_bytes, sb.region_bytes);
+	EXPECT_EQ(ns.nr_regions, sb.nr_regions);
+	EXPECT_EQ(NVT_POOL_SLOTS, sb.pool_slots);
+	EXPECT_EQ(NVT_POOL_TABLE_OFF, sb.pool_table_off);
+	EXPECT_EQ(NVT_DATA_OFF, sb.data_off);
+	EXPECT_EQ(NVT_DISK_PAGE, sb.page_bytes);
+
+	/* The junk pool table was wiped. */
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
+	for (i = 0; i < tlen; i++)
+		if (table[i])
+			break;
+	EXPECT_EQ(tlen, i);
+	kvt_free(table, tlen);
+}
+
+/* The superblock's generation grows at every attach. */
+TEST_F(attach, generation_increments)
+{
+	struct nvt_disk_sb sb;
+	__u64 gen;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	gen = sb.generation;
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	ASSERT_EQ(gen + 1, sb.generation);
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	ASSERT_EQ(gen + 2, sb.generation);
+}
+
+/* FORMAT with each valid region size: the geometry follows. */
+TEST_F(attach, format_region_sizes)
+{
+	static const __u32 kib[] = { 0, 1024, 2048, 16384, 65536 };
+	long long bytes = nvt_dev_bytes(nvt_dev());
+	struct kvtier_nvme_stat ns;
+	unsigned int i;
+
+	ASSERT_LT(0, bytes);
+	for (i = 0; i < sizeof(kib) / sizeof(kib[0]); i++) {
+		__u64 rb = (kib[i] ? kib[i] : 4096) * KVT_KIB;
+
+		if ((__u64)bytes < NVT_DATA_OFF + 2 * rb)
+			continue;
+		ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(),
+					KVTIER_NVME_FORMAT, kib[i]));
+		ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+		EXPECT_EQ(rb, ns.region_bytes);
+		EXPECT_EQ((bytes - NVT_DATA_OFF) / rb, ns.nr_regions);
+		ASSERT_EQ(0, nvt_detach(self->ctl));
+		/* Attached again without FORMAT, it keeps that geometry. */
+		ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+		ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+		EXPECT_EQ(rb, ns.region_bytes);
+		ASSERT_EQ(0, nvt_detach(self->ctl));
+	}
+}
+
+TEST_F(attach, bad_flags_einval)
+{
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(), 1U << 1, 0));
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(), 1U << 31, 0));
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(),
+				      KVTIER_NVME_FORMAT | 1U << 7, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+TEST_F(attach, region_kib_without_format_einval)
+{
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(), 0, 1024));
+	/* Even the default size: it must be 0 without FORMAT. */
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(), 0, 4096));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+/* Bad region sizes: -EINVAL, and the store on the device is untouched. */
+TEST_F(attach, bad_region_kib_einval)
+{
+	static const __u32 bad[] = { 1, 512, 1000, 1023, 1536, 3072, 4095,
+				     65535, 131072, 1U << 31 };
+	__u8 before[16], after[16];
+	unsigned int i;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	sb_uuid(before);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int ret = nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT,
+				     bad[i]);
+
+		if (ret != -EINVAL)
+			TH_LOG("region_kib %u: %d", bad[i], ret);
+		ASSERT_EQ(-EINVAL, ret);
+		ASSERT_EQ(0, nvt_attached(self->ctl));
+	}
+	sb_uuid(after);
+	ASSERT_EQ(0, memcmp(before, after, 16));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+}
+
+TEST_F(attach, reserved_nonzero_einval)
+{
+	struct kvtier_nvme_attach a;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		memset(&a, 0, sizeof(a));
+		a.path = (__u64)(uintptr_t)nvt_dev();
+		a.flags = KVTIER_NVME_FORMAT;
+		a.reserved[i] = 1;
+		ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	}
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+TEST_F(attach, bad_path)
+{
+	struct kvtier_nvme_attach a;
+
+	memset(&a, 0, sizeof(a));
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	a.path = (__u64)(uintptr_t)kvt_unmapped_addr();
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	ASSERT_EQ(-ENOENT, nvt_attach(self->ctl, "/nonexistent/kvtier", 0, 0));
+	ASSERT_EQ(-ENOTBLK, nvt_attach(self->ctl, "/dev/null", 0, 0));
+	ASSERT_EQ(-ENOTBLK, nvt_attach(self->ctl, "/proc/version", 0, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+/* A second attach: -EBUSY, even with FORMAT, which must not format. */
+TEST_F(attach, second_attach_ebusy)
+{
+	struct kvtier_nvme_stat ns;
+	__u8 disk[16];
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT,
+				     1024));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+	sb_uuid(disk);
+	ASSERT_EQ(0, memcmp(ns.uuid, disk, 16));
+	ASSERT_EQ((long long)(4 * KVT_MIB), NSTAT(self->ctl, region_bytes));
+}
+
+/* A device held by a device-mapper table: -EBUSY. */
+TEST_F(attach, device_in_use_ebusy)
+{
+	char table[256];
+
+	if (!nvt_dm_target(NVT_DM_LINEAR))
+		SKIP(return, "no device-mapper");
+	linear_table(table, sizeof(table), 8192);
+	ASSERT_EQ(0, nvt_dm_create(DM_HOLD, table));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_dm_remove(DM_HOLD));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+}
+
+/* An attached device is held exclusively. */
+TEST_F(attach, attached_device_is_exclusive)
+{
+	char table[256];
+	int fd;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	fd = open(nvt_dev(), O_RDONLY | O_EXCL | O_CLOEXEC);
+	ASSERT_EQ(-1, fd);
+	ASSERT_EQ(EBUSY, errno);
+	if (nvt_dm_target(NVT_DM_LINEAR)) {
+		linear_table(table, sizeof(table), 8192);
+		ASSERT_NE(0, nvt_dm_create(DM_HOLD, table));
+		nvt_dm_remove(DM_HOLD);
+	}
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	fd = open(nvt_dev(), O_RDONLY | O_EXCL | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	close(fd);
+}
+
+/* Too small for the superblock, the table and two regions: -ENOSPC. */
+TEST_F(attach, too_small_enospc)
+{
+	char table[256];
+
+	if (!nvt_dm_target(NVT_DM_LINEAR))
+		SKIP(return, "no device-mapper");
+	/* 2 MiB: 1 MiB of header and one 1 MiB region. */
+	linear_table(table, sizeof(table), 4096);
+	ASSERT_EQ(0, nvt_dm_create(DM_SMALL, table));
+	ASSERT_EQ(-ENOSPC, nvt_attach(self->ctl, "/dev/mapper/" DM_SMALL,
+				      KVTIER_NVME_FORMAT, 1024));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+/* A device whose every I/O fails: attach reports -EIO. */
+TEST_F(attach, unreadable_device_eio)
+{
+	char table[256];
+	long long s = dev_sectors(nvt_dev());
+
+	if (!nvt_dm_target(NVT_DM_ERROR))
+		SKIP(return, "no dm error target");
+	ASSERT_LT(0, s);
+	snprintf(table, sizeof(table), "0 %lld error", s);
+	ASSERT_EQ(0, nvt_dm_create(DM_ERR, table));
+	ASSERT_EQ(-EIO, nvt_attach(self->ctl, "/dev/mapper/" DM_ERR, 0, 0));
+	ASSERT_EQ(-EIO, nvt_attach(self->ctl, "/dev/mapper/" DM_ERR,
+				   KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+TEST_F(attach, detach_none_enodev)
+{
+	ASSERT_EQ(-ENODEV, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(-ENODEV, nvt_detach(self->ctl));
+}
+
+TEST_F(attach, detach_bad_fields_einval)
+{
+	struct kvtier_nvme_detach d;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	memset(&d, 0, sizeof(d));
+	d.flags = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	memset(&d, 0, sizeof(d));
+	d.__pad = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	memset(&d, 0, sizeof(d));
+	d.reserved[0] = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	memset(&d, 0, sizeof(d));
+	d.reserved[1] = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+}
+
+TEST_F(attach, nvme_stat)
+{
+	struct kvtier_nvme_stat ns;
+	unsigned char *p = (unsigned char *)&ns;
+	size_t i;
+
+	/* Detached: attached 0 and every other field zero. */
+	memset(&ns, 0, sizeof(ns));
+	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	for (i = 0; i < sizeof(ns); i++)
+		if (p[i])
+			break;
+	ASSERT_EQ(sizeof(ns), i);
+
+	memset(&ns, 0, sizeof(ns));
+	ns.flags = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	for (i = 0; i < 6; i++) {
+		memset(&ns, 0, sizeof(ns));
+		ns.reserved[i] = 1;
+		ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	}
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	ASSERT_EQ(1U, ns.attached);
+	ASSERT_LT(0U, ns.nr_regions);
+	/* Format and attach wrote the superblock and the pool table. */
+	ASSERT_LE(NVT_DISK_PAGE, ns.bytes_written);
+	ASSERT_EQ(0U, ns.bytes_demoted);
+}
+
+TEST_F(attach, sync_without_device_enodev)
+{
+	char name[KVTIER_NAME_MAX];
+	int pfd;
+
+	kvt_name(name, "nosync");
+	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	ASSERT_LE(0, pfd);
+	/* An empty pool. */
+	EXPECT_EQ(-ENODEV, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, put_range(pfd, self->page, KVT_PAGE, 0, 4, 1, 0));
+	EXPECT_EQ(-ENODEV, nvt_sync(pfd, NULL));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+TEST_F(attach, sync_bad_fields_einval)
+{
+	char name[KVTIER_NAME_MAX];
+	struct kvtier_sync s;
+	int pfd;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	kvt_name(name, "syncbad");
+	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->page, KVT_PAGE, 0, 4, 1, 0));
+
+	memset(&s, 0, sizeof(s));
+	s.flags = 1;
+	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	memset(&s, 0, sizeof(s));
+	s.__pad = 1;
+	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	memset(&s, 0, sizeof(s));
+	s.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	memset(&s, 0, sizeof(s));
+	s.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	/* Nothing was written by the rejected calls. */
+	EXPECT_EQ(4, PSTAT(pfd, dirty));
+	EXPECT_EQ(0, PSTAT(pfd, demotions));
+
+	memset(&s, 0, sizeof(s));
+	EXPECT_EQ(0, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	EXPECT_EQ(4U, s.written);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/*
+ * Blocks larger than a region cannot be demoted: evicting them drops them,
+ * PUT still works, and SYNC says so with -EFBIG (userspace-api.rst).
+ */
+TEST_F(attach, block_larger_than_region)
+{
+	const __u64 bs = 8 * KVT_MIB;
+	char name[KVTIER_NAME_MAX];
+	char *buf = kvt_alloc(bs);
+	int pfd;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	kvt_name(name, "huge");
+	pfd = kvt_pool_create(self->ctl, name, bs, 8, 2);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, buf, bs, 0, 3, 1, 0));
+	EXPECT_EQ(0, get_check(pfd, buf, bs, 1, 1));
+	EXPECT_EQ(0, get_check(pfd, buf, bs, 2, 1));
+	EXPECT_EQ(-ENOENT, get_check(pfd, buf, bs, 0, 1));
+	EXPECT_EQ(0, NSTAT(self->ctl, bytes_demoted));
+	EXPECT_EQ(-EFBIG, nvt_sync(pfd, NULL));
+	close(pfd);
+	kvt_free(buf, bs);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/* ==== the tier: demotion, promotion, SYNC, detach and attach =========== */
+
+FIXTURE(tier) {
+	int ctl, pfd;
+	char name[KVTIER_NAME_MAX];
+	__u64 bs;
+	char *buf, *out;	/* one block each */
+};
+
+FIXTURE_VARIANT(tier) {
+	__u64 block_size;
+};
+
+FIXTURE_VARIANT_ADD(tier, b4k) { .block_size = 4 * KVT_KIB };
+FIXTURE_VARIANT_ADD(tier, b64k) { .block_size = 64 * KVT_KIB };
+
+FIXTURE_SETUP(tier)
+{
+	new_salt();
+	self->pfd = -1;
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	nvt_reset(self->ctl);
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	self->bs = variant->block_size;
+	kvt_name(self->name, "nvme");
+	self->pfd = kvt_pool_create(self->ctl, self->name, self->bs, CAP, DRAM);
+	ASSERT_LE(0, self->pfd);
+	self->buf = kvt_alloc(self->bs);
+	self->out = kvt_alloc(self->bs);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_NE(NULL, self->out);
+}
+
+FIXTURE_TEARDOWN(tier)
+{
+	if (self->pfd >= 0)
+		close(self->pfd);
+	/* Destroyed while attached, so its pool table slot is cleared. */
+	if (nvt_attached(self->ctl) != 1)
+		nvt_attach(self->ctl, nvt_dev(), 0, 0);
+	kvt_pool_destroy(self->ctl, self->name);
+	nvt_reset(self->ctl);
+	kvt_free(self->buf, self->bs);
+	kvt_free(self->out, self->bs);
+	close(self->ctl);
+}
+
+/* Evicted blocks go to NVMe and come back exact on GET. */
+TEST_F(tier, demote_and_promote)
+{
+	struct kvtier_pool_stat st;
+	struct kvtier_nvme_stat ns;
+	struct tally t;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_LE(NCOLD, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_LE(NCOLD, st.demotions);
+	EXPECT_EQ(NPUT, st.puts);
+	EXPECT_EQ(0U, st.promotions);
+	EXPECT_EQ(0U, st.bad_reads);
+	EXPECT_GE(DRAM, st.dirty);
+
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	EXPECT_LE(NCOLD * self->bs, ns.bytes_demoted);
+	EXPECT_LT(ns.bytes_demoted, ns.bytes_written);
+	EXPECT_GT(ns.nr_regions, ns.free_regions);
+
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+	EXPECT_EQ(0U, t.wrong);
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_LE(NCOLD, st.promotions);
+	EXPECT_EQ(0U, st.bad_reads);
+	EXPECT_EQ(0U, st.misses);
+	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_EQ(NPUT, st.resident[KVTIER_TIER_NVME]);
+	ASSERT_LE((long long)(NCOLD * self->bs), NSTAT(self->ctl, bytes_read));
+
+	/* A second pass reads them all again, still exact. */
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+}
+
+/*
+ * A pool whose every address holds a block: blocks only on NVMe still come
+ * back (a load needs DRAM room, not an address).
+ */
+TEST_F(tier, full_pool_reads_back)
+{
+	char name[KVTIER_NAME_MAX];
+	struct tally t;
+	int pfd;
+
+	kvt_name(name, "fullpool");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, 32, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 32, 1, 0));
+	/* No address left for a new key. */
+	ASSERT_EQ(-ENOSPC, put_range(pfd, self->buf, self->bs, 32, 1, 1, 0));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(pfd, 0));
+	EXPECT_EQ(0, get_check(pfd, self->buf, self->bs, 0, 1));
+	tally_range(pfd, self->buf, self->bs, 0, 32, 1, &t, NULL);
+	EXPECT_EQ(32U, t.exact);
+	if (t.other)
+		TH_LOG("first error: %d", t.first_other);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/* PIN of a block only on NVMe loads it and keeps it in DRAM. */
+TEST_F(tier, pin_loads_and_holds)
+{
+	struct kvtier_block b;
+	__u64 next = 200;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	ASSERT_EQ(0, kvt_one(self->pfd, KVTIER_IOC_PIN, K0, 0, NULL, 0, &b));
+	ASSERT_EQ((__u32)KVTIER_TIER_DRAM, b.tier);
+	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
+	/* Many more blocks come and go; the pinned one stays. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 100, 4 * DRAM, 1, 0));
+	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, 0));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
+	ASSERT_EQ(0, kvt_unpin1(self->pfd, K0, 0));
+	ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, 0, &next));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+}
+
+/* DROP of a block only on NVMe: gone, and counted out of the tier. */
+TEST_F(tier, drop_nvme_block)
+{
+	long long nvme;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	nvme = RES_NVME(self->pfd);
+	ASSERT_EQ((long long)NPUT, nvme);
+	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, 0));
+	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 0, NULL));
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(nvme - 1, RES_NVME(self->pfd));
+	/* And one also in DRAM. */
+	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, NPUT - 1));
+	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, NPUT - 1));
+	ASSERT_EQ(nvme - 2, RES_NVME(self->pfd));
+	ASSERT_EQ(0, PSTAT(self->pfd, dirty));
+	/* The address can be used again. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, 1, 3, 0));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 3));
+}
+
+/* Plain LOOKUP reports the tier and reads nothing. */
+TEST_F(tier, lookup_reports_nvme_tier)
+{
+	struct kvtier_block b[NPUT];
+	unsigned int i, nvme = 0, dram = 0;
+	long long read0;
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	read0 = NSTAT(self->ctl, bytes_read);
+	ASSERT_LE(0, read0);
+	ASSERT_EQ(0, lookup_range(self->pfd, b, 0, NPUT, 0, &done));
+	ASSERT_EQ(NPUT, done);
+	for (i = 0; i < NPUT; i++) {
+		ASSERT_EQ(0, b[i].status);
+		ASSERT_NE(KVTIER_ADDR_NONE, b[i].addr);
+		if (b[i].tier == KVTIER_TIER_NVME)
+			nvme++;
+		else if (b[i].tier == KVTIER_TIER_DRAM)
+			dram++;
+	}
+	EXPECT_EQ(NPUT, nvme + dram);
+	EXPECT_LE(NCOLD, nvme);
+	EXPECT_EQ(dram, RES_DRAM(self->pfd));
+	/* The oldest is cold, the newest hot. */
+	EXPECT_EQ((__u32)KVTIER_TIER_NVME, b[0].tier);
+	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[NPUT - 1].tier);
+	/* TOUCH does not load either. */
+	ASSERT_EQ(0, lookup_range(self->pfd, b, 0, 4, KVTIER_LOOKUP_TOUCH, &done));
+	ASSERT_EQ(4U, done);
+	EXPECT_EQ((__u32)KVTIER_TIER_NVME, b[0].tier);
+	EXPECT_EQ(0, PSTAT(self->pfd, promotions));
+	EXPECT_EQ(read0, NSTAT(self->ctl, bytes_read));
+}
+
+/* LOOKUP with LOAD brings the prefix to DRAM. */
+TEST_F(tier, lookup_load_brings_prefix)
+{
+	struct kvtier_block b[4];
+	unsigned int i;
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, i));
+	}
+	ASSERT_EQ(0, lookup_range(self->pfd, b, 0, 4, KVTIER_LOOKUP_LOAD, &done));
+	ASSERT_EQ(4U, done);
+	for (i = 0; i < 4; i++) {
+		EXPECT_EQ(0, b[i].status);
+		EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[i].tier);
+		EXPECT_NE(KVTIER_ADDR_NONE, b[i].addr);
+	}
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, i));
+	}
+	ASSERT_EQ(4, PSTAT(self->pfd, promotions));
+	/* GETs now hit DRAM: exact and no more reads. */
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, i, 1));
+	}
+	ASSERT_EQ(4, PSTAT(self->pfd, promotions));
+	ASSERT_EQ(0, PSTAT(self->pfd, bad_reads));
+}
+
+/* LOAD stops at the first miss: what follows it stays on NVMe. */
+TEST_F(tier, lookup_load_stops_at_miss)
+{
+	struct kvtier_block b[5];
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	kvt_blk(&b[0], K0, 0, NULL);
+	kvt_blk(&b[1], K0, 1, NULL);
+	kvt_blk(&b[2], K0, 1000, NULL);	/* never put */
+	kvt_blk(&b[3], K0, 3, NULL);
+	kvt_blk(&b[4], K0, 4, NULL);
+	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, 5,
+			       KVTIER_LOOKUP_LOAD, &done));
+	ASSERT_EQ(2U, done);
+	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[0].tier);
+	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[1].tier);
+	EXPECT_EQ(-ENOENT, b[2].status);
+	EXPECT_EQ((__u32)KVTIER_TIER_NONE, b[2].tier);
+	EXPECT_EQ(KVTIER_ADDR_NONE, b[2].addr);
+	EXPECT_EQ(0, b[3].status);
+	EXPECT_EQ((__u32)KVTIER_TIER_NVME, b[3].tier);
+	EXPECT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 3));
+	EXPECT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 4));
+	EXPECT_EQ(2, PSTAT(self->pfd, promotions));
+}
+
+/* A fault on a block only on NVMe loads it; evicted and faulted again. */
+TEST_F(tier, mmap_fault_loads)
+{
+	size_t len = (size_t)CAP * self->bs;
+	struct kvtier_block b;
+	__u64 next = 100;
+	char *map;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 0, &b));
+	ASSERT_EQ((__u32)KVTIER_TIER_NVME, b.tier);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, self->pfd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+
+	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	kvt_fill(self->buf, self->bs, K0, 0, GEN(1));
+	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
+	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
+	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, 0));
+
+	/* Push it out again (new keys), then fault it back. */
+	ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, 0, &next));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	memset(self->out, 0, self->bs);
+	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	kvt_fill(self->buf, self->bs, K0, 0, GEN(1));
+	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
+	ASSERT_EQ(2, PSTAT(self->pfd, promotions));
+	munmap(map, len);
+}
+
+/* KVTIER_POOL_FAULT_NOLOAD: SIGBUS until something else loads it. */
+TEST_F(tier, mmap_fault_noload_sigbus)
+{
+	char name[KVTIER_NAME_MAX];
+	struct kvtier_pool_create c;
+	struct kvtier_block b;
+	size_t len = (size_t)CAP * self->bs;
+	char *map;
+	int pfd;
+
+	kvt_name(name, "noload");
+	kvt_create_init(&c, name, self->bs, CAP, DRAM);
+	c.flags = KVTIER_POOL_FAULT_NOLOAD;
+	pfd = kvt_create(self->ctl, &c);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, kvt_lookup1(pfd, K0, 0, &b));
+	ASSERT_EQ((__u32)KVTIER_TIER_NVME, b.tier);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, pfd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+
+	EXPECT_EQ(SIGBUS, probe_read(map + b.addr * self->bs, self->out, 8));
+	EXPECT_EQ(SIGBUS, probe_read(map + (b.addr + 1) * self->bs - 8,
+				     self->out, 8));
+	EXPECT_EQ(0, PSTAT(pfd, promotions));
+	EXPECT_EQ(KVTIER_TIER_NVME, key_tier(pfd, 0));
+
+	/* GET loads it; the mapping then reads the same bytes. */
+	ASSERT_EQ(0, get_check(pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
+	munmap(map, len);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+struct cget {
+	int pfd;
+	__u64 bs, key;
+	pthread_barrier_t *bar;
+	int result;
+};
+
+static void *cget_fn(void *arg)
+{
+	struct cget *c = arg;
+	void *buf = kvt_alloc(c->bs);
+
+	if (!buf) {
+		c->result = -ENOMEM;
+		return NULL;
+	}
+	pthread_barrier_wait(c->bar);
+	c->result = get_check(c->pfd, buf, c->bs, c->key, 1);
+	kvt_free(buf, c->bs);
+	return NULL;
+}
+
+#define NTHREADS	8
+
+/* Concurrent GETs of one block only on NVMe: one read, all exact. */
+TEST_F(tier, concurrent_gets_share_one_read)
+{
+	struct cget c[NTHREADS];
+	pthread_t th[NTHREADS];
+	pthread_barrier_t bar;
+	__u64 key;
+	int i;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	for (key = 0; key < 6; key++) {
+		long long before = PSTAT(self->pfd, promotions);
+
+		ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, key));
+		ASSERT_EQ(0, pthread_barrier_init(&bar, NULL, NTHREADS));
+		for (i = 0; i < NTHREADS; i++) {
+			c[i] = (struct cget){ .pfd = self->pfd, .bs = self->bs,
+					      .key = key, .bar = &bar };
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, cget_fn, &c[i]));
+		}
+		for (i = 0; i < NTHREADS; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&bar);
+		for (i = 0; i < NTHREADS; i++) {
+			if (c[i].result)
+				TH_LOG("key %llu thread %d: %d",
+				       (unsigned long long)key, i, c[i].result);
+			ASSERT_EQ(0, c[i].result);
+		}
+		ASSERT_EQ(before + 1, PSTAT(self->pfd, promotions));
+	}
+	ASSERT_EQ(0, PSTAT(self->pfd, bad_reads));
+}
+
+/* SYNC writes every dirty block; a second SYNC writes nothing. */
+TEST_F(tier, sync_clears_dirty)
+{
+	char name[KVTIER_NAME_MAX];
+	struct kvtier_pool_stat st;
+	__u64 written = 0;
+	int pfd;
+
+	kvt_name(name, "sync");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, 32, 32);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 20, 1, 0));
+	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_LT(0U, st.dirty);
+	ASSERT_GE(20U, st.dirty);
+	ASSERT_EQ(20U, st.dirty + st.demotions);
+
+	ASSERT_EQ(0, nvt_sync(pfd, &written));
+	EXPECT_EQ(st.dirty, written);
+	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	EXPECT_EQ(0U, st.dirty);
+	EXPECT_EQ(20U, st.demotions);
+	EXPECT_EQ(20U, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_EQ(20U, st.resident[KVTIER_TIER_DRAM]);
+
+	ASSERT_EQ(0, nvt_sync(pfd, &written));
+	EXPECT_EQ(0U, written);
+	EXPECT_EQ(20, PSTAT(pfd, demotions));
+	/* Clean blocks are still served from DRAM, exact. */
+	for (int k = 0; k < 20; k++) {
+		ASSERT_EQ(0, get_check(pfd, self->buf, self->bs, k, 1));
+	}
+	/* A replaced block is dirty again until the next SYNC. */
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 3, 1, 2,
+			       KVTIER_PUT_REPLACE));
+	EXPECT_EQ(1, PSTAT(pfd, dirty));
+	ASSERT_EQ(0, nvt_sync(pfd, &written));
+	EXPECT_EQ(1U, written);
+	EXPECT_EQ(0, PSTAT(pfd, dirty));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+struct writer {
+	int pfd;
+	__u64 bs;
+	volatile int stop;
+	double until;
+	unsigned long puts;
+	int err;
+};
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	void *buf = kvt_alloc(w->bs);
+	__u64 i;
+
+	if (!buf) {
+		w->err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; !w->stop && nvt_now() < w->until; i++) {
+		/* 64 keys: with the test's 64, the pool's 256 addresses do. */
+		__u64 k = 1000 + i % NPUT;
+		int ret;
+
+		kvt_fill(buf, w->bs, K0, k, GEN(i + 2));
+		ret = kvt_one(w->pfd, KVTIER_IOC_PUT, K0, k, buf,
+			      KVTIER_PUT_REPLACE, NULL);
+		if (ret) {
+			w->err = ret;
+			break;
+		}
+		w->puts++;
+	}
+	kvt_free(buf, w->bs);
+	return NULL;
+}
+
+/*
+ * SYNC returns once what was there when it started is durable, even while
+ * a writer keeps dirtying blocks (it must not chase the writer forever).
+ */
+TEST_F_TIMEOUT(tier, sync_with_concurrent_puts, 120)
+{
+	struct writer w = { .pfd = self->pfd, .bs = self->bs };
+	struct tally t;
+	double t0, t1;
+	pthread_t th;
+	int ret;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	w.until = nvt_now() + 25;
+	ASSERT_EQ(0, pthread_create(&th, NULL, writer_fn, &w));
+	usleep(200000);
+	t0 = nvt_now();
+	ret = nvt_sync_deadline(self->pfd, 15, NULL);
+	t1 = nvt_now();
+	w.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("SYNC took %.1f s during %lu PUTs", t1 - t0, w.puts);
+	ASSERT_EQ(0, w.err);
+	ASSERT_EQ(0, ret);
+	/* It returned while the writer was still going. */
+	ASSERT_LT(t1, w.until - 1);
+	/* Nothing reads back wrong (losses are capacity_kept's business). */
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_EQ(NPUT, t.exact + t.miss);
+}
+
+/*
+ * The device keeps what is evicted until it is full: writing a small part
+ * of its capacity through a small DRAM share loses nothing.
+ */
+TEST_F_TIMEOUT(tier, capacity_kept, 120)
+{
+	long long dev = NSTAT(self->ctl, dev_bytes);
+	char name[KVTIER_NAME_MAX];
+	struct tally t;
+	__u64 n = 1200;
+	int pfd;
+
+	ASSERT_LT(0, dev);
+	/* At most a quarter of the device. */
+	if (n * self->bs > (__u64)dev / 4)
+		n = dev / 4 / self->bs;
+	kvt_name(name, "capacity");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, n + 16, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, n, 1, 0));
+	TH_LOG("%llu blocks of %llu KiB put: %lld regions reclaimed, %lld blocks lost",
+	       (unsigned long long)n, (unsigned long long)self->bs >> 10,
+	       NSTAT(self->ctl, reclaimed), NSTAT(self->ctl, lost_blocks));
+	EXPECT_EQ(0, NSTAT(self->ctl, lost_blocks));
+	tally_range(pfd, self->buf, self->bs, 0, n, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(n, t.exact);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/* REPLACE of a block that has an NVMe copy: the old copy never returns. */
+TEST_F(tier, replace_not_undone_by_eviction)
+{
+	__u64 k, next = 100;
+	struct tally t;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	/* Keys 0..3 only on NVMe, 60..63 in DRAM with an NVMe copy. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, 4, 2,
+			       KVTIER_PUT_REPLACE));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 60, 4, 2,
+			       KVTIER_PUT_REPLACE));
+	/* Evict them all. */
+	for (k = 0; k < NPUT; k++) {
+		ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, k, &next));
+	}
+	tally_range(self->pfd, self->buf, self->bs, 0, 4, 2, &t, NULL);
+	EXPECT_EQ(4U, t.exact);
+	tally_range(self->pfd, self->buf, self->bs, 60, 4, 2, &t, NULL);
+	EXPECT_EQ(4U, t.exact);
+	tally_range(self->pfd, self->buf, self->bs, 4, 56, 1, &t, NULL);
+	EXPECT_EQ(56U, t.exact);
+
+	/* And after detach and attach (the log is replayed oldest first). */
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	for (k = 0; k < NPUT; k++) {
+		ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, k, &next));
+	}
+	tally_range(self->pfd, self->buf, self->bs, 0, 4, 2, &t, NULL);
+	EXPECT_EQ(4U, t.exact);
+	tally_range(self->pfd, self->buf, self->bs, 60, 4, 2, &t, NULL);
+	EXPECT_EQ(4U, t.exact);
+}
+
+/* Detach forgets what is only on NVMe; attach brings the pool back whole. */
+TEST_F(tier, reattach_reopens_pool)
+{
+	struct kvtier_block b[NPUT];
+	struct kvtier_pool_stat st;
+	unsigned int i, in_dram = 0;
+	__u64 written = 1;
+	struct tally t;
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+
+	/* Detached: the pool lives on in DRAM, nothing on NVMe. */
+	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_EQ(0U, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_EQ(st.resident[KVTIER_TIER_DRAM], st.dirty);
+	lookup_range(self->pfd, b, 0, NPUT, 0, &done);
+	for (i = 0; i < NPUT; i++) {
+		if (b[i].status == 0) {
+			EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[i].tier);
+			in_dram++;
+		} else {
+			EXPECT_EQ(-ENOENT, b[i].status);
+		}
+	}
+	EXPECT_EQ(st.resident[KVTIER_TIER_DRAM], in_dram);
+	close(self->pfd);
+	self->pfd = -1;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	/* Every block has its durable copy again. */
+	EXPECT_EQ(NPUT, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_EQ(0U, st.dirty);
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+	EXPECT_EQ(0, PSTAT(self->pfd, bad_reads));
+	ASSERT_EQ(0, nvt_sync(self->pfd, &written));
+	EXPECT_EQ(0U, written);
+	/* Dropping all of them leaves the counters at zero. */
+	for (i = 0; i < NPUT; i++) {
+		ASSERT_EQ(0, kvt_drop1(self->pfd, K0, i));
+	}
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_EQ(0U, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_EQ(0U, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_EQ(0U, st.dirty);
+}
+
+/* A block replaced while detached is not confused with its old copy. */
+TEST_F(tier, replace_while_detached)
+{
+	__u64 next = 100;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, NPUT - 1));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, NPUT - 1, 1, 2,
+			       KVTIER_PUT_REPLACE));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	/* Push it out of DRAM, then read it back. */
+	ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, NPUT - 1, &next));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, NPUT - 1, 2));
+}
+
+/* What the format document says is where it says. */
+TEST_F(tier, on_disk_layout)
+{
+	size_t tlen = NVT_POOL_SLOTS * sizeof(struct nvt_disk_pool);
+	struct nvt_disk_pool *table = kvt_alloc(tlen), *mine = NULL;
+	struct kvtier_nvme_stat ns;
+	struct nvt_disk_sb sb;
+	struct nvt_loc loc;
+	unsigned int i;
+
+	ASSERT_NE(NULL, table);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	EXPECT_EQ(0, memcmp(sb.uuid, ns.uuid, 16));
+	EXPECT_EQ(ns.region_bytes, sb.region_bytes);
+	EXPECT_EQ(ns.nr_regions, sb.nr_regions);
+
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
+	for (i = 0; i < NVT_POOL_SLOTS; i++)
+		if (table[i].id && !strcmp((char *)table[i].name, self->name))
+			mine = &table[i];
+	ASSERT_NE(NULL, mine);
+	EXPECT_EQ(self->bs, mine->block_size);
+	EXPECT_EQ(CAP, mine->capacity);
+	EXPECT_EQ(DRAM, mine->dram_blocks);
+	EXPECT_EQ(0600U, mine->mode);
+	EXPECT_EQ(getuid(), mine->uid);
+	EXPECT_EQ(getgid(), mine->gid);
+
+	for (i = 0; i < NPUT; i++) {
+		int ret = nvt_find_block(nvt_dev(), K0, i, &loc);
+		long bad = -2;
+		/* One copy, this pool's, inside its region after the summary. */
+		bool ok = !ret && loc.copies == 1 && loc.pool_id == mine->id &&
+			  loc.pages == self->bs / NVT_DISK_PAGE && loc.seq >= 1 &&
+			  loc.region_off < loc.data_off &&
+			  loc.data_off + self->bs <= loc.region_off + ns.region_bytes;
+
+		if (ok && !nvt_raw_read(nvt_dev(), loc.data_off, self->out,
+					self->bs))
+			bad = kvt_check_gen(self->out, self->bs, K0, i, GEN(1));
+		if (!ok || bad != -1)
+			TH_LOG("key %u: find %d, copies %u, pool %llx (table %llx), pages %u, seq %llu, region at %llu, data at %llu, bad word %ld",
+			       i, ret, loc.copies,
+			       (unsigned long long)loc.pool_id,
+			       (unsigned long long)mine->id, loc.pages,
+			       (unsigned long long)loc.seq,
+			       (unsigned long long)loc.region_off,
+			       (unsigned long long)loc.data_off, bad);
+		ASSERT_TRUE(ok);
+		ASSERT_EQ(-1, bad);
+	}
+
+	/* Destroying the pool clears its slot. */
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
+	ASSERT_EQ(0U, table[mine - table].id);
+	kvt_free(table, tlen);
+}
+
+/* A pool destroyed while attached does not come back at the next attach. */
+TEST_F(tier, destroyed_pool_not_restored)
+{
+	char name[KVTIER_NAME_MAX];
+	int pfd;
+
+	kvt_name(name, "gone");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, CAP, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 16, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, name, 0));
+	/* A new pool of that name starts empty (another pool id). */
+	pfd = kvt_pool_create(self->ctl, name, self->bs, CAP, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(-ENOENT, kvt_lookup1(pfd, K0, 0, NULL));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/*
+ * Put NPUT blocks, SYNC, and detach: keys 0..NCOLD-1 are then only on the
+ * device (checked by LOOKUP before the detach).
+ */
+static int cold_and_detached(FIXTURE_DATA(tier) *self)
+{
+	int ret, k;
+
+	ret = put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0);
+	if (!ret)
+		ret = nvt_sync(self->pfd, NULL);
+	for (k = 0; !ret && k < 4; k++)
+		if (key_tier(self->pfd, k) != KVTIER_TIER_NVME)
+			ret = -EPROTO;
+	if (!ret)
+		ret = nvt_detach(self->ctl);
+	return ret;
+}
+
+/* One flipped byte in a block's data: a miss, counted in bad_reads. */
+TEST_F(tier, corrupt_data_is_miss)
+{
+	struct nvt_loc loc;
+	struct tally t;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 0, &loc));
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), loc.data_off, self->out, self->bs));
+	ASSERT_EQ(-1, kvt_check_gen(self->out, self->bs, K0, 0, GEN(1)));
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), loc.data_off + self->bs / 2 + 5,
+				  0x10));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, PSTAT(self->pfd, bad_reads));
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
+	/* Dropped: a plain miss from now on. */
+	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 0, NULL));
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
+	tally_range(self->pfd, self->buf, self->bs, 1, NPUT - 1, 1, &t, NULL);
+	EXPECT_EQ(NPUT - 1, t.exact);
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+}
+
+/* The same through LOOKUP with LOAD and through an mmap fault. */
+TEST_F(tier, corrupt_data_load_and_fault)
+{
+	size_t len = (size_t)CAP * self->bs;
+	struct kvtier_block b[3];
+	struct nvt_loc loc;
+	__u32 done;
+	char *map;
+	int k;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	for (k = 1; k <= 2; k++) {
+		ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, k, &loc));
+		ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), loc.data_off + 100, 0x01));
+	}
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+
+	/* LOOKUP LOAD [0, 1, 3]: 0 loads, 1 fails to verify and ends it. */
+	kvt_blk(&b[0], K0, 0, NULL);
+	kvt_blk(&b[1], K0, 1, NULL);
+	kvt_blk(&b[2], K0, 3, NULL);
+	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, 3,
+			       KVTIER_LOOKUP_LOAD, &done));
+	EXPECT_EQ(1U, done);
+	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[0].tier);
+	EXPECT_NE(0, b[1].status);
+	EXPECT_EQ((__u32)KVTIER_TIER_NONE, b[1].tier);
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+
+	/* A fault on key 2 (corrupt): SIGBUS, never wrong bytes. */
+	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 2, &b[0]));
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, self->pfd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	EXPECT_EQ(SIGBUS, probe_read(map + b[0].addr * self->bs, self->out,
+				     self->bs));
+	EXPECT_EQ(2, PSTAT(self->pfd, bad_reads));
+	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 2, NULL));
+	munmap(map, len);
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 3, 1));
+}
+
+/* A region whose summary is corrupt is empty: its blocks are misses. */
+TEST_F(tier, corrupt_summary_drops_region)
+{
+	__u64 in_region[NPUT] = { 0 };
+	struct nvt_loc loc;
+	unsigned int k;
+	int ret;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 0, &loc));
+	for (k = 0; k < NPUT; k++) {
+		struct nvt_loc l;
+
+		ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, k, &l));
+		in_region[k] = l.region == loc.region;
+	}
+	/* One bit of the first record's key. */
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), loc.region_off + 64 + 8, 0x80));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	for (k = 0; k < NPUT; k++) {
+		ret = get_check(self->pfd, self->buf, self->bs, k, 1);
+		if (ret && !(ret == -ENOENT && in_region[k]))
+			TH_LOG("key %u (in the region: %llu): %d", k,
+			       (unsigned long long)in_region[k], ret);
+		if (ret == -ENOENT) {
+			ASSERT_TRUE(!!in_region[k]);
+		} else {
+			ASSERT_EQ(0, ret);
+		}
+	}
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	/* Nothing was read that did not verify: the region was skipped. */
+	EXPECT_EQ(0, PSTAT(self->pfd, bad_reads));
+}
+
+/* Another block's bytes at a block's place: a miss. */
+TEST_F(tier, misplaced_copy_is_miss)
+{
+	struct nvt_loc a, b;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 0, &a));
+	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 1, &b));
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), a.data_off, self->out, self->bs));
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), b.data_off, self->out, self->bs));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 1, 1));
+	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+}
+
+/* ==== faults injected with device-mapper ================================ */
+
+FIXTURE(dm) {
+	int ctl, pfd;
+	char name[KVTIER_NAME_MAX];
+	long long sectors;
+	char linear[256];
+	char *buf;
+	bool skip;
+};
+
+#define DM_BS	(16 * KVT_KIB)
+#define DM_PATH	"/dev/mapper/" DM_FAULT
+
+FIXTURE_SETUP(dm)
+{
+	new_salt();
+	self->pfd = -1;
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	nvt_reset(self->ctl);
+	self->buf = kvt_alloc(DM_BS);
+	ASSERT_NE(NULL, self->buf);
+	if (!nvt_dm_target(NVT_DM_FLAKEY) || !nvt_dm_target(NVT_DM_ERROR)) {
+		self->skip = true;
+		return;
+	}
+	self->sectors = dev_sectors(nvt_dev());
+	ASSERT_LT(0, self->sectors);
+	linear_table(self->linear, sizeof(self->linear), self->sectors);
+	ASSERT_EQ(0, nvt_dm_create(DM_FAULT, self->linear));
+	ASSERT_EQ(0, nvt_attach(self->ctl, DM_PATH, KVTIER_NVME_FORMAT, 0));
+	kvt_name(self->name, "dm");
+	self->pfd = kvt_pool_create(self->ctl, self->name, DM_BS, 512, DRAM);
+	ASSERT_LE(0, self->pfd);
+}
+
+FIXTURE_TEARDOWN(dm)
+{
+	if (nvt_dm_exists(DM_FAULT))
+		nvt_dm_reload(DM_FAULT, self->linear);
+	if (self->pfd >= 0)
+		close(self->pfd);
+	if (!self->skip) {
+		if (nvt_attached(self->ctl) != 1)
+			nvt_attach(self->ctl, DM_PATH, 0, 0);
+		kvt_pool_destroy(self->ctl, self->name);
+	}
+	nvt_reset(self->ctl);
+	kvt_free(self->buf, DM_BS);
+	close(self->ctl);
+}
+
+/* A flakey table that is always down, with @features. */
+static int dm_flakey(FIXTURE_DATA(dm) *self, const char *features)
+{
+	char table[512];
+
+	snprintf(table, sizeof(table), "0 %lld flakey %s 0 0 1 %s",
+		 self->sectors, nvt_dev(), features);
+	return nvt_dm_reload(DM_FAULT, table);
+}
+
+static int dm_healthy(FIXTURE_DATA(dm) *self)
+{
+	return nvt_dm_reload(DM_FAULT, self->linear);
+}
+
+/*
+ * Write errors: demotions fail, PUT does not; every block is exact or a
+ * miss; SYNC reports -EIO (in bounded time); healed, all works again.
+ */
+TEST_F_TIMEOUT(dm, write_errors, 240)
+{
+	long long written, demoted;
+	struct tally t;
+	unsigned int i;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	written = NSTAT(self->ctl, bytes_written);
+	demoted = NSTAT(self->ctl, bytes_demoted);
+	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	EXPECT_LT(0, NSTAT(self->ctl, io_errors));
+	/* Failed writes wrote nothing and demoted nothing. */
+	EXPECT_EQ(written, NSTAT(self->ctl, bytes_written));
+	EXPECT_EQ(demoted, NSTAT(self->ctl, bytes_demoted));
+	EXPECT_EQ(0, PSTAT(self->pfd, demotions));
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	TH_LOG("write errors: %u exact, %u miss", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_EQ(NPUT, t.exact + t.miss);
+	for (i = NPUT - 4; i < NPUT; i++) {
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	}
+	EXPECT_EQ(-EIO, nvt_sync_deadline(self->pfd, 15, NULL));
+
+	ASSERT_EQ(0, dm_healthy(self));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 15, NULL));
+	EXPECT_EQ(0, PSTAT(self->pfd, dirty));
+	tally_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(NPUT, t.exact + t.miss);
+}
+
+/* Every I/O fails: reads of cold blocks are misses, never a hang. */
+TEST_F_TIMEOUT(dm, read_errors_are_misses, 240)
+{
+	int status[NPUT], again[NPUT];
+	struct tally t;
+	unsigned int i;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, dm_flakey(self, "0"));
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, status);
+	TH_LOG("read errors: %u exact, %u miss, %u eio", t.exact, t.miss, t.eio);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.other);
+	/* A read that fails is a miss (userspace-api.rst), not -EIO. */
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_LE(NCOLD, t.miss + t.eio);
+	EXPECT_EQ(t.miss + t.eio, PSTAT(self->pfd, bad_reads));
+	EXPECT_LT(0, NSTAT(self->ctl, io_errors));
+
+	/* Healed: what failed is gone, the rest reads exact. */
+	ASSERT_EQ(0, dm_healthy(self));
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, again);
+	EXPECT_EQ(0U, t.wrong);
+	for (i = 0; i < NPUT; i++) {
+		if (again[i] != (status[i] ? -ENOENT : 0))
+			TH_LOG("key %u: %d then %d", i, status[i], again[i]);
+		ASSERT_EQ(status[i] ? -ENOENT : 0, again[i]);
+	}
+}
+
+/* Writes silently dropped: what reads back does not verify, a miss. */
+TEST_F_TIMEOUT(dm, dropped_writes_are_misses, 240)
+{
+	struct tally t;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	ASSERT_EQ(0, dm_flakey(self, "1 drop_writes"));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	EXPECT_LE(NCOLD, PSTAT(self->pfd, demotions));
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	TH_LOG("dropped writes: %u exact, %u miss", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_LE(NCOLD, t.miss);
+	EXPECT_EQ(t.miss, PSTAT(self->pfd, bad_reads));
+
+	ASSERT_EQ(0, dm_healthy(self));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, 0));
+	tally_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+}
+
+/* Reads corrupted in flight (dm-flakey corrupt_bio_byte): misses. */
+TEST_F_TIMEOUT(dm, corrupted_reads_are_misses, 240)
+{
+	struct nvt_loc loc;
+	struct tally t;
+	char *raw;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 0, &loc));
+	ASSERT_EQ(0, dm_flakey(self, "5 corrupt_bio_byte 64 r 1 0"));
+	/* Does this kernel's dm-flakey corrupt reads at all? */
+	raw = kvt_alloc(DM_BS);
+	ASSERT_NE(NULL, raw);
+	ASSERT_EQ(0, nvt_raw_read(DM_PATH, loc.data_off, raw, DM_BS));
+	if (kvt_check_gen(raw, DM_BS, K0, 0, GEN(1)) == -1) {
+		kvt_free(raw, DM_BS);
+		SKIP(return, "dm-flakey corrupt_bio_byte does not corrupt reads here");
+	}
+	kvt_free(raw, DM_BS);
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	TH_LOG("corrupted reads: %u exact, %u miss", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_LE(NCOLD, t.miss);
+	EXPECT_EQ(t.miss, PSTAT(self->pfd, bad_reads));
+}
+
+/* An unreadable range under one block: that block alone is a miss. */
+TEST_F_TIMEOUT(dm, unreadable_block_is_miss, 240)
+{
+	long long s0, n0;
+	struct nvt_loc loc;
+	struct tally t;
+	char table[1024];
+	int len;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 5));
+	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 5, &loc));
+	s0 = loc.data_off / 512;
+	n0 = DM_BS / 512;
+	len = snprintf(table, sizeof(table),
+		       "0 %lld linear %s 0\n%lld %lld error\n"
+		       "%lld %lld linear %s %lld",
+		       s0, nvt_dev(), s0, n0, s0 + n0,
+		       self->sectors - s0 - n0, nvt_dev(), s0 + n0);
+	ASSERT_GT((int)sizeof(table), len);
+	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, DM_BS, 5, 1));
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 5, NULL));
+	tally_range(self->pfd, self->buf, DM_BS, 0, 5, 1, &t, NULL);
+	EXPECT_EQ(5U, t.exact);
+	tally_range(self->pfd, self->buf, DM_BS, 6, NPUT - 6, 1, &t, NULL);
+	EXPECT_EQ(NPUT - 6, t.exact);
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+}
+
+/* The whole device turns into the error target while attached. */
+TEST_F_TIMEOUT(dm, device_fails_while_attached, 240)
+{
+	char table[256];
+	struct tally t;
+	unsigned int i;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	snprintf(table, sizeof(table), "0 %lld error", self->sectors);
+	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+
+	/* PUT never fails because of the device. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, 0));
+	for (i = 100 + NPUT - 4; i < 100 + NPUT; i++) {
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	}
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	tally_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_LT(0, NSTAT(self->ctl, io_errors));
+	/*
+	 * The reads above needed DRAM: dirty blocks whose demotion failed
+	 * were dropped. A block PUT now is dirty, and cannot be made durable.
+	 */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 300, 1, 1, 0));
+	EXPECT_EQ(-EIO, nvt_sync_deadline(self->pfd, 15, NULL));
+	EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, 300, 1));
+}
+
+/* Detach while writes fail: it returns (the blocks stay in DRAM). */
+TEST_F_TIMEOUT(dm, detach_with_write_errors, 240)
+{
+	unsigned int i;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, DRAM - 2, 1, 0));
+	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
+	ASSERT_EQ(0, nvt_detach_deadline(15));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	for (i = 0; i < DRAM - 2; i++) {
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	}
+}
+
+/* SYNC while writes fail: -EIO in bounded time; healed, SYNC works. */
+TEST_F_TIMEOUT(dm, sync_write_errors_eio, 240)
+{
+	__u64 written = 0;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, DRAM - 2, 1, 0));
+	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
+	ASSERT_EQ(-EIO, nvt_sync_deadline(self->pfd, 15, NULL));
+	EXPECT_EQ(DRAM - 2, PSTAT(self->pfd, dirty));
+	ASSERT_EQ(0, dm_healthy(self));
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 15, &written));
+	EXPECT_EQ(DRAM - 2, written);
+	EXPECT_EQ(0, PSTAT(self->pfd, dirty));
+}
+
+struct put_arg {
+	int pfd;
+	__u64 key;
+	int ret;
+	volatile int done;
+};
+
+static void *put_fn(void *arg)
+{
+	struct put_arg *p = arg;
+	void *buf = kvt_alloc(DM_BS);
+
+	if (!buf) {
+		p->ret = -ENOMEM;
+		return NULL;
+	}
+	p->ret = put_range(p->pfd, buf, DM_BS, p->key, 1, 1, 0);
+	p->done = 1;
+	kvt_free(buf, DM_BS);
+	return NULL;
+}
+
+/* Blocks being demoted stay readable until their (slow) write is done. */
+TEST_F_TIMEOUT(dm, readable_while_written, 240)
+{
+	struct put_arg p = { .pfd = self->pfd, .key = DRAM };
+	char table[512];
+	pthread_t th;
+	double t0, t1;
+	unsigned int i;
+
+	if (self->skip)
+		SKIP(return, "no dm-flakey");
+	if (!nvt_dm_target(NVT_DM_DELAY))
+		SKIP(return, "no dm-delay");
+	/* Reads at once, writes after 3 s. */
+	snprintf(table, sizeof(table), "0 %lld delay %s 0 0 %s 0 3000",
+		 self->sectors, nvt_dev(), nvt_dev());
+	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, DRAM, 1, 0));
+	/* One more PUT must demote something: it waits for the write. */
+	ASSERT_EQ(0, pthread_create(&th, NULL, put_fn, &p));
+	usleep(500000);
+	t0 = nvt_now();
+	for (i = 0; i < DRAM; i++) {
+		ASSERT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	}
+	t1 = nvt_now();
+	/* The PUT was still waiting for the write: they did overlap. */
+	EXPECT_EQ(0, p.done);
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, p.ret);
+	TH_LOG("%u GETs during the write took %.2f s", DRAM, t1 - t0);
+	ASSERT_GT(1.5, t1 - t0);
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, DM_BS, DRAM, 1));
+}
+
+/* ==== a device too small for what is written ============================ */
+
+FIXTURE(full) {
+	int ctl, pfd;
+	char name[KVTIER_NAME_MAX];
+	char *buf;
+	bool skip;
+};
+
+#define FULL_BS		(16 * KVT_KIB)
+#define FULL_MIB	12
+#define FULL_PATH	"/dev/mapper/" DM_SMALL
+
+FIXTURE_SETUP(full)
+{
+	char table[256];
+
+	new_salt();
+	self->pfd = -1;
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	nvt_reset(self->ctl);
+	self->buf = kvt_alloc(FULL_BS);
+	ASSERT_NE(NULL, self->buf);
+	if (!nvt_dm_target(NVT_DM_LINEAR)) {
+		self->skip = true;
+		return;
+	}
+	linear_table(table, sizeof(table), FULL_MIB * KVT_MIB / 512);
+	ASSERT_EQ(0, nvt_dm_create(DM_SMALL, table));
+	ASSERT_EQ(0, nvt_attach(self->ctl, FULL_PATH, KVTIER_NVME_FORMAT, 1024));
+	ASSERT_EQ(FULL_MIB - 1, nvme_nr_regions(self->ctl));
+	kvt_name(self->name, "full");
+}
+
+FIXTURE_TEARDOWN(full)
+{
+	if (self->pfd >= 0)
+		close(self->pfd);
+	if (!self->skip)
+		kvt_pool_destroy(self->ctl, self->name);
+	nvt_reset(self->ctl);
+	kvt_free(self->buf, FULL_BS);
+	close(self->ctl);
+}
+
+/* Twice the device: old blocks are lost to reclaim, PUT never fails. */
+TEST_F_TIMEOUT(full, wraps_and_reclaims, 300)
+{
+	const unsigned int n = 1500, dram = 16;
+	struct kvtier_nvme_stat ns;
+	unsigned int i, newest;
+	struct tally t;
+
+	if (self->skip)
+		SKIP(return, "no device-mapper");
+	self->pfd = kvt_pool_create(self->ctl, self->name, FULL_BS, 2048, dram);
+	ASSERT_LE(0, self->pfd);
+	for (i = 0; i < n; i++) {
+		int ret = put_range(self->pfd, self->buf, FULL_BS, i, 1, 1, 0);
+
+		if (ret)
+			TH_LOG("PUT %u: %d", i, ret);
+		ASSERT_EQ(0, ret);
+	}
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	TH_LOG("reclaimed %llu regions, lost %llu blocks",
+	       (unsigned long long)ns.reclaimed,
+	       (unsigned long long)ns.lost_blocks);
+	EXPECT_LT(0U, ns.reclaimed);
+	EXPECT_LT(0U, ns.lost_blocks);
+	EXPECT_EQ(0U, ns.io_errors);
+
+	/*
+	 * A FIFO of evicted blocks: what survives is the newest ones, with no
+	 * hole (LOOKUP, which moves nothing). A region holds one batch of
+	 * evicted blocks, at most the pool's DRAM share (16 here), so at least
+	 * one block a region for half of the 11 regions, and the DRAM share,
+	 * are there.
+	 */
+	for (newest = 0; newest < n; newest++)
+		if (kvt_lookup1(self->pfd, K0, n - 1 - newest, NULL))
+			break;
+	TH_LOG("the newest %u blocks are there", newest);
+	EXPECT_LE(dram + (FULL_MIB - 1) / 2, newest);
+	for (i = 0; i + newest < n; i++)
+		EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, i, NULL));
+
+	/*
+	 * Reading them back loads old blocks whose regions the next writes
+	 * reclaim: some go, but every GET is exact or a miss.
+	 */
+	tally_range(self->pfd, self->buf, FULL_BS, 0, n, 1, &t, NULL);
+	TH_LOG("full: %u exact, %u miss", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_EQ(n, t.exact + t.miss);
+	EXPECT_LT(0U, t.miss);
+	EXPECT_LT(0U, t.exact);
+	EXPECT_EQ(0, PSTAT(self->pfd, bad_reads));
+
+	/* The pool keeps working. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, FULL_BS, n, 100, 2, 0));
+	tally_range(self->pfd, self->buf, FULL_BS, n + 100 - dram, dram, 2, &t,
+		    NULL);
+	EXPECT_EQ(dram, t.exact);
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 15, NULL));
+}
+
+/* SYNC of more dirty blocks than the device holds: -ENOSPC, no hang. */
+TEST_F_TIMEOUT(full, sync_more_than_fits_enospc, 300)
+{
+	const unsigned int n = 1024;
+	struct tally t;
+
+	if (self->skip)
+		SKIP(return, "no device-mapper");
+	self->pfd = kvt_pool_create(self->ctl, self->name, FULL_BS, n, n);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, FULL_BS, 0, n, 1, 0));
+	ASSERT_EQ(-ENOSPC, nvt_sync_deadline(self->pfd, 30, NULL));
+	tally_range(self->pfd, self->buf, FULL_BS, 0, n, 1, &t, NULL);
+	EXPECT_EQ(n, t.exact);
+}
+
+NVT_MAIN

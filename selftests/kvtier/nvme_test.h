@@ -1,0 +1,618 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers for the kvtier NVMe tier tests (nvme.c) and their helper program
+ * (nvme_tool.c), on top of kvtier_test.h.
+ *
+ *  - the NVMe ioctls (attach, detach, NVMe stat, SYNC) as 0/-errno calls;
+ *  - raw access to the device under test with O_DIRECT (the module writes
+ *    with bios, so the page cache of the block device is never trusted);
+ *  - the on-disk format of Documentation/nvme-format.rst, written out here
+ *    from the document (not included from kmod/), so a layout change that
+ *    the document does not follow makes these tests fail;
+ *  - device-mapper tables (dmsetup) over the device, for fault injection;
+ *  - ioctls run in a child with a deadline, so a hang fails one test
+ *    instead of the whole run.
+ *
+ * The device is /dev/nvme0n1, or $KVTIER_NVME_DEV.
+ */
+#ifndef KVTIER_NVME_TEST_H
+#define KVTIER_NVME_TEST_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <time.h>
+#include <linux/fs.h>
+
+#include "kvtier_test.h"
+
+#define NVT_DEV_DEFAULT		"/dev/nvme0n1"
+
+static inline const char *nvt_dev(void)
+{
+	const char *dev = getenv("KVTIER_NVME_DEV");
+
+	return dev && *dev ? dev : NVT_DEV_DEFAULT;
+}
+
+/* ---- on-disk format (Documentation/nvme-format.rst) ------------------- */
+
+#define NVT_SB_MAGIC		0x627372656974766bULL	/* "kvtiersb" */
+#define NVT_REGION_MAGIC	0x677272656974766bULL	/* "kvtierrg" */
+#define NVT_DISK_PAGE		4096ULL
+#define NVT_POOL_TABLE_OFF	4096ULL
+#define NVT_POOL_SLOTS		256U
+#define NVT_DATA_OFF		(1ULL << 20)
+
+struct nvt_disk_sb {
+	__u64 magic;
+	__u32 version;
+	__u32 flags;
+	__u8 uuid[16];
+	__u64 dev_bytes;
+	__u64 region_bytes;
+	__u32 nr_regions;
+	__u32 pool_slots;
+	__u64 pool_table_off;
+	__u64 data_off;
+	__u64 generation;
+	__u32 page_bytes;
+	__u32 crc;
+};
+
+struct nvt_disk_pool {
+	__u64 id;
+	__u8 name[64];
+	__u64 block_size;
+	__u32 capacity;
+	__u32 dram_blocks;
+	__u32 mode;
+	__u32 uid;
+	__u32 gid;
+	__u32 flags;
+	__u8 reserved[148];
+	__u32 crc;
+};
+
+struct nvt_disk_rec {
+	__u64 pool_id;
+	__u64 key[2];
+	__u32 page;
+	__u32 pages;
+	__u32 crc;
+	__u32 flags;
+	__u64 reserved;
+};
+
+struct nvt_disk_region {
+	__u64 magic;
+	__u64 seq;
+	__u8 uuid[16];
+	__u32 nr;
+	__u32 summary_bytes;
+	__u32 crc;
+	__u32 reserved[5];
+	struct nvt_disk_rec recs[];
+};
+
+/* The sizes the format document gives (x86-64: little endian already). */
+_Static_assert(sizeof(struct nvt_disk_pool) == 256, "pool table entry");
+_Static_assert(sizeof(struct nvt_disk_region) == 64, "region header");
+_Static_assert(sizeof(struct nvt_disk_rec) == 48, "region record");
+
+/* ---- the NVMe ioctls --------------------------------------------------- */
+
+static inline int nvt_attach(int ctl, const char *path, __u32 flags,
+			     __u32 region_kib)
+{
+	struct kvtier_nvme_attach a;
+
+	memset(&a, 0, sizeof(a));
+	a.path = (__u64)(uintptr_t)path;
+	a.flags = flags;
+	a.region_kib = region_kib;
+	return kvt_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a);
+}
+
+static inline int nvt_detach(int ctl)
+{
+	struct kvtier_nvme_detach d;
+
+	memset(&d, 0, sizeof(d));
+	return kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
+}
+
+static inline int nvt_nstat(int ctl, struct kvtier_nvme_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	return kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, st);
+}
+
+/* 1 if a device is attached, 0 if not, or -errno. */
+static inline int nvt_attached(int ctl)
+{
+	struct kvtier_nvme_stat st;
+	int ret = nvt_nstat(ctl, &st);
+
+	return ret ? ret : (int)st.attached;
+}
+
+/* SYNC a pool; blocks written in @written (if not NULL). */
+static inline int nvt_sync(int pfd, __u64 *written)
+{
+	struct kvtier_sync s;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	s.written = 0x5a5a5a5a5a5a5a5aULL;
+	ret = kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s);
+	if (written)
+		*written = s.written;
+	return ret;
+}
+
+/* ---- time and children with deadlines --------------------------------- */
+
+static inline double nvt_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Wait for @pid at most @secs seconds; its exit code (or 128 + signal),
+ * or -ETIMEDOUT after killing it (SIGKILL) and reaping it.
+ */
+static inline int nvt_wait_deadline(pid_t pid, double secs)
+{
+	double end = nvt_now() + secs;
+	int status;
+	pid_t r;
+
+	for (;;) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0)
+			return -errno;
+		if (nvt_now() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -ETIMEDOUT;
+		}
+		usleep(20000);
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -ECHILD;
+}
+
+/*
+ * Result of an ioctl run in a child: the child exits with -ret (0..255);
+ * an ioctl result is thus 0 or -errno, or -ETIMEDOUT when the child had
+ * to be killed, or -ECHILD when it died otherwise.
+ */
+static inline int nvt_child_result(int code)
+{
+	if (code == -ETIMEDOUT)
+		return code;
+	if (code < 0 || code >= 128)
+		return -ECHILD;
+	return -code;
+}
+
+/* SYNC in a child, killed after @secs. 0, -errno or -ETIMEDOUT. */
+static inline int nvt_sync_deadline(int pfd, double secs, __u64 *written)
+{
+	int pipefd[2], ret;
+	__u64 w = 0;
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return -errno;
+	pid = kvt_fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		close(pipefd[0]);
+		ret = nvt_sync(pfd, &w);
+		if (write(pipefd[1], &w, sizeof(w)) != sizeof(w))
+			_exit(120);
+		_exit(-ret);
+	}
+	close(pipefd[1]);
+	ret = nvt_child_result(nvt_wait_deadline(pid, secs));
+	if (read(pipefd[0], &w, sizeof(w)) == sizeof(w) && written)
+		*written = w;
+	close(pipefd[0]);
+	return ret;
+}
+
+/* DETACH in a child (which opens its own control fd), killed after @secs. */
+static inline int nvt_detach_deadline(double secs)
+{
+	pid_t pid = kvt_fork();
+	int ctl;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		ctl = kvt_ctl_open();
+		if (ctl < 0)
+			_exit(-ctl);
+		_exit(-nvt_detach(ctl));
+	}
+	return nvt_child_result(nvt_wait_deadline(pid, secs));
+}
+
+/* ---- raw device access -------------------------------------------------- */
+
+/* Size of a block device (or regular file) in bytes, or -errno. */
+static inline long long nvt_dev_bytes(const char *path)
+{
+	unsigned long long bytes = 0;
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st))
+		ret = -errno;
+	else if (S_ISREG(st.st_mode))
+		bytes = st.st_size;
+	else if (ioctl(fd, BLKGETSIZE64, &bytes))
+		ret = -errno;
+	close(fd);
+	return ret ? ret : (long long)bytes;
+}
+
+/*
+ * Read or write @len bytes at @off of @path with O_DIRECT (block devices;
+ * regular files without it). @off and @len are multiples of 4096; @buf is
+ * copied through an aligned bounce buffer. 0 or -errno.
+ */
+static inline int nvt_raw_io(const char *path, bool write_it, __u64 off,
+			     void *buf, size_t len)
+{
+	struct stat st;
+	void *bounce;
+	ssize_t n;
+	int fd, flags = (write_it ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+	int ret = 0;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISBLK(st.st_mode))
+		flags |= O_DIRECT;
+	if (off % NVT_DISK_PAGE || len % NVT_DISK_PAGE)
+		return -EINVAL;
+	bounce = kvt_alloc(len);
+	if (!bounce)
+		return -ENOMEM;
+	fd = open(path, flags);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_free;
+	}
+	if (write_it) {
+		memcpy(bounce, buf, len);
+		n = pwrite(fd, bounce, len, off);
+		if (n == (ssize_t)len && fsync(fd))
+			n = -1;
+	} else {
+		n = pread(fd, bounce, len, off);
+		if (n == (ssize_t)len)
+			memcpy(buf, bounce, len);
+	}
+	if (n < 0)
+		ret = -errno;
+	else if (n != (ssize_t)len)
+		ret = -EIO;
+	close(fd);
+out_free:
+	kvt_free(bounce, len);
+	return ret;
+}
+
+static inline int nvt_raw_read(const char *path, __u64 off, void *buf,
+			       size_t len)
+{
+	return nvt_raw_io(path, false, off, buf, len);
+}
+
+static inline int nvt_raw_write(const char *path, __u64 off, const void *buf,
+				size_t len)
+{
+	return nvt_raw_io(path, true, off, (void *)buf, len);
+}
+
+/* XOR one byte of @path at @off with @mask (read-modify-write of a page). */
+static inline int nvt_raw_flip(const char *path, __u64 off, __u8 mask)
+{
+	__u8 page[NVT_DISK_PAGE];
+	__u64 base = off & ~(NVT_DISK_PAGE - 1);
+	int ret;
+
+	ret = nvt_raw_read(path, base, page, sizeof(page));
+	if (ret)
+		return ret;
+	page[off - base] ^= mask;
+	return nvt_raw_write(path, base, page, sizeof(page));
+}
+
+/* Read the superblock of @path; 0 if it has the kvtier magic, else -errno. */
+static inline int nvt_read_sb(const char *path, struct nvt_disk_sb *sb)
+{
+	__u8 page[NVT_DISK_PAGE];
+	int ret = nvt_raw_read(path, 0, page, sizeof(page));
+
+	if (ret)
+		return ret;
+	memcpy(sb, page, sizeof(*sb));
+	return sb->magic == NVT_SB_MAGIC ? 0 : -EMEDIUMTYPE;
+}
+
+/* Where a block's newest copy lies on a device, from the region summaries. */
+struct nvt_loc {
+	__u64 data_off;		/* byte offset of its data */
+	__u64 region_off;	/* byte offset of its region */
+	__u32 region;		/* region index */
+	__u32 rec;		/* record index in the summary */
+	__u32 pages;
+	__u64 seq;
+	__u64 pool_id;
+	unsigned int copies;	/* records of this key in valid regions */
+};
+
+/*
+ * The id of pool @name in the pool table of the store on @path: 0 and
+ * *@id, -ENOENT when no slot has that name, or -errno.
+ */
+static inline int nvt_pool_id(const char *path, const char *name, __u64 *id)
+{
+	size_t len = NVT_POOL_SLOTS * sizeof(struct nvt_disk_pool);
+	struct nvt_disk_pool *table = kvt_alloc(len);
+	unsigned int i;
+	int ret;
+
+	if (!table)
+		return -ENOMEM;
+	ret = nvt_raw_read(path, NVT_POOL_TABLE_OFF, table, len);
+	if (!ret) {
+		ret = -ENOENT;
+		for (i = 0; i < NVT_POOL_SLOTS; i++) {
+			if (table[i].id && !strncmp((char *)table[i].name, name,
+						    sizeof(table[i].name))) {
+				*id = table[i].id;
+				ret = 0;
+			}
+		}
+	}
+	kvt_free(table, len);
+	return ret;
+}
+
+/*
+ * Find key (@k0, @k1) of pool @pool_id (0: any pool) in the regions of the
+ * store on @path whose summary carries the store's uuid (from its
+ * superblock). The newest copy (highest seq) is returned in @loc. 0,
+ * -ENOENT when no region records the key, or -errno.
+ */
+static inline int nvt_find_block_of(const char *path, __u64 pool_id,
+				    __u64 k0, __u64 k1, struct nvt_loc *loc)
+{
+	struct nvt_disk_region *dr;
+	struct nvt_disk_sb sb;
+	size_t slen;
+	__u32 r, i, max_recs;
+	int ret;
+
+	memset(loc, 0, sizeof(*loc));
+	ret = nvt_read_sb(path, &sb);
+	if (ret)
+		return ret;
+	if (!sb.region_bytes || sb.region_bytes % NVT_DISK_PAGE)
+		return -EINVAL;
+	/* Summary: header and one record per page of the region, whole pages. */
+	slen = sizeof(*dr) + sb.region_bytes / NVT_DISK_PAGE * sizeof(dr->recs[0]);
+	slen = (slen + NVT_DISK_PAGE - 1) & ~(NVT_DISK_PAGE - 1);
+	max_recs = (slen - sizeof(*dr)) / sizeof(dr->recs[0]);
+	dr = kvt_alloc(slen);
+	if (!dr)
+		return -ENOMEM;
+	ret = -ENOENT;
+	for (r = 0; r < sb.nr_regions; r++) {
+		__u64 roff = NVT_DATA_OFF + (__u64)r * sb.region_bytes;
+		int err = nvt_raw_read(path, roff, dr, slen);
+
+		if (err) {
+			ret = err;
+			break;
+		}
+		if (dr->magic != NVT_REGION_MAGIC ||
+		    memcmp(dr->uuid, sb.uuid, sizeof(sb.uuid)) ||
+		    dr->nr > max_recs)
+			continue;
+		for (i = 0; i < dr->nr; i++) {
+			const struct nvt_disk_rec *rec = &dr->recs[i];
+
+			if (rec->key[0] != k0 || rec->key[1] != k1 ||
+			    (pool_id && rec->pool_id != pool_id))
+				continue;
+			loc->copies++;
+			if (loc->seq > dr->seq)
+				continue;
+			loc->seq = dr->seq;
+			loc->region = r;
+			loc->rec = i;
+			loc->region_off = roff;
+			loc->data_off = roff + (__u64)rec->page * NVT_DISK_PAGE;
+			loc->pages = rec->pages;
+			loc->pool_id = rec->pool_id;
+			ret = 0;
+		}
+	}
+	kvt_free(dr, slen);
+	return ret;
+}
+
+static inline int nvt_find_block(const char *path, __u64 k0, __u64 k1,
+				 struct nvt_loc *loc)
+{
+	return nvt_find_block_of(path, 0, k0, k1, loc);
+}
+
+/* ---- device-mapper ------------------------------------------------------- */
+
+/* Run a shell command quietly; its exit status, or -1. */
+static inline int nvt_sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	ret = system(cmd);
+	if (ret == -1 || !WIFEXITED(ret))
+		return -1;
+	return WEXITSTATUS(ret);
+}
+
+/* Write a table (lines separated by '\n') to a file for dmsetup. */
+static inline int nvt_dm_table_file(const char *name, const char *table,
+				    char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "/tmp/%s.table", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\n", table);
+	return fclose(f) ? -errno : 0;
+}
+
+/* Create device-mapper device @name with @table; 0 when /dev/mapper/@name is there. */
+static inline int nvt_dm_create(const char *name, const char *table)
+{
+	char path[128];
+	int ret = nvt_dm_table_file(name, table, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	return nvt_sh("dmsetup create %s %s >/dev/null && "
+		      "{ test -b /dev/mapper/%s || dmsetup mknodes %s; } && "
+		      "test -b /dev/mapper/%s", name, path, name, name, name);
+}
+
+/* Swap the live table of @name (suspend, load, resume). */
+static inline int nvt_dm_reload(const char *name, const char *table)
+{
+	char path[128];
+	int ret = nvt_dm_table_file(name, table, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	return nvt_sh("dmsetup suspend %s && dmsetup load %s %s && "
+		      "dmsetup resume %s", name, name, path, name);
+}
+
+static inline int nvt_dm_remove(const char *name)
+{
+	return nvt_sh("dmsetup remove --retry %s >/dev/null 2>&1", name);
+}
+
+/* Whether dm device @name exists (/sys/block/dm-N/dm/name). */
+static inline bool nvt_dm_exists(const char *name)
+{
+	char path[128], buf[160];
+	bool found = false;
+	int i;
+
+	for (i = 0; i < 256 && !found; i++) {
+		snprintf(path, sizeof(path), "/sys/block/dm-%d/dm/name", i);
+		if (kvt_read_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		buf[strcspn(buf, "\n")] = '\0';
+		found = !strcmp(buf, name);
+	}
+	return found;
+}
+
+/*
+ * The device-mapper targets the tests use, probed once by NVT_MAIN (which
+ * loads their modules) before the tests fork, as a mask of NVT_DM_*.
+ */
+#define NVT_DM_LINEAR	(1U << 0)
+#define NVT_DM_ERROR	(1U << 1)
+#define NVT_DM_FLAKEY	(1U << 2)
+#define NVT_DM_DELAY	(1U << 3)
+
+static unsigned int nvt_dm_targets;
+
+static inline void nvt_dm_probe(void)
+{
+	static const char * const names[] = { "linear", "error", "flakey",
+					      "delay" };
+	unsigned int i;
+
+	if (nvt_sh("command -v dmsetup >/dev/null") != 0)
+		return;
+	nvt_sh("modprobe -a dm-mod dm-flakey dm-delay >/dev/null 2>&1");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (nvt_sh("dmsetup targets 2>/dev/null | grep -qw '^%s'",
+			   names[i]) == 0)
+			nvt_dm_targets |= 1U << i;
+}
+
+/* Whether device-mapper target @mask (NVT_DM_*) can be used. */
+static inline bool nvt_dm_target(unsigned int mask)
+{
+	return (nvt_dm_targets & mask) == mask;
+}
+
+/* ---- skip the binary when the device is missing ------------------------ */
+
+/*
+ * main(): like KVT_MAIN, and also skip (exit 4) when the NVMe device is
+ * missing or the module has no NVMe tier.
+ */
+#define NVT_MAIN \
+	static void __attribute__((constructor)) \
+	__constructor_order_last(void) \
+	{ \
+		if (!__constructor_order) \
+			__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD; \
+	} \
+	int main(int argc, char **argv) \
+	{ \
+		struct kvtier_api api; \
+		struct stat st; \
+		int ctl; \
+		if (access(KVT_DEV, F_OK)) { \
+			ksft_print_header(); \
+			ksft_exit_skip(KVT_DEV " missing: kvtier not loaded\n"); \
+		} \
+		if (stat(nvt_dev(), &st) || !S_ISBLK(st.st_mode)) { \
+			ksft_print_header(); \
+			ksft_exit_skip("%s missing: boot the VM with --nvme 1\n", \
+				       nvt_dev()); \
+		} \
+		ctl = kvt_ctl_open_raw(); \
+		if (ctl < 0 || kvt_api(ctl, 0, &api) || \
+		    !(api.supported & KVTIER_F_NVME)) { \
+			ksft_print_header(); \
+			ksft_exit_skip("kvtier without KVTIER_F_NVME\n"); \
+		} \
+		close(ctl); \
+		nvt_dm_probe(); \
+		return test_harness_run(argc, argv); \
+	}
+
+#endif /* KVTIER_NVME_TEST_H */
