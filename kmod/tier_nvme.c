@@ -4,8 +4,9 @@
  *
  * Blocks leave DRAM by demotion: a writer gathers dirty blocks from the cold
  * end of the pools' replacement lists and writes them, a region at a time,
- * with one summary of what the region holds, in large sequential FUA writes
- * straight from the blocks' pages (no copy, no page cache). Once a region is
+ * in large sequential FUA writes straight from the blocks' pages (no copy,
+ * no page cache), then the region's summary of what it holds, once that
+ * data is durable, so a torn region is never believed. Once a region is
  * durable its blocks are clean: their DRAM copies can go at no cost, and they
  * come back on use by a read that is verified against a crc32c keyed with
  * the pool, the key and the region's write sequence, so a stale, misplaced or
@@ -112,17 +113,97 @@ out_free:
 	atomic64_inc(&nvme->reclaimed);
 }
 
+/* struct kvt_io - the bios of one region write or one block read */
+struct kvt_io {
+	struct kvt_nvme *nvme;
+	atomic_t pending;		/* bios in flight, +1 while submitting */
+	int status;
+	struct work_struct work;	/* queued when the last bio ends */
+};
+
+static void kvt_io_end_io(struct bio *bio)
+{
+	struct kvt_io *io = bio->bi_private;
+
+	if (bio->bi_status) {
+		io->status = blk_status_to_errno(bio->bi_status);
+		atomic64_inc(&io->nvme->io_errors);
+	}
+	bio_put(bio);
+	if (atomic_dec_and_test(&io->pending))
+		queue_work(io->nvme->wq, &io->work);
+}
+
+static void kvt_io_init(struct kvt_io *io, struct kvt_nvme *nvme,
+			work_func_t done)
+{
+	io->nvme = nvme;
+	io->status = 0;
+	atomic_set(&io->pending, 1);
+	INIT_WORK(&io->work, done);
+}
+
+static struct bio *kvt_io_bio(struct kvt_io *io, blk_opf_t opf,
+			      sector_t sector)
+{
+	struct bio *bio = bio_alloc(io->nvme->bdev, BIO_MAX_VECS, opf,
+				    GFP_NOIO);
+
+	bio->bi_iter.bi_sector = sector;
+	bio->bi_private = io;
+	bio->bi_end_io = kvt_io_end_io;
+	return bio;
+}
+
+/* Add a physically contiguous range, starting a new bio when one is full. */
+static struct bio *kvt_io_add(struct kvt_io *io, struct bio *bio,
+			      struct page *page, u32 len)
+{
+	while (bio_add_page(bio, page, len, 0) != len) {
+		struct bio *next = kvt_io_bio(io, bio->bi_opf,
+					      bio_end_sector(bio));
+
+		atomic_inc(&io->pending);
+		submit_bio(bio);
+		bio = next;
+	}
+	return bio;
+}
+
+/* Add a block's DRAM pages, a chunk at a time. */
+static struct bio *kvt_io_add_block(struct kvt_io *io, struct bio *bio,
+				    struct kvt_pool *pool,
+				    struct kvt_block *blk)
+{
+	u32 chunk;
+
+	for (chunk = 0; chunk < pool->pages_per_block;
+	     chunk += 1U << blk->order)
+		bio = kvt_io_add(io, bio, kvt_dram_page(pool, blk, chunk),
+				 PAGE_SIZE << blk->order);
+	return bio;
+}
+
+/* Submit the last bio (if any) and drop the submitter's count. */
+static void kvt_io_submit(struct kvt_io *io, struct bio *bio)
+{
+	if (bio) {
+		atomic_inc(&io->pending);
+		submit_bio(bio);
+	}
+	if (atomic_dec_and_test(&io->pending))
+		queue_work(io->nvme->wq, &io->work);
+}
+
 /* A region write in flight. */
 struct kvt_wbr {
-	struct kvt_nvme *nvme;
+	struct kvt_io io;
 	u32 region;
 	u64 seq;
 	u32 nr;
-	atomic_t pending;
-	int status;
 	u64 bytes;		/* summary bytes written */
 	u64 demoted;		/* block bytes written */
-	struct work_struct done_work;
+	bool data_done;		/* the data is durable; the summary goes now */
 	struct kvt_disk_region *summary;
 	struct kvt_wb_entry ents[];
 };
@@ -156,16 +237,46 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 	kvt_block_put_user(pool, e->addr);
 }
 
+/* Second phase of a region write: its summary, at the region's start. */
+static void kvt_wbr_write_summary(struct kvt_wbr *wbr)
+{
+	struct kvt_nvme *nvme = wbr->io.nvme;
+	void *dr = wbr->summary;
+	struct bio *bio;
+	size_t off;
+
+	/* The same work item runs again when the summary's bios end. */
+	atomic_set(&wbr->io.pending, 1);
+	bio = kvt_io_bio(&wbr->io, REQ_OP_WRITE | REQ_FUA | REQ_SYNC,
+			 KVT_SECTORS(kvt_region_bytes_off(nvme, wbr->region)));
+	for (off = 0; off < wbr->bytes; off += PAGE_SIZE)
+		bio = kvt_io_add(&wbr->io, bio, is_vmalloc_addr(dr) ?
+				 vmalloc_to_page(dr + off) :
+				 virt_to_page(dr + off), PAGE_SIZE);
+	kvt_io_submit(&wbr->io, bio);
+}
+
 static void kvt_wbr_done(struct work_struct *work)
 {
-	struct kvt_wbr *wbr = container_of(work, struct kvt_wbr, done_work);
-	struct kvt_nvme *nvme = wbr->nvme;
+	struct kvt_wbr *wbr = container_of(work, struct kvt_wbr, io.work);
+	struct kvt_nvme *nvme = wbr->io.nvme;
 	struct kvt_disk_region *dr = wbr->summary;
 	u32 first = kvt_region_bytes_off(nvme, wbr->region) / KVT_DISK_PAGE;
 	u32 i;
 
+	/*
+	 * The summary is written only once the data it describes is durable:
+	 * a power cut in between leaves a region whose summary does not
+	 * verify, so recovery never prefers its records to older good ones.
+	 */
+	if (!wbr->io.status && !wbr->data_done) {
+		wbr->data_done = true;
+		kvt_wbr_write_summary(wbr);
+		return;
+	}
+
 	mutex_lock(&nvme->lock);
-	if (wbr->status) {
+	if (wbr->io.status) {
 		nvme->regions[wbr->region].seq = 0;
 		nvme->regions[wbr->region].state = KVT_REGION_FREE;
 	} else {
@@ -183,7 +294,7 @@ static void kvt_wbr_done(struct work_struct *work)
 			nloc = first + le32_to_cpu(dr->recs[e->rec].page);
 			crc = le32_to_cpu(dr->recs[e->rec].crc);
 		}
-		kvt_wb_finish(e->pool, e, nloc, crc, wbr->status);
+		kvt_wb_finish(e->pool, e, nloc, crc, wbr->io.status);
 		kvt_pool_put(e->pool);
 	}
 	kvfree(wbr->summary);
@@ -193,38 +304,6 @@ static void kvt_wbr_done(struct work_struct *work)
 	/* Detach flushes nvme->wq after this, so nvme outlives the wake. */
 	if (atomic_dec_and_test(&nvme->inflight))
 		wake_up_all(&nvme->idle);
-}
-
-static void kvt_wbr_end_io(struct bio *bio)
-{
-	struct kvt_wbr *wbr = bio->bi_private;
-
-	if (bio->bi_status) {
-		wbr->status = blk_status_to_errno(bio->bi_status);
-		atomic64_inc(&wbr->nvme->io_errors);
-	}
-	bio_put(bio);
-	if (atomic_dec_and_test(&wbr->pending))
-		queue_work(wbr->nvme->wq, &wbr->done_work);
-}
-
-/* Add a physically contiguous range, starting a new bio when one is full. */
-static struct bio *kvt_wbr_add(struct kvt_wbr *wbr, struct bio *bio,
-			       struct page *page, u32 len)
-{
-	while (bio_add_page(bio, page, len, 0) != len) {
-		struct bio *next;
-
-		next = bio_alloc(wbr->nvme->bdev, BIO_MAX_VECS,
-				 bio->bi_opf, GFP_NOIO);
-		next->bi_iter.bi_sector = bio_end_sector(bio);
-		next->bi_private = wbr;
-		next->bi_end_io = kvt_wbr_end_io;
-		atomic_inc(&wbr->pending);
-		submit_bio(bio);
-		bio = next;
-	}
-	return bio;
 }
 
 /* Pick the next region to write, reclaiming it if it holds data. */
@@ -252,19 +331,19 @@ out_unlock:
 /* Build and submit one region from the entries in @wbr. */
 static void kvt_wbr_submit(struct kvt_wbr *wbr)
 {
-	struct kvt_nvme *nvme = wbr->nvme;
+	struct kvt_nvme *nvme = wbr->io.nvme;
 	struct kvt_disk_region *dr = wbr->summary;
 	u32 page, i, n = 0, seed;
 	struct bio *bio;
 	u64 demoted = 0;
-	size_t off, slen;
+	size_t slen;
 
-	atomic_set(&wbr->pending, 1);
 	for (i = 0; i < wbr->nr; i++)
 		wbr->ents[i].rec = KVT_NIL;
 	if (kvt_region_next(nvme, wbr)) {
-		wbr->status = -ENOSPC;
-		goto out_done;
+		wbr->io.status = -ENOSPC;
+		kvt_io_submit(&wbr->io, NULL);
+		return;
 	}
 
 	/* Blocks dropped since they were queued are not written. */
@@ -309,37 +388,24 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	dr->summary_bytes = cpu_to_le32(slen);
 	dr->crc = cpu_to_le32(kvt_summary_crc(dr, slen));
 
-	bio = bio_alloc(nvme->bdev, BIO_MAX_VECS,
-			REQ_OP_WRITE | REQ_FUA | REQ_SYNC, GFP_NOIO);
-	off = kvt_region_bytes_off(nvme, wbr->region);
-	bio->bi_iter.bi_sector = KVT_SECTORS(off);
-	bio->bi_private = wbr;
-	bio->bi_end_io = kvt_wbr_end_io;
-	for (off = 0; off < slen; off += PAGE_SIZE)
-		bio = kvt_wbr_add(wbr, bio, is_vmalloc_addr(dr) ?
-				  vmalloc_to_page((void *)dr + off) :
-				  virt_to_page((void *)dr + off), PAGE_SIZE);
+	bio = kvt_io_bio(&wbr->io, REQ_OP_WRITE | REQ_FUA | REQ_SYNC,
+			 KVT_SECTORS(kvt_region_bytes_off(nvme, wbr->region) +
+				     slen));
 	for (i = 0; i < wbr->nr; i++) {
 		struct kvt_wb_entry *e = &wbr->ents[i];
-		struct kvt_pool *pool = e->pool;
-		struct kvt_block *blk = &pool->blocks[e->addr];
-		u32 chunk, len = PAGE_SIZE << blk->order;
 
-		if (e->rec == KVT_NIL)
-			continue;
-		for (chunk = 0; chunk < pool->pages_per_block;
-		     chunk += 1U << blk->order)
-			bio = kvt_wbr_add(wbr, bio,
-					  kvt_dram_page(pool, blk, chunk),
-					  len);
+		if (e->rec != KVT_NIL)
+			bio = kvt_io_add_block(&wbr->io, bio, e->pool,
+					       &e->pool->blocks[e->addr]);
 	}
-	atomic_inc(&wbr->pending);
-	submit_bio(bio);
 	wbr->bytes = slen;
 	wbr->demoted = demoted;
-out_done:
-	if (atomic_dec_and_test(&wbr->pending))
-		queue_work(nvme->wq, &wbr->done_work);
+	/* A region of no live block has no data: its summary goes at once. */
+	if (!n) {
+		bio_put(bio);
+		bio = NULL;
+	}
+	kvt_io_submit(&wbr->io, bio);
 }
 
 /* Take entries off the queue for one region; kvt_nvme_qlock held. */
@@ -384,8 +450,7 @@ void kvt_nvme_write_work(struct work_struct *work)
 			kvfree(wbr);
 			return;
 		}
-		wbr->nvme = nvme;
-		INIT_WORK(&wbr->done_work, kvt_wbr_done);
+		kvt_io_init(&wbr->io, nvme, kvt_wbr_done);
 
 		spin_lock(&kvt_nvme_qlock);
 		if (!kvt_queue_take(nvme, wbr)) {
@@ -467,30 +532,27 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 
 /* A block read in flight. */
 struct kvt_rd {
-	struct kvt_nvme *nvme;
+	struct kvt_io io;
 	struct kvt_pool *pool;
 	u32 addr;
 	u32 nloc;
 	u32 crc;
-	atomic_t pending;
-	int status;
-	struct work_struct work;
 };
 
 static void kvt_rd_done(struct work_struct *work)
 {
-	struct kvt_rd *rd = container_of(work, struct kvt_rd, work);
-	struct kvt_nvme *nvme = rd->nvme;
+	struct kvt_rd *rd = container_of(work, struct kvt_rd, io.work);
+	struct kvt_nvme *nvme = rd->io.nvme;
 	struct kvt_pool *pool = rd->pool;
 	struct kvt_block *blk = &pool->blocks[rd->addr];
 	u64 seq = READ_ONCE(nvme->regions[kvt_loc_region(nvme,
 							  rd->nloc)].seq);
 	bool ok = false;
 
-	if (!rd->status && seq)
+	if (!rd->io.status && seq)
 		ok = kvt_block_crc(pool, blk, kvt_rec_seed(pool->id, blk->key,
 							   seq)) == rd->crc;
-	if (!rd->status)
+	if (!rd->io.status)
 		atomic64_add(pool->block_size, &nvme->bytes_read);
 
 	spin_lock(&pool->lock);
@@ -516,19 +578,6 @@ static void kvt_rd_done(struct work_struct *work)
 		wake_up_all(&nvme->idle);
 }
 
-static void kvt_rd_end_io(struct bio *bio)
-{
-	struct kvt_rd *rd = bio->bi_private;
-
-	if (bio->bi_status) {
-		rd->status = blk_status_to_errno(bio->bi_status);
-		atomic64_inc(&rd->nvme->io_errors);
-	}
-	bio_put(bio);
-	if (atomic_dec_and_test(&rd->pending))
-		queue_work(rd->nvme->wq, &rd->work);
-}
-
 /**
  * kvt_nvme_load() - start reading a block back into DRAM
  * @pool: the pool, its lock held; dropped on return
@@ -546,7 +595,6 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	struct kvt_nvme *nvme;
 	struct kvt_rd *rd;
 	struct bio *bio;
-	u32 chunk, len;
 	int ret;
 
 	blk->flags |= KVT_BF_LOADING;
@@ -578,42 +626,17 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 		goto out_free_dram;
 
 	kref_get(&pool->ref);
-	rd->nvme = nvme;
+	kvt_io_init(&rd->io, nvme, kvt_rd_done);
 	rd->pool = pool;
 	rd->addr = addr;
 	spin_lock(&pool->lock);
 	rd->nloc = blk->nloc;
 	rd->crc = blk->ncrc;
 	spin_unlock(&pool->lock);
-	INIT_WORK(&rd->work, kvt_rd_done);
-	atomic_set(&rd->pending, 1);
 
-	len = PAGE_SIZE << blk->order;
-	bio = bio_alloc(nvme->bdev, BIO_MAX_VECS, REQ_OP_READ, GFP_NOIO);
-	bio->bi_iter.bi_sector = KVT_SECTORS(kvt_loc_bytes(rd->nloc));
-	bio->bi_private = rd;
-	bio->bi_end_io = kvt_rd_end_io;
-	for (chunk = 0; chunk < pool->pages_per_block;
-	     chunk += 1U << blk->order) {
-		struct page *page = kvt_dram_page(pool, blk, chunk);
-
-		while (bio_add_page(bio, page, len, 0) != len) {
-			struct bio *next;
-
-			next = bio_alloc(nvme->bdev, BIO_MAX_VECS, REQ_OP_READ,
-					 GFP_NOIO);
-			next->bi_iter.bi_sector = bio_end_sector(bio);
-			next->bi_private = rd;
-			next->bi_end_io = kvt_rd_end_io;
-			atomic_inc(&rd->pending);
-			submit_bio(bio);
-			bio = next;
-		}
-	}
-	atomic_inc(&rd->pending);
-	submit_bio(bio);
-	if (atomic_dec_and_test(&rd->pending))
-		queue_work(nvme->wq, &rd->work);
+	bio = kvt_io_bio(&rd->io, REQ_OP_READ,
+			 KVT_SECTORS(kvt_loc_bytes(rd->nloc)));
+	kvt_io_submit(&rd->io, kvt_io_add_block(&rd->io, bio, pool, blk));
 	return 0;
 
 out_free_dram:
