@@ -30,7 +30,6 @@
 #include "trace.h"
 
 #define KVT_WRITE_QD		4	/* region writes in flight */
-#define KVT_SYNC_PASSES		16	/* before SYNC gives up on a wrapping log */
 
 /**
  * kvt_rec_seed() - where the crc of a record starts
@@ -466,6 +465,28 @@ void kvt_nvme_write_work(struct work_struct *work)
 	}
 }
 
+/*
+ * Queue one dirty block for writing: it is held as a user, flagged
+ * KVT_BF_WB, and its pool referenced until the write ends. Both pool->lock
+ * and kvt_nvme_qlock held, and room in the queue.
+ */
+static void kvt_wb_queue(struct kvt_nvme *nvme, struct kvt_pool *pool,
+			 u32 addr, bool victim)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	struct kvt_wb_entry *e;
+
+	blk->flags |= KVT_BF_WB;
+	blk->users++;
+	pool->nr_wb++;
+	kref_get(&pool->ref);
+	e = &nvme->queue[(nvme->qhead + nvme->qlen) % nvme->qcap];
+	e->pool = pool;
+	e->addr = addr;
+	e->victim = victim;
+	nvme->qlen++;
+}
+
 /**
  * kvt_nvme_clean() - queue dirty blocks of a pool for writing
  * @pool: the pool, its lock held
@@ -507,21 +528,12 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 	for (addr = pool->lru.tail; addr != KVT_NIL && queued < nr &&
 	     nvme->qlen < nvme->qcap; addr = prev) {
 		struct kvt_block *blk = &pool->blocks[addr];
-		struct kvt_wb_entry *e;
 
 		prev = blk->prev;
 		if (blk->nloc != KVT_NIL || blk->flags || blk->users)
 			continue;
 		/* It keeps its place; eviction skips it until it is clean. */
-		blk->flags |= KVT_BF_WB;
-		blk->users++;
-		pool->nr_wb++;
-		kref_get(&pool->ref);
-		e = &nvme->queue[(nvme->qhead + nvme->qlen) % nvme->qcap];
-		e->pool = pool;
-		e->addr = addr;
-		e->victim = victims;
-		nvme->qlen++;
+		kvt_wb_queue(nvme, pool, addr, victims);
 		queued++;
 	}
 	if (queued)
@@ -668,13 +680,16 @@ out_put_user:
  */
 int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 {
-	unsigned int pass;
-	u64 before, errors;
+	u64 before, errors, reclaimed = 0, wrap = 0;
 	u32 addr;
 	int ret;
 
 	spin_lock(&kvt_nvme_qlock);
 	ret = kvt_nvme ? 0 : -ENODEV;
+	if (!ret) {
+		reclaimed = atomic64_read(&kvt_nvme->reclaimed);
+		wrap = kvt_nvme->nr_regions;
+	}
 	if (!ret && pool->pages_per_block > kvt_nvme->max_recs)
 		ret = -EFBIG;
 	/* More than the whole device holds can never be durable at once. */
@@ -694,16 +709,15 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 	/*
 	 * Queue what is dirty, wait, again: blocks whose copy was reclaimed
 	 * meanwhile (other pools filled the log) are dirty again. A write
-	 * error ends it; so does a log that keeps wrapping.
+	 * error ends it; so does a log that wrapped all the way round.
 	 */
-	for (pass = 0; pass < KVT_SYNC_PASSES; pass++) {
+	for (;;) {
 		int queued = 0;
 
 		spin_lock(&pool->lock);
 		for (addr = 0; addr < pool->capacity; addr++) {
 			struct kvt_block *blk = &pool->blocks[addr];
 			struct kvt_nvme *nvme;
-			struct kvt_wb_entry *e;
 
 			if (blk->state != KVT_BLK_READY || !kvt_in_dram(blk) ||
 			    blk->nloc != KVT_NIL || blk->flags)
@@ -718,15 +732,7 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 				}
 				break;
 			}
-			blk->flags |= KVT_BF_WB;
-			blk->users++;
-			pool->nr_wb++;
-			kref_get(&pool->ref);
-			e = &nvme->queue[(nvme->qhead + nvme->qlen) % nvme->qcap];
-			e->pool = pool;
-			e->addr = addr;
-			e->victim = false;
-			nvme->qlen++;
+			kvt_wb_queue(nvme, pool, addr, false);
 			queued++;
 			queue_work(nvme->wq, &nvme->write_work);
 			spin_unlock(&kvt_nvme_qlock);
@@ -742,7 +748,15 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 		spin_unlock(&pool->lock);
 		if (ret || !queued)
 			return ret;
+
+		spin_lock(&kvt_nvme_qlock);
+		if (!kvt_nvme)
+			ret = -ENODEV;
+		else if (atomic64_read(&kvt_nvme->reclaimed) - reclaimed >= wrap)
+			ret = -ENOSPC;
+		spin_unlock(&kvt_nvme_qlock);
+		if (ret)
+			return ret;
 	}
-	return -ENOSPC;
 }
 
