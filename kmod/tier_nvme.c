@@ -557,9 +557,16 @@ static void kvt_rd_done(struct work_struct *work)
 	struct kvt_nvme *nvme = rd->io.nvme;
 	struct kvt_pool *pool = rd->pool;
 	struct kvt_block *blk = &pool->blocks[rd->addr];
-	u64 seq = READ_ONCE(nvme->regions[kvt_loc_region(nvme,
-							  rd->nloc)].seq);
 	bool ok = false;
+	u64 seq = 0;
+	u32 r;
+
+	/* A location from another device (attached since) is out of range. */
+	if (kvt_loc_bytes(rd->nloc) >= KVT_DATA_OFF) {
+		r = kvt_loc_region(nvme, rd->nloc);
+		if (r < nvme->nr_regions)
+			seq = READ_ONCE(nvme->regions[r].seq);
+	}
 
 	if (!rd->io.status && seq)
 		ok = kvt_block_crc(pool, blk, kvt_rec_seed(pool->id, blk->key,

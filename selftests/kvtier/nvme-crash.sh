@@ -19,6 +19,8 @@
 # every block there has exact bytes. The pools of earlier rounds are checked
 # for exact bytes only: the log may have wrapped over them since.
 # The drive is blank for round 1 and carries the earlier rounds' pools after.
+# (A power cut after every single write of a smaller workload, torn writes
+# included, is replayed deterministically by nvme.c: replay.every_power_cut.)
 #
 # Prints "ok N name" / "not ok N name" lines and a plan "1..N"; exits 1 if
 # anything failed. Environment: KVTIER_KO, KVTIER_VM_DIR,
@@ -87,6 +89,7 @@ if [[ ! -e $ko ]]; then
 	exit 1
 fi
 tap_check "build nvme_tool" build_tool || { tap_end; exit 1; }
+lock_dir "$ndir"
 
 # The QEMU process of kvtier-vm $1: its child "timeout", whose child is qemu.
 qemu_pid() {

@@ -42,15 +42,16 @@ tap_check() {
 	if "$@"; then tap_ok "$name"; else tap_not_ok "$name"; fi
 }
 
-# tap_import FILE PREFIX: the guest's "ok NAME"/"not ok NAME" lines as
-# results; other lines are diagnostics ("# ...").
+# tap_import FILE WHAT: the guest's "ok NAME"/"not ok NAME" lines as
+# results; other lines are diagnostics ("# ..."). WHAT names the boot when
+# it wrote nothing.
 tap_import() {
 	local l
 	[[ -f $1 ]] || { tap_not_ok "$2: the guest wrote no results"; return; }
 	while IFS= read -r l; do
 		case $l in
-		"ok "*) tap_ok "$2: ${l#ok }" ;;
-		"not ok "*) tap_not_ok "$2: ${l#not ok }" ;;
+		"ok "*) tap_ok "${l#ok }" ;;
+		"not ok "*) tap_not_ok "${l#not ok }" ;;
 		*) echo "# $l" ;;
 		esac
 	done <"$1"
@@ -82,6 +83,18 @@ vm_run() {
 	"$vm" "$@" >"$log" 2>&1 || rc=$?
 	sed 's/^/# /' "$log"
 	return "$rc"
+}
+
+# lock_dir DIR: hold DIR (the NVMe backing files of one script) for the rest
+# of this run, so that two runs of a script never share a drive between
+# their boots (kvtier-vm only serializes single boots).
+lock_dir() {
+	mkdir -p "$1"
+	exec 8>"$1/.lock"
+	if ! flock -n 8; then
+		echo "# waiting for another run using $1"
+		flock 8
+	fi
 }
 
 # console_clean: no kernel complaint in the last boot's console log.

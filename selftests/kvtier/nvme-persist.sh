@@ -105,6 +105,7 @@ if [[ ! -e $ko ]]; then
 	exit 1
 fi
 tap_check "build nvme_tool" build_tool || { tap_end; exit 1; }
+lock_dir "$ndir"
 
 # boot NAME FLAGS...: one boot running the guest part NAME; results imported.
 boot() {
@@ -113,11 +114,11 @@ boot() {
 	vm_run "$results/$name.vm" "${vmflags[@]}" "$@" -- \
 		bash "$self" --guest "$name" "$top" || rc=$?
 	cp "$vmout/nvme-results" "$results/$name" 2>/dev/null
-	tap_import "$results/$name" "$name"
+	tap_import "$results/$name" "boot ${name#boot}"
 	if ((rc == 0)) && console_clean; then
-		tap_ok "$name: VM exit 0, no kernel complaint"
+		tap_ok "boot ${name#boot}: VM exit 0, no kernel complaint"
 	else
-		tap_not_ok "$name: VM exit $rc or kernel complaint (see $vmdir/console.log)"
+		tap_not_ok "boot ${name#boot}: VM exit $rc or kernel complaint (see $vmdir/console.log)"
 		tail -n 30 "$vmdir/output.log" | sed 's/^/# /'
 	fi
 }

@@ -27,6 +27,8 @@
 #define DM_FAULT	"kvt-nvt-dm"
 #define DM_SMALL	"kvt-nvt-small"
 #define DM_ERR		"kvt-nvt-err"
+#define DM_BASE		"kvt-nvt-base"
+#define DM_LW		"kvt-nvt-lw"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -194,21 +196,19 @@ static void linear_table(char *t, size_t len, long long sectors)
  */
 static void nvt_reset(int ctl)
 {
-	static const char * const names[] = { DM_FAULT, DM_SMALL, DM_HOLD,
-					      DM_ERR };
-	char table[256], path[128];
+	/* In removal order: holders before what they hold. */
+	static const char * const names[] = { DM_LW, DM_FAULT, DM_SMALL,
+					      DM_HOLD, DM_ERR, DM_BASE };
+	char table[256];
+	long long s;
 	unsigned int i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		long long s;
-
-		if (!nvt_dm_exists(names[i]))
-			continue;
-		snprintf(path, sizeof(path), "/dev/mapper/%s", names[i]);
-		s = dev_sectors(path);
+	/* The only one that may have a failing table. */
+	if (nvt_dm_exists(DM_FAULT)) {
+		s = dev_sectors("/dev/mapper/" DM_FAULT);
 		if (s > 0) {
 			linear_table(table, sizeof(table), s);
-			nvt_dm_reload(names[i], table);
+			nvt_dm_reload(DM_FAULT, table);
 		}
 	}
 	if (nvt_attached(ctl) == 1)
@@ -2183,6 +2183,349 @@ TEST_F_TIMEOUT(full, sync_more_than_fits_enospc, 300)
 	ASSERT_EQ(-ENOSPC, nvt_sync_deadline(self->pfd, 30, NULL));
 	tally_range(self->pfd, self->buf, FULL_BS, 0, n, 1, &t, NULL);
 	EXPECT_EQ(n, t.exact);
+}
+
+/* ==== power cuts at every point of a write log (dm-log-writes) ========= */
+
+/*
+ * dm-log-writes records every write to a device, in completion order with
+ * FUA and flushes where they happened, on another device
+ * (Documentation/admin-guide/device-mapper/log-writes.rst). Replaying the
+ * first N entries onto the device's initial content gives what a power cut
+ * after the N-th completed write leaves; the N+1-th may be torn too (a
+ * device keeps any part of a write in flight: here its first page, or all
+ * of it but the last page). The workload: PUT 16 blocks and
+ * SYNC; REPLACE them and SYNC; REPLACE half of them again, PUT 16 new ones
+ * and SYNC; a mark after each SYNC. Every prefix must attach, bring the
+ * pool back, and hold every acknowledged block in its acknowledged
+ * generation or a newer one, exact; nothing else may read wrong.
+ */
+
+#define LW_MAGIC	0x6a736677736872ULL
+#define LW_FLUSH	(1U << 0)
+#define LW_DISCARD	(1U << 2)
+#define LW_MARK		(1U << 3)
+#define LW_MAX		4096
+
+struct lw_super {
+	__u64 magic;
+	__u64 version;
+	__u64 nr_entries;
+	__u32 sectorsize;
+};
+
+struct lw_entry {
+	__u64 sector;
+	__u64 nr_sectors;
+	__u64 flags;
+	__u64 data_len;
+};
+
+struct lw_op {
+	__u64 off, len;		/* bytes on the device */
+	__u64 flags;
+	char *data;		/* NULL: zeroes (discard) */
+	int mark;		/* 1.. for marks "synced1".., else 0 */
+};
+
+#define LW_BS		(16 * KVT_KIB)
+#define LW_DEV_MIB	32
+#define LW_BASE_PATH	"/dev/mapper/" DM_BASE
+#define LW_PATH		"/dev/mapper/" DM_LW
+#define LW_LOGDEV	"/dev/nvme1n1"
+#define LW_POOL		"kst-nvt-replay"
+
+FIXTURE(replay) {
+	int ctl;
+	char *buf;
+	struct lw_op *ops;
+	unsigned int nr_ops;
+	char *zero;		/* LW_DEV_MIB of zeroes */
+	bool skip;
+};
+
+FIXTURE_SETUP(replay)
+{
+	char table[256];
+	struct stat st;
+
+	new_salt();
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	nvt_reset(self->ctl);
+	self->buf = kvt_alloc(LW_BS);
+	ASSERT_NE(NULL, self->buf);
+	self->ops = calloc(LW_MAX, sizeof(*self->ops));
+	ASSERT_NE(NULL, self->ops);
+	if (stat(LW_LOGDEV, &st) || !S_ISBLK(st.st_mode) ||
+	    !nvt_dm_target(NVT_DM_LINEAR) ||
+	    nvt_sh("modprobe dm-log-writes >/dev/null 2>&1 && "
+		   "dmsetup targets | grep -qw '^log-writes'")) {
+		self->skip = true;
+		return;
+	}
+	self->zero = kvt_alloc(LW_DEV_MIB * KVT_MIB);
+	ASSERT_NE(NULL, self->zero);
+	memset(self->zero, 0, LW_DEV_MIB * KVT_MIB);
+	linear_table(table, sizeof(table), LW_DEV_MIB * KVT_MIB / 512);
+	ASSERT_EQ(0, nvt_dm_create(DM_BASE, table));
+	/* Initial content: zeroes; an empty log. */
+	ASSERT_EQ(0, nvt_raw_write(LW_BASE_PATH, 0, self->zero,
+				   LW_DEV_MIB * KVT_MIB));
+	ASSERT_EQ(0, nvt_raw_write(LW_LOGDEV, 0, self->zero, KVT_MIB));
+	snprintf(table, sizeof(table), "0 %llu log-writes %s %s",
+		 LW_DEV_MIB * KVT_MIB / 512, LW_BASE_PATH, LW_LOGDEV);
+	ASSERT_EQ(0, nvt_dm_create(DM_LW, table));
+}
+
+FIXTURE_TEARDOWN(replay)
+{
+	unsigned int i;
+
+	nvt_reset(self->ctl);
+	if (self->ops)
+		for (i = 0; i < self->nr_ops; i++)
+			free(self->ops[i].data);
+	free(self->ops);
+	kvt_free(self->buf, LW_BS);
+	if (self->zero)
+		kvt_free(self->zero, LW_DEV_MIB * KVT_MIB);
+	close(self->ctl);
+}
+
+static int lw_mark(const char *what)
+{
+	return nvt_sh("dmsetup message %s 0 mark %s", DM_LW, what);
+}
+
+/* Read the log into self->ops; 0 or -errno. */
+static int lw_parse(FIXTURE_DATA(replay) *self)
+{
+	size_t len = 16 * KVT_MIB;
+	char *log = kvt_alloc(len);
+	struct lw_super sup;
+	__u64 pos, i;
+	int ret;
+
+	if (!log)
+		return -ENOMEM;
+	ret = nvt_raw_read(LW_LOGDEV, 0, log, len);
+	if (ret)
+		goto out;
+	memcpy(&sup, log, sizeof(sup));
+	ret = -EBADMSG;
+	if (sup.magic != LW_MAGIC || sup.sectorsize < 512 ||
+	    sup.sectorsize > NVT_DISK_PAGE || sup.nr_entries > LW_MAX)
+		goto out;
+	pos = sup.sectorsize;
+	for (i = 0; i < sup.nr_entries; i++) {
+		struct lw_op *op = &self->ops[self->nr_ops];
+		struct lw_entry e;
+
+		if (pos + sup.sectorsize > len)
+			goto out;
+		memcpy(&e, log + pos, sizeof(e));
+		pos += sup.sectorsize;
+		if (e.flags & LW_MARK) {
+			const char *text = log + pos - sup.sectorsize + sizeof(e);
+
+			if (e.data_len >= 7 && !strncmp(text, "synced", 6))
+				op->mark = text[6] - '0';
+			else
+				continue;
+		} else if (e.flags & LW_DISCARD) {
+			op->off = e.sector * sup.sectorsize;
+			op->len = e.nr_sectors * sup.sectorsize;
+		} else if (e.nr_sectors) {
+			op->off = e.sector * sup.sectorsize;
+			op->len = e.nr_sectors * sup.sectorsize;
+			if (pos + op->len > len)
+				goto out;
+			op->data = malloc(op->len);
+			if (!op->data) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			memcpy(op->data, log + pos, op->len);
+			pos += op->len;
+		} else {
+			continue;	/* a flush: no data */
+		}
+		op->flags = e.flags;
+		self->nr_ops++;
+	}
+	ret = 0;
+out:
+	kvt_free(log, len);
+	return ret;
+}
+
+/*
+ * The base device as a power cut after op @n left it, with the first
+ * @torn bytes of op @n written too.
+ */
+static int lw_replay(FIXTURE_DATA(replay) *self, unsigned int n, __u64 torn)
+{
+	int fd, ret = 0;
+	unsigned int i;
+
+	fd = open(LW_BASE_PATH, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (pwrite(fd, self->zero, LW_DEV_MIB * KVT_MIB, 0) !=
+	    (ssize_t)(LW_DEV_MIB * KVT_MIB))
+		ret = -EIO;
+	for (i = 0; !ret && i < n + !!torn; i++) {
+		struct lw_op *op = &self->ops[i];
+		__u64 len = i < n ? op->len : torn;
+		size_t alen = (len + KVT_PAGE - 1) & ~(KVT_PAGE - 1);
+		char *src;
+
+		if (op->mark || !len)
+			continue;
+		/* O_DIRECT wants aligned memory. */
+		src = kvt_alloc(alen);
+		if (!src) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (op->data)
+			memcpy(src, op->data, len);
+		if (pwrite(fd, src, len, op->off) != (ssize_t)len)
+			ret = -EIO;
+		kvt_free(src, alen);
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Oldest and newest generation key @k may have after @marks SYNCs. */
+static void lw_want(unsigned int k, int marks, __u64 *lo, __u64 *hi)
+{
+	if (k < 8) {
+		*hi = 3;
+		*lo = marks;			/* 0: may be absent */
+	} else if (k < 16) {
+		*hi = 2;
+		*lo = marks < 2 ? marks : 2;
+	} else {
+		*hi = 1;
+		*lo = marks >= 3;
+	}
+}
+
+/* Check the replayed device; 0, or what went wrong (logged). */
+static int lw_check(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(replay) *self, unsigned int n, __u64 torn,
+		    int marks)
+{
+	int pfd, ret, bad = 0;
+	unsigned int k;
+
+	ret = nvt_attach(self->ctl, LW_BASE_PATH, 0, 0);
+	if (ret) {
+		TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): attach %d", n,
+		       (unsigned long long)torn, marks, ret);
+		return ret;
+	}
+	pfd = kvt_pool_open(self->ctl, LW_POOL, 0);
+	if (pfd < 0) {
+		TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): pool open %d",
+		       n, (unsigned long long)torn, marks, pfd);
+		bad = pfd;
+		goto out_detach;
+	}
+	for (k = 0; k < 32; k++) {
+		__u64 lo, hi, gen = 0;
+
+		lw_want(k, marks, &lo, &hi);
+		memset(self->buf, 0, LW_BS);
+		ret = kvt_get1(pfd, K0, k, self->buf, NULL);
+		if (!ret && kvt_check(self->buf, LW_BS, K0, k, &gen) != -1)
+			ret = -EILSEQ;
+		if (!ret) {
+			gen ^= salt;
+			if (gen >= (lo ? lo : 1) && gen <= hi)
+				continue;
+			TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): key %u generation %llu, want %llu..%llu",
+			       n, (unsigned long long)torn, marks, k,
+			       (unsigned long long)gen,
+			       (unsigned long long)lo, (unsigned long long)hi);
+			bad = -EILSEQ;
+		} else if (ret != -ENOENT || lo) {
+			TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): key %u: %d, want generation %llu..%llu",
+			       n, (unsigned long long)torn, marks, k, ret,
+			       (unsigned long long)lo,
+			       (unsigned long long)hi);
+			bad = ret;
+		}
+	}
+	close(pfd);
+out_detach:
+	nvt_detach(self->ctl);
+	/* Forget the pool (detached: the replayed device keeps its slot). */
+	kvt_pool_destroy(self->ctl, LW_POOL);
+	return bad;
+}
+
+TEST_F_TIMEOUT(replay, every_power_cut, 600)
+{
+	unsigned int n, first = 0, failed = 0;
+	int pfd, marks = 0;
+
+	if (self->skip)
+		SKIP(return, "needs " LW_LOGDEV " (--nvme 2) and dm-log-writes");
+	/* The workload, through the logging device. */
+	ASSERT_EQ(0, nvt_attach(self->ctl, LW_PATH, KVTIER_NVME_FORMAT, 1024));
+	pfd = kvt_pool_create(self->ctl, LW_POOL, LW_BS, 64, 64);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, lw_mark("created"));
+	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 0, 16, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, lw_mark("synced1"));
+	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 0, 16, 2,
+			       KVTIER_PUT_REPLACE));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, lw_mark("synced2"));
+	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 0, 8, 3,
+			       KVTIER_PUT_REPLACE));
+	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 16, 16, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, lw_mark("synced3"));
+	close(pfd);
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, LW_POOL));
+	ASSERT_EQ(0, nvt_dm_remove(DM_LW));
+
+	ASSERT_EQ(0, lw_parse(self));
+	TH_LOG("%u writes and marks logged", self->nr_ops);
+	/* Cuts from the pool's slot write on (the pool exists on the device). */
+	for (n = 0; n < self->nr_ops && !first; n++)
+		if (self->ops[n].off == NVT_POOL_TABLE_OFF &&
+		    self->ops[n].len == NVT_DISK_PAGE)
+			first = n + 1;
+	ASSERT_LT(0U, first);
+	for (n = first; n <= self->nr_ops; n++) {
+		__u64 torn[3] = { 0, NVT_DISK_PAGE, 0 };
+		unsigned int t;
+
+		if (self->ops[n - 1].mark)
+			marks = self->ops[n - 1].mark;
+		/* Op n (if any) torn: its first page, or all but its last. */
+		if (n < self->nr_ops && self->ops[n].len > NVT_DISK_PAGE)
+			torn[2] = self->ops[n].len - NVT_DISK_PAGE;
+		for (t = 0; t < 3; t++) {
+			if (t && !torn[2])
+				break;
+			ASSERT_EQ(0, lw_replay(self, n, torn[t]));
+			if (lw_check(_metadata, self, n, torn[t], marks))
+				failed++;
+		}
+	}
+	ASSERT_EQ(3, marks);
+	ASSERT_EQ(0U, failed);
 }
 
 NVT_MAIN

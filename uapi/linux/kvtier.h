@@ -301,8 +301,9 @@ struct kvtier_pool_stat {
  * @reserved:	must be 0.
  *
  * Returns once every block that was in the pool when the call started is
- * on NVMe (or gone). -ENODEV without an attached device; -ENOSPC if the
- * device cannot take them; -EIO on a write error.
+ * on NVMe (or gone). -ENODEV without an attached device; -EFBIG if the
+ * pool's blocks are larger than a region; -ENOSPC if the device cannot take
+ * them; -EIO on a write error; -EBADF on a read-only fd.
  */
 struct kvtier_sync {
 	__u32 flags;
