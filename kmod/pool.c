@@ -307,6 +307,28 @@ static void kvt_pool_discard(struct kvt_pool *pool)
 	kmem_cache_free(kvt_pool_cache, pool);
 }
 
+/* Whether one more pool of @dram reserved bytes may exist; lock held. */
+static int kvt_pool_admit(u64 dram)
+{
+	lockdep_assert_held(&kvt_pools_lock);
+	if (kvt_nr_pools >= kvt_max_pools)
+		return -EMFILE;
+	if (dram > kvt_dram_budget - kvt_dram_reserved)
+		return -ENOSPC;
+	return 0;
+}
+
+/* Give an admitted pool its name; the registry holds its initial ref. */
+static void kvt_pool_name(struct kvt_pool *pool, u64 dram)
+{
+	lockdep_assert_held(&kvt_pools_lock);
+	kvt_nr_pools++;
+	kvt_dram_reserved += dram;
+	pool->named = true;
+	list_add_tail(&pool->node, &kvt_pools);
+	kvt_sysfs_pool_add(pool);
+}
+
 /**
  * kvt_pool_create() - create a named pool and return a file for it
  * @pc: the request, checked here
@@ -357,22 +379,15 @@ struct file *kvt_pool_create(struct kvtier_pool_create *pc)
 		kvt_pool_put(old);
 		return file;
 	}
-	ret = -EMFILE;
-	if (kvt_nr_pools >= kvt_max_pools)
-		goto out_unlock;
-	ret = -ENOSPC;
-	if (dram > kvt_dram_budget - kvt_dram_reserved)
+	ret = kvt_pool_admit(dram);
+	if (ret)
 		goto out_unlock;
 	/* With an NVMe tier, the pool is recorded there and persists. */
 	ret = kvt_nvme_pool_record(pool);
 	if (ret)
 		goto out_unlock;
 
-	kvt_nr_pools++;
-	kvt_dram_reserved += dram;
-	pool->named = true;
-	list_add_tail(&pool->node, &kvt_pools);
-	kvt_sysfs_pool_add(pool);
+	kvt_pool_name(pool, dram);
 	/*
 	 * The registry keeps the initial reference; take ours before the
 	 * name is visible to a concurrent destroy.
@@ -552,17 +567,10 @@ struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 	ret = -EEXIST;
 	if (kvt_pool_lookup(pool->name))
 		goto out_unlock;
-	ret = -EMFILE;
-	if (kvt_nr_pools >= kvt_max_pools)
+	ret = kvt_pool_admit(dram);
+	if (ret)
 		goto out_unlock;
-	ret = -ENOSPC;
-	if (dram > kvt_dram_budget - kvt_dram_reserved)
-		goto out_unlock;
-	kvt_nr_pools++;
-	kvt_dram_reserved += dram;
-	pool->named = true;
-	list_add_tail(&pool->node, &kvt_pools);
-	kvt_sysfs_pool_add(pool);
+	kvt_pool_name(pool, dram);
 	mutex_unlock(&kvt_pools_lock);
 	return pool;
 
