@@ -112,7 +112,8 @@ int kvt_make_room(struct kvt_pool *pool, bool addr)
 
 		victim = kvt_policy_victim(pool);
 		if (victim != KVT_NIL &&
-		    pool->blocks[victim].nloc != KVT_NIL) {
+		    pool->blocks[victim].nloc != KVT_NIL &&
+		    !kvt_nvme_rescue(pool, victim)) {
 			kvt_evict_one(pool, victim);
 			continue;
 		}

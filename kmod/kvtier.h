@@ -237,6 +237,7 @@ int kvt_nvme_detach(void);
 void kvt_nvme_stat(struct kvtier_nvme_stat *st);
 bool kvt_nvme_attached(void);
 int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims);
+bool kvt_nvme_rescue(struct kvt_pool *pool, u32 addr);
 int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	__releases(&pool->lock);
 int kvt_nvme_sync(struct kvt_pool *pool, u64 *written);

@@ -16,12 +16,15 @@
 
 enum kvt_region_state {
 	KVT_REGION_FREE = 0,
-	KVT_REGION_WRITING,
+	KVT_REGION_WRITING,	/* a segment is being written */
+	KVT_REGION_OPEN,	/* durable segments, room for more */
 	KVT_REGION_FULL,
 };
 
 struct kvt_region {
 	u64 seq;		/* its write sequence, 0 when free */
+	u64 nonce;		/* in each of its segments' summaries */
+	u32 used;		/* pages taken by its segments */
 	u8 state;		/* enum kvt_region_state */
 };
 
@@ -44,10 +47,11 @@ struct kvt_nvme {
 	u32 max_recs;		/* records a summary holds */
 	u64 generation;
 
-	/* Protects regions[], head and next_seq: the log's allocation. */
+	/* Protects regions[], head, open and next_seq: the log's allocation. */
 	struct mutex lock;
 	struct kvt_region *regions;
 	u32 head;			/* next region to write */
+	u32 open;			/* region taking segments, or KVT_NIL */
 	u64 next_seq;
 	/* Pool table slots in use, protected by kvt_nvme_lock. */
 	DECLARE_BITMAP(slots, KVT_POOL_SLOTS);
@@ -69,6 +73,7 @@ struct kvt_nvme {
 	atomic64_t bytes_read;
 	atomic64_t reclaimed;
 	atomic64_t lost_blocks;
+	atomic64_t rescued;
 	atomic64_t io_errors;
 	u64 attach_ns;
 };
@@ -107,7 +112,11 @@ static inline size_t kvt_summary_bytes(struct kvt_nvme *nvme)
 int kvt_nvme_rw(struct kvt_nvme *nvme, blk_opf_t opf, u64 off, void *buf,
 		size_t len);
 u32 kvt_summary_crc(struct kvt_disk_region *dr, size_t len);
-int kvt_summary_read(struct kvt_nvme *nvme, u32 r, struct kvt_disk_region *dr);
+int kvt_summary_read(struct kvt_nvme *nvme, u32 r, u32 page,
+		     struct kvt_disk_region *dr);
+int kvt_segment_read(struct kvt_nvme *nvme, u32 r, u32 *page, u64 seq,
+		     struct kvt_disk_region *dr);
+u32 kvt_seg_pages(struct kvt_nvme *nvme, struct kvt_disk_region *dr);
 
 /* tier_nvme.c */
 u32 kvt_rec_seed(u64 pool_id, const u64 *key, u64 seq);

@@ -1,23 +1,29 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The on-disk format of the NVMe tier, version 1.
+ * The on-disk format of the NVMe tier, version 2.
  * Documentation/nvme-format.rst describes it; keep the two in step.
  *
  *   byte 0        superblock (struct kvt_disk_sb), one 4 KiB page
  *   byte 4096     pool table: KVT_POOL_SLOTS entries of struct kvt_disk_pool
- *   byte 1 MiB    regions of region_bytes each, written whole and in order
+ *   byte 1 MiB    regions of region_bytes each, written in order
  *
- * A region starts with its summary (struct kvt_disk_region and one
+ * A region holds one or more segments, written one after the other from its
+ * start. A segment starts with its summary (struct kvt_disk_region and one
  * struct kvt_disk_rec per block), padded to whole pages, followed by the
- * blocks' data, each starting on a page. All integers are little endian;
- * every structure carries a crc32c of itself.
+ * blocks' data, each starting on a page; the next segment, if any, starts
+ * seg_pages after it and carries the same seq and nonce. All integers are
+ * little endian; every structure carries a crc32c of itself.
+ *
+ * Version 1 had one segment per region (seg_page, seg_pages and nonce
+ * zero); a version 2 reader takes such a region as one segment spanning it.
  */
 #ifndef _KVTIER_NVME_FORMAT_H
 #define _KVTIER_NVME_FORMAT_H
 
 #include <linux/types.h>
 
-#define KVT_FORMAT_VERSION	1
+#define KVT_FORMAT_VERSION	2
+#define KVT_FORMAT_VERSION_MIN	1	/* still read */
 #define KVT_SB_MAGIC		0x627372656974766bULL	/* "kvtiersb" */
 #define KVT_REGION_MAGIC	0x677272656974766bULL	/* "kvtierrg" */
 #define KVT_DISK_PAGE		4096U
@@ -68,6 +74,7 @@ struct kvt_disk_rec {
 	__le64 reserved;
 };
 
+/* The summary of one segment; the first segment's is at the region's start. */
 struct kvt_disk_region {
 	__le64 magic;
 	__le64 seq;		/* write order, from 1, never reused */
@@ -75,7 +82,10 @@ struct kvt_disk_region {
 	__le32 nr;		/* records */
 	__le32 summary_bytes;
 	__le32 crc;		/* of summary_bytes from magic, this field zero */
-	__le32 reserved[5];
+	__le32 seg_page;	/* where this segment starts, from region start */
+	__le32 seg_pages;	/* its length: summary and data; 0 = the region */
+	__le32 reserved;
+	__le64 nonce;		/* random per region write, same in each segment */
 	struct kvt_disk_rec recs[];
 };
 

@@ -225,7 +225,8 @@ static int kvt_nvme_read_sb(struct kvt_nvme *nvme, u32 flags, u32 region_kib)
 	    le32_to_cpu(sb->crc) != kvt_sb_crc(sb))
 		goto out_free;
 	ret = -EINVAL;
-	if (le32_to_cpu(sb->version) != KVT_FORMAT_VERSION || region_kib ||
+	if (le32_to_cpu(sb->version) < KVT_FORMAT_VERSION_MIN ||
+	    le32_to_cpu(sb->version) > KVT_FORMAT_VERSION || region_kib ||
 	    le32_to_cpu(sb->page_bytes) != KVT_DISK_PAGE ||
 	    le64_to_cpu(sb->data_off) != KVT_DATA_OFF ||
 	    le64_to_cpu(sb->pool_table_off) != KVT_POOL_TABLE_OFF ||
@@ -318,23 +319,40 @@ static int kvt_region_seq_cmp(const void *a, const void *b)
 }
 
 /**
- * kvt_summary_read() - read and check a region's summary
+ * kvt_seg_pages() - the length of a segment
+ * @nvme: the device
+ * @dr: its valid summary
+ *
+ * Return: pages of the segment, summary included (a version 1 summary
+ * spans its region).
+ */
+u32 kvt_seg_pages(struct kvt_nvme *nvme, struct kvt_disk_region *dr)
+{
+	return le32_to_cpu(dr->seg_pages) ?: nvme->region_pages;
+}
+
+/**
+ * kvt_summary_read() - read and check a segment's summary
  * @nvme: the device
  * @r: the region
+ * @page: where the segment starts, in pages from the region's start
  * @dr: a buffer of kvt_summary_bytes()
  *
  * Reads as much as a summary can take; the summary says how long it is.
  *
- * Return: 0 and a valid summary; -EBADMSG if there is none; -EIO.
+ * Return: 0 and a valid summary of a segment at @page; -EBADMSG if there is
+ * none; -EIO.
  */
-int kvt_summary_read(struct kvt_nvme *nvme, u32 r, struct kvt_disk_region *dr)
+int kvt_summary_read(struct kvt_nvme *nvme, u32 r, u32 page,
+		     struct kvt_disk_region *dr)
 {
-	size_t len = kvt_summary_bytes(nvme);
-	u32 nr, slen;
+	size_t len = min_t(size_t, kvt_summary_bytes(nvme),
+			   (size_t)(nvme->region_pages - page) * KVT_DISK_PAGE);
+	u32 nr, slen, seg;
 	int ret;
 
-	ret = kvt_nvme_rw(nvme, REQ_OP_READ, kvt_region_bytes_off(nvme, r),
-			  dr, len);
+	ret = kvt_nvme_rw(nvme, REQ_OP_READ, kvt_region_bytes_off(nvme, r) +
+			  (u64)page * KVT_DISK_PAGE, dr, len);
 	if (ret)
 		return ret;
 	nr = le32_to_cpu(dr->nr);
@@ -345,6 +363,48 @@ int kvt_summary_read(struct kvt_nvme *nvme, u32 r, struct kvt_disk_region *dr)
 	    slen < struct_size(dr, recs, nr) || !dr->seq ||
 	    le32_to_cpu(dr->crc) != kvt_summary_crc(dr, slen))
 		return -EBADMSG;
+	seg = kvt_seg_pages(nvme, dr);
+	if (le32_to_cpu(dr->seg_page) != page ||
+	    (!le32_to_cpu(dr->seg_pages) && page) ||
+	    seg < slen / KVT_DISK_PAGE || seg > nvme->region_pages - page)
+		return -EBADMSG;
+	return 0;
+}
+
+/**
+ * kvt_segment_read() - read the next segment of a region
+ * @nvme: the device
+ * @r: the region
+ * @page: in: where the segment starts (0: the first); out: where the next
+ *	  one would
+ * @seq: the region's sequence and @nonce its nonce, read from its first
+ *	 segment; later segments must carry both
+ * @dr: a buffer of kvt_summary_bytes()
+ *
+ * A segment that was never written, or whose summary did not reach the
+ * device, ends the chain: what follows it is never believed. The nonce,
+ * drawn when the region is opened, stops stale bytes from an older write
+ * of the region (a block's data, say) from passing for a later segment.
+ *
+ * Return: 0 and @dr valid; -EBADMSG at the end of the chain; -EIO.
+ */
+int kvt_segment_read(struct kvt_nvme *nvme, u32 r, u32 *page, u64 seq,
+		     struct kvt_disk_region *dr)
+{
+	u64 nonce = *page ? nvme->regions[r].nonce : 0;
+	int ret;
+
+	if (*page >= nvme->region_pages)
+		return -EBADMSG;
+	ret = kvt_summary_read(nvme, r, *page, dr);
+	if (ret)
+		return ret;
+	if (*page && (le64_to_cpu(dr->seq) != seq ||
+		      le64_to_cpu(dr->nonce) != nonce))
+		return -EBADMSG;
+	if (!*page)
+		nvme->regions[r].nonce = le64_to_cpu(dr->nonce);
+	*page += kvt_seg_pages(nvme, dr);
 	return 0;
 }
 
@@ -381,10 +441,13 @@ static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u32 nloc,
 	kvt_block_put_user(pool, addr);
 }
 
-static void kvt_replay_region(struct kvt_nvme *nvme, u32 r,
-			      struct kvt_disk_region *dr)
+static void kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
+			       struct kvt_disk_region *dr)
 {
 	u32 first = kvt_region_bytes_off(nvme, r) / KVT_DISK_PAGE;
+	u32 start = le32_to_cpu(dr->seg_page);
+	u32 data = start + le32_to_cpu(dr->summary_bytes) / KVT_DISK_PAGE;
+	u32 end = start + kvt_seg_pages(nvme, dr);
 	struct kvt_pool *pool = NULL;
 	u32 i, addr;
 
@@ -401,8 +464,7 @@ static void kvt_replay_region(struct kvt_nvme *nvme, u32 r,
 			pool = kvt_pool_get_by_id(id);
 		}
 		if (!pool || le32_to_cpu(rec->pages) != pool->pages_per_block ||
-		    page < le32_to_cpu(dr->summary_bytes) / KVT_DISK_PAGE ||
-		    page + pool->pages_per_block > nvme->region_pages)
+		    page < data || page + pool->pages_per_block > end)
 			continue;
 		if (kvt_block_restore(pool, key, first + page,
 				      le32_to_cpu(rec->crc), &addr) == -EEXIST)
@@ -414,7 +476,10 @@ static void kvt_replay_region(struct kvt_nvme *nvme, u32 r,
 		kvt_pool_put(pool);
 }
 
-/* Rebuild the index: replay every valid region summary, oldest first. */
+/*
+ * Rebuild the index: replay every valid segment summary, regions oldest
+ * first, each region's segments in the order they were written.
+ */
 static int kvt_nvme_rebuild(struct kvt_nvme *nvme)
 {
 	struct kvt_region_seq *order;
@@ -428,7 +493,7 @@ static int kvt_nvme_rebuild(struct kvt_nvme *nvme)
 		goto out_free;
 
 	for (r = 0; r < nvme->nr_regions; r++) {
-		ret = kvt_summary_read(nvme, r, dr);
+		ret = kvt_summary_read(nvme, r, 0, dr);
 		if (ret == -EBADMSG)
 			continue;
 		if (ret)
@@ -442,13 +507,19 @@ static int kvt_nvme_rebuild(struct kvt_nvme *nvme)
 	nvme->head = 0;
 	nvme->next_seq = 1;
 	for (i = 0; i < n; i++) {
+		u32 page = 0;
+
 		r = order[i].region;
-		ret = kvt_summary_read(nvme, r, dr);
-		if (ret)
+		while (!(ret = kvt_segment_read(nvme, r, &page, order[i].seq,
+						dr)))
+			kvt_replay_segment(nvme, r, dr);
+		if (ret != -EBADMSG)
 			goto out_free;
+		if (!page)
+			continue;	/* changed under us: not a region now */
 		nvme->regions[r].seq = order[i].seq;
+		nvme->regions[r].used = nvme->region_pages;
 		nvme->regions[r].state = KVT_REGION_FULL;
-		kvt_replay_region(nvme, r, dr);
 		nvme->next_seq = order[i].seq + 1;
 		nvme->head = (r + 1) % nvme->nr_regions;
 	}
@@ -592,6 +663,7 @@ int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 	if (!nvme)
 		goto out_unlock;
 	mutex_init(&nvme->lock);
+	nvme->open = KVT_NIL;
 	atomic_set(&nvme->writes, 0);
 	atomic_set(&nvme->inflight, 0);
 	init_waitqueue_head(&nvme->idle);
@@ -754,6 +826,7 @@ void kvt_nvme_stat(struct kvtier_nvme_stat *st)
 	st->bytes_read = atomic64_read(&nvme->bytes_read);
 	st->reclaimed = atomic64_read(&nvme->reclaimed);
 	st->lost_blocks = atomic64_read(&nvme->lost_blocks);
+	st->rescued = atomic64_read(&nvme->rescued);
 	st->io_errors = atomic64_read(&nvme->io_errors);
 	st->attach_ns = nvme->attach_ns;
 	memcpy(st->uuid, nvme->uuid, sizeof(st->uuid));

@@ -29,7 +29,9 @@
 #include "nvme.h"
 #include "trace.h"
 
-#define KVT_WRITE_QD		4	/* region writes in flight */
+#define KVT_WRITE_QD		4	/* segment writes in flight */
+/* Blocks in use with a copy in the next 1/8 of the log to reclaim: rewritten */
+#define KVT_RESCUE_SHARE	8
 
 /**
  * kvt_rec_seed() - where the crc of a record starts
@@ -73,18 +75,13 @@ u32 kvt_block_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed)
 	return seed;
 }
 
-/*
- * Reclaim region @r before it is written again: every block whose only
- * copy is there goes, the others become dirty. Caller holds nvme->lock.
- */
-static void kvt_region_reclaim(struct kvt_nvme *nvme, u32 r,
-			       struct kvt_disk_region *dr)
+/* Forget the blocks of one segment whose only copy is there. */
+static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
+				struct kvt_disk_region *dr)
 {
 	u32 first = kvt_region_bytes_off(nvme, r) / KVT_DISK_PAGE;
 	u32 i;
 
-	if (kvt_summary_read(nvme, r, dr))
-		goto out_free;
 	for (i = 0; i < le32_to_cpu(dr->nr); i++) {
 		struct kvt_disk_rec *rec = &dr->recs[i];
 		u64 key[2] = { le64_to_cpu(rec->key[0]),
@@ -106,8 +103,24 @@ static void kvt_region_reclaim(struct kvt_nvme *nvme, u32 r,
 		spin_unlock(&pool->lock);
 		kvt_pool_put(pool);
 	}
-out_free:
+}
+
+/*
+ * Reclaim region @r before it is written again: every block whose only
+ * copy is there goes, the others become dirty. A block that cannot be
+ * forgotten because its summary cannot be read fails verification when
+ * read (the region's sequence changes), so it is a miss, not wrong bytes.
+ * Caller holds nvme->lock.
+ */
+static void kvt_region_reclaim(struct kvt_nvme *nvme, u32 r,
+			       struct kvt_disk_region *dr)
+{
+	u32 page = 0;
+
+	while (!kvt_segment_read(nvme, r, &page, nvme->regions[r].seq, dr))
+		kvt_segment_reclaim(nvme, r, dr);
 	nvme->regions[r].seq = 0;
+	nvme->regions[r].used = 0;
 	nvme->regions[r].state = KVT_REGION_FREE;
 	atomic64_inc(&nvme->reclaimed);
 }
@@ -194,11 +207,14 @@ static void kvt_io_submit(struct kvt_io *io, struct bio *bio)
 		queue_work(io->nvme->wq, &io->work);
 }
 
-/* A region write in flight. */
+/* A segment write in flight. */
 struct kvt_wbr {
 	struct kvt_io io;
 	u32 region;
+	u32 page;		/* where the segment starts in the region */
+	u32 pages;		/* its length, as reserved */
 	u64 seq;
+	u64 nonce;
 	u32 nr;
 	u64 bytes;		/* summary bytes written */
 	u64 demoted;		/* block bytes written */
@@ -236,7 +252,7 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 	kvt_block_put_user(pool, e->addr);
 }
 
-/* Second phase of a region write: its summary, at the region's start. */
+/* Second phase of a segment write: its summary, at the segment's start. */
 static void kvt_wbr_write_summary(struct kvt_wbr *wbr)
 {
 	struct kvt_nvme *nvme = wbr->io.nvme;
@@ -247,7 +263,8 @@ static void kvt_wbr_write_summary(struct kvt_wbr *wbr)
 	/* The same work item runs again when the summary's bios end. */
 	atomic_set(&wbr->io.pending, 1);
 	bio = kvt_io_bio(&wbr->io, REQ_OP_WRITE | REQ_FUA | REQ_SYNC,
-			 KVT_SECTORS(kvt_region_bytes_off(nvme, wbr->region)));
+			 KVT_SECTORS(kvt_region_bytes_off(nvme, wbr->region) +
+				     (u64)wbr->page * KVT_DISK_PAGE));
 	for (off = 0; off < wbr->bytes; off += PAGE_SIZE)
 		bio = kvt_io_add(&wbr->io, bio, is_vmalloc_addr(dr) ?
 				 vmalloc_to_page(dr + off) :
@@ -261,6 +278,7 @@ static void kvt_wbr_done(struct work_struct *work)
 	struct kvt_nvme *nvme = wbr->io.nvme;
 	struct kvt_disk_region *dr = wbr->summary;
 	u32 first = kvt_region_bytes_off(nvme, wbr->region) / KVT_DISK_PAGE;
+	struct kvt_region *rg;
 	u32 i;
 
 	/*
@@ -275,11 +293,19 @@ static void kvt_wbr_done(struct work_struct *work)
 	}
 
 	mutex_lock(&nvme->lock);
+	rg = &nvme->regions[wbr->region];
 	if (wbr->io.status) {
-		nvme->regions[wbr->region].seq = 0;
-		nvme->regions[wbr->region].state = KVT_REGION_FREE;
+		/* Earlier segments stay valid; nothing is appended after. */
+		if (nvme->open == wbr->region)
+			nvme->open = KVT_NIL;
+		rg->state = wbr->page ? KVT_REGION_FULL : KVT_REGION_FREE;
+		if (!wbr->page) {
+			rg->seq = 0;
+			rg->used = 0;
+		}
 	} else {
-		nvme->regions[wbr->region].state = KVT_REGION_FULL;
+		rg->state = nvme->open == wbr->region ? KVT_REGION_OPEN :
+							KVT_REGION_FULL;
 		atomic64_add(wbr->bytes + wbr->demoted, &nvme->bytes_written);
 		atomic64_add(wbr->demoted, &nvme->bytes_demoted);
 	}
@@ -305,29 +331,157 @@ static void kvt_wbr_done(struct work_struct *work)
 		wake_up_all(&nvme->idle);
 }
 
-/* Pick the next region to write, reclaiming it if it holds data. */
+/* Pages of a segment summary with @nr records. */
+static u32 kvt_summary_pages(u32 nr)
+{
+	return DIV_ROUND_UP(struct_size((struct kvt_disk_region *)NULL, recs,
+					nr), KVT_DISK_PAGE);
+}
+
+/*
+ * Take entries off the queue for a segment of at most @room pages, summary
+ * included; with @peek, only count them. kvt_nvme_qlock held.
+ *
+ * Return: the pages the segment takes (0: nothing queued fits).
+ */
+static u32 kvt_queue_take(struct kvt_nvme *nvme, struct kvt_wbr *wbr,
+			  u32 room, bool peek)
+{
+	u32 data = 0, nr = 0, q = nvme->qhead, left = nvme->qlen;
+
+	while (left && nr < nvme->max_recs) {
+		struct kvt_wb_entry *e = &nvme->queue[q];
+		u32 pages = e->pool->pages_per_block;
+
+		if (kvt_summary_pages(nr + 1) + data + pages > room)
+			break;
+		data += pages;
+		if (!peek)
+			wbr->ents[nr] = *e;
+		nr++;
+		q = (q + 1) % nvme->qcap;
+		left--;
+	}
+	if (!nr)
+		return 0;
+	if (!peek) {
+		wbr->nr = nr;
+		nvme->qhead = q;
+		nvme->qlen = left;
+	}
+	return kvt_summary_pages(nr) + data;
+}
+
+/* Room left in a region after @used pages, for another segment. */
+static bool kvt_region_has_room(struct kvt_nvme *nvme, u32 used)
+{
+	return nvme->region_pages - used >= kvt_summary_pages(1) + 1;
+}
+
+/*
+ * Open the next region of the log, reclaiming it if it holds data. A region
+ * still open there (the log wrapped round onto it) is closed first.
+ * nvme->lock held.
+ *
+ * Return: 0, or -ENOSPC when a write to that region is still under way.
+ */
 static int kvt_region_next(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
 {
+	u32 r = nvme->head;
+	struct kvt_region *rg = &nvme->regions[r];
+
+	if (rg->state == KVT_REGION_WRITING)
+		return -ENOSPC;
+	if (nvme->open == r)
+		nvme->open = KVT_NIL;
+	if (rg->state != KVT_REGION_FREE)
+		kvt_region_reclaim(nvme, r, wbr->summary);
+	rg->state = KVT_REGION_WRITING;
+	rg->seq = nvme->next_seq++;
+	rg->nonce = get_random_u64();
+	rg->used = 0;
+	nvme->head = (r + 1) % nvme->nr_regions;
+	wbr->region = r;
+	return 0;
+}
+
+/*
+ * Fill @wbr with the next segment to write: appended to the open region
+ * when the queue fits in what is left of it, else at the start of the next
+ * region. Segments of one region are written one at a time, so a segment's
+ * summary is never durable before the summaries of those before it.
+ *
+ * Return: 1 with a segment to submit, 0 with nothing to do now, -ENOSPC.
+ */
+static int kvt_segment_next(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
+{
+	struct kvt_region *rg = NULL;
+	u32 pages;
 	int ret = 0;
 
 	mutex_lock(&nvme->lock);
-	wbr->region = nvme->head;
-	if (nvme->regions[wbr->region].state == KVT_REGION_WRITING) {
-		ret = -ENOSPC;		/* the log wrapped onto a write */
+	spin_lock(&kvt_nvme_qlock);
+	if (!nvme->qlen)
+		goto out_unlock;
+	if (nvme->open != KVT_NIL) {
+		rg = &nvme->regions[nvme->open];
+		/*
+		 * While a segment of the open region is being written, only
+		 * a batch that fills a region of its own goes ahead, to the
+		 * next region; a smaller one waits to be appended.
+		 */
+		if (rg->state == KVT_REGION_WRITING) {
+			pages = kvt_queue_take(nvme, wbr, nvme->region_pages,
+					       true);
+			if (kvt_region_has_room(nvme, pages))
+				goto out_unlock;
+			rg = NULL;
+		} else if (!kvt_queue_take(nvme, wbr,
+					   nvme->region_pages - rg->used,
+					   true)) {
+			/* The head of the queue does not fit: close it. */
+			rg->state = KVT_REGION_FULL;
+			nvme->open = KVT_NIL;
+			rg = NULL;
+		}
+	}
+	if (!rg) {
+		spin_unlock(&kvt_nvme_qlock);
+		ret = kvt_region_next(nvme, wbr);
+		spin_lock(&kvt_nvme_qlock);
+		if (ret)
+			goto out_unlock;
+		rg = &nvme->regions[wbr->region];
+		if (nvme->open == KVT_NIL)
+			nvme->open = wbr->region;
+	} else {
+		wbr->region = nvme->open;
+	}
+	wbr->page = rg->used;
+	wbr->pages = kvt_queue_take(nvme, wbr, nvme->region_pages - rg->used,
+				    false);
+	/* A block always fits an empty region (kvt_nvme_clean checks). */
+	if (WARN_ON_ONCE(!wbr->pages)) {
+		if (nvme->open == wbr->region)
+			nvme->open = KVT_NIL;
+		rg->state = rg->used ? KVT_REGION_FULL : KVT_REGION_FREE;
+		ret = -ENOSPC;
 		goto out_unlock;
 	}
-	if (nvme->regions[wbr->region].state == KVT_REGION_FULL)
-		kvt_region_reclaim(nvme, wbr->region, wbr->summary);
-	nvme->regions[wbr->region].state = KVT_REGION_WRITING;
-	nvme->regions[wbr->region].seq = nvme->next_seq;
-	wbr->seq = nvme->next_seq++;
-	nvme->head = (nvme->head + 1) % nvme->nr_regions;
+	rg->used += wbr->pages;
+	rg->state = KVT_REGION_WRITING;
+	wbr->seq = rg->seq;
+	wbr->nonce = rg->nonce;
+	if (nvme->open == wbr->region && !kvt_region_has_room(nvme, rg->used))
+		nvme->open = KVT_NIL;
+	ret = 1;
 out_unlock:
+	spin_unlock(&kvt_nvme_qlock);
 	mutex_unlock(&nvme->lock);
 	return ret;
 }
 
-/* Build and submit one region from the entries in @wbr. */
+/* Build and submit one segment from the entries in @wbr. */
 static void kvt_wbr_submit(struct kvt_wbr *wbr)
 {
 	struct kvt_nvme *nvme = wbr->io.nvme;
@@ -337,19 +491,12 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	u64 demoted = 0;
 	size_t slen;
 
-	for (i = 0; i < wbr->nr; i++)
-		wbr->ents[i].rec = KVT_NIL;
-	if (kvt_region_next(nvme, wbr)) {
-		wbr->io.status = -ENOSPC;
-		kvt_io_submit(&wbr->io, NULL);
-		return;
-	}
-
 	/* Blocks dropped since they were queued are not written. */
 	for (i = 0; i < wbr->nr; i++) {
 		struct kvt_wb_entry *e = &wbr->ents[i];
 		struct kvt_pool *pool = e->pool;
 
+		e->rec = KVT_NIL;
 		spin_lock(&pool->lock);
 		if (pool->blocks[e->addr].state == KVT_BLK_READY)
 			e->rec = n++;
@@ -357,7 +504,7 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	}
 	/* The summary takes the pages its records need; data follows. */
 	slen = round_up(struct_size(dr, recs, n), KVT_DISK_PAGE);
-	page = slen / KVT_DISK_PAGE;
+	page = wbr->page + slen / KVT_DISK_PAGE;
 	memset(dr, 0, slen);
 
 	for (i = 0; i < wbr->nr; i++) {
@@ -385,11 +532,14 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	memcpy(dr->uuid, nvme->uuid, sizeof(dr->uuid));
 	dr->nr = cpu_to_le32(n);
 	dr->summary_bytes = cpu_to_le32(slen);
+	dr->seg_page = cpu_to_le32(wbr->page);
+	dr->seg_pages = cpu_to_le32(wbr->pages);
+	dr->nonce = cpu_to_le64(wbr->nonce);
 	dr->crc = cpu_to_le32(kvt_summary_crc(dr, slen));
 
 	bio = kvt_io_bio(&wbr->io, REQ_OP_WRITE | REQ_FUA | REQ_SYNC,
 			 KVT_SECTORS(kvt_region_bytes_off(nvme, wbr->region) +
-				     slen));
+				     (u64)wbr->page * KVT_DISK_PAGE + slen));
 	for (i = 0; i < wbr->nr; i++) {
 		struct kvt_wb_entry *e = &wbr->ents[i];
 
@@ -407,30 +557,11 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	kvt_io_submit(&wbr->io, bio);
 }
 
-/* Take entries off the queue for one region; kvt_nvme_qlock held. */
-static u32 kvt_queue_take(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
-{
-	u32 pages = nvme->summary_pages;
-
-	wbr->nr = 0;
-	while (nvme->qlen && wbr->nr < nvme->max_recs) {
-		struct kvt_wb_entry *e = &nvme->queue[nvme->qhead];
-
-		if (pages + e->pool->pages_per_block > nvme->region_pages)
-			break;
-		pages += e->pool->pages_per_block;
-		wbr->ents[wbr->nr++] = *e;
-		nvme->qhead = (nvme->qhead + 1) % nvme->qcap;
-		nvme->qlen--;
-	}
-	return wbr->nr;
-}
-
 /**
- * kvt_nvme_write_work() - the region writer
+ * kvt_nvme_write_work() - the segment writer
  * @work: the device's write_work
  *
- * Packs queued blocks into regions and submits them, KVT_WRITE_QD at most
+ * Packs queued blocks into segments and submits them, KVT_WRITE_QD at most
  * in flight; each completion queues it again.
  */
 void kvt_nvme_write_work(struct work_struct *work)
@@ -438,6 +569,7 @@ void kvt_nvme_write_work(struct work_struct *work)
 	struct kvt_nvme *nvme = container_of(work, struct kvt_nvme,
 					     write_work);
 	struct kvt_wbr *wbr;
+	int ret;
 
 	while (atomic_read(&nvme->writes) < KVT_WRITE_QD) {
 		wbr = kvzalloc(struct_size(wbr, ents, nvme->max_recs),
@@ -451,14 +583,12 @@ void kvt_nvme_write_work(struct work_struct *work)
 		}
 		kvt_io_init(&wbr->io, nvme, kvt_wbr_done);
 
-		spin_lock(&kvt_nvme_qlock);
-		if (!kvt_queue_take(nvme, wbr)) {
-			spin_unlock(&kvt_nvme_qlock);
+		ret = kvt_segment_next(nvme, wbr);
+		if (ret <= 0) {
 			kvfree(wbr->summary);
 			kvfree(wbr);
 			return;
 		}
-		spin_unlock(&kvt_nvme_qlock);
 		atomic_inc(&nvme->writes);
 		atomic_inc(&nvme->inflight);
 		kvt_wbr_submit(wbr);
@@ -540,6 +670,45 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 		queue_work(nvme->wq, &nvme->write_work);
 	spin_unlock(&kvt_nvme_qlock);
 	return queued;
+}
+
+/**
+ * kvt_nvme_rescue() - write a block again before its copy is reclaimed
+ * @pool: the pool, its lock held
+ * @addr: a clean READY block in DRAM, chosen as a victim
+ *
+ * A clean block leaving DRAM was used since its copy was written, so it is
+ * hotter than the blocks only on NVMe; if that copy is in one of the
+ * nr_regions/KVT_RESCUE_SHARE regions the log writes next, it would be lost
+ * when they are reclaimed. Forgetting the copy makes the block dirty: eviction
+ * then writes it at the head of the log while its data is still in DRAM,
+ * which costs a write but no read.
+ *
+ * Return: true if the block is dirty now.
+ */
+bool kvt_nvme_rescue(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	struct kvt_nvme *nvme;
+	bool rescue = false;
+
+	lockdep_assert_held(&pool->lock);
+	spin_lock(&kvt_nvme_qlock);
+	nvme = kvt_nvme;
+	if (nvme && blk->nloc != KVT_NIL) {
+		u32 nr = nvme->nr_regions, head = READ_ONCE(nvme->head);
+		u32 r = kvt_loc_region(nvme, blk->nloc);
+
+		/* A racy read of the head: this is only a heuristic. */
+		rescue = r < nr &&
+			 (r + nr - head) % nr < max(1U, nr / KVT_RESCUE_SHARE);
+		if (rescue)
+			atomic64_inc(&nvme->rescued);
+	}
+	spin_unlock(&kvt_nvme_qlock);
+	if (rescue)
+		kvt_block_forget_nvme(pool, addr);
+	return rescue;
 }
 
 /* A block read in flight. */

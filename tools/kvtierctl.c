@@ -220,9 +220,10 @@ static void print_nvme_stat(int err, const struct kvtier_nvme_stat *ns)
 	       ns->bytes_demoted ? (double)ns->bytes_written / ns->bytes_demoted : 0,
 	       human_bytes(ns->bytes_read, b3, sizeof(b3)));
 	format_uuid(ns->uuid, uuid, sizeof(uuid));
-	printf("%-22s reclaimed %llu regions, lost %llu blocks, %llu I/O errors, attach %.3f s, uuid %s\n",
+	printf("%-22s reclaimed %llu regions, lost %llu blocks, rescued %llu, %llu I/O errors, attach %.3f s, uuid %s\n",
 	       "", (unsigned long long)ns->reclaimed,
 	       (unsigned long long)ns->lost_blocks,
+	       (unsigned long long)ns->rescued,
 	       (unsigned long long)ns->io_errors, ns->attach_ns / 1e9, uuid);
 }
 

@@ -473,7 +473,7 @@ TEST_F(attach, blank_device_formats)
 	EXPECT_EQ(0U, ns.io_errors);
 
 	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
-	EXPECT_EQ(1U, sb.version);
+	EXPECT_EQ(2U, sb.version);
 	EXPECT_EQ(0, memcmp(sb.uuid, ns.uuid, 16));
 	EXPECT_EQ((__u64)bytes, sb.dev_bytes);
 	EXPECT_EQ(ns.region_bytes, sb.region_bytes);
@@ -745,7 +745,7 @@ TEST_F(attach, nvme_stat)
 	memset(&ns, 0, sizeof(ns));
 	ns.flags = 1;
 	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < sizeof(ns.reserved) / sizeof(ns.reserved[0]); i++) {
 		memset(&ns, 0, sizeof(ns));
 		ns.reserved[i] = 1;
 		ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
@@ -1357,6 +1357,53 @@ TEST_F_TIMEOUT(tier, capacity_kept, 120)
 	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
 }
 
+/*
+ * A pool whose DRAM share is much smaller than a region: each eviction
+ * writes a few blocks, appended to the open region as a segment, so the
+ * device holds far more than one DRAM's worth per region and nothing is
+ * lost while the device has room.
+ */
+TEST_F_TIMEOUT(tier, small_dram_packs_regions, 240)
+{
+	long long dev = NSTAT(self->ctl, dev_bytes);
+	long long nr = nvme_nr_regions(self->ctl);
+	long long rb = NSTAT(self->ctl, region_bytes);
+	char name[KVTIER_NAME_MAX];
+	long long used, need;
+	struct kvtier_nvme_stat ns;
+	struct tally t;
+	__u64 n;
+	int pfd;
+
+	ASSERT_LT(0, dev);
+	ASSERT_LT(0, nr);
+	/* More than one DRAM's worth per region: what regions of one write held. */
+	n = nr * DRAM * 3 / 2;
+	if (n * self->bs > (__u64)dev / 2)
+		n = dev / 2 / self->bs;
+	kvt_name(name, "smalldram");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, n + 16, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, n, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	used = ns.nr_regions - ns.free_regions;
+	need = (n * self->bs + rb - 1) / rb;
+	TH_LOG("%llu blocks of %llu KiB, DRAM %u: %lld regions used (%lld of data), %lld lost, host WAF %.3f",
+	       (unsigned long long)n, (unsigned long long)self->bs >> 10,
+	       DRAM, used, need, (long long)ns.lost_blocks,
+	       (double)ns.bytes_written / (double)ns.bytes_demoted);
+	EXPECT_EQ(0ULL, ns.lost_blocks);
+	EXPECT_EQ(0ULL, ns.reclaimed);
+	/* Segment summaries take a page per DRAM's worth at most. */
+	EXPECT_GE(need * (DRAM + 1) / DRAM + 2, used);
+	tally_range(pfd, self->buf, self->bs, 0, n, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(n, t.exact);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
 /* REPLACE of a block that has an NVMe copy: the old copy never returns. */
 TEST_F(tier, replace_not_undone_by_eviction)
 {
@@ -1697,6 +1744,99 @@ TEST_F(tier, misplaced_copy_is_miss)
 	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 1, 1));
 	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
 	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+}
+
+/* ==== a log that wraps round: a small device ============================ */
+
+FIXTURE(wrap) {
+	int ctl, pfd;
+	char name[KVTIER_NAME_MAX];
+	char *buf;
+};
+
+#define WRAP_MIB	64	/* device size */
+#define WRAP_BS		(64 * KVT_KIB)
+#define WRAP_DRAM	32U
+#define WRAP_HOT	16U
+#define WRAP_PATH	"/dev/mapper/" DM_SMALL
+
+FIXTURE_SETUP(wrap)
+{
+	char table[256];
+
+	new_salt();
+	self->pfd = -1;
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	nvt_reset(self->ctl);
+	self->buf = kvt_alloc(WRAP_BS);
+	ASSERT_NE(NULL, self->buf);
+	linear_table(table, sizeof(table), WRAP_MIB * 2048LL);
+	ASSERT_EQ(0, nvt_dm_create(DM_SMALL, table));
+	ASSERT_EQ(0, nvt_attach(self->ctl, WRAP_PATH, KVTIER_NVME_FORMAT,
+				1024));
+	kvt_name(self->name, "wrap");
+	self->pfd = kvt_pool_create(self->ctl, self->name, WRAP_BS, 4096,
+				    WRAP_DRAM);
+	ASSERT_LE(0, self->pfd);
+}
+
+FIXTURE_TEARDOWN(wrap)
+{
+	if (self->pfd >= 0)
+		close(self->pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	nvt_reset(self->ctl);
+	kvt_free(self->buf, WRAP_BS);
+	close(self->ctl);
+}
+
+/*
+ * Blocks in use survive the log wrapping round: a hot set read between
+ * batches of cold PUTs keeps its copies out of the regions being reclaimed
+ * (rescued while still in DRAM), while cold blocks are reclaimed.
+ */
+TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
+{
+	long long nr = nvme_nr_regions(self->ctl), cold_total;
+	__u64 next = 1000, round = 0;
+	struct kvtier_nvme_stat ns;
+	unsigned int misses = 0;
+	struct tally t;
+
+	ASSERT_LT(0, nr);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1,
+			       0));
+	/* Enough cold data to go round the log twice and a half. */
+	cold_total = nr * (1024 * KVT_KIB / WRAP_BS) * 5 / 2;
+	while (next - 1000 < (__u64)cold_total) {
+		ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, next,
+				       3 * WRAP_HOT, 1, 0));
+		next += 3 * WRAP_HOT;
+		tally_range(self->pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1, &t,
+			    NULL);
+		ASSERT_EQ(0U, t.wrong);
+		if (t.exact != WRAP_HOT && !misses++)
+			TH_LOG("round %llu: %u of %u hot blocks exact",
+			       (unsigned long long)round, t.exact, WRAP_HOT);
+		round++;
+	}
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	TH_LOG("%llu rounds, %llu cold blocks: %llu regions reclaimed, %llu blocks lost, %llu rescued",
+	       (unsigned long long)round, (unsigned long long)(next - 1000),
+	       (unsigned long long)ns.reclaimed,
+	       (unsigned long long)ns.lost_blocks,
+	       (unsigned long long)ns.rescued);
+	EXPECT_LT((__u64)nr, ns.reclaimed);	/* the log went round */
+	EXPECT_LT(0ULL, ns.lost_blocks);	/* cold blocks went */
+	EXPECT_LT(0ULL, ns.rescued);
+	EXPECT_EQ(0U, misses);
+	/* Cold blocks still held read back exact or miss, never wrong. */
+	tally_range(self->pfd, self->buf, WRAP_BS, 1000, next - 1000, 1, &t,
+		    NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_LT(0U, t.exact);
 }
 
 /* ==== faults injected with device-mapper ================================ */

@@ -90,7 +90,10 @@ struct nvt_disk_region {
 	__u32 nr;
 	__u32 summary_bytes;
 	__u32 crc;
-	__u32 reserved[5];
+	__u32 seg_page;
+	__u32 seg_pages;
+	__u32 reserved;
+	__u64 nonce;
 	struct nvt_disk_rec recs[];
 };
 
@@ -360,6 +363,7 @@ static inline int nvt_read_sb(const char *path, struct nvt_disk_sb *sb)
 struct nvt_loc {
 	__u64 data_off;		/* byte offset of its data */
 	__u64 region_off;	/* byte offset of its region */
+	__u64 seg_off;		/* byte offset of its segment */
 	__u32 region;		/* region index */
 	__u32 rec;		/* record index in the summary */
 	__u32 pages;
@@ -397,10 +401,12 @@ static inline int nvt_pool_id(const char *path, const char *name, __u64 *id)
 }
 
 /*
- * Find key (@k0, @k1) of pool @pool_id (0: any pool) in the regions of the
- * store on @path whose summary carries the store's uuid (from its
- * superblock). The newest copy (highest seq) is returned in @loc. 0,
- * -ENOENT when no region records the key, or -errno.
+ * Find key (@k0, @k1) of pool @pool_id (0: any pool) in the segments of the
+ * regions of the store on @path whose summary carries the store's uuid (from
+ * its superblock); a region's segments follow one another while they carry
+ * the first one's seq and nonce. The newest copy (highest seq, then the
+ * later segment) is returned in @loc. 0, -ENOENT when no region records the
+ * key, or -errno.
  */
 static inline int nvt_find_block_of(const char *path, __u64 pool_id,
 				    __u64 k0, __u64 k1, struct nvt_loc *loc)
@@ -427,35 +433,55 @@ static inline int nvt_find_block_of(const char *path, __u64 pool_id,
 	ret = -ENOENT;
 	for (r = 0; r < sb.nr_regions; r++) {
 		__u64 roff = NVT_DATA_OFF + (__u64)r * sb.region_bytes;
-		int err = nvt_raw_read(path, roff, dr, slen);
+		__u64 rpages = sb.region_bytes / NVT_DISK_PAGE, seq = 0, nonce = 0;
+		__u64 page = 0;
 
-		if (err) {
-			ret = err;
-			break;
-		}
-		if (dr->magic != NVT_REGION_MAGIC ||
-		    memcmp(dr->uuid, sb.uuid, sizeof(sb.uuid)) ||
-		    dr->nr > max_recs)
-			continue;
-		for (i = 0; i < dr->nr; i++) {
-			const struct nvt_disk_rec *rec = &dr->recs[i];
+		while (page < rpages) {
+			__u64 soff = roff + page * NVT_DISK_PAGE;
+			size_t len = slen;
+			__u32 seg;
+			int err;
 
-			if (rec->key[0] != k0 || rec->key[1] != k1 ||
-			    (pool_id && rec->pool_id != pool_id))
-				continue;
-			loc->copies++;
-			if (loc->seq > dr->seq)
-				continue;
-			loc->seq = dr->seq;
-			loc->region = r;
-			loc->rec = i;
-			loc->region_off = roff;
-			loc->data_off = roff + (__u64)rec->page * NVT_DISK_PAGE;
-			loc->pages = rec->pages;
-			loc->pool_id = rec->pool_id;
-			ret = 0;
+			if (len > (rpages - page) * NVT_DISK_PAGE)
+				len = (rpages - page) * NVT_DISK_PAGE;
+			err = nvt_raw_read(path, soff, dr, len);
+			if (err) {
+				ret = err;
+				goto out;
+			}
+			if (dr->magic != NVT_REGION_MAGIC ||
+			    memcmp(dr->uuid, sb.uuid, sizeof(sb.uuid)) ||
+			    dr->nr > max_recs || dr->seg_page != page ||
+			    (page && (dr->seq != seq || dr->nonce != nonce)))
+				break;
+			seq = dr->seq;
+			nonce = dr->nonce;
+			for (i = 0; i < dr->nr; i++) {
+				const struct nvt_disk_rec *rec = &dr->recs[i];
+
+				if (rec->key[0] != k0 || rec->key[1] != k1 ||
+				    (pool_id && rec->pool_id != pool_id))
+					continue;
+				loc->copies++;
+				if (loc->seq > dr->seq ||
+				    (loc->seq == dr->seq && loc->seg_off > soff))
+					continue;
+				loc->seq = dr->seq;
+				loc->region = r;
+				loc->rec = i;
+				loc->region_off = roff;
+				loc->seg_off = soff;
+				loc->data_off = roff +
+						(__u64)rec->page * NVT_DISK_PAGE;
+				loc->pages = rec->pages;
+				loc->pool_id = rec->pool_id;
+				ret = 0;
+			}
+			seg = dr->seg_pages ? dr->seg_pages : rpages;
+			page += seg;
 		}
 	}
+out:
 	kvt_free(dr, slen);
 	return ret;
 }

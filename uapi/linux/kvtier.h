@@ -365,6 +365,8 @@ struct kvtier_nvme_detach {
  * @bytes_read:	out: bytes read from the device.
  * @reclaimed:	out: regions reclaimed.
  * @lost_blocks: out: blocks dropped because their region was reclaimed.
+ * @rescued:	out: blocks written again, ahead of the reclaim of the
+ *		region holding their copy, because they were in use.
  * @io_errors:	out: failed bios.
  * @attach_ns:	out: how long the attach took (index rebuild included).
  * @uuid:	out: the store's uuid.
@@ -385,7 +387,8 @@ struct kvtier_nvme_stat {
 	__u64 io_errors;
 	__u64 attach_ns;
 	__u8 uuid[16];
-	__u64 reserved[6];
+	__u64 rescued;
+	__u64 reserved[5];
 };
 
 #define KVTIER_IOC_MAGIC	0xB8
