@@ -69,6 +69,15 @@ bench: deps
 		echo "bench: results saved to build/bench.txt"; \
 	fi
 
+# Placement policy lab: tools/policy-sim on the traces in KVTIER_TRACES and
+# on a generated one; CSV and SVG plots in build/policy/ (no VM needed).
+KVTIER_TRACES	?= ../shared/traces
+
+bench-policy: tools
+	KVTIER_TRACES="$(KVTIER_TRACES)" tools/bench-policy.sh
+
+.PHONY: bench-policy
+
 checkpatch:
 	@test -e build/ksrc/scripts/checkpatch.pl || tools/vm/deps.sh
 	tools/vm/check.sh style

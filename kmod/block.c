@@ -198,6 +198,7 @@ void kvt_block_release(struct kvt_pool *pool, u32 addr)
 	spin_lock(&pool->lock);
 	blk->state = KVT_BLK_FREE;
 	blk->flags = 0;
+	blk->pol = 0;
 	blk->nloc = KVT_NIL;
 	blk->next = pool->free;
 	pool->free = addr;
@@ -276,6 +277,7 @@ void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr)
 		/* Nothing in DRAM: releasing it takes no sleeping lock. */
 		blk->state = KVT_BLK_FREE;
 		blk->flags = 0;
+		blk->pol = 0;
 		blk->nloc = KVT_NIL;
 		blk->next = pool->free;
 		pool->free = addr;

@@ -29,6 +29,7 @@
 #include <linux/xarray.h>
 #include <linux/wait.h>
 #include <linux/kvtier.h>
+#include "policy.h"
 
 #define KVT_NIL			U32_MAX
 
@@ -63,6 +64,7 @@ struct kvt_block {
 	u8 state;		/* enum kvt_block_state */
 	u8 order;		/* chunk order of mem */
 	u8 flags;		/* KVT_BF_* */
+	u8 pol;			/* KVT_PB_*: the policy's (policy.h) */
 };
 
 /* Block flags: I/O and transitions in progress on a READY block. */
@@ -140,6 +142,7 @@ struct kvt_pool {
 	struct kvt_block *blocks;	/* capacity entries, by address */
 	u32 *buckets;			/* key hash heads, 1 << hash_bits */
 	struct kvt_list lru;		/* READY, unpinned blocks */
+	struct kvt_policy pol;		/* the policy's state (policy.h) */
 	u32 free;			/* first FREE address */
 	u32 nr_dram;			/* blocks holding DRAM pages */
 	u32 nr_ready;
@@ -223,11 +226,7 @@ size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
 struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
 			   u32 index);
 
-/* policy_lru.c: the replacement policy */
-void kvt_policy_insert(struct kvt_pool *pool, u32 addr);
-void kvt_policy_touch(struct kvt_pool *pool, u32 addr);
-void kvt_policy_remove(struct kvt_pool *pool, u32 addr);
-u32 kvt_policy_victim(struct kvt_pool *pool);
+/* policy.c: the replacement policy, declared in policy.h */
 
 /* tier_nvme.c */
 struct kvtier_nvme_attach;

@@ -119,6 +119,13 @@ step_build() {
 			tail -n 40 "$logs/build-${d//\//-}.log"
 		fi
 	done
+	# kmod/policy.c in userspace: OPT bounds, LRU, its lists (a second).
+	if tools/policy-sim --selftest >"$logs/policy-sim.log" 2>&1; then
+		pass "tools/policy-sim --selftest"
+	else
+		fail "tools/policy-sim --selftest"
+		tail -n 40 "$logs/policy-sim.log"
+	fi
 }
 
 # 3. The selftests in the VM.

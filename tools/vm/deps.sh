@@ -15,7 +15,7 @@ pkgs=(
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
 	qemu-system-x86 busybox-static
 	liburing-dev libnvme-dev libnuma-dev
-	fio dmsetup
+	fio dmsetup gnuplot-nox
 )
 
 missing=()

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Replacement policy of the DRAM tier: which evictable block goes first,
+ * and whether a dirty one leaving DRAM is worth an NVMe write.
+ *
+ * The policy sees the READY blocks in DRAM that are not pinned, loading or
+ * losing their DRAM copy, through calls made under pool->lock: insert (a
+ * block became evictable), touch (it was used), remove (it stopped being
+ * evictable), victim (which to evict) and demote (write it or drop it).
+ * Blocks being written to NVMe stay in place; victim skips them. The list
+ * pool->lru is linked by block address through kvt_block.prev/next.
+ *
+ * Two policies, picked at load by the "policy" parameter:
+ *
+ * lru	One list, most recently used at the head; the tail goes first.
+ *	The default: tools/policy-sim finds seg no better once NVMe is
+ *	attached (Documentation/design.rst, "Placement policy").
+ *
+ * seg	The same list in two segments: main (head side: blocks used
+ *	again since they came in) and probation (tail side: blocks come in
+ *	once, inserted at its head). The tail, so probation, goes first; a
+ *	touched block goes to the head of main; main is held to its share
+ *	of the list by moving its coldest block to probation. The share
+ *	adapts: a block that comes back into DRAM after leaving it (a
+ *	promotion from NVMe) says which segment was too small, from the
+ *	KVT_PB_OUT_* bit it left with. The NVMe copies are the ghost lists,
+ *	at no memory cost. Every call is O(1); the state is one byte per
+ *	block (kvt_block.pol, in what was padding) and struct kvt_policy.
+ *
+ * This file also builds in userspace (tools/policy-sim), on
+ * tools/policy-shim.h instead of the kernel headers: see policy.h for
+ * what it may use.
+ */
+#ifdef __KERNEL__
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/string.h>
+#include "kvtier.h"
+#else
+#include "policy-shim.h"
+#endif
+
+#define KVT_VICTIM_SCAN		256	/* busy blocks skipped at most */
+#define KVT_BALANCE_MAX		4	/* main blocks moved per call at most */
+
+int kvt_policy_param = KVT_POLICY_LRU;
+
+#ifdef __KERNEL__
+static const char * const kvt_policy_names[KVT_POLICY_NR] = {
+	[KVT_POLICY_LRU] = "lru",
+	[KVT_POLICY_SEG] = "seg",
+};
+
+static int kvt_policy_param_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(kvt_policy_names, val);
+
+	if (i < 0)
+		return -EINVAL;
+	kvt_policy_param = i;
+	return 0;
+}
+
+static int kvt_policy_param_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", kvt_policy_names[kvt_policy_param]);
+}
+
+static const struct kernel_param_ops kvt_policy_param_ops = {
+	.set = kvt_policy_param_set,
+	.get = kvt_policy_param_get,
+};
+
+module_param_cb(policy, &kvt_policy_param_ops, NULL, 0444);
+MODULE_PARM_DESC(policy,
+		 "Replacement policy of the DRAM tier: lru, or seg (two segments, adaptive). Default: lru");
+#endif
+
+static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
+{
+	struct kvt_policy *pol = &pool->pol;
+
+	if (!pol->ready) {
+		pol->kind = kvt_policy_param;
+		pol->prob_share = KVT_POL_PROB_INIT;
+		pol->ready = 1;
+	}
+	return pol;
+}
+
+static bool kvt_lru_linked(struct kvt_pool *pool, u32 addr)
+{
+	return pool->lru.head == addr || pool->blocks[addr].prev != KVT_NIL;
+}
+
+/* Link @addr after @after, or at the head if @after is KVT_NIL. */
+static void kvt_link_after(struct kvt_pool *pool, u32 after, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	u32 next = after == KVT_NIL ? pool->lru.head : pool->blocks[after].next;
+
+	blk->prev = after;
+	blk->next = next;
+	if (after == KVT_NIL)
+		pool->lru.head = addr;
+	else
+		pool->blocks[after].next = addr;
+	if (next == KVT_NIL)
+		pool->lru.tail = addr;
+	else
+		pool->blocks[next].prev = addr;
+	pool->lru.nr++;
+}
+
+static void kvt_unlink(struct kvt_pool *pool, struct kvt_policy *pol,
+		       u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	if (blk->pol & KVT_PB_MAIN) {
+		if (pol->last_main == addr)
+			pol->last_main = blk->prev;
+		pol->nr_main--;
+		blk->pol &= ~KVT_PB_MAIN;
+	}
+	if (blk->prev != KVT_NIL)
+		pool->blocks[blk->prev].next = blk->next;
+	else
+		pool->lru.head = blk->next;
+	if (blk->next != KVT_NIL)
+		pool->blocks[blk->next].prev = blk->prev;
+	else
+		pool->lru.tail = blk->prev;
+	blk->prev = KVT_NIL;
+	blk->next = KVT_NIL;
+	pool->lru.nr--;
+}
+
+/* Hold main to its share: its coldest blocks become probation's hottest. */
+static void kvt_balance(struct kvt_pool *pool, struct kvt_policy *pol)
+{
+	u32 max_main = pool->lru.nr -
+		(u32)((u64)pool->lru.nr * pol->prob_share / KVT_POL_SCALE);
+	unsigned int moved = 0;
+
+	while (pol->nr_main > max_main && moved++ < KVT_BALANCE_MAX) {
+		struct kvt_block *blk = &pool->blocks[pol->last_main];
+
+		blk->pol &= ~KVT_PB_MAIN;
+		pol->last_main = blk->prev;
+		pol->nr_main--;
+	}
+}
+
+static void kvt_link_main(struct kvt_pool *pool, struct kvt_policy *pol,
+			  u32 addr)
+{
+	kvt_link_after(pool, KVT_NIL, addr);
+	pool->blocks[addr].pol |= KVT_PB_MAIN;
+	if (!pol->nr_main++)
+		pol->last_main = addr;
+	kvt_balance(pool, pol);
+}
+
+static void kvt_link_probation(struct kvt_pool *pool, struct kvt_policy *pol,
+			       u32 addr)
+{
+	kvt_link_after(pool, pol->nr_main ? pol->last_main : KVT_NIL, addr);
+}
+
+/* A block is back in DRAM after leaving it: grow the segment it left. */
+static void kvt_adapt(struct kvt_policy *pol, struct kvt_block *blk)
+{
+	if (blk->pol & KVT_PB_OUT_PROB) {
+		pol->back_prob++;
+		pol->prob_share = min_t(u32, pol->prob_share + KVT_POL_STEP,
+					KVT_POL_PROB_MAX);
+	} else if (blk->pol & KVT_PB_OUT_MAIN) {
+		pol->back_main++;
+		pol->prob_share = max_t(u32, pol->prob_share - KVT_POL_STEP,
+					KVT_POL_PROB_MIN);
+	}
+	blk->pol &= ~KVT_PB_OUT;
+}
+
+/**
+ * kvt_policy_insert() - a block became evictable
+ * @pool: the pool, its lock held
+ * @addr: a READY block without pins, not in the list
+ *
+ * A new block goes to the head of probation; one used since it came in
+ * (a promoted or unpinned one) to the head of main.
+ */
+void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_policy *pol = kvt_pol(pool);
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (WARN_ON_ONCE(kvt_lru_linked(pool, addr)))
+		return;
+	blk->pol &= ~KVT_PB_MAIN;
+	if (pol->kind == KVT_POLICY_LRU) {
+		kvt_link_after(pool, KVT_NIL, addr);
+		return;
+	}
+	if (blk->pol & KVT_PB_OUT) {
+		kvt_adapt(pol, blk);
+		blk->pol |= KVT_PB_REF;
+	}
+	if (blk->pol & KVT_PB_REF)
+		kvt_link_main(pool, pol, addr);
+	else
+		kvt_link_probation(pool, pol, addr);
+}
+
+/**
+ * kvt_policy_remove() - a block stopped being evictable
+ * @pool: the pool, its lock held
+ * @addr: the block; a no-op if it is not in the list (pinned)
+ *
+ * A block losing its DRAM copy (KVT_BF_EVICTING) remembers which segment
+ * it left, for kvt_policy_insert() to learn from if it comes back.
+ */
+void kvt_policy_remove(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_policy *pol = kvt_pol(pool);
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (!kvt_lru_linked(pool, addr))
+		return;
+	if (pol->kind != KVT_POLICY_LRU && (blk->flags & KVT_BF_EVICTING))
+		blk->pol = (blk->pol & ~KVT_PB_OUT) |
+			   (blk->pol & KVT_PB_MAIN ? KVT_PB_OUT_MAIN :
+						     KVT_PB_OUT_PROB);
+	kvt_unlink(pool, pol, addr);
+}
+
+/**
+ * kvt_policy_touch() - a block was used
+ * @pool: the pool, its lock held
+ * @addr: a READY block; pinned blocks are not in the list and stay out
+ */
+void kvt_policy_touch(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_policy *pol = kvt_pol(pool);
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	blk->pol |= KVT_PB_REF;
+	if (!kvt_lru_linked(pool, addr))
+		return;
+	if (pool->lru.head == addr &&
+	    (pol->kind == KVT_POLICY_LRU || (blk->pol & KVT_PB_MAIN)))
+		return;
+	kvt_unlink(pool, pol, addr);
+	if (pol->kind == KVT_POLICY_LRU)
+		kvt_link_after(pool, KVT_NIL, addr);
+	else
+		kvt_link_main(pool, pol, addr);
+}
+
+/**
+ * kvt_policy_victim() - the block to evict next
+ * @pool: the pool, its lock held
+ *
+ * Skips blocks in use: copied out by a GET, or being written to NVMe.
+ *
+ * Return: a block address, or KVT_NIL if nothing can be evicted.
+ */
+u32 kvt_policy_victim(struct kvt_pool *pool)
+{
+	u32 addr = pool->lru.tail;
+	unsigned int scanned = 0;
+
+	lockdep_assert_held(&pool->lock);
+	while (addr != KVT_NIL && scanned++ < KVT_VICTIM_SCAN) {
+		const struct kvt_block *blk = &pool->blocks[addr];
+
+		if (!blk->users && !blk->flags)
+			return addr;
+		addr = pool->blocks[addr].prev;
+	}
+	return KVT_NIL;
+}
+
+/**
+ * kvt_policy_demote() - is a dirty victim worth an NVMe write
+ * @pool: the pool, its lock held
+ * @addr: a block chosen by kvt_policy_victim() without an NVMe copy
+ *
+ * Return: true to write it to NVMe before its DRAM copy goes, false to
+ * drop it.
+ */
+bool kvt_policy_demote(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	return true;
+}
+
+/**
+ * kvt_policy_check() - check the list against the policy's counts
+ * @pool: the pool, its lock held
+ *
+ * For tests: walks the whole list.
+ *
+ * Return: 0, or -EINVAL if a link, a count or a segment is wrong.
+ */
+int kvt_policy_check(struct kvt_pool *pool)
+{
+	struct kvt_policy *pol = kvt_pol(pool);
+	u32 addr, prev = KVT_NIL, nr = 0, nr_main = 0;
+	bool in_main = true;
+
+	lockdep_assert_held(&pool->lock);
+	for (addr = pool->lru.head; addr != KVT_NIL;
+	     prev = addr, addr = pool->blocks[addr].next) {
+		const struct kvt_block *blk = &pool->blocks[addr];
+
+		if (blk->prev != prev || nr++ > pool->lru.nr)
+			return -EINVAL;
+		if (blk->pol & KVT_PB_MAIN) {
+			if (!in_main)
+				return -EINVAL;
+			if (++nr_main == pol->nr_main &&
+			    pol->last_main != addr)
+				return -EINVAL;
+		} else {
+			in_main = false;
+		}
+	}
+	if (prev != pool->lru.tail || nr != pool->lru.nr ||
+	    nr_main != pol->nr_main)
+		return -EINVAL;
+	return 0;
+}

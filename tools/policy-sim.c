@@ -1,0 +1,1241 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * policy-sim: replay Mooncake-format traces through placement policies.
+ *
+ *   policy-sim --trace FILE|generated --capacities N,N,... [options]
+ *   policy-sim --selftest
+ *
+ * For each total capacity N (blocks, over all tiers) and each policy, it
+ * replays the requests and prints the usable prefix hit ratio: a block
+ * counts only if it and every earlier block of its request hit, in any
+ * tier. The policies:
+ *
+ *  lru		one LRU list over N blocks (its top N x dram-share in DRAM)
+ *  opt		Belady's MIN with bypass over N blocks, offline: evict (or
+ *		do not admit) the block used again furthest in the future
+ *  kvtier	the module's hierarchy: DRAM of N x dram-share blocks run
+ *		by kmod/policy.c with policy=lru (the module's default),
+ *		demoting to an NVMe log of the rest, in regions reclaimed
+ *		oldest first, hot clean victims rescued
+ *  kvtier-seg	the same with policy=seg
+ *
+ * The kvtier* rows run kmod/policy.c itself, compiled against
+ * policy-shim.h; the hierarchy around it follows kmod/cmd.c and
+ * kmod/tier_nvme.c. The runtime model sends, before each request, a
+ * LOOKUP with TOUCH and LOAD for the request --window requests ahead (its
+ * queue), as the prefetch hints would.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvtier-demo.h"
+#include "policy-shim.h"
+#include "util.h"
+
+#define NIL		UINT32_MAX
+#define MAX_CAPS	64
+
+unsigned long shim_warnings;
+
+/* ---- the trace, as dense key numbers ------------------------------------ */
+
+struct trace_set {
+	u32 nreq;
+	u32 nacc;
+	u32 nkeys;
+	u32 *req_off;		/* nreq + 1 offsets into key[] */
+	u32 *key;		/* dense key of each access */
+	u32 *next;		/* index of the next access of the key, or NIL */
+};
+
+struct idmap {
+	u64 *ids;
+	u32 *vals;
+	u64 mask;
+	u32 nr;
+};
+
+static u64 mix64(u64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+static int idmap_grow(struct idmap *m)
+{
+	u64 size = m->mask ? (m->mask + 1) * 2 : 1024, i;
+	u64 *ids = malloc(size * sizeof(*ids));
+	u32 *vals = malloc(size * sizeof(*vals));
+
+	if (!ids || !vals) {
+		free(ids);
+		free(vals);
+		return -ENOMEM;
+	}
+	for (i = 0; i < size; i++)
+		vals[i] = NIL;
+	for (i = 0; m->mask && i <= m->mask; i++) {
+		u64 j;
+
+		if (m->vals[i] == NIL)
+			continue;
+		for (j = mix64(m->ids[i]) & (size - 1); vals[j] != NIL;
+		     j = (j + 1) & (size - 1))
+			;
+		ids[j] = m->ids[i];
+		vals[j] = m->vals[i];
+	}
+	free(m->ids);
+	free(m->vals);
+	m->ids = ids;
+	m->vals = vals;
+	m->mask = size - 1;
+	return 0;
+}
+
+/* The dense number of @id, a new one if unseen; NIL when out of memory. */
+static u32 idmap_get(struct idmap *m, u64 id)
+{
+	u64 j;
+
+	if ((u64)(m->nr + 1) * 2 > m->mask + 1 && idmap_grow(m))
+		return NIL;
+	for (j = mix64(id) & m->mask; m->vals[j] != NIL; j = (j + 1) & m->mask)
+		if (m->ids[j] == id)
+			return m->vals[j];
+	m->ids[j] = id;
+	m->vals[j] = m->nr;
+	return m->nr++;
+}
+
+static void trace_set_free(struct trace_set *t)
+{
+	free(t->req_off);
+	free(t->key);
+	free(t->next);
+	memset(t, 0, sizeof(*t));
+}
+
+static int grow(void **p, u32 *cap, u32 need, size_t size)
+{
+	u32 c = *cap ? *cap : 1024;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	q = realloc(*p, (size_t)c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+static int trace_set_add(struct trace_set *t, struct idmap *m, u32 *cap_req,
+			 u32 *cap_acc, const struct request *r)
+{
+	u32 i;
+
+	if (grow((void **)&t->req_off, cap_req, t->nreq + 2, sizeof(u32)) ||
+	    grow((void **)&t->key, cap_acc, t->nacc + r->n, sizeof(u32)))
+		return -ENOMEM;
+	if (!t->nreq)
+		t->req_off[0] = 0;
+	for (i = 0; i < r->n; i++) {
+		u32 k = idmap_get(m, r->ids[i]);
+
+		if (k == NIL)
+			return -ENOMEM;
+		t->key[t->nacc++] = k;
+	}
+	t->req_off[++t->nreq] = t->nacc;
+	return 0;
+}
+
+static int trace_set_finish(struct trace_set *t, struct idmap *m)
+{
+	u32 *last, i;
+
+	t->nkeys = m->nr;
+	free(m->ids);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+	t->next = malloc(((size_t)t->nacc + 1) * sizeof(u32));
+	last = malloc(((size_t)t->nkeys + 1) * sizeof(u32));
+	if (!t->next || !last) {
+		free(last);
+		return -ENOMEM;
+	}
+	for (i = 0; i < t->nkeys; i++)
+		last[i] = NIL;
+	for (i = t->nacc; i-- > 0;) {
+		t->next[i] = last[t->key[i]];
+		last[t->key[i]] = i;
+	}
+	free(last);
+	return 0;
+}
+
+/* Load a trace file, or the built-in generator's requests ("generated"). */
+static int trace_set_load(struct trace_set *t, const char *path,
+			  const struct gen_opts *go, u64 max_req)
+{
+	struct request r = { 0 };
+	struct trace *tr = NULL;
+	struct gen *g = NULL;
+	struct idmap m = { 0 };
+	u32 cap_req = 0, cap_acc = 0;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	if (!strcmp(path, "generated"))
+		ret = gen_new(go, &g);
+	else
+		ret = trace_open(path, &tr);
+	if (ret)
+		return ret;
+	while (t->nreq < max_req) {
+		ret = g ? gen_next(g, &r) : trace_next(tr, &r);
+		if (ret <= 0)
+			break;
+		ret = trace_set_add(t, &m, &cap_req, &cap_acc, &r);
+		if (ret)
+			break;
+	}
+	if (ret == -EINVAL && tr)
+		fprintf(stderr, "policy-sim: %s:%llu: not a trace line\n", path,
+			(unsigned long long)trace_lineno(tr));
+	request_free(&r);
+	gen_free(g);
+	trace_close(tr);
+	if (!ret && !t->nreq)
+		ret = -ENODATA;
+	if (!ret)
+		ret = trace_set_finish(t, &m);
+	free(m.ids);
+	free(m.vals);
+	if (ret)
+		trace_set_free(t);
+	return ret;
+}
+
+/* ---- results -------------------------------------------------------------- */
+
+struct result {
+	u64 usable;		/* usable hits */
+	u64 usable_dram;	/* of which served from DRAM */
+	u64 hits;		/* block hits, usable or not */
+	u64 reads;		/* blocks read from NVMe (promotions) */
+	u64 writes;		/* blocks written to NVMe (demotions) */
+};
+
+struct sim_opts {
+	double dram_share;
+	u32 region_blocks;
+	u32 window;
+	u32 rescue_share;
+	u64 block_bytes;
+};
+
+/* ---- single level: LRU ---------------------------------------------------- */
+
+struct lru1 {
+	u32 cap, nr, head, tail;
+	u32 *prev, *next;
+	u8 *in;
+};
+
+static int lru1_init(struct lru1 *l, u32 nkeys, u32 cap)
+{
+	u32 i;
+
+	memset(l, 0, sizeof(*l));
+	l->cap = cap;
+	l->head = l->tail = NIL;
+	l->prev = malloc((size_t)nkeys * sizeof(u32));
+	l->next = malloc((size_t)nkeys * sizeof(u32));
+	l->in = calloc(nkeys ? nkeys : 1, 1);
+	if (!l->prev || !l->next || !l->in)
+		return -ENOMEM;
+	for (i = 0; i < nkeys; i++)
+		l->prev[i] = l->next[i] = NIL;
+	return 0;
+}
+
+static void lru1_free(struct lru1 *l)
+{
+	free(l->prev);
+	free(l->next);
+	free(l->in);
+}
+
+static void lru1_unlink(struct lru1 *l, u32 k)
+{
+	if (l->prev[k] != NIL)
+		l->next[l->prev[k]] = l->next[k];
+	else
+		l->head = l->next[k];
+	if (l->next[k] != NIL)
+		l->prev[l->next[k]] = l->prev[k];
+	else
+		l->tail = l->prev[k];
+	l->in[k] = 0;
+	l->nr--;
+}
+
+static void lru1_push(struct lru1 *l, u32 k)
+{
+	l->prev[k] = NIL;
+	l->next[k] = l->head;
+	if (l->head != NIL)
+		l->prev[l->head] = k;
+	else
+		l->tail = k;
+	l->head = k;
+	l->in[k] = 1;
+	l->nr++;
+}
+
+/* Access @k: true on a hit; *evicted is the key pushed out, or NIL. */
+static bool lru1_access(struct lru1 *l, u32 k, u32 *evicted)
+{
+	bool hit = l->in[k];
+
+	*evicted = NIL;
+	if (!l->cap)
+		return false;
+	if (hit)
+		lru1_unlink(l, k);
+	lru1_push(l, k);
+	if (l->nr > l->cap) {
+		*evicted = l->tail;
+		lru1_unlink(l, l->tail);
+	}
+	return hit;
+}
+
+/* ---- single level: Belady's MIN with bypass ------------------------------- */
+
+struct heap_ent {
+	u32 nu;			/* next use */
+	u32 key;
+};
+
+struct opt1 {
+	u32 cap, nr;
+	u32 *nu;		/* cached key's next use */
+	u8 *in;
+	struct heap_ent *h;	/* max-heap by nu; stale entries skipped */
+	u32 hn, hcap;
+};
+
+static int opt1_init(struct opt1 *o, u32 nkeys, u32 cap)
+{
+	memset(o, 0, sizeof(*o));
+	o->cap = cap;
+	o->nu = malloc(((size_t)nkeys + 1) * sizeof(u32));
+	o->in = calloc(nkeys ? nkeys : 1, 1);
+	return o->nu && o->in ? 0 : -ENOMEM;
+}
+
+static void opt1_free(struct opt1 *o)
+{
+	free(o->nu);
+	free(o->in);
+	free(o->h);
+}
+
+static int opt1_push(struct opt1 *o, u32 nu, u32 key)
+{
+	u32 i;
+
+	if (grow((void **)&o->h, &o->hcap, o->hn + 1, sizeof(*o->h)))
+		return -ENOMEM;
+	i = o->hn++;
+	while (i && o->h[(i - 1) / 2].nu < nu) {
+		o->h[i] = o->h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	o->h[i].nu = nu;
+	o->h[i].key = key;
+	return 0;
+}
+
+static void opt1_pop(struct opt1 *o)
+{
+	struct heap_ent last = o->h[--o->hn];
+	u32 i = 0, c;
+
+	while ((c = 2 * i + 1) < o->hn) {
+		if (c + 1 < o->hn && o->h[c + 1].nu > o->h[c].nu)
+			c++;
+		if (o->h[c].nu <= last.nu)
+			break;
+		o->h[i] = o->h[c];
+		i = c;
+	}
+	if (o->hn)
+		o->h[i] = last;
+}
+
+/* The cached key used furthest ahead (the heap top, stale ones dropped). */
+static const struct heap_ent *opt1_top(struct opt1 *o)
+{
+	while (o->hn) {
+		const struct heap_ent *e = &o->h[0];
+
+		if (o->in[e->key] && o->nu[e->key] == e->nu)
+			return e;
+		opt1_pop(o);
+	}
+	return NULL;
+}
+
+/*
+ * Access @k, used next at @nu (NIL: never): true on a hit. A block not
+ * used again leaves at once; a miss is not admitted when every cached
+ * block is used sooner (bypass). *evicted: a key pushed out, or NIL.
+ */
+static int opt1_access(struct opt1 *o, u32 k, u32 nu, u32 *evicted,
+		       bool *hit)
+{
+	const struct heap_ent *top;
+
+	*evicted = NIL;
+	*hit = o->in[k];
+	if (*hit) {
+		if (nu == NIL) {
+			o->in[k] = 0;
+			o->nr--;
+			return 0;
+		}
+		o->nu[k] = nu;
+		return opt1_push(o, nu, k);
+	}
+	if (nu == NIL || !o->cap)
+		return 0;
+	if (o->nr >= o->cap) {
+		top = opt1_top(o);
+		if (!top || top->nu <= nu)
+			return 0;		/* bypass */
+		*evicted = top->key;
+		o->in[top->key] = 0;
+		o->nr--;
+		opt1_pop(o);
+	}
+	o->in[k] = 1;
+	o->nu[k] = nu;
+	o->nr++;
+	return opt1_push(o, nu, k);
+}
+
+/* ---- single-level runs: all of it, and its DRAM share on top -------------- */
+
+enum { POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_SEG, POL_NR };
+
+static const char * const pol_names[POL_NR] = {
+	[POL_LRU] = "lru",
+	[POL_OPT] = "opt",
+	[POL_KVTIER] = "kvtier",
+	[POL_KVTIER_SEG] = "kvtier-seg",
+};
+
+static u32 dram_blocks(u32 cap, double share)
+{
+	double d = floor(cap * share + 0.5);
+
+	return d < 1 ? 1 : d > cap ? cap : (u32)d;
+}
+
+/*
+ * A stack policy over the total capacity, and the same over the DRAM share:
+ * a hit of the small one is served by DRAM (the contents nest), one of the
+ * large one only by NVMe. Blocks leaving the small one while staying in the
+ * large one are demotions.
+ */
+static int run_single(const struct trace_set *t, int pol, u32 cap,
+		      const struct sim_opts *so, struct result *res)
+{
+	u32 c1 = dram_blocks(cap, so->dram_share), r, i, ev;
+	struct lru1 l[2];
+	struct opt1 o[2];
+	int ret = -ENOMEM;
+
+	memset(res, 0, sizeof(*res));
+	memset(l, 0, sizeof(l));
+	memset(o, 0, sizeof(o));
+	if (pol == POL_LRU ? lru1_init(&l[0], t->nkeys, cap) ||
+			     lru1_init(&l[1], t->nkeys, c1) :
+			     opt1_init(&o[0], t->nkeys, cap) ||
+			     opt1_init(&o[1], t->nkeys, c1))
+		goto out;
+	for (r = 0; r < t->nreq; r++) {
+		bool prefix = true;
+
+		for (i = t->req_off[r]; i < t->req_off[r + 1]; i++) {
+			u32 k = t->key[i];
+			bool hit, hit1;
+
+			if (pol == POL_LRU) {
+				hit = lru1_access(&l[0], k, &ev);
+				hit1 = lru1_access(&l[1], k, &ev);
+				if (ev != NIL && l[0].in[ev])
+					res->writes++;
+			} else {
+				if (opt1_access(&o[0], k, t->next[i], &ev, &hit) ||
+				    opt1_access(&o[1], k, t->next[i], &ev, &hit1))
+					goto out;
+				if (ev != NIL && o[0].in[ev])
+					res->writes++;
+			}
+			res->hits += hit;
+			res->reads += hit && !hit1;
+			prefix = prefix && hit;
+			res->usable += prefix;
+			res->usable_dram += prefix && hit1;
+		}
+	}
+	ret = 0;
+out:
+	lru1_free(&l[0]);
+	lru1_free(&l[1]);
+	opt1_free(&o[0]);
+	opt1_free(&o[1]);
+	return ret;
+}
+
+/* ---- the module's hierarchy around kmod/policy.c --------------------------- */
+
+struct hier {
+	struct kvt_pool pool;
+	const struct sim_opts *so;
+	u32 c1, nr_dram;
+	u32 *addr_of;		/* key -> block address, or NIL */
+	u32 *key_of;		/* block address -> key */
+	u8 *dram;		/* block address -> has a DRAM copy */
+	u32 *free;		/* free addresses (a stack) */
+	u32 nfree;
+	/* The NVMe log: slots by region; cur is being filled. */
+	u32 nslots, rblocks, nregions, cur, fill;
+	u32 *slot;		/* slot -> block address, or NIL */
+	u8 *used;		/* region -> holds data (written since) */
+	struct result *res;
+};
+
+static void hier_free(struct hier *h)
+{
+	free(h->pool.blocks);
+	free(h->addr_of);
+	free(h->key_of);
+	free(h->dram);
+	free(h->free);
+	free(h->slot);
+	free(h->used);
+}
+
+static int hier_init(struct hier *h, const struct trace_set *t, u32 cap,
+		     int kind, const struct sim_opts *so, struct result *res)
+{
+	u32 c2, naddr, i;
+
+	memset(h, 0, sizeof(*h));
+	h->so = so;
+	h->res = res;
+	h->c1 = dram_blocks(cap, so->dram_share);
+	c2 = cap - h->c1;
+	h->rblocks = so->region_blocks < c2 ? so->region_blocks : c2;
+	h->nregions = h->rblocks ? c2 / h->rblocks : 0;
+	h->nslots = h->nregions * h->rblocks;
+	h->cur = h->nregions ? h->nregions - 1 : 0;
+	h->fill = h->rblocks;
+	naddr = h->c1 + h->nslots + 1;
+	h->pool.blocks = calloc(naddr, sizeof(*h->pool.blocks));
+	h->addr_of = malloc(((size_t)t->nkeys + 1) * sizeof(u32));
+	h->key_of = calloc(naddr, sizeof(u32));
+	h->dram = calloc(naddr, 1);
+	h->free = malloc((size_t)naddr * sizeof(u32));
+	h->slot = malloc(((size_t)h->nslots + 1) * sizeof(u32));
+	h->used = calloc(h->nregions + 1, 1);
+	if (!h->pool.blocks || !h->addr_of || !h->key_of || !h->dram ||
+	    !h->free || !h->slot || !h->used)
+		return -ENOMEM;
+	for (i = 0; i < t->nkeys; i++)
+		h->addr_of[i] = NIL;
+	for (i = 0; i < naddr; i++) {
+		h->pool.blocks[i].prev = h->pool.blocks[i].next = NIL;
+		h->pool.blocks[i].nloc = NIL;
+		h->free[h->nfree++] = naddr - 1 - i;
+	}
+	for (i = 0; i < h->nslots; i++)
+		h->slot[i] = NIL;
+	h->pool.lru.head = h->pool.lru.tail = NIL;
+	memset(&h->pool.pol, 0, sizeof(h->pool.pol));
+	kvt_policy_param = kind;
+	return 0;
+}
+
+/* kvt_block_unlink() + kvt_block_release(): the block goes. */
+static void hier_drop(struct hier *h, u32 a)
+{
+	struct kvt_block *blk = &h->pool.blocks[a];
+
+	kvt_policy_remove(&h->pool, a);
+	if (h->dram[a]) {
+		h->dram[a] = 0;
+		h->nr_dram--;
+	}
+	if (blk->nloc != NIL)
+		h->slot[blk->nloc] = NIL;
+	h->addr_of[h->key_of[a]] = NIL;
+	blk->nloc = NIL;
+	blk->flags = 0;
+	blk->pol = 0;
+	h->free[h->nfree++] = a;
+}
+
+/* kvt_region_next(): the next region to fill, reclaimed if it holds data. */
+static void hier_next_region(struct hier *h)
+{
+	u32 s, first;
+
+	h->cur = (h->cur + 1) % h->nregions;
+	h->fill = 0;
+	if (!h->used[h->cur])
+		return;
+	first = h->cur * h->rblocks;
+	for (s = first; s < first + h->rblocks; s++) {
+		u32 a = h->slot[s];
+
+		if (a == NIL)
+			continue;
+		/* kvt_block_forget_nvme(): only on NVMe, it goes. */
+		h->pool.blocks[a].nloc = NIL;
+		h->slot[s] = NIL;
+		if (!h->dram[a])
+			hier_drop(h, a);
+	}
+}
+
+static void hier_write(struct hier *h, u32 a)
+{
+	u32 s;
+
+	if (h->fill == h->rblocks)
+		hier_next_region(h);
+	s = h->cur * h->rblocks + h->fill++;
+	h->used[h->cur] = 1;
+	h->slot[s] = a;
+	h->pool.blocks[a].nloc = s;
+	h->res->writes++;
+}
+
+/*
+ * kvt_nvme_rescue(): a clean victim whose copy is in the next
+ * nregions/rescue_share regions to be reclaimed is written again instead.
+ */
+static bool hier_rescue(struct hier *h, u32 a)
+{
+	u32 nloc = h->pool.blocks[a].nloc, next, r, span;
+
+	if (!h->so->rescue_share || nloc == NIL)
+		return false;
+	next = (h->cur + 1) % h->nregions;
+	r = nloc / h->rblocks;
+	span = h->nregions / h->so->rescue_share;
+	if ((r + h->nregions - next) % h->nregions >= (span ? span : 1))
+		return false;
+	h->slot[nloc] = NIL;
+	h->pool.blocks[a].nloc = NIL;
+	return true;
+}
+
+/* kvt_make_room(): evict until DRAM has room for one more block. */
+static int hier_make_room(struct hier *h)
+{
+	while (h->nr_dram >= h->c1) {
+		u32 v = kvt_policy_victim(&h->pool);
+		struct kvt_block *blk;
+
+		if (v == NIL)
+			return -ENOSPC;
+		blk = &h->pool.blocks[v];
+		hier_rescue(h, v);
+		if (blk->nloc == NIL) {
+			if (!h->nslots || !kvt_policy_demote(&h->pool, v)) {
+				hier_drop(h, v);
+				continue;
+			}
+			hier_write(h, v);
+		}
+		/* kvt_evict_one() of a clean block: its DRAM copy goes. */
+		blk->flags |= KVT_BF_EVICTING;
+		kvt_policy_remove(&h->pool, v);
+		blk->flags = 0;
+		h->dram[v] = 0;
+		h->nr_dram--;
+	}
+	return 0;
+}
+
+/* A block only on NVMe comes into DRAM (kvt_nvme_load); false if it went. */
+static int hier_promote(struct hier *h, u32 k)
+{
+	u32 a = h->addr_of[k];
+	int ret = hier_make_room(h);
+
+	if (ret)
+		return ret;
+	/* Room was made by writing: the block's own region may be gone. */
+	if (h->addr_of[k] != a || h->pool.blocks[a].nloc == NIL)
+		return 0;
+	h->dram[a] = 1;
+	h->nr_dram++;
+	h->res->reads++;
+	kvt_policy_insert(&h->pool, a);
+	return 1;
+}
+
+/* A PUT of a missing block. */
+static int hier_put(struct hier *h, u32 k)
+{
+	int ret = hier_make_room(h);
+	struct kvt_block *blk;
+	u32 a;
+
+	if (ret)
+		return ret;
+	if (!h->nfree)
+		return -ENOSPC;
+	a = h->free[--h->nfree];
+	blk = &h->pool.blocks[a];
+	blk->prev = blk->next = blk->nloc = NIL;
+	blk->flags = 0;
+	blk->pol = 0;
+	h->addr_of[k] = a;
+	h->key_of[a] = k;
+	h->dram[a] = 1;
+	h->nr_dram++;
+	kvt_policy_insert(&h->pool, a);
+	return 0;
+}
+
+/* LOOKUP with TOUCH and LOAD of a queued request: its resident prefix. */
+static int hier_hint(struct hier *h, const struct trace_set *t, u32 r)
+{
+	u32 i;
+	int ret;
+
+	for (i = t->req_off[r]; i < t->req_off[r + 1]; i++) {
+		u32 k = t->key[i], a = h->addr_of[k];
+
+		if (a == NIL)
+			return 0;
+		if (!h->dram[a]) {
+			ret = hier_promote(h, k);
+			if (ret <= 0)
+				return ret;
+			a = h->addr_of[k];
+		}
+		kvt_policy_touch(&h->pool, a);
+	}
+	return 0;
+}
+
+static int run_hier(const struct trace_set *t, int pol, u32 cap,
+		    const struct sim_opts *so, struct result *res)
+{
+	struct hier h;
+	u32 r, i;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = hier_init(&h, t, cap, pol == POL_KVTIER ? KVT_POLICY_LRU :
+			KVT_POLICY_SEG, so, res);
+	for (r = 0; !ret && r < t->nreq; r++) {
+		bool prefix = true;
+
+		if (so->window && r + so->window < t->nreq)
+			ret = hier_hint(&h, t, r + so->window);
+		for (i = t->req_off[r]; !ret && i < t->req_off[r + 1]; i++) {
+			u32 k = t->key[i], a = h.addr_of[k];
+			bool hit = false, dram = false;
+
+			if (a != NIL && h.dram[a]) {
+				/* GET, or a PUT that finds it (LOOKUP touched) */
+				kvt_policy_touch(&h.pool, a);
+				hit = dram = true;
+			} else if (a != NIL && prefix) {
+				/* GET of the prefix: promote, then use */
+				ret = hier_promote(&h, k);
+				if (ret > 0) {
+					kvt_policy_touch(&h.pool, h.addr_of[k]);
+					hit = true;
+					ret = 0;
+				}
+			}
+			/* A miss, or beyond the prefix and only on NVMe. */
+			if (!ret && !hit && h.addr_of[k] == NIL)
+				ret = hier_put(&h, k);
+			res->hits += hit;
+			prefix = prefix && hit;
+			res->usable += prefix;
+			res->usable_dram += prefix && dram;
+		}
+	}
+	if (!ret && shim_warnings)
+		ret = -EFAULT;
+	hier_free(&h);
+	return ret;
+}
+
+static int run_policy(const struct trace_set *t, int pol, u32 cap,
+		      const struct sim_opts *so, struct result *res)
+{
+	if (pol == POL_LRU || pol == POL_OPT)
+		return run_single(t, pol, cap, so, res);
+	return run_hier(t, pol, cap, so, res);
+}
+
+/* ---- self-test ------------------------------------------------------------ */
+
+static int st_fail;
+
+#define ST_CHECK(cond, ...) do {					\
+	if (!(cond)) {							\
+		fprintf(stderr, "selftest: FAIL %s:%d: ", __FILE__,	\
+			__LINE__);					\
+		fprintf(stderr, __VA_ARGS__);				\
+		fputc('\n', stderr);					\
+		st_fail++;						\
+	}								\
+} while (0)
+
+static int st_trace(struct trace_set *t, const u64 *ids, const u32 *lens,
+		    u32 nreq)
+{
+	struct request r = { 0 };
+	struct idmap m = { 0 };
+	u32 cap_req = 0, cap_acc = 0, i, off = 0;
+	int ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0; i < nreq && !ret; i++) {
+		r.ids = (u64 *)ids + off;
+		r.n = lens[i];
+		off += lens[i];
+		ret = trace_set_add(t, &m, &cap_req, &cap_acc, &r);
+	}
+	return ret ? ret : trace_set_finish(t, &m);
+}
+
+/* Usable prefix hits on a crafted chain, every policy, room for all. */
+static void st_usable(const struct sim_opts *so)
+{
+	static const u64 ids[] = { 1, 2, 3, 1, 2, 4, 5, 2, 3, 1, 2, 3 };
+	static const u32 lens[] = { 3, 3, 3, 3 };
+	struct trace_set t;
+	struct result res;
+	int pol;
+
+	ST_CHECK(!st_trace(&t, ids, lens, 4), "trace");
+	for (pol = 0; pol < POL_NR; pol++) {
+		ST_CHECK(!run_policy(&t, pol, 64, so, &res), "run %s",
+			 pol_names[pol]);
+		/* 2 (1 2 of 1 2 4) + 0 (5 misses) + 3 (1 2 3) */
+		ST_CHECK(res.usable == 5, "%s: usable %llu, want 5",
+			 pol_names[pol], (unsigned long long)res.usable);
+		ST_CHECK(res.hits == 7, "%s: hits %llu, want 7",
+			 pol_names[pol], (unsigned long long)res.hits);
+	}
+	trace_set_free(&t);
+}
+
+/* The fast LRU against a slow one: an array kept in recency order. */
+static void st_lru_reference(void)
+{
+	u64 ids[4000], rng = 7;
+	u32 lens[400], i, j, cap;
+	struct trace_set t;
+
+	for (i = 0; i < 400; i++)
+		lens[i] = 10;
+	for (i = 0; i < 4000; i++) {
+		rng = mix64(rng + i);
+		ids[i] = rng % 97;
+	}
+	ST_CHECK(!st_trace(&t, ids, lens, 400), "trace");
+	for (cap = 1; cap <= 64; cap *= 4) {
+		u32 ref[64], n = 0, ev;
+		u64 hits = 0, refhits = 0;
+		struct lru1 l;
+
+		ST_CHECK(!lru1_init(&l, t.nkeys, cap), "init");
+		for (i = 0; i < t.nacc; i++) {
+			u32 k = t.key[i];
+
+			hits += lru1_access(&l, k, &ev);
+			for (j = 0; j < n && ref[j] != k; j++)
+				;
+			if (j < n) {
+				refhits++;
+			} else if (n < cap) {
+				j = n++;
+			} else {
+				j = n - 1;
+			}
+			memmove(&ref[1], &ref[0], j * sizeof(u32));
+			ref[0] = k;
+		}
+		ST_CHECK(hits == refhits, "lru cap %u: %llu hits, ref %llu",
+			 cap, (unsigned long long)hits,
+			 (unsigned long long)refhits);
+		lru1_free(&l);
+	}
+	trace_set_free(&t);
+}
+
+/*
+ * On generated (prefix-consistent) traces: OPT is at least every policy,
+ * and the module's hierarchy with policy=lru and no NVMe is LRU exactly.
+ */
+static void st_opt_bound(void)
+{
+	static const u32 caps[] = { 8, 30, 100, 300, 1000 };
+	static const double shares[] = { 0.25, 1.0 };
+	struct sim_opts so = { .region_blocks = 4, .rescue_share = 8,
+			       .block_bytes = 1 };
+	struct gen_opts go;
+	struct trace_set t;
+	u32 c, s, seed;
+	int pol;
+
+	for (seed = 1; seed <= 3; seed++) {
+		gen_opts_init(&go);
+		go.requests = 600;
+		go.sessions = 24;
+		go.seed = seed;
+		go.system_tokens = 1024;
+		ST_CHECK(!trace_set_load(&t, "generated", &go, UINT64_MAX),
+			 "gen");
+		for (s = 0; s < 2; s++)
+			for (c = 0; c < 5; c++) {
+				struct result res[POL_NR];
+
+				so.dram_share = shares[s];
+				so.window = seed - 1;
+				for (pol = 0; pol < POL_NR; pol++)
+					ST_CHECK(!run_policy(&t, pol, caps[c],
+							     &so, &res[pol]),
+						 "run");
+				ST_CHECK(res[POL_OPT].usable == res[POL_OPT].hits,
+					 "opt: usable %llu != hits %llu",
+					 (unsigned long long)res[POL_OPT].usable,
+					 (unsigned long long)res[POL_OPT].hits);
+				for (pol = 0; pol < POL_NR; pol++)
+					ST_CHECK(res[POL_OPT].usable >=
+						 res[pol].usable,
+						 "seed %u cap %u: opt %llu < %s %llu",
+						 seed, caps[c],
+						 (unsigned long long)res[POL_OPT].usable,
+						 pol_names[pol],
+						 (unsigned long long)res[pol].usable);
+				if (shares[s] == 1.0 && !so.window)
+					ST_CHECK(res[POL_KVTIER].usable ==
+						 res[POL_LRU].usable,
+						 "cap %u: kvtier %llu != lru %llu",
+						 caps[c],
+						 (unsigned long long)res[POL_KVTIER].usable,
+						 (unsigned long long)res[POL_LRU].usable);
+			}
+		trace_set_free(&t);
+	}
+}
+
+/* Random calls into kmod/policy.c, its list checked after each. */
+static void st_policy_lists(void)
+{
+	struct kvt_block blocks[64];
+	struct kvt_pool pool;
+	u64 rng = 42;
+	u8 linked[64];
+	int kind, n;
+
+	for (kind = 0; kind < KVT_POLICY_NR; kind++) {
+		memset(&pool, 0, sizeof(pool));
+		memset(linked, 0, sizeof(linked));
+		for (n = 0; n < 64; n++) {
+			blocks[n].prev = blocks[n].next = blocks[n].nloc = NIL;
+			blocks[n].users = blocks[n].flags = blocks[n].pol = 0;
+		}
+		pool.blocks = blocks;
+		pool.lru.head = pool.lru.tail = NIL;
+		kvt_policy_param = kind;
+		for (n = 0; n < 20000; n++) {
+			u32 a, op;
+
+			rng = mix64(rng + n);
+			a = rng % 64;
+			op = (rng >> 8) % 4;
+			if (op == 0 && !linked[a]) {
+				kvt_policy_insert(&pool, a);
+				linked[a] = 1;
+			} else if (op == 1) {
+				kvt_policy_touch(&pool, a);
+			} else if (op == 2 && linked[a]) {
+				if (rng & BIT(20))
+					blocks[a].flags = KVT_BF_EVICTING;
+				kvt_policy_remove(&pool, a);
+				blocks[a].flags = 0;
+				linked[a] = 0;
+			} else if (op == 3) {
+				a = kvt_policy_victim(&pool);
+				ST_CHECK(a == NIL ? !pool.lru.nr : linked[a],
+					 "victim %u", a);
+			}
+			if (kvt_policy_check(&pool)) {
+				ST_CHECK(0, "kind %d: list broken at op %d",
+					 kind, n);
+				break;
+			}
+		}
+	}
+	ST_CHECK(!shim_warnings, "%lu warnings", shim_warnings);
+}
+
+static int selftest(void)
+{
+	struct sim_opts so = { .dram_share = 0.25, .region_blocks = 4,
+			       .window = 0, .rescue_share = 8,
+			       .block_bytes = 1 };
+
+	st_usable(&so);
+	so.window = 2;
+	st_usable(&so);
+	st_lru_reference();
+	st_opt_bound();
+	st_policy_lists();
+	printf("selftest: %s\n", st_fail ? "FAIL" : "ok");
+	return st_fail ? 1 : 0;
+}
+
+/* ---- command line ---------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: policy-sim --trace FILE|generated --capacities N,N,... [options]\n"
+		"       policy-sim --selftest\n"
+		"\n"
+		"Replays a Mooncake-format trace (or the built-in generator's requests)\n"
+		"through each policy at each total capacity, in blocks over all tiers, and\n"
+		"prints the usable prefix hit ratio (a block counts only if every earlier\n"
+		"block of its request hit too), the shares of those hits served by DRAM\n"
+		"and by NVMe, and the bytes moved between the tiers.\n"
+		"\n"
+		"  --trace FILE|generated  the requests ('-' for stdin)\n"
+		"  --capacities N,N,...    total capacities in blocks\n"
+		"  --policies P,P,...      of lru, opt, kvtier, kvtier-seg [all]\n"
+		"  --dram-share F          DRAM's share of each capacity, the rest NVMe\n"
+		"                          [0.25]; 1 for DRAM only\n"
+		"  --region-blocks N       blocks per NVMe log region [64: 4 MiB regions\n"
+		"                          of 64 KiB blocks]\n"
+		"  --window W              requests ahead the runtime hints (LOOKUP with\n"
+		"                          TOUCH and LOAD) [8]; 0 for none\n"
+		"  --rescue-share S        rewrite clean victims whose copy is in the\n"
+		"                          oldest 1/S of a wrapped log [8]; 0 for never\n"
+		"  --block-bytes B         bytes of one block, for bytes_moved [64K]\n"
+		"  --max-requests N        replay the first N requests\n"
+		"  --csv                   CSV instead of a table\n"
+		"  --selftest              check the simulator and the policy code\n");
+	gen_usage(f);
+}
+
+static int parse_caps(const char *s, u32 *caps, u32 *n)
+{
+	char *end;
+
+	*n = 0;
+	while (*s) {
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		if (errno || end == s || !v || v >= UINT32_MAX / 2 ||
+		    *n >= MAX_CAPS)
+			return -EINVAL;
+		caps[(*n)++] = v;
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s)
+			return -EINVAL;
+	}
+	return *n ? 0 : -EINVAL;
+}
+
+static int parse_policies(const char *s, bool *on)
+{
+	char buf[256], *tok, *save;
+	int p;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	memset(on, 0, POL_NR * sizeof(*on));
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (p = 0; p < POL_NR && strcmp(tok, pol_names[p]); p++)
+			;
+		if (p == POL_NR)
+			return -EINVAL;
+		on[p] = true;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sim_opts so = { .dram_share = 0.25, .region_blocks = 64,
+			       .window = 8, .rescue_share = 8,
+			       .block_bytes = 65536 };
+	u64 max_req = UINT64_MAX, v;
+	const char *trace = NULL;
+	bool csv = false, on[POL_NR] = { true, true, true, true };
+	u32 caps[MAX_CAPS], ncaps = 0, c;
+	double worst = INFINITY;
+	struct trace_set t;
+	struct gen_opts go;
+	int i, ret;
+
+	gen_opts_init(&go);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *val;
+		char *end;
+
+		if (!strcmp(a, "--selftest"))
+			return selftest();
+		if (!strcmp(a, "--csv")) {
+			csv = true;
+			continue;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (strncmp(a, "--", 2) || i + 1 >= argc) {
+			usage(stderr);
+			return 2;
+		}
+		val = argv[++i];
+		a += 2;
+		ret = 0;
+		if (!strcmp(a, "trace")) {
+			trace = val;
+		} else if (!strcmp(a, "capacities")) {
+			ret = parse_caps(val, caps, &ncaps);
+		} else if (!strcmp(a, "policies")) {
+			ret = parse_policies(val, on);
+		} else if (!strcmp(a, "dram-share")) {
+			errno = 0;
+			so.dram_share = strtod(val, &end);
+			if (errno || *end || !(so.dram_share > 0) ||
+			    so.dram_share > 1)
+				ret = -EINVAL;
+		} else if (!strcmp(a, "region-blocks")) {
+			ret = parse_u64(val, &v) || !v || v > 1 << 20 ?
+			      -EINVAL : 0;
+			so.region_blocks = v;
+		} else if (!strcmp(a, "window")) {
+			ret = parse_u64(val, &v) || v > 1 << 20 ? -EINVAL : 0;
+			so.window = v;
+		} else if (!strcmp(a, "rescue-share")) {
+			ret = parse_u64(val, &v) || v > 1 << 20 ? -EINVAL : 0;
+			so.rescue_share = v;
+		} else if (!strcmp(a, "block-bytes")) {
+			ret = parse_size(val, &so.block_bytes) ? -EINVAL : 0;
+		} else if (!strcmp(a, "max-requests")) {
+			ret = parse_u64(val, &max_req) ? -EINVAL : 0;
+		} else {
+			ret = gen_parse_opt(&go, a, val);
+			ret = ret == 1 ? 0 : ret ? ret : -ENOENT;
+		}
+		if (ret) {
+			fprintf(stderr, "policy-sim: %s --%s%s%s\n",
+				ret == -ENOENT ? "unknown option" : "bad value for",
+				a, ret == -ENOENT ? "" : " ", ret == -ENOENT ? "" : val);
+			return 2;
+		}
+	}
+	if (!trace || !ncaps) {
+		usage(stderr);
+		return 2;
+	}
+	ret = trace_set_load(&t, trace, &go, max_req);
+	if (ret) {
+		fprintf(stderr, "policy-sim: %s: %s\n", trace, strerror(-ret));
+		return 1;
+	}
+
+	if (csv)
+		printf("capacity_blocks,policy,usable_hit_ratio,dram_share,nvme_share,bytes_moved\n");
+	else
+		printf("%s: %u requests, %u blocks, %u distinct; DRAM share %g, region %u blocks, window %u\n"
+		       "%9s %-11s %7s %7s %6s %6s %12s\n", trace, t.nreq, t.nacc,
+		       t.nkeys, so.dram_share, so.region_blocks, so.window,
+		       "capacity", "policy", "usable", "vs_opt", "dram", "nvme",
+		       "MiB_moved");
+	for (c = 0; c < ncaps; c++) {
+		struct result res[POL_NR];
+		int p;
+
+		for (p = 0; p < POL_NR; p++) {
+			if (!on[p] && p != POL_OPT)
+				continue;
+			ret = run_policy(&t, p, caps[c], &so, &res[p]);
+			if (ret) {
+				fprintf(stderr, "policy-sim: %s at %u: %s\n",
+					pol_names[p], caps[c], strerror(-ret));
+				trace_set_free(&t);
+				return 1;
+			}
+		}
+		for (p = 0; p < POL_NR; p++) {
+			double u, opt, dram, nvme, moved;
+
+			if (!on[p])
+				continue;
+			u = (double)res[p].usable / t.nacc;
+			opt = (double)res[POL_OPT].usable / t.nacc;
+			dram = res[p].usable ?
+			       (double)res[p].usable_dram / res[p].usable : 0;
+			nvme = res[p].usable ? 1 - dram : 0;
+			moved = (double)(res[p].reads + res[p].writes) *
+				so.block_bytes;
+			if (p == POL_KVTIER && opt > 0 && u / opt < worst)
+				worst = u / opt;
+			if (csv)
+				printf("%u,%s,%.4f,%.4f,%.4f,%.0f\n", caps[c],
+				       pol_names[p], u, dram, nvme, moved);
+			else
+				printf("%9u %-11s %7.4f %7.3f %6.3f %6.3f %12.1f\n",
+				       caps[c], pol_names[p], u,
+				       opt > 0 ? u / opt : 0, dram, nvme,
+				       moved / (1 << 20));
+		}
+	}
+	if (!csv && on[POL_KVTIER] && worst != INFINITY)
+		printf("kvtier_vs_opt_min: %.3f\n", worst);
+	trace_set_free(&t);
+	return 0;
+}
