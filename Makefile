@@ -10,6 +10,7 @@
 #   make check-crash power cuts during demotion, in the VM
 #   make bench      boot a VM, load the module, run tools/kvtier-bench
 #   make checkpatch checkpatch --strict and kernel-doc on the kernel sources
+#   make install    install (DESTDIR, PREFIX); make uninstall; make dkms-install
 #   make clean      remove build outputs (build/ and in-tree objects)
 
 SHELL		:= /bin/bash
@@ -77,6 +78,146 @@ bench-policy: tools
 	KVTIER_TRACES="$(KVTIER_TRACES)" tools/bench-policy.sh
 
 .PHONY: bench-policy
+
+# ---- install, uninstall, dkms ----------------------------------------------
+#
+#   make install [DESTDIR=DIR] [PREFIX=/usr/local]
+#       the module to /lib/modules/$(KVER)/updates (kernel paths ignore
+#       PREFIX), libkvtier (.so with soname and links, .a), kvtier.h and
+#       linux/kvtier.h, kvtier.pc, kvtierctl, the man pages, the Python
+#       binding, the examples, tools/trace (kvtier-trace, kvtier-lat.bt);
+#       under $(SYSCONFDIR): the udev rule giving /dev/kvtier to group
+#       kvtier, and a commented modprobe.d file (not replaced when present). Without DESTDIR also: depmod, ldconfig,
+#       groupadd --system kvtier, udev reload.
+#   make uninstall      the same paths; the group and an edited modprobe.d
+#                       file stay.
+#   make dkms-install   sources to /usr/src/kvtier-VERSION; dkms add, build,
+#                       install for $(KVER). DKMSFLAGS= passes dkms options
+#                       (--dkmstree, --sourcetree, ...); DKMS_STEPS= the
+#                       steps (default "add build install").
+#   make dkms-uninstall dkms remove --all, and the sources.
+#
+# KO= installs that kvtier.ko instead of building kmod/kvtier.ko.
+PREFIX		?= /usr/local
+DESTDIR		?=
+SYSCONFDIR	?= /etc
+MANDIR		?= $(PREFIX)/share/man
+DOCDIR		?= $(PREFIX)/share/doc/kvtier
+DATADIR		?= $(PREFIX)/share/kvtier
+INSTALL_MOD_DIR	?= updates
+KVTIER_VERSION	:= $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' dkms.conf)
+# Debian's python3 reads /usr/lib/python3/dist-packages and
+# /usr/local/lib/python3.X/dist-packages.
+PYTHON3		?= /usr/bin/python3
+PYTHONDIR	?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell $(PYTHON3) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
+DKMS_SRC	= /usr/src/kvtier-$(KVTIER_VERSION)
+DKMS_STEPS	?= add build install
+DKMSFLAGS	?=
+KMOD_SRCS	= kmod/Kbuild kmod/Makefile $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h)
+MAN_PAGES	= $(wildcard man/*.[1-9])
+# The function names in the NAME line of each man3 page become links
+# (man kvt_put shows libkvtier-blocks(3)).
+man_links	= sed -n '/^\.SH NAME/{n;s/ *\\-.*//;s/,/ /g;p;q}' $(1)
+
+install: install-kmod install-user
+
+install-kmod: $(if $(KO),,kmod)
+	install -D -m 0644 $(or $(KO),kmod/kvtier.ko) \
+		$(DESTDIR)/lib/modules/$(KVER)/$(INSTALL_MOD_DIR)/kvtier.ko
+	$(if $(DESTDIR),,depmod -a $(KVER))
+
+install-user: lib tools
+	$(MAKE) -C lib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man4 \
+		$(DESTDIR)$(MANDIR)/man8
+	@set -e; for p in $(MAN_PAGES); do \
+		s=$${p##*.}; \
+		echo "install -m 0644 $$p $(DESTDIR)$(MANDIR)/man$$s/"; \
+		install -m 0644 $$p $(DESTDIR)$(MANDIR)/man$$s/; \
+		[ $$s = 3 ] || continue; \
+		for f in $$($(call man_links,$$p)); do \
+			[ $$f.3 = $${p##*/} ] || \
+			echo ".so man3/$${p##*/}" > $(DESTDIR)$(MANDIR)/man3/$$f.3; \
+		done; \
+	done
+	install -D -m 0644 python/kvtier.py $(DESTDIR)$(PYTHONDIR)/kvtier.py
+	install -m 0755 tools/trace/kvtier-trace $(DESTDIR)$(PREFIX)/sbin/kvtier-trace
+	install -D -m 0644 tools/trace/kvtier-lat.bt $(DESTDIR)$(DATADIR)/kvtier-lat.bt
+	install -d $(DESTDIR)$(DOCDIR)/examples
+	install -m 0644 examples/kvtier-info.c python/examples/connector.py \
+		$(DESTDIR)$(DOCDIR)/examples/
+	install -D -m 0644 dist/60-kvtier.rules \
+		$(DESTDIR)$(SYSCONFDIR)/udev/rules.d/60-kvtier.rules
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf ]; then \
+		echo "install: $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf exists, kept"; \
+	else \
+		echo "install -D -m 0644 dist/kvtier.modprobe.conf $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf"; \
+		install -D -m 0644 dist/kvtier.modprobe.conf \
+			$(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf; \
+	fi
+ifeq ($(DESTDIR),)
+	-ldconfig
+	getent group kvtier >/dev/null || groupadd --system kvtier
+	-if [ -d /run/udev ] && command -v udevadm >/dev/null; then \
+		udevadm control --reload-rules && \
+		udevadm trigger --subsystem-match=misc --sysname-match=kvtier; \
+	fi
+endif
+
+uninstall:
+	rm -f $(DESTDIR)/lib/modules/$(KVER)/$(INSTALL_MOD_DIR)/kvtier.ko
+	rmdir $(DESTDIR)/lib/modules/$(KVER)/$(INSTALL_MOD_DIR) 2>/dev/null || true
+	$(MAKE) -C lib uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	rmdir $(DESTDIR)$(PREFIX)/include/linux 2>/dev/null || true
+	$(MAKE) -C tools uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	@set -e; for p in $(MAN_PAGES); do \
+		s=$${p##*.}; \
+		rm -f $(DESTDIR)$(MANDIR)/man$$s/$${p##*/}; \
+		[ $$s = 3 ] || continue; \
+		for f in $$($(call man_links,$$p)); do \
+			[ $$f.3 = $${p##*/} ] || rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; \
+		done; \
+	done
+	rm -f $(DESTDIR)$(PYTHONDIR)/kvtier.py $(DESTDIR)$(PYTHONDIR)/__pycache__/kvtier.*.pyc \
+		$(DESTDIR)$(PREFIX)/sbin/kvtier-trace \
+		$(DESTDIR)$(DATADIR)/kvtier-lat.bt
+	rmdir $(DESTDIR)$(DATADIR) 2>/dev/null || true
+	rm -f $(DESTDIR)$(DOCDIR)/examples/kvtier-info.c \
+		$(DESTDIR)$(DOCDIR)/examples/connector.py
+	rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	rm -f $(DESTDIR)$(SYSCONFDIR)/udev/rules.d/60-kvtier.rules
+	@if cmp -s dist/kvtier.modprobe.conf $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf; \
+	elif [ -e $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf ]; then \
+		echo "uninstall: $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf was edited, kept"; \
+	fi
+ifeq ($(DESTDIR),)
+	-depmod -a $(KVER)
+	-ldconfig
+endif
+
+dkms-src:
+	install -d $(DESTDIR)$(DKMS_SRC)/kmod $(DESTDIR)$(DKMS_SRC)/uapi/linux
+	install -m 0644 dkms.conf $(DESTDIR)$(DKMS_SRC)/dkms.conf
+	install -m 0644 $(KMOD_SRCS) $(DESTDIR)$(DKMS_SRC)/kmod/
+	install -m 0644 uapi/linux/kvtier.h $(DESTDIR)$(DKMS_SRC)/uapi/linux/
+
+dkms-install: dkms-src
+	@set -e; for s in $(DKMS_STEPS); do \
+		case $$s in add) k=;; *) k="-k $(KVER)";; esac; \
+		if [ $$s = add ] && dkms status $(DKMSFLAGS) -m kvtier -v $(KVTIER_VERSION) | grep -q .; then \
+			echo "dkms: kvtier/$(KVTIER_VERSION) already added"; continue; \
+		fi; \
+		echo "dkms $$s $(DKMSFLAGS) -m kvtier -v $(KVTIER_VERSION) $$k"; \
+		dkms $$s $(DKMSFLAGS) -m kvtier -v $(KVTIER_VERSION) $$k; \
+	done
+
+dkms-uninstall:
+	-dkms remove $(DKMSFLAGS) -m kvtier -v $(KVTIER_VERSION) --all
+	rm -rf $(DESTDIR)$(DKMS_SRC)
+
+.PHONY: install install-kmod install-user uninstall dkms-src dkms-install dkms-uninstall
 
 checkpatch:
 	@test -e build/ksrc/scripts/checkpatch.pl || tools/vm/deps.sh

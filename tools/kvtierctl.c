@@ -29,6 +29,9 @@
 
 static const char *prog = "kvtierctl";
 
+/* kvtierctl-top.c */
+int cmd_top(int argc, char **argv);
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -43,6 +46,9 @@ static void usage(FILE *f)
 		"  destroy NAME                remove a pool's name\n"
 		"  stat NAME                   a pool's configuration and counters\n"
 		"  sync NAME                   write a pool's dirty blocks to the NVMe tier\n"
+		"  top [-i SECS] [-n COUNT] [POOL...]\n"
+		"                              per-pool, per-tier rates every SECS seconds\n"
+		"                              (like iostat; top --help for the columns)\n"
 		"\n"
 		"NVMe tier (attach, detach and format need root):\n"
 		"  nvme                        list NVMe namespaces: model, serial, size,\n"
@@ -1143,6 +1149,8 @@ int main(int argc, char **argv)
 		return cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(cmd, "sync"))
 		return cmd_sync(argc - 1, argv + 1);
+	if (!strcmp(cmd, "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(cmd, "nvme") && argc == 2)
 		return cmd_nvme();
 	if (!strcmp(cmd, "attach"))

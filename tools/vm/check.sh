@@ -7,6 +7,9 @@
 #     under build/check/tree; any compiler, sparse or modpost warning about
 #     our sources fails;
 #  2. build lib/, tools/ and selftests/kvtier/ (in place);
+#  2b. install: tools/vm/install-test.sh, make install into a DESTDIR and a
+#     program built against it with pkg-config, man pages rendered, make
+#     uninstall, make dkms-install in a scratch dkms tree (TAP lines);
 #  3. boot the VM (2 NUMA nodes, 2 CPUs, 2 NVMe drives) and run
 #     tools/vm/run-selftests.sh in it, on the module built in step 1 (or on
 #     kmod/kvtier.ko when step 1 is not run);
@@ -17,7 +20,7 @@
 #     heavy demotion, three rounds (alone: `make check-crash`);
 #  6. checkpatch.pl --strict and kernel-doc on each kernel source file.
 #
-# Usage: check.sh [kmod] [build] [vm] [persist] [crash] [style]
+# Usage: check.sh [kmod] [build] [install] [vm] [persist] [crash] [style]
 #        (no argument: all, in that order)
 #
 # Ends with exactly one line "kvtier: N passed, N failed, N skipped" and exits
@@ -40,11 +43,11 @@ rm -rf "$logs"
 mkdir -p "$logs"
 
 steps=("$@")
-((${#steps[@]})) || steps=(kmod build vm persist crash style)
+((${#steps[@]})) || steps=(kmod build install vm persist crash style)
 for a in "${steps[@]}"; do
 	case $a in
-	kmod | build | vm | persist | style | crash) ;;
-	*) echo "usage: ${0##*/} [kmod] [build] [vm] [persist] [style] [crash]" >&2; exit 2 ;;
+	kmod | build | install | vm | persist | style | crash) ;;
+	*) echo "usage: ${0##*/} [kmod] [build] [install] [vm] [persist] [style] [crash]" >&2; exit 2 ;;
 	esac
 done
 
@@ -184,6 +187,11 @@ run_tap_script() {
 	elif ((!p && !f)); then
 		fail "$name ran no test"
 	fi
+}
+
+# 2b. make install, dkms, man pages, pkg-config (on the host).
+step_install() {
+	run_tap_script install tools/vm/install-test.sh
 }
 
 step_persist() {

@@ -16,6 +16,8 @@ pkgs=(
 	qemu-system-x86 busybox-static
 	liburing-dev libnvme-dev libnuma-dev
 	fio dmsetup gnuplot-nox
+	# make install's checks (dkms build), tools/trace, the Python binding
+	dkms bpftrace python3 man-db
 )
 
 missing=()

@@ -9,8 +9,11 @@
 #  2. insmod kmod/kvtier.ko $KVTIER_PARAMS (default dram_mb=512);
 #  3. each test binary of selftests/kvtier/TESTS (else every executable
 #     there without a dot in its name), in order, then lib/tests/kvt-test
-#     when built, under timeout; its kselftest "# Totals:" line (else a
-#     complete TAP plan) gives the case counts; then dmesg since the binary
+#     when built, selftests/kvtier/top.sh (kvtierctl top),
+#     python/tests/test_kvtier.py (the Python binding) and
+#     selftests/kvtier/trace.sh (tools/trace), under timeout;
+#     its kselftest "# Totals:" line (else a complete TAP plan) gives the
+#     case counts; then dmesg since the binary
 #     started must hold no BUG/WARNING/lockdep/leak report;
 #  4. rmmod kvtier must succeed, and dmesg and the taint flags stay clean.
 #
@@ -178,13 +181,32 @@ else
 	mapfile -t tests < <(find "$tdir" -maxdepth 1 -type f -perm -u+x ! -name '*.*' \
 		-printf '%f\n' | sort)
 fi
-((${#tests[@]})) || fail "no test binaries in $tdir"
+# Userspace checks of the tools, after the C tests (TAP, see below):
+# kvtierctl top, the Python binding's unittest and tools/trace. KVTIER_TESTS
+# names them "top", "python" and "trace".
+declare -A user_tests=([top]=$top/selftests/kvtier/top.sh
+	[python]=$top/python/tests/test_kvtier.py
+	[trace]=$top/selftests/kvtier/trace.sh)
+user_run=()
+if [[ -n ${KVTIER_TESTS:-} ]]; then
+	for i in "${!tests[@]}"; do
+		if [[ -n ${user_tests[${tests[i]}]:-} ]]; then
+			user_run+=("${user_tests[${tests[i]}]}")
+			unset 'tests[i]'
+		fi
+	done
+	tests=("${tests[@]}")
+else
+	user_run=("${user_tests[top]}" "${user_tests[python]}" "${user_tests[trace]}")
+fi
+((${#tests[@]} + ${#user_run[@]})) || fail "no test binaries in $tdir"
 tests=("${tests[@]/#/$tdir/}")
 # libkvtier's own tests run against the module too (TAP, see below).
 libtest=$top/lib/tests/kvt-test
 if [[ -z ${KVTIER_TESTS:-} && -x $libtest ]]; then
 	tests+=("$libtest")
 fi
+tests+=("${user_run[@]}")
 
 # tap_count LOG: count the top-level TAP results of LOG into tap_pass,
 # tap_fail and tap_skip; false unless a plan "1..N" is there and N results.

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier-info: the smallest libkvtier program. Built against an installed
+ * libkvtier with pkg-config:
+ *
+ *	cc -o kvtier-info kvtier-info.c $(pkg-config --cflags --libs kvtier)
+ *
+ * It prints the API version of the headers it was built with, a key made
+ * by the library, and what the running kernel offers (or why it cannot be
+ * reached: "module not loaded" without /dev/kvtier).
+ *
+ * Exit status: 0 when the library answered, whether or not the module is
+ * loaded; 1 on any other error.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <kvtier.h>
+
+int main(void)
+{
+	struct kvtier_api api;
+	struct kvt_ctx *ctx;
+	struct kvt_key key;
+	unsigned int b;
+	int ret;
+
+	printf("libkvtier: headers api %d, uapi ioctl magic 0x%x\n",
+	       KVTIER_API_VERSION, KVTIER_IOC_MAGIC);
+	kvt_key_chain(NULL, 1, &key);
+	printf("libkvtier: kvt_key_chain(NULL, 1) = %016" PRIx64 "%016" PRIx64
+	       "\n", key.k[1], key.k[0]);
+
+	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
+	if (ret == -ENOENT) {
+		printf("kernel: /dev/kvtier: module not loaded\n");
+		return 0;
+	}
+	if (ret) {
+		printf("kernel: /dev/kvtier: %s\n", strerror(-ret));
+		return ret == -EACCES || ret == -EPERM ? 0 : 1;
+	}
+	kvt_api_info(ctx, &api);
+	printf("kernel: api %u, features:", api.api);
+	for (b = 0; b < 64; b++)
+		if (api.supported & (1ULL << b))
+			printf(" %s", kvt_feature_name(1ULL << b) ?: "?");
+	printf(", dram budget %" PRIu64 " MiB, max_pools %u\n",
+	       (uint64_t)api.dram_bytes >> 20, api.max_pools);
+	kvt_close(ctx);
+	return 0;
+}

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""How a vLLM/SGLang-style KV connector would call kvtier.
+
+An inference engine keeps the KV cache of running requests in a paged
+buffer (GPU memory in a real engine; a bytearray here). A KV connector
+lets it reuse KV blocks computed by earlier requests that share a prefix
+(a system prompt, earlier turns of a conversation):
+
+  scheduler, when a request is scheduled:
+      lookup    how many leading blocks of its prompt kvtier holds
+                (the engine then skips computing those tokens)
+      prefetch  (to come) start loading them for queued requests
+  worker, before the forward pass:
+      get       copy the hit blocks into the request's pages
+  worker, after the forward pass:
+      put       store the blocks the forward pass computed
+
+Each full block of `block_tokens` tokens is named by a chained key: block
+i's key depends on the tokens of blocks 0..i, so equal keys mean equal
+prefixes (kvtier.key_chain over a hash of each block's tokens).
+
+Run it with the module loaded:  python3 python/examples/connector.py
+It replays a few synthetic conversations, checks every byte it gets back
+against what the "model" computes, and prints the tokens it saved.
+Exit status: 0 when every loaded block verified, 1 otherwise.
+"""
+
+import argparse
+import hashlib
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+import kvtier  # noqa: E402
+
+
+def block_ids(tokens, block_tokens):
+    """A 64-bit id per full block: a hash of that block's tokens."""
+    ids = []
+    for i in range(0, len(tokens) - block_tokens + 1, block_tokens):
+        h = hashlib.blake2b(digest_size=8)
+        h.update(b"".join(t.to_bytes(4, "little")
+                          for t in tokens[i:i + block_tokens]))
+        ids.append(int.from_bytes(h.digest(), "little"))
+    return ids
+
+
+class KVConnector:
+    """The calls a runtime's connector makes, on one kvtier pool."""
+
+    def __init__(self, pool, block_tokens):
+        self.pool = pool
+        self.block_tokens = block_tokens
+        self.block_size = pool.block_size
+
+    def keys(self, tokens):
+        return kvtier.key_chain(block_ids(tokens, self.block_tokens))
+
+    # ---- scheduler side ----------------------------------------------------
+
+    def get_num_matched_tokens(self, req):
+        """On schedule: how many prompt tokens kvtier can serve."""
+        req.keys = self.keys(req.tokens)
+        if not req.keys:
+            req.hit_blocks = 0
+            return 0
+        # touch: the hit blocks are about to be used, keep them warm.
+        hit = self.pool.lookup(req.keys, touch=True)
+        req.hit_blocks = hit.done
+        req.hit_tiers = hit.tiers[:hit.done]
+        return hit.done * self.block_tokens
+
+    # >>> PREFETCH GOES HERE (the prefetch interface is not in libkvtier
+    # yet). For requests still queued behind the running batch:
+    #
+    #     req.prefetch = self.pool.prefetch(req.keys[:req.hit_blocks])
+    #
+    # so that blocks on NVMe are in DRAM by the time the worker calls
+    # get(); the worker then waits on req.prefetch before get_kv().
+    # Until then lookup(load=True) is the synchronous equivalent.
+
+    # ---- worker side -------------------------------------------------------
+
+    def load_kv(self, req, pages):
+        """Before the forward pass: copy the hit blocks into the request's
+        pages (a list of writable memoryviews of block_size bytes; the
+        kernel writes straight into them)."""
+        n = req.hit_blocks
+        if not n:
+            return 0
+        got = self.pool.get(req.keys[:n], pages[:n])
+        # A block evicted between lookup and get is a miss: the engine
+        # recomputes from the first missing block on.
+        for i, st in enumerate(got.status):
+            if st:
+                return i
+        return n
+
+    def save_kv(self, req, pages, first):
+        """After the forward pass: store the blocks it computed (from block
+        `first` on). Existing keys (another request stored them first)
+        are fine."""
+        keys = req.keys[first:]
+        if not keys:
+            return 0
+        res = self.pool.put(keys, pages[first:len(req.keys)])
+        return sum(1 for s in res.status if s == 0)
+
+
+class Request:
+    def __init__(self, tokens):
+        self.tokens = tokens
+        self.keys = []
+        self.hit_blocks = 0
+        self.hit_tiers = []
+
+
+def model_kv(key, block_size):
+    """What the 'forward pass' computes for a block: a function of its key,
+    i.e. of its whole prefix, so a wrong block cannot go unnoticed."""
+    seed = int(key).to_bytes(16, "little")
+    return (seed * (block_size // 16 + 1))[:block_size]
+
+
+def conversations(n_requests, block_tokens, rnd):
+    """Synthetic chats: 3 system prompts; each turn appends to its
+    conversation, so later turns share every earlier block."""
+    systems = [[rnd.randrange(50000) for _ in range(4 * block_tokens)]
+               for _ in range(3)]
+    chats = []
+    for _ in range(n_requests):
+        if not chats or rnd.random() < 0.3:
+            chats.append(list(rnd.choice(systems)))
+        chat = rnd.choice(chats)
+        chat.extend(rnd.randrange(50000)
+                    for _ in range(rnd.randrange(1, 3 * block_tokens)))
+        yield Request(list(chat))
+        chat.extend(rnd.randrange(50000) for _ in range(block_tokens))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--requests", type=int, default=60)
+    ap.add_argument("--block-tokens", type=int, default=16)
+    ap.add_argument("--block-size", type=int, default=16384,
+                    help="bytes of KV per block (a multiple of 4096)")
+    ap.add_argument("--capacity", type=int, default=1024)
+    ap.add_argument("--pool", default="connector-example-%d" % os.getpid())
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+
+    rnd = random.Random(a.seed)
+    total = saved = verified = bad = stored = 0
+    with kvtier.open() as ctx:
+        pool = ctx.create_pool(a.pool, block_size=a.block_size,
+                               capacity=a.capacity)
+        try:
+            conn = KVConnector(pool, a.block_tokens)
+            # The engine's paged KV buffer: pages of block_size bytes.
+            max_blocks = 64
+            kv = bytearray(max_blocks * a.block_size)
+            pages = [memoryview(kv)[i * a.block_size:(i + 1) * a.block_size]
+                     for i in range(max_blocks)]
+            for req in conversations(a.requests, a.block_tokens, rnd):
+                total += len(req.tokens)
+                conn.get_num_matched_tokens(req)           # schedule
+                nb = min(len(req.keys), max_blocks)
+                req.keys = req.keys[:nb]
+                req.hit_blocks = min(req.hit_blocks, nb)
+                loaded = conn.load_kv(req, pages)           # before forward
+                for i in range(loaded):
+                    if pages[i] == model_kv(req.keys[i], a.block_size):
+                        verified += 1
+                    else:
+                        bad += 1
+                saved += loaded * a.block_tokens
+                for i in range(loaded, nb):                 # the forward pass
+                    pages[i][:] = model_kv(req.keys[i], a.block_size)
+                stored += conn.save_kv(req, pages, loaded)  # after forward
+            st = pool.stat()
+        finally:
+            pool.close()
+            ctx.destroy_pool(a.pool)
+
+    print("connector: %d requests, %d prompt tokens, %d served by kvtier "
+          "(%.1f%%)" % (a.requests, total, saved,
+                        100.0 * saved / total if total else 0))
+    print("connector: blocks stored %d, loaded and verified %d, wrong %d"
+          % (stored, verified, bad))
+    print("connector: pool puts %d gets %d hits %d misses %d, resident %s"
+          % (st.puts, st.gets, st.hits, st.misses, st.resident))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

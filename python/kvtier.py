@@ -1,0 +1,593 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""kvtier: a Python binding of libkvtier (ctypes, standard library only).
+
+kvtier keeps the KV-cache blocks of LLM inference in a kernel module with a
+DRAM tier and an NVMe tier. This module wraps libkvtier.so.1:
+
+    import kvtier
+
+    with kvtier.open() as ctx:
+        with ctx.create_pool("mypool", block_size=64 << 10, capacity=4096,
+                             flags=kvtier.POOL_OPEN_EXISTING) as pool:
+            keys = kvtier.key_chain([11, 12, 13])   # a prefix chain
+            buf = bytearray(3 * pool.block_size)    # or a memoryview, an
+            ...                                     # array, a numpy array
+            pool.put(keys, buf)
+            hit = pool.lookup(keys)                 # hit.done: prefix length
+            pool.get(keys[:hit.done], buf)          # copied into buf
+
+Buffers are anything with the buffer protocol, C-contiguous: either one
+object of len(keys) * block_size bytes (block i at offset i * block_size),
+or a sequence of len(keys) objects of block_size bytes each. The kernel
+copies straight from and into their memory (ctypes ``from_buffer``): no
+copy is made in Python. GET needs writable buffers; PUT takes read-only
+ones too (``bytes`` directly; another read-only buffer is copied once).
+
+Errors of a whole call raise ``kvtier.Error``, an ``OSError`` whose
+``errno`` is the kernel's (``e.errno == errno.EEXIST``). Batched commands
+do not raise for per-entry outcomes (a miss, an existing key): they return
+a ``Batch`` with the count ``done`` and each entry's ``status`` (0 or a
+negative errno), ``tier`` and ``addr``.
+
+The library is looked up as $KVTIER_LIB (a path), then libkvtier.so.1 on
+the loader's path, then ../lib/libkvtier.so.1 next to this file (a build
+tree). Debian's python3 is all it needs.
+"""
+
+import ctypes
+import errno as _errno
+import os
+
+__all__ = [
+    "Error", "Context", "Pool", "Batch", "Key", "open", "key_chain",
+    "tier_name", "feature_name",
+]
+
+# ---- constants of uapi/linux/kvtier.h ------------------------------------
+
+API_VERSION = 1
+DEVICE = "/dev/kvtier"
+
+F_POOLS = 1 << 0
+F_MMAP = 1 << 1
+F_NUMA = 1 << 2
+F_REPLACE = 1 << 3
+F_NVME = 1 << 4
+FEATURES_ALL = (1 << 64) - 1        # KVT_FEATURES_ALL: what the kernel has
+
+NAME_MAX = 64
+BATCH_MAX = 4096
+
+POOL_OPEN_EXISTING = 1 << 0
+POOL_FAULT_NOLOAD = 1 << 1
+POOL_RDONLY = 1 << 8
+
+TIER_NONE = 0
+TIER_HBM = 1
+TIER_DRAM = 2
+TIER_NVME = 3
+NR_TIERS = 4
+ADDR_NONE = (1 << 64) - 1
+
+PUT_REPLACE = 1 << 0
+LOOKUP_TOUCH = 1 << 0
+LOOKUP_LOAD = 1 << 1
+
+NVME_FORMAT = 1 << 0
+
+# ---- ABI structs -----------------------------------------------------------
+
+_u8, _u32, _s32, _u64 = (ctypes.c_uint8, ctypes.c_uint32, ctypes.c_int32,
+                         ctypes.c_uint64)
+
+
+class _Block(ctypes.Structure):
+    """struct kvtier_block"""
+    _fields_ = [("key", _u64 * 2), ("buf", _u64), ("addr", _u64),
+                ("status", _s32), ("tier", _u32), ("reserved", _u64)]
+
+
+class _Api(ctypes.Structure):
+    """struct kvtier_api"""
+    _fields_ = [("api", _u32), ("flags", _u32), ("features", _u64),
+                ("supported", _u64), ("ioctls", _u64),
+                ("block_size_max", _u64), ("batch_max", _u32),
+                ("name_max", _u32), ("max_pools", _u32), ("_pad", _u32),
+                ("dram_bytes", _u64), ("reserved", _u64 * 4)]
+
+
+class _PoolStat(ctypes.Structure):
+    """struct kvtier_pool_stat"""
+    _fields_ = [("flags", _u32), ("capacity", _u32), ("block_size", _u64),
+                ("dram_blocks", _u32), ("numa_node", _s32), ("mode", _u32),
+                ("uid", _u32), ("gid", _u32), ("_pad", _u32),
+                ("resident", _u64 * NR_TIERS), ("pinned", _u64),
+                ("puts", _u64), ("gets", _u64), ("hits", _u64),
+                ("misses", _u64), ("evictions", _u64), ("drops", _u64),
+                ("bytes_in", _u64), ("bytes_out", _u64),
+                ("meta_bytes", _u64), ("demotions", _u64),
+                ("promotions", _u64), ("bad_reads", _u64), ("dirty", _u64),
+                ("dram_reserved", _u64), ("reserved", _u64 * 3)]
+
+
+class _NvmeStat(ctypes.Structure):
+    """struct kvtier_nvme_stat"""
+    _fields_ = [("flags", _u32), ("attached", _u32), ("dev_bytes", _u64),
+                ("region_bytes", _u64), ("nr_regions", _u32),
+                ("free_regions", _u32), ("bytes_written", _u64),
+                ("bytes_demoted", _u64), ("bytes_read", _u64),
+                ("reclaimed", _u64), ("lost_blocks", _u64),
+                ("io_errors", _u64), ("attach_ns", _u64),
+                ("uuid", _u8 * 16), ("reserved", _u64 * 6)]
+
+
+class _PoolParams(ctypes.Structure):
+    """struct kvt_pool_params (lib/include/kvtier.h)"""
+    _fields_ = [("name", ctypes.c_char_p), ("block_size", _u64),
+                ("capacity", _u32), ("dram_blocks", _u32), ("mode", _u32),
+                ("numa_node", _s32), ("flags", _u32)]
+
+
+assert ctypes.sizeof(_Block) == 48
+assert ctypes.sizeof(_Api) == 96
+assert ctypes.sizeof(_PoolStat) == 216
+assert ctypes.sizeof(_NvmeStat) == 152
+
+# ---- the library -----------------------------------------------------------
+
+
+def _load():
+    here = os.path.dirname(os.path.abspath(__file__))
+    tried = []
+    for cand in (os.environ.get("KVTIER_LIB"), "libkvtier.so.1",
+                 os.path.join(here, "..", "lib", "libkvtier.so.1")):
+        if not cand:
+            continue
+        try:
+            return ctypes.CDLL(cand, use_errno=False)
+        except OSError as e:
+            tried.append("%s: %s" % (cand, e))
+    raise ImportError("kvtier: cannot load libkvtier.so.1 (%s)"
+                      % "; ".join(tried))
+
+
+_lib = _load()
+_P = ctypes.c_void_p
+_PP = ctypes.POINTER(ctypes.c_void_p)
+_BP = ctypes.POINTER(_Block)
+_U32P = ctypes.POINTER(_u32)
+
+
+def _proto(name, res, *args):
+    f = getattr(_lib, name)
+    f.restype = res
+    f.argtypes = list(args)
+    return f
+
+
+_kvt_open = _proto("kvt_open", ctypes.c_int, _PP, _u64)
+_kvt_close = _proto("kvt_close", None, _P)
+_kvt_ctx_fd = _proto("kvt_ctx_fd", ctypes.c_int, _P)
+_kvt_api_info = _proto("kvt_api_info", ctypes.c_int, _P,
+                       ctypes.POINTER(_Api))
+_kvt_feature_name = _proto("kvt_feature_name", ctypes.c_char_p, _u64)
+_kvt_tier_name = _proto("kvt_tier_name", ctypes.c_char_p, ctypes.c_uint)
+_kvt_pool_create = _proto("kvt_pool_create", ctypes.c_int, _P,
+                          ctypes.POINTER(_PoolParams), _PP)
+_kvt_pool_open = _proto("kvt_pool_open", ctypes.c_int, _P, ctypes.c_char_p,
+                        _u32, _PP)
+_kvt_pool_close = _proto("kvt_pool_close", None, _P)
+_kvt_pool_destroy = _proto("kvt_pool_destroy", ctypes.c_int, _P,
+                           ctypes.c_char_p)
+_kvt_pool_fd = _proto("kvt_pool_fd", ctypes.c_int, _P)
+_kvt_pool_block_size = _proto("kvt_pool_block_size", _u64, _P)
+_kvt_pool_capacity = _proto("kvt_pool_capacity", _u32, _P)
+_kvt_pool_numa_node = _proto("kvt_pool_numa_node", ctypes.c_int, _P)
+_kvt_stat = _proto("kvt_stat", ctypes.c_int, _P, ctypes.POINTER(_PoolStat))
+_kvt_sync = _proto("kvt_sync", ctypes.c_int, _P, ctypes.POINTER(_u64))
+_kvt_nvme_stat = _proto("kvt_nvme_stat", ctypes.c_int, _P,
+                        ctypes.POINTER(_NvmeStat))
+_kvt_key_chain_n = _proto("kvt_key_chain_n", None, ctypes.POINTER(_u64 * 2),
+                          ctypes.POINTER(_u64), ctypes.c_size_t,
+                          ctypes.POINTER(_u64 * 2))
+# The batched commands share one signature.
+_BATCH = {}
+for _n in ("put", "get", "lookup", "drop", "pin", "unpin"):
+    _BATCH[_n] = _proto("kvt_" + _n, ctypes.c_int, _P, _BP, _u32, _u32,
+                        _U32P)
+
+
+class Error(OSError):
+    """A libkvtier call failed; ``errno`` is the kernel's errno."""
+
+
+def _check(ret, what):
+    if ret < 0:
+        raise Error(-ret, os.strerror(-ret), what)
+    return ret
+
+
+def tier_name(tier):
+    """'none', 'hbm', 'dram', 'nvme' (KVTIER_TIER_*), or '?'."""
+    return _kvt_tier_name(tier).decode()
+
+
+def feature_name(bit):
+    """The name of one KVTIER_F_* bit ('pools', ...), or None."""
+    n = _kvt_feature_name(bit)
+    return n.decode() if n else None
+
+
+# ---- keys ------------------------------------------------------------------
+
+
+class Key(tuple):
+    """A 128-bit block key: (k0, k1), as struct kvtier_block.key[0..1]."""
+    __slots__ = ()
+
+    def __new__(cls, k0, k1=0):
+        return tuple.__new__(cls, (k0 & (2**64 - 1), k1 & (2**64 - 1)))
+
+    @classmethod
+    def of(cls, key):
+        """A Key from a Key, a (k0, k1) pair, a 128-bit int (k0 the low
+        64 bits) or 16 bytes (little-endian k0 then k1)."""
+        if isinstance(key, Key):
+            return key
+        if isinstance(key, int):
+            return cls(key, key >> 64)
+        if isinstance(key, (bytes, bytearray, memoryview)):
+            b = bytes(key)
+            if len(b) != 16:
+                raise ValueError("a key is 16 bytes")
+            return cls(int.from_bytes(b[:8], "little"),
+                       int.from_bytes(b[8:], "little"))
+        k0, k1 = key
+        return cls(k0, k1)
+
+    def __int__(self):
+        return self[0] | self[1] << 64
+
+    def __repr__(self):
+        return "Key(%016x%016x)" % (self[1], self[0])
+
+
+def key_chain(ids, prev=None):
+    """The keys of a prefix chain: key i depends on ids[0..i] (and prev).
+
+    ids are 64-bit block identifiers, e.g. a hash of each block's tokens
+    or a Mooncake trace's hash_ids; kvt_key_chain(3) gives the mix. Keys
+    are deterministic, not collision-resistant against an adversary.
+    """
+    ids = list(ids)
+    n = len(ids)
+    if not n:
+        return []
+    arr = (_u64 * n)(*[i & (2**64 - 1) for i in ids])
+    out = ((_u64 * 2) * n)()
+    p = None
+    if prev is not None:
+        k = Key.of(prev)
+        p = ctypes.pointer((_u64 * 2)(k[0], k[1]))
+    _kvt_key_chain_n(p, arr, n, out)
+    return [Key(o[0], o[1]) for o in out]
+
+
+# ---- results ---------------------------------------------------------------
+
+
+class Batch:
+    """The outcome of a batched command.
+
+    done:   entries with status 0; for lookup() the length of the longest
+            resident prefix.
+    status: per entry, 0 or a negative errno (-errno.ENOENT: a miss).
+    tier:   per entry, TIER_* where the block lives (TIER_NONE if not).
+    addr:   per entry, the block address, or ADDR_NONE.
+    """
+    __slots__ = ("done", "status", "tier", "addr")
+
+    def __init__(self, done, blocks):
+        self.done = done
+        self.status = [b.status for b in blocks]
+        self.tier = [b.tier for b in blocks]
+        self.addr = [b.addr for b in blocks]
+
+    def __len__(self):
+        return len(self.status)
+
+    @property
+    def tiers(self):
+        """Tier names per entry: 'dram', 'nvme', 'none'."""
+        return [tier_name(t) for t in self.tier]
+
+    def __repr__(self):
+        return "Batch(done=%d/%d)" % (self.done, len(self.status))
+
+
+class Stat(dict):
+    """A dict of counters, readable as attributes too (st.puts)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _struct_dict(s):
+    d = Stat()
+    for name, _ in s._fields_:
+        if name.startswith("_") or name in ("reserved", "flags"):
+            continue
+        v = getattr(s, name)
+        d[name] = v
+    return d
+
+
+# ---- buffers ---------------------------------------------------------------
+
+
+def _addr_of(obj, size, writable, keep):
+    """Address of the memory of buffer-protocol @obj, checked to hold
+    @size bytes, C-contiguous. The ctypes object that pins the export is
+    appended to @keep, which must outlive the call."""
+    if isinstance(obj, bytes) and not writable:
+        if len(obj) != size:
+            raise ValueError("buffer of %d bytes, %d expected"
+                             % (len(obj), size))
+        keep.append(obj)
+        return ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value
+    mv = memoryview(obj)
+    if not mv.c_contiguous:
+        raise ValueError("buffer is not C-contiguous")
+    if mv.nbytes != size:
+        raise ValueError("buffer of %d bytes, %d expected" % (mv.nbytes, size))
+    if mv.readonly:
+        if writable:
+            raise ValueError("GET needs a writable buffer")
+        c = (ctypes.c_char * size).from_buffer_copy(mv)
+    else:
+        c = (ctypes.c_char * size).from_buffer(mv.cast("B") if mv.ndim != 1
+                                               or mv.format != "B" else mv)
+    keep.append(c)
+    keep.append(mv)
+    return ctypes.addressof(c)
+
+
+def _bufs(buffers, n, bs, writable, keep):
+    """Per-entry addresses for n blocks of bs bytes (see module doc)."""
+    if isinstance(buffers, (list, tuple)):
+        if len(buffers) != n:
+            raise ValueError("%d buffers for %d keys" % (len(buffers), n))
+        return [_addr_of(b, bs, writable, keep) for b in buffers]
+    base = _addr_of(buffers, n * bs, writable, keep)
+    return [base + i * bs for i in range(n)]
+
+
+# ---- context and pools -----------------------------------------------------
+
+
+class Context:
+    """An open /dev/kvtier after the API handshake (kvt_open(3))."""
+
+    def __init__(self, features=FEATURES_ALL):
+        p = ctypes.c_void_p()
+        _check(_kvt_open(ctypes.byref(p), features), DEVICE)
+        self._ctx = p
+        api = _Api()
+        _kvt_api_info(self._ctx, ctypes.byref(api))
+        self.api = _struct_dict(api)
+
+    def _h(self):
+        if not self._ctx:
+            raise ValueError("kvtier context is closed")
+        return self._ctx
+
+    @property
+    def features(self):
+        """Names of the features the kernel supports."""
+        return [feature_name(1 << b) or "bit%d" % b for b in range(64)
+                if self.api["supported"] >> b & 1]
+
+    def fileno(self):
+        return _kvt_ctx_fd(self._h())
+
+    def create_pool(self, name, block_size, capacity, dram_blocks=0, mode=0,
+                    numa_node=-1, flags=0):
+        """Create a pool and return it open (kvt_pool_create(3)).
+
+        flags: POOL_OPEN_EXISTING (open it if the name exists),
+        POOL_FAULT_NOLOAD, POOL_RDONLY. Raises Error: EEXIST, EINVAL,
+        ENOSPC (DRAM budget), EMFILE (max_pools), ...
+        """
+        pp = _PoolParams(name.encode(), block_size, capacity, dram_blocks,
+                         mode, numa_node, flags)
+        p = ctypes.c_void_p()
+        _check(_kvt_pool_create(self._h(), ctypes.byref(pp),
+                                ctypes.byref(p)), name)
+        return Pool(p, name)
+
+    def open_pool(self, name, readonly=False):
+        """Open an existing pool by name (kvt_pool_open(3)).
+
+        Raises Error: ENOENT, EACCES.
+        """
+        p = ctypes.c_void_p()
+        _check(_kvt_pool_open(self._h(), name.encode(),
+                              POOL_RDONLY if readonly else 0,
+                              ctypes.byref(p)), name)
+        return Pool(p, name)
+
+    def destroy_pool(self, name):
+        """Remove a pool's name; its data goes with its last fd
+        (kvt_pool_destroy(3)). Raises Error: ENOENT, EPERM."""
+        _check(_kvt_pool_destroy(self._h(), name.encode()), name)
+
+    def nvme_stat(self):
+        """The NVMe tier's state and counters (kvt_nvme_stat(3)), a Stat;
+        attached == 0 when none is attached."""
+        st = _NvmeStat()
+        _check(_kvt_nvme_stat(self._h(), ctypes.byref(st)), "nvme_stat")
+        d = _struct_dict(st)
+        d["uuid"] = bytes(st.uuid)
+        return d
+
+    def close(self):
+        if self._ctx:
+            _kvt_close(self._ctx)
+            self._ctx = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_ctx", None):
+            self.close()
+
+
+def open(features=FEATURES_ALL):  # pylint: disable=redefined-builtin
+    """Open /dev/kvtier and negotiate @features: a Context.
+
+    Raises Error: ENOENT (module not loaded), EACCES (not in the group
+    that owns /dev/kvtier), EINVAL (a feature this kernel lacks).
+    """
+    return Context(features)
+
+
+class Pool:
+    """An open pool (a pool fd). Close it, or use it as a context manager;
+    the pool and its blocks stay until destroyed."""
+
+    def __init__(self, handle, name):
+        self._p = handle
+        self.name = name
+        self.block_size = _kvt_pool_block_size(handle)
+        self.capacity = _kvt_pool_capacity(handle)
+        self.numa_node = _kvt_pool_numa_node(handle)
+
+    def _h(self):
+        if not self._p:
+            raise ValueError("kvtier pool %s is closed" % self.name)
+        return self._p
+
+    def fileno(self):
+        """The pool fd (owned by the pool: do not close it)."""
+        return _kvt_pool_fd(self._h())
+
+    # One helper runs every batched command: it builds the struct
+    # kvtier_block array, calls libkvtier, and reads the entries back.
+    # New commands (prefetch, below) reuse it.
+    def _batch(self, cmd, keys, buffers=None, flags=0, writable=False):
+        keys = list(keys)
+        n = len(keys)
+        if not n:
+            return Batch(0, [])
+        keep = []
+        addrs = (_bufs(buffers, n, self.block_size, writable, keep)
+                 if buffers is not None else None)
+        blocks = (_Block * n)()
+        for i, k in enumerate(keys):
+            k = Key.of(k)
+            b = blocks[i]
+            b.key[0] = k[0]
+            b.key[1] = k[1]
+            if addrs:
+                b.buf = addrs[i]
+        done = _u32()
+        _check(_BATCH[cmd](self._h(), blocks, n, flags, ctypes.byref(done)),
+               "%s %s" % (cmd, self.name))
+        del keep
+        return Batch(done.value, blocks)
+
+    def put(self, keys, buffers, replace=False):
+        """Copy blocks into the pool. Per-entry status: -EEXIST (present,
+        without replace), -ENOSPC, -ENOMEM, -EBUSY."""
+        return self._batch("put", keys, buffers,
+                           PUT_REPLACE if replace else 0)
+
+    def get(self, keys, buffers):
+        """Copy blocks out of the pool into writable buffers (blocks only
+        on NVMe are read back first). Per-entry status: -ENOENT (miss),
+        -ENOSPC, -EIO, -EINTR."""
+        return self._batch("get", keys, buffers, writable=True)
+
+    def lookup(self, keys, touch=False, load=False):
+        """Where a chain of keys lives: Batch.done is the longest resident
+        prefix, Batch.tier each entry's tier. touch: count the resident
+        ones as used (LRU); load: bring the prefix into DRAM first."""
+        return self._batch("lookup", keys, None,
+                           (LOOKUP_TOUCH if touch else 0) |
+                           (LOOKUP_LOAD if load else 0))
+
+    def drop(self, keys):
+        """Remove blocks. Per-entry status: -ENOENT, -EBUSY (pinned)."""
+        return self._batch("drop", keys)
+
+    def pin(self, keys):
+        """Keep blocks resident (in DRAM) while this pool stays open."""
+        return self._batch("pin", keys)
+
+    def unpin(self, keys):
+        """Release pins taken with pin() on this pool."""
+        return self._batch("unpin", keys)
+
+    # ---- prefetch (to come) --------------------------------------------
+    # The prefetch interface (asynchronous loads with completion waiting)
+    # lands in libkvtier separately. Its binding goes here:
+    #
+    #   def prefetch(self, keys, ...) -> a handle whose wait(timeout) returns
+    #       a Batch, built with self._batch("prefetch", ...) or a
+    #       submission helper of the same shape;
+    #
+    # with the library prototypes declared next to _BATCH above, and
+    # fileno() usable with selectors/asyncio for completion readiness.
+
+    def stat(self):
+        """The pool's configuration and counters (kvt_stat(3)), a Stat
+        whose 'resident' is a dict by tier name."""
+        st = _PoolStat()
+        _check(_kvt_stat(self._h(), ctypes.byref(st)), "stat " + self.name)
+        d = _struct_dict(st)
+        d["resident"] = {tier_name(t): st.resident[t]
+                         for t in range(1, NR_TIERS)}
+        return d
+
+    def sync(self):
+        """Make the pool's blocks durable on the NVMe tier; returns the
+        blocks written. Raises Error: ENODEV (no NVMe tier), EBADF."""
+        w = _u64()
+        _check(_kvt_sync(self._h(), ctypes.byref(w)), "sync " + self.name)
+        return w.value
+
+    def close(self):
+        if self._p:
+            _kvt_pool_close(self._p)
+            self._p = None
+
+    @property
+    def closed(self):
+        return not self._p
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_p", None):
+            self.close()
+
+    def __repr__(self):
+        return "<kvtier.Pool %s block_size=%d capacity=%d%s>" % (
+            self.name, self.block_size, self.capacity,
+            " closed" if self.closed else "")
+
+
+# Per-entry statuses are negative errnos; these are the usual ones.
+ENOENT = -_errno.ENOENT
+EEXIST = -_errno.EEXIST
