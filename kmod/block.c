@@ -159,6 +159,7 @@ void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	kvt_block_hash_del(pool, addr);
 	kvt_policy_remove(pool, addr);
+	kvt_prefetch_forget(pool, addr);
 	blk->state = KVT_BLK_DYING;
 	pool->nr_ready--;
 	if (blk->nloc != KVT_NIL)

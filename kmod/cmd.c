@@ -23,7 +23,8 @@ static void kvt_block_unpinned(struct kvt_pool *pool, u32 addr)
 {
 	lockdep_assert_held(&pool->lock);
 	pool->nr_pinned--;
-	kvt_policy_insert(pool, addr);
+	if (!pool->blocks[addr].hold)
+		kvt_policy_insert(pool, addr);
 }
 
 /**
@@ -309,6 +310,7 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
 	}
 	blk->users++;
 	pool->stats.hits++;
+	kvt_prefetch_used(pool, addr);
 	kvt_policy_touch(pool, addr);
 	spin_unlock(&pool->lock);
 
@@ -377,6 +379,7 @@ static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
 		spin_unlock(&pool->lock);
 		return -EOVERFLOW;
 	}
+	kvt_prefetch_used(pool, addr);
 	if (!blk->pins++) {
 		pool->nr_pinned++;
 		kvt_policy_remove(pool, addr);
@@ -451,8 +454,10 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 		}
 		kvt_entry_set(e, 0, addr, kvt_block_tier(&pool->blocks[addr]));
 		pool->stats.hits++;
-		if (flags & KVTIER_LOOKUP_TOUCH)
+		if (flags & KVTIER_LOOKUP_TOUCH) {
+			kvt_prefetch_used(pool, addr);
 			kvt_policy_touch(pool, addr);
+		}
 		if (in_prefix)
 			(*prefix)++;
 	}
@@ -658,24 +663,43 @@ static int kvt_sync(struct kvt_handle *h, struct kvtier_sync *sy)
 	return ret;
 }
 
+/* Whether a command may wait for I/O or for room (io_uring punts it). */
+static bool kvt_cmd_may_block(unsigned int nr, const struct kvtier_batch *b)
+{
+	switch (nr) {
+	case _IOC_NR(KVTIER_IOC_LOOKUP):
+		return b->flags & KVTIER_LOOKUP_LOAD;
+	case _IOC_NR(KVTIER_IOC_PREFETCH):
+	case _IOC_NR(KVTIER_IOC_CANCEL):
+	case _IOC_NR(KVTIER_IOC_EVENTFD):
+	case _IOC_NR(KVTIER_IOC_STAT):
+		return false;
+	}
+	return true;
+}
+
 /**
- * kvt_pool_ioctl() - the commands of a pool file
- * @file: the pool file
- * @cmd: KVTIER_IOC_PUT ... KVTIER_IOC_STAT
- * @arg: user pointer to the command's struct
+ * kvt_pool_cmd() - run one command of a pool file
+ * @h: the pool file's handle
+ * @cmd: KVTIER_IOC_PUT ... KVTIER_IOC_EVENTFD
+ * @uarg: user pointer to the command's struct
+ * @nonblock: the caller must not wait for I/O (io_uring's first try):
+ *	      commands that may are refused with -EAGAIN before doing anything
  *
  * Return: 0 or -errno; -ENOTTY for a command a pool file does not take.
  */
-long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
+		  bool nonblock)
 {
-	struct kvt_handle *h = file->private_data;
-	void __user *uarg = (void __user *)arg;
 	unsigned int nr = _IOC_NR(cmd);
 	size_t usize = _IOC_SIZE(cmd);
 	union {
 		struct kvtier_batch batch;
 		struct kvtier_pool_stat stat;
 		struct kvtier_sync sync;
+		struct kvtier_prefetch prefetch;
+		struct kvtier_cancel cancel;
+		struct kvtier_eventfd eventfd;
 	} u;
 	size_t ksize;
 	int ret;
@@ -693,6 +717,15 @@ long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case _IOC_NR(KVTIER_IOC_SYNC):
 		ksize = sizeof(u.sync);
 		break;
+	case _IOC_NR(KVTIER_IOC_PREFETCH):
+		ksize = sizeof(u.prefetch);
+		break;
+	case _IOC_NR(KVTIER_IOC_CANCEL):
+		ksize = sizeof(u.cancel);
+		break;
+	case _IOC_NR(KVTIER_IOC_EVENTFD):
+		ksize = sizeof(u.eventfd);
+		break;
 	default:
 		return -ENOTTY;
 	}
@@ -701,16 +734,45 @@ long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	ret = copy_struct_from_user(&u, ksize, uarg, usize);
 	if (ret)
 		return ret;
+	if (nonblock && kvt_cmd_may_block(nr, &u.batch))
+		return -EAGAIN;
 
-	if (nr == _IOC_NR(KVTIER_IOC_STAT))
+	switch (nr) {
+	case _IOC_NR(KVTIER_IOC_STAT):
 		ret = kvt_stat(h->pool, &u.stat);
-	else if (nr == _IOC_NR(KVTIER_IOC_SYNC))
+		break;
+	case _IOC_NR(KVTIER_IOC_SYNC):
 		ret = kvt_sync(h, &u.sync);
-	else
+		break;
+	case _IOC_NR(KVTIER_IOC_PREFETCH):
+		ret = kvt_prefetch_cmd(h, &u.prefetch);
+		break;
+	case _IOC_NR(KVTIER_IOC_CANCEL):
+		ret = kvt_prefetch_cancel(h, &u.cancel);
+		break;
+	case _IOC_NR(KVTIER_IOC_EVENTFD):
+		ret = kvt_prefetch_eventfd(h, &u.eventfd);
+		break;
+	default:
 		ret = kvt_batch(h, nr, &u.batch);
+		break;
+	}
 	if (ret)
 		return ret;
 	if (copy_to_user(uarg, &u, ksize))
 		return -EFAULT;
 	return 0;
+}
+
+/**
+ * kvt_pool_ioctl() - the commands of a pool file
+ * @file: the pool file
+ * @cmd: KVTIER_IOC_PUT ... KVTIER_IOC_EVENTFD
+ * @arg: user pointer to the command's struct
+ *
+ * Return: 0 or -errno; -ENOTTY for a command a pool file does not take.
+ */
+long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	return kvt_pool_cmd(file->private_data, cmd, (void __user *)arg, false);
 }

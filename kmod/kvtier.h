@@ -65,6 +65,7 @@ struct kvt_block {
 	u8 order;		/* chunk order of mem */
 	u8 flags;		/* KVT_BF_* */
 	u8 pol;			/* KVT_PB_*: the policy's (policy.h) */
+	u8 hold;		/* prefetch groups protecting it */
 };
 
 /* Block flags: I/O and transitions in progress on a READY block. */
@@ -147,6 +148,7 @@ struct kvt_pool {
 	u32 nr_dram;			/* blocks holding DRAM pages */
 	u32 nr_ready;
 	u32 nr_pinned;
+	u32 nr_held;			/* blocks with a prefetch hold */
 	u32 nr_nvme;			/* READY blocks with an NVMe copy */
 	u32 nr_wb;			/* blocks being written to NVMe */
 	u32 nr_dirty;			/* READY DRAM blocks without one */
@@ -160,12 +162,27 @@ struct kvt_pool {
 	u64 index_meta;			/* bytes of blocks[] and buckets[] */
 };
 
+/*
+ * struct kvt_pf_fd - an open pool file's prefetch groups and completions;
+ * everything but @wq under kvt_pf_lock (prefetch.c)
+ */
+struct kvt_pf_fd {
+	struct list_head groups;	/* live groups */
+	u32 nr_groups;			/* of which not ended */
+	u32 rhead;			/* completion ring */
+	u32 rlen;
+	struct kvtier_completion *ring;	/* KVTIER_PREFETCH_GROUPS_MAX */
+	wait_queue_head_t wq;		/* completions posted */
+	struct eventfd_ctx *efd;
+};
+
 /* struct kvt_handle - one open pool file */
 struct kvt_handle {
 	struct kvt_pool *pool;
 	bool rdonly;
 	struct mutex pin_lock;	/* protects pins */
 	struct xarray pins;	/* address -> pin count (xa value) */
+	struct kvt_pf_fd pf;
 };
 
 /* main.c */
@@ -214,6 +231,8 @@ int kvt_block_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
 int kvt_make_room(struct kvt_pool *pool, bool addr)
 	__must_hold(&pool->lock);
 long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
+		  bool nonblock);
 void kvt_handle_unpin_all(struct kvt_handle *h);
 
 /* tier_dram.c */
@@ -244,6 +263,30 @@ void kvt_nvme_lock_table(void);
 void kvt_nvme_unlock_table(void);
 int kvt_nvme_pool_record(struct kvt_pool *pool);
 void kvt_nvme_pool_erase(struct kvt_pool *pool);
+
+/* prefetch.c */
+struct kvtier_prefetch;
+struct kvtier_cancel;
+struct kvtier_eventfd;
+struct poll_table_struct;
+int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf);
+int kvt_prefetch_cancel(struct kvt_handle *h, struct kvtier_cancel *c);
+int kvt_prefetch_eventfd(struct kvt_handle *h, struct kvtier_eventfd *e);
+ssize_t kvt_prefetch_read(struct kvt_handle *h, char __user *buf, size_t len,
+			  bool nonblock);
+__poll_t kvt_prefetch_poll(struct kvt_handle *h, struct file *file,
+			   struct poll_table_struct *wait);
+void kvt_prefetch_init_fd(struct kvt_handle *h);
+void kvt_prefetch_release_fd(struct kvt_handle *h);
+void kvt_prefetch_used(struct kvt_pool *pool, u32 addr);
+void kvt_prefetch_forget(struct kvt_pool *pool, u32 addr);
+void kvt_prefetch_kick(void);
+ssize_t kvt_prefetch_show(char *buf);
+void kvt_prefetch_exit(void);
+
+/* uring.c */
+struct io_uring_cmd;
+int kvt_pool_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 
 /* mmap.c */
 int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma);

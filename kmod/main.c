@@ -44,7 +44,8 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 #define KVT_MAX_POOLS_LIMIT	4096
 
 #define KVTIER_F_ALL	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
-			 KVTIER_F_REPLACE | KVTIER_F_NVME)
+			 KVTIER_F_REPLACE | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
+			 KVTIER_F_URING)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))
@@ -60,7 +61,10 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 	 KVT_IOCTL_BIT(KVTIER_IOC_PUT) | KVT_IOCTL_BIT(KVTIER_IOC_GET) | \
 	 KVT_IOCTL_BIT(KVTIER_IOC_LOOKUP) |				\
 	 KVT_IOCTL_BIT(KVTIER_IOC_DROP) | KVT_IOCTL_BIT(KVTIER_IOC_PIN) | \
-	 KVT_IOCTL_BIT(KVTIER_IOC_UNPIN) | KVT_IOCTL_BIT(KVTIER_IOC_STAT))
+	 KVT_IOCTL_BIT(KVTIER_IOC_UNPIN) | KVT_IOCTL_BIT(KVTIER_IOC_STAT) | \
+	 KVT_IOCTL_BIT(KVTIER_IOC_PREFETCH) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_CANCEL) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_EVENTFD))
 
 /* struct kvt_ctl - one open control fd */
 struct kvt_ctl {
@@ -370,6 +374,7 @@ static void __exit kvt_exit(void)
 	misc_deregister(&kvt_misc);
 	/* Persistent pools are written back, to come back at the next load. */
 	kvt_nvme_detach();
+	kvt_prefetch_exit();
 	kvt_pools_destroy_all();
 	kvt_sysfs_exit();
 	kvt_pool_fs_exit();

@@ -50,8 +50,10 @@ static vm_fault_t kvt_vm_fault(struct vm_fault *vmf)
 			up_read(&pool->map_sem);
 			return VM_FAULT_SIGBUS;
 		}
-		if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY))
+		if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
+			kvt_prefetch_used(pool, addr);
 			break;
+		}
 
 		/* On NVMe (or on its way): load it, unless told not to. */
 		key[0] = blk->key[0];

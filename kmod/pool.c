@@ -14,6 +14,7 @@
 #include <linux/file.h>
 #include <linux/mount.h>
 #include <linux/pseudo_fs.h>
+#include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/random.h>
 #include <linux/cred.h>
@@ -197,6 +198,7 @@ static struct file *kvt_pool_new_file(struct kvt_pool *pool, bool rdonly)
 	h->rdonly = rdonly;
 	mutex_init(&h->pin_lock);
 	xa_init(&h->pins);
+	kvt_prefetch_init_fd(h);
 
 	/* The file's release puts the module reference of its fops. */
 	__module_get(THIS_MODULE);
@@ -698,6 +700,7 @@ static int kvt_pool_release(struct inode *inode, struct file *file)
 {
 	struct kvt_handle *h = file->private_data;
 
+	kvt_prefetch_release_fd(h);
 	kvt_handle_unpin_all(h);
 	xa_destroy(&h->pins);
 	kvt_pool_put(h->pool);
@@ -705,11 +708,27 @@ static int kvt_pool_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/* read(2): prefetch completion records (struct kvtier_completion). */
+static ssize_t kvt_pool_read(struct file *file, char __user *buf, size_t len,
+			     loff_t *ppos)
+{
+	return kvt_prefetch_read(file->private_data, buf, len,
+				 file->f_flags & O_NONBLOCK);
+}
+
+static __poll_t kvt_pool_poll(struct file *file, poll_table *wait)
+{
+	return kvt_prefetch_poll(file->private_data, file, wait);
+}
+
 static const struct file_operations kvt_pool_fops = {
 	.owner		= THIS_MODULE,
 	.release	= kvt_pool_release,
+	.read		= kvt_pool_read,
+	.poll		= kvt_pool_poll,
 	.unlocked_ioctl	= kvt_pool_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
+	.uring_cmd	= kvt_pool_uring_cmd,
 	.mmap		= kvt_pool_mmap,
 	.llseek		= noop_llseek,
 };

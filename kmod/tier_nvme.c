@@ -243,7 +243,8 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 		}
 		if (status)
 			pool->wb_errors++;
-		if (status && e->victim && !blk->pins && blk->users == 1) {
+		if (status && e->victim && !blk->pins && !blk->hold &&
+		    blk->users == 1) {
 			/* A victim that cannot be demoted is dropped. */
 			kvt_block_unlink(pool, e->addr);
 			pool->stats.evictions++;
@@ -750,7 +751,7 @@ static void kvt_rd_done(struct work_struct *work)
 	if (blk->state == KVT_BLK_READY) {
 		if (ok && blk->nloc == rd->nloc) {
 			pool->stats.promotions++;
-			if (!blk->pins)
+			if (!blk->pins && !blk->hold)
 				kvt_policy_insert(pool, rd->addr);
 			trace_kvtier_block_promote(pool, rd->addr);
 		} else {
@@ -762,6 +763,7 @@ static void kvt_rd_done(struct work_struct *work)
 	kvt_block_put_user(pool, rd->addr);
 	kvt_pool_put(pool);
 	kfree(rd);
+	kvt_prefetch_kick();
 	if (atomic_dec_and_test(&nvme->inflight))
 		wake_up_all(&nvme->idle);
 }

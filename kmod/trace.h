@@ -57,6 +57,68 @@ DEFINE_EVENT(kvtier_block, kvtier_block_free,
 	     TP_PROTO(struct kvt_pool *pool, u32 addr),
 	     TP_ARGS(pool, addr));
 
+/* Prefetch: the engine started a read of a hinted block. */
+DEFINE_EVENT(kvtier_block, kvtier_prefetch_issue,
+	     TP_PROTO(struct kvt_pool *pool, u32 addr),
+	     TP_ARGS(pool, addr));
+
+/* Prefetch: a hinted block is in the target tier. */
+DEFINE_EVENT(kvtier_block, kvtier_prefetch_ready,
+	     TP_PROTO(struct kvt_pool *pool, u32 addr),
+	     TP_ARGS(pool, addr));
+
+/* Prefetch: a group of hints was queued. */
+TRACE_EVENT(kvtier_hint_queued,
+	    TP_PROTO(struct kvt_pool *pool, u64 group, u32 count,
+		     u64 deadline),
+	    TP_ARGS(pool, group, count, deadline),
+	    TP_STRUCT__entry(__string(pool, pool->name)
+			     __field(u64, group)
+			     __field(u32, count)
+			     __field(u64, deadline)),
+	    TP_fast_assign(__assign_str(pool, pool->name);
+			   __entry->group = group;
+			   __entry->count = count;
+			   __entry->deadline = deadline;),
+	    TP_printk("pool=%s group=%llu count=%u deadline=%llu",
+		      __get_str(pool), __entry->group, __entry->count,
+		      __entry->deadline)
+);
+
+/* Prefetch: a hint named no block; the group goes on without it. */
+TRACE_EVENT(kvtier_hint_dropped,
+	    TP_PROTO(struct kvt_pool *pool, u64 group, u32 index),
+	    TP_ARGS(pool, group, index),
+	    TP_STRUCT__entry(__string(pool, pool->name)
+			     __field(u64, group)
+			     __field(u32, index)),
+	    TP_fast_assign(__assign_str(pool, pool->name);
+			   __entry->group = group;
+			   __entry->index = index;),
+	    TP_printk("pool=%s group=%llu index=%u", __get_str(pool),
+		      __entry->group, __entry->index)
+);
+
+/* Prefetch: a group ended (completed, expired, cancelled or failed). */
+TRACE_EVENT(kvtier_prefetch_end,
+	    TP_PROTO(struct kvt_pool *pool, u64 group, u32 count, u32 ready,
+		     int status),
+	    TP_ARGS(pool, group, count, ready, status),
+	    TP_STRUCT__entry(__string(pool, pool->name)
+			     __field(u64, group)
+			     __field(u32, count)
+			     __field(u32, ready)
+			     __field(int, status)),
+	    TP_fast_assign(__assign_str(pool, pool->name);
+			   __entry->group = group;
+			   __entry->count = count;
+			   __entry->ready = ready;
+			   __entry->status = status;),
+	    TP_printk("pool=%s group=%llu count=%u ready=%u status=%d",
+		      __get_str(pool), __entry->group, __entry->count,
+		      __entry->ready, __entry->status)
+);
+
 #endif /* _KVTIER_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

@@ -103,6 +103,10 @@ const char *kvt_feature_name(uint64_t bit)
 		return "replace";
 	case KVTIER_F_NVME:
 		return "nvme";
+	case KVTIER_F_PREFETCH:
+		return "prefetch";
+	case KVTIER_F_URING:
+		return "uring";
 	}
 	return NULL;
 }
@@ -128,6 +132,9 @@ const char *kvt_ioctl_name(unsigned int nr)
 		{ KVTIER_IOC_UNPIN, "UNPIN" },
 		{ KVTIER_IOC_STAT, "STAT" },
 		{ KVTIER_IOC_SYNC, "SYNC" },
+		{ KVTIER_IOC_PREFETCH, "PREFETCH" },
+		{ KVTIER_IOC_CANCEL, "CANCEL" },
+		{ KVTIER_IOC_EVENTFD, "EVENTFD" },
 	};
 	size_t i;
 
@@ -248,6 +255,7 @@ void kvt_pool_close(struct kvt_pool *pool)
 	if (!pool)
 		return;
 	close(pool->fd);
+	free(pool->pend);
 	free(pool);
 }
 

@@ -41,7 +41,20 @@ struct kvt_pool {
 	uint32_t capacity;
 	int32_t numa_node;
 	char name[KVTIER_NAME_MAX];
+	/* Completions read while waiting for another group (prefetch.c). */
+	struct kvtier_completion *pend;
+	uint32_t npend;
+	uint32_t pend_cap;
+	uint64_t next_group;	/* kvt_request_ready()'s group ids */
 };
+
+/**
+ * struct kvt_ring - an io_uring for pool commands (ring.c)
+ */
+struct kvt_ring;
+
+int kvt_ring_run(struct kvt_ring *ring, struct kvt_pool *pool,
+		 unsigned long op, void *arg);
 
 /**
  * struct kvt_map - a read-only mapping of a range of block addresses

@@ -655,6 +655,216 @@ void kvt_key_chain(const struct kvt_key *prev, uint64_t id,
 void kvt_key_chain_n(const struct kvt_key *prev, const uint64_t *ids,
 		     size_t n, struct kvt_key *out);
 
+/* ---- prefetch ------------------------------------------------------------ */
+
+/**
+ * kvt_now_ns() - CLOCK_MONOTONIC now, in nanoseconds: the clock of deadlines
+ *
+ * Return: the time.
+ */
+uint64_t kvt_now_ns(void);
+
+/**
+ * kvt_hint_set() - fill a prefetch hint for a key
+ * @h:		the hint (zeroed first).
+ * @key:	the block's key.
+ */
+void kvt_hint_set(struct kvtier_hint *h, const struct kvt_key *key);
+
+/**
+ * struct kvt_prefetch_args - a prefetch group's parameters
+ * @group:	nonzero id, unique among the pool handle's live groups.
+ * @cookie:	returned in the group's completion.
+ * @deadline_ns: CLOCK_MONOTONIC time by which the blocks should be in the
+ *		tier (kvt_now_ns() + budget); 0: as soon as possible.
+ * @flags:	KVTIER_PREFETCH_ADDR, KVTIER_PREFETCH_CANCEL_LATE.
+ * @priority:	0..KVTIER_PRIO_MAX, higher first among equal deadlines.
+ * @tier:	target tier; 0 means KVTIER_TIER_DRAM.
+ */
+struct kvt_prefetch_args {
+	uint64_t group;
+	uint64_t cookie;
+	uint64_t deadline_ns;
+	uint32_t flags;
+	uint32_t priority;
+	uint32_t tier;
+};
+
+/**
+ * kvt_prefetch() - ask for a request's blocks to be staged by a deadline
+ * @pool:	the pool handle.
+ * @hints:	@n hints in chain order (kvt_hint_set()); status, tier and
+ *		addr come back per hint (-ENOENT: no such block, dropped).
+ * @n:		1..batch_max.
+ * @a:		the group's parameters.
+ * @queued:	out (optional): hints that need a read.
+ * @resident:	out (optional): hints already in the tier.
+ *
+ * Returns at once; the group's end is a struct kvtier_completion read by
+ * kvt_completions() or kvt_wait_group() (or poll(2)/read(2) on
+ * kvt_pool_fd(), or an eventfd, kvt_eventfd()). Staged blocks are protected
+ * from eviction until used (a GET, a PIN, a LOOKUP with TOUCH, a fault).
+ *
+ * Return: 0; -EINVAL (count, flags, group 0, tier, priority); -EOPNOTSUPP
+ * (HBM); -ETIME (KVTIER_PREFETCH_CANCEL_LATE and a deadline past); -EEXIST
+ * (group id live); -EAGAIN (KVTIER_PREFETCH_GROUPS_MAX groups live or
+ * completions unread); -EFAULT; -ENOMEM.
+ */
+int kvt_prefetch(struct kvt_pool *pool, struct kvtier_hint *hints, uint32_t n,
+		 const struct kvt_prefetch_args *a, uint32_t *queued,
+		 uint32_t *resident);
+
+/**
+ * kvt_cancel() - withdraw a prefetch group, or all of the handle's
+ * @pool:	the pool handle.
+ * @group:	the group; 0 with KVTIER_CANCEL_ALL.
+ * @flags:	0 or KVTIER_CANCEL_ALL.
+ * @cancelled:	out (optional): groups that had not ended (each gets a
+ *		-ECANCELED completion).
+ *
+ * Return: 0; -ENOENT (no live group with that id); -EINVAL.
+ */
+int kvt_cancel(struct kvt_pool *pool, uint64_t group, uint32_t flags,
+	       uint32_t *cancelled);
+
+/**
+ * kvt_eventfd() - signal an eventfd at every prefetch completion
+ * @pool:	the pool handle.
+ * @efd:	an eventfd(2), or -1 to stop.
+ *
+ * Return: 0; -EBADF; -EINVAL (not an eventfd).
+ */
+int kvt_eventfd(struct kvt_pool *pool, int efd);
+
+/**
+ * kvt_completions() - read prefetch completions
+ * @pool:	the pool handle.
+ * @c:		out: up to @max records.
+ * @max:	room in @c (>= 1).
+ * @timeout_ms:	how long to wait for the first; 0: not at all; -1: forever.
+ *
+ * Records put aside by kvt_wait_group() come first.
+ *
+ * Return: the number of records (0 when the wait ended without one), or
+ * -errno.
+ */
+int kvt_completions(struct kvt_pool *pool, struct kvtier_completion *c,
+		    uint32_t max, int timeout_ms);
+
+/**
+ * kvt_wait_group() - wait for one group's completion
+ * @pool:	the pool handle.
+ * @group:	the group.
+ * @out:	out: its completion.
+ * @timeout_ms:	-1: forever.
+ *
+ * Completions of other groups read meanwhile are kept for
+ * kvt_completions().
+ *
+ * Return: 0; -ETIMEDOUT; -ENOMEM; another -errno.
+ */
+int kvt_wait_group(struct kvt_pool *pool, uint64_t group,
+		   struct kvtier_completion *out, int timeout_ms);
+
+struct kvt_ring;
+
+/**
+ * kvt_request_ready() - have a request's cached prefix in DRAM
+ * @pool:	the pool handle.
+ * @ring:	an idle ring (kvt_ring_open()) to send LOOKUP and PREFETCH
+ *		through, or NULL for ioctls.
+ * @keys:	the request's chain of keys, first block first.
+ * @n:		1..batch_max keys.
+ * @deadline_ns: when the blocks are needed (CLOCK_MONOTONIC), 0: asap.
+ * @timeout_ms:	longest wait for the prefetch; -1: forever.
+ * @ready:	out: blocks of the prefix in DRAM at the end (0 on error).
+ *
+ * The flow of a runtime's scheduler for one request: LOOKUP the chain (the
+ * prefix cached in any tier); if part of it is only on NVMe, PREFETCH the
+ * prefix as one group by @deadline_ns and wait for its completion. On
+ * timeout the group is cancelled.
+ *
+ * Return: 0 (the cached prefix, @ready blocks, is in DRAM); the group's
+ * status (-ETIME, -EIO: @ready says how much made it); -ETIMEDOUT; or
+ * what LOOKUP or PREFETCH returned.
+ */
+int kvt_request_ready(struct kvt_pool *pool, struct kvt_ring *ring,
+		      const struct kvt_key *keys, uint32_t n,
+		      uint64_t deadline_ns, int timeout_ms, uint32_t *ready);
+
+/* ---- io_uring ------------------------------------------------------------ */
+
+/**
+ * struct kvt_ring_cqe - a completion reaped from a ring
+ * @user_data:	what kvt_ring_queue() was given.
+ * @res:	the command's result, as the ioctl would return it.
+ */
+struct kvt_ring_cqe {
+	uint64_t user_data;
+	int32_t res;
+};
+
+/**
+ * kvt_ring_open() - an io_uring for pool commands
+ * @ringp:	out: the ring.
+ * @entries:	submission queue size.
+ *
+ * Return: 0 or -errno (io_uring_queue_init()'s).
+ */
+int kvt_ring_open(struct kvt_ring **ringp, unsigned int entries);
+
+/**
+ * kvt_ring_close() - tear a ring down (commands in flight are cancelled)
+ * @ring:	the ring, or NULL.
+ */
+void kvt_ring_close(struct kvt_ring *ring);
+
+/**
+ * kvt_ring_fd() - the ring's fd, for poll(2)
+ * @ring:	the ring.
+ *
+ * Return: the fd.
+ */
+int kvt_ring_fd(const struct kvt_ring *ring);
+
+/**
+ * kvt_ring_queue() - queue one pool command on the ring
+ * @ring:	the ring.
+ * @pool:	the pool handle.
+ * @op:		KVTIER_IOC_PUT, KVTIER_IOC_GET, KVTIER_IOC_LOOKUP or
+ *		KVTIER_IOC_PREFETCH.
+ * @arg:	the command's struct (struct kvtier_batch or struct
+ *		kvtier_prefetch) and what it points to; valid until the
+ *		command's completion is reaped, and written back by then.
+ * @user_data:	returned in the completion.
+ *
+ * Nothing reaches the kernel before kvt_ring_submit().
+ *
+ * Return: 0; -EBUSY when the submission queue is full (submit first).
+ */
+int kvt_ring_queue(struct kvt_ring *ring, struct kvt_pool *pool,
+		   unsigned long op, void *arg, uint64_t user_data);
+
+/**
+ * kvt_ring_submit() - hand the queued commands to the kernel
+ * @ring:	the ring.
+ *
+ * Return: commands submitted, or -errno.
+ */
+int kvt_ring_submit(struct kvt_ring *ring);
+
+/**
+ * kvt_ring_reap() - collect completions
+ * @ring:	the ring.
+ * @out:	out: up to @max completions.
+ * @max:	room in @out.
+ * @wait_nr:	wait until at least this many are there (0: do not wait).
+ *
+ * Return: completions reaped, or -errno.
+ */
+int kvt_ring_reap(struct kvt_ring *ring, struct kvt_ring_cqe *out,
+		  unsigned int max, unsigned int wait_nr);
+
 #ifdef __cplusplus
 }
 #endif

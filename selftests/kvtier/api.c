@@ -29,7 +29,16 @@
 #else
 #define KVT_IOCTLS_NVME 0ULL
 #endif
-#define KVT_IOCTLS_KNOWN	(KVT_IOCTLS_V1 | KVT_IOCTLS_NVME)
+#ifdef KVTIER_IOC_PREFETCH
+#define KVT_IOCTLS_PREFETCH \
+	((1ULL << _IOC_NR(KVTIER_IOC_PREFETCH)) | \
+	 (1ULL << _IOC_NR(KVTIER_IOC_CANCEL)) | \
+	 (1ULL << _IOC_NR(KVTIER_IOC_EVENTFD)))
+#else
+#define KVT_IOCTLS_PREFETCH 0ULL
+#endif
+#define KVT_IOCTLS_KNOWN	(KVT_IOCTLS_V1 | KVT_IOCTLS_NVME | \
+				 KVT_IOCTLS_PREFETCH)
 
 /* Command numbers no version of the ABI uses. */
 #define KVT_NR_UNUSED_CTL	0x0f

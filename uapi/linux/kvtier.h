@@ -51,12 +51,22 @@
  * back on use (GET, LOOKUP with KVTIER_LOOKUP_LOAD, mmap faults), and pools
  * created while it is attached persist across module reload and reboot.
  * KVTIER_IOC_SYNC makes a pool's blocks durable.
+ *
+ * KVTIER_F_PREFETCH: KVTIER_IOC_PREFETCH takes hints (which blocks a request
+ * will need, in which tier, by when); the kernel stages them in deadline
+ * order and reports each group's completion through read(2)/poll(2) on the
+ * pool fd and an optional eventfd. KVTIER_IOC_CANCEL withdraws a group.
+ *
+ * KVTIER_F_URING: pool fds take IORING_OP_URING_CMD for PUT, GET, LOOKUP and
+ * PREFETCH (struct kvtier_uring_cmd in the SQE's command area).
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
 #define KVTIER_F_NUMA		_BITULL(2)
 #define KVTIER_F_REPLACE	_BITULL(3)
 #define KVTIER_F_NVME		_BITULL(4)
+#define KVTIER_F_PREFETCH	_BITULL(5)
+#define KVTIER_F_URING		_BITULL(6)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -391,6 +401,163 @@ struct kvtier_nvme_stat {
 	__u64 reserved[5];
 };
 
+/**
+ * struct kvtier_hint - one block of a prefetch group
+ * @key:	in: the block's key (unless KVTIER_PREFETCH_ADDR).
+ * @addr:	in with KVTIER_PREFETCH_ADDR: the block address; out: the
+ *		block's address, or KVTIER_ADDR_NONE.
+ * @status:	out: 0 (queued, or resident already); -ENOENT: no such block,
+ *		the hint is dropped (the group goes on without it).
+ * @tier:	out: where the block is now (KVTIER_TIER_*).
+ *
+ * Hints are given in chain order: the first block of the request's prefix
+ * first. A group's completion reports how long a prefix is resident.
+ */
+struct kvtier_hint {
+	__u64 key[2];
+	__u64 addr;
+	__s32 status;
+	__u32 tier;
+};
+
+/* PREFETCH flags. */
+#define KVTIER_PREFETCH_ADDR		_BITUL(0)	/* hints name addresses */
+#define KVTIER_PREFETCH_CANCEL_LATE	_BITUL(1)	/* cancel at deadline */
+#define KVTIER_PREFETCH_FLAGS		(KVTIER_PREFETCH_ADDR | \
+					 KVTIER_PREFETCH_CANCEL_LATE)
+
+#define KVTIER_PRIO_MAX		7
+
+/**
+ * struct kvtier_prefetch - stage a group of blocks in a tier by a deadline
+ * @hints:	user pointer to @count struct kvtier_hint.
+ * @count:	1..KVTIER_BATCH_MAX.
+ * @flags:	KVTIER_PREFETCH_ADDR, KVTIER_PREFETCH_CANCEL_LATE.
+ * @group:	nonzero id of the group, unique among the fd's live groups
+ *		(-EEXIST); names it for KVTIER_IOC_CANCEL and its completion.
+ * @cookie:	returned as is in the group's completion.
+ * @deadline_ns: CLOCK_MONOTONIC time by which the blocks should be in
+ *		@tier; 0: as soon as possible. With KVTIER_PREFETCH_CANCEL_LATE
+ *		a deadline already past is -ETIME.
+ * @tier:	KVTIER_TIER_DRAM (KVTIER_TIER_HBM: -EOPNOTSUPP while no pool
+ *		has that tier; anything else -EINVAL).
+ * @priority:	0..KVTIER_PRIO_MAX, higher first among equal deadlines.
+ * @queued:	out: hints that need I/O.
+ * @resident:	out: hints already in @tier.
+ * @reserved:	must be 0.
+ *
+ * Groups are staged earliest deadline first. A group ends when every hinted
+ * block that exists is in @tier (status 0, late or not), or at its deadline
+ * with KVTIER_PREFETCH_CANCEL_LATE (-ETIME), or when cancelled (-ECANCELED),
+ * or when a block could not be read or went away meanwhile (-EIO), or when
+ * DRAM could not hold the group's blocks at once (-ENOSPC: more hints than
+ * room that eviction can free; the prefix that fitted is reported); each
+ * end queues one struct
+ * kvtier_completion on the fd. Blocks a group brought in (or found resident)
+ * are protected from eviction until used, until the group is cancelled or
+ * its fd closed, or prefetch_hold_ms after its end, within a bounded share
+ * of the pool's DRAM (prefetch_protect_pct). -EAGAIN: the fd has
+ * KVTIER_PREFETCH_GROUPS_MAX groups live or completions unread.
+ */
+struct kvtier_prefetch {
+	__u64 hints;
+	__u32 count;
+	__u32 flags;
+	__u64 group;
+	__u64 cookie;
+	__u64 deadline_ns;
+	__u32 tier;
+	__u32 priority;
+	__u32 queued;
+	__u32 resident;
+	__u64 reserved[2];
+};
+
+#define KVTIER_PREFETCH_GROUPS_MAX	1024
+
+/* struct kvtier_completion.flags */
+#define KVTIER_COMPLETION_LATE	_BITUL(0)	/* ended after its deadline */
+
+/**
+ * struct kvtier_completion - the end of a prefetch group, read(2) from the
+ * pool fd
+ * @group:	the group's id.
+ * @cookie:	the group's cookie.
+ * @status:	0, -ETIME, -ECANCELED, -EIO or -ENOSPC (see struct
+ *		kvtier_prefetch).
+ * @ready:	hints, from the first, whose blocks are in the target tier
+ *		now: the usable prefix.
+ * @count:	hints in the group.
+ * @flags:	KVTIER_COMPLETION_LATE.
+ * @end_ns:	CLOCK_MONOTONIC time of the end.
+ * @reserved:	0.
+ *
+ * read(2) returns whole records, as many as fit (-EINVAL if not one fits),
+ * blocking until one is there unless the fd is O_NONBLOCK (-EAGAIN).
+ */
+struct kvtier_completion {
+	__u64 group;
+	__u64 cookie;
+	__s32 status;
+	__u32 ready;
+	__u32 count;
+	__u32 flags;
+	__u64 end_ns;
+	__u64 reserved;
+};
+
+/* CANCEL flags. */
+#define KVTIER_CANCEL_ALL	_BITUL(0)	/* every group of the fd */
+
+/**
+ * struct kvtier_cancel - withdraw prefetch groups of this fd
+ * @group:	the group (0 with KVTIER_CANCEL_ALL).
+ * @flags:	KVTIER_CANCEL_ALL.
+ * @__pad:	must be 0.
+ * @cancelled:	out: groups cancelled that had not ended (each queues a
+ *		-ECANCELED completion); ended groups only lose their
+ *		protection.
+ * @reserved:	must be 0.
+ *
+ * -ENOENT: no live group has that id.
+ */
+struct kvtier_cancel {
+	__u64 group;
+	__u32 flags;
+	__u32 __pad;
+	__u32 cancelled;
+	__u32 __pad2;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvtier_eventfd - signal an eventfd at every prefetch completion
+ * @fd:		an eventfd, or -1 to stop.
+ * @flags:	must be 0.
+ * @reserved:	must be 0.
+ */
+struct kvtier_eventfd {
+	__s32 fd;
+	__u32 flags;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvtier_uring_cmd - the command area of an IORING_OP_URING_CMD SQE
+ * @arg:	user pointer to the command's struct, as for the ioctl
+ *		(struct kvtier_batch, or struct kvtier_prefetch).
+ * @reserved:	must be 0.
+ *
+ * sqe->cmd_op is the ioctl number: KVTIER_IOC_PUT, KVTIER_IOC_GET,
+ * KVTIER_IOC_LOOKUP or KVTIER_IOC_PREFETCH (others: -EOPNOTSUPP). The CQE's
+ * res is what the ioctl would return; the struct's out fields are written
+ * back before the CQE is posted.
+ */
+struct kvtier_uring_cmd {
+	__u64 arg;
+	__u64 reserved;
+};
+
 #define KVTIER_IOC_MAGIC	0xB8
 
 /* Control fd. */
@@ -411,5 +578,8 @@ struct kvtier_nvme_stat {
 #define KVTIER_IOC_UNPIN	_IOWR(KVTIER_IOC_MAGIC, 0x15, struct kvtier_batch)
 #define KVTIER_IOC_STAT		_IOWR(KVTIER_IOC_MAGIC, 0x16, struct kvtier_pool_stat)
 #define KVTIER_IOC_SYNC		_IOWR(KVTIER_IOC_MAGIC, 0x17, struct kvtier_sync)
+#define KVTIER_IOC_PREFETCH	_IOWR(KVTIER_IOC_MAGIC, 0x18, struct kvtier_prefetch)
+#define KVTIER_IOC_CANCEL	_IOWR(KVTIER_IOC_MAGIC, 0x19, struct kvtier_cancel)
+#define KVTIER_IOC_EVENTFD	_IOWR(KVTIER_IOC_MAGIC, 0x1a, struct kvtier_eventfd)
 
 #endif /* _UAPI_LINUX_KVTIER_H */

@@ -1,0 +1,981 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Prefetch: hints from the runtime, staged in deadline order.
+ *
+ * KVTIER_IOC_PREFETCH queues a group: the blocks of one request's prefix,
+ * a target tier, a deadline and a priority. One engine (a work item, so it
+ * never runs twice at once) takes groups earliest deadline first, priority
+ * breaking ties, and starts NVMe reads for their blocks with at most
+ * prefetch_qd of its own reads in flight, in chain order within a group.
+ * A block already in DRAM is taken as it is; one being read already (by a
+ * GET, another group) is waited for, not read twice. Each read's end kicks
+ * the engine, which settles the hints whose blocks arrived and ends a group
+ * once every hint is settled: a struct kvtier_completion goes to its fd's
+ * ring (read(2), poll(2), an eventfd).
+ *
+ * Protection: a group holds the blocks it brought in or found resident
+ * (kvt_block.hold): they are out of the replacement list, as if pinned,
+ * until used (GET, PIN, LOOKUP with TOUCH, a fault: kvt_prefetch_used()),
+ * until the group is cancelled or its fd closed, or prefetch_hold_ms after
+ * the group ended. A pool's held blocks never exceed prefetch_protect_pct
+ * of its DRAM share, so hints cannot take the cache; hints past the bound
+ * still load, unprotected.
+ *
+ * Locking:
+ *  - kvt_pf_mutex serializes the engine, cancel and close: the queue (an
+ *    rbtree of groups with hints left to start), the active list (groups
+ *    waiting for reads, or ended and holding), every group's hints and the
+ *    holds they take. The engine sleeps under it (a read may have to wait
+ *    for DRAM), so PREFETCH itself never takes it.
+ *  - kvt_pf_lock (spinlock) protects what PREFETCH and read(2) touch: the
+ *    incoming list, each fd's group list and count, its completion ring and
+ *    eventfd.
+ *  - Order: kvt_pf_mutex -> kvt_pf_lock, and kvt_pf_mutex -> pool->lock;
+ *    kvt_pf_lock and pool->lock are never held together. Holds
+ *    (kvt_block.hold, pool->nr_held) are under pool->lock.
+ *
+ * Lifetime: a group is owned by its fd's list from PREFETCH until it is
+ * retired, cancelled or the fd closes, which free it under kvt_pf_mutex; the
+ * engine only touches groups under that mutex, so no reference counts.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/eventfd.h>
+#include <linux/file.h>
+#include <linux/moduleparam.h>
+#include <linux/poll.h>
+#include <linux/rbtree.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include "kvtier.h"
+#include "trace.h"
+
+static unsigned int kvt_pf_qd = 32;
+module_param_named(prefetch_qd, kvt_pf_qd, uint, 0644);
+MODULE_PARM_DESC(prefetch_qd,
+		 "NVMe reads the prefetch engine keeps in flight (1 to 1024). Default: 32");
+
+static unsigned int kvt_pf_protect_pct = 50;
+module_param_named(prefetch_protect_pct, kvt_pf_protect_pct, uint, 0644);
+MODULE_PARM_DESC(prefetch_protect_pct,
+		 "Most of a pool's DRAM share prefetched blocks may hold against eviction, in percent (0 to 90). Default: 50");
+
+static unsigned int kvt_pf_hold_ms = 10000;
+module_param_named(prefetch_hold_ms, kvt_pf_hold_ms, uint, 0644);
+MODULE_PARM_DESC(prefetch_hold_ms,
+		 "How long blocks of an ended prefetch group stay protected if unused, in ms. Default: 10000");
+
+/* Hint states. */
+enum {
+	KVT_PFH_NEW = 0,	/* not looked at by the engine yet */
+	KVT_PFH_WAIT,		/* its block is being read */
+	KVT_PFH_READY,		/* its block was in the target tier */
+	KVT_PFH_FAILED,		/* it could not be read, or went away */
+	KVT_PFH_NOSPC,		/* no room held it long enough */
+	KVT_PFH_DROPPED,	/* no such block at PREFETCH */
+};
+
+/* Group states. */
+enum {
+	KVT_PFG_INCOMING = 0,	/* on kvt_pf_incoming */
+	KVT_PFG_QUEUED,		/* in kvt_pf_queue: hints left to start */
+	KVT_PFG_WAITING,	/* on kvt_pf_active: reads under way */
+	KVT_PFG_ENDED,		/* on kvt_pf_active: completion posted */
+};
+
+#define KVT_PF_TRIES		2	/* reads of one hint's block */
+#define KVT_PF_SCAN_NS		(10 * NSEC_PER_MSEC)	/* ended groups */
+
+struct kvt_pf_hint {
+	u64 key[2];
+	u32 addr;
+	u8 state;
+	u8 held;		/* this group holds the block */
+	u8 loaded;		/* this group's read brought it in */
+	u8 tries;
+};
+
+struct kvt_pf_group {
+	struct list_head fd_node;	/* fd->groups, under kvt_pf_lock */
+	struct list_head node;		/* incoming or active list */
+	struct rb_node rb;		/* kvt_pf_queue */
+	struct kvt_pf_fd *fd;
+	struct kvt_pool *pool;
+	u64 id;
+	u64 cookie;
+	u64 deadline;
+	u64 seq;
+	u64 end_ns;
+	u32 prio;
+	u32 flags;
+	u32 count;
+	u32 next;			/* first hint not started */
+	u8 state;
+	struct kvt_pf_hint hints[];
+};
+
+static DEFINE_MUTEX(kvt_pf_mutex);
+static DEFINE_SPINLOCK(kvt_pf_lock);
+static LIST_HEAD(kvt_pf_incoming);
+static struct rb_root_cached kvt_pf_queue = RB_ROOT_CACHED;
+static LIST_HEAD(kvt_pf_active);
+static atomic_t kvt_pf_live = ATOMIC_INIT(0);	/* groups not retired */
+static u64 kvt_pf_seq;
+static void kvt_pf_run(struct work_struct *work);
+static DECLARE_DELAYED_WORK(kvt_pf_work, kvt_pf_run);
+
+/* The engine's counters, for sysfs. */
+static struct {
+	atomic64_t hints, merged, issued, dropped, ready_blocks, bytes;
+	atomic64_t groups, on_time, late, cancelled, expired, failed;
+	atomic64_t wasted, unprotected;
+} kvt_pf_stats;
+
+static void kvt_pf_kick_now(void)
+{
+	mod_delayed_work(system_unbound_wq, &kvt_pf_work, 0);
+}
+
+/**
+ * kvt_prefetch_kick() - a block read ended: let the engine look
+ *
+ * Cheap when no group is live.
+ */
+void kvt_prefetch_kick(void)
+{
+	if (atomic_read(&kvt_pf_live))
+		kvt_pf_kick_now();
+}
+
+/* ---- holds -------------------------------------------------------------- */
+
+static u32 kvt_pf_hold_limit(struct kvt_pool *pool)
+{
+	return (u64)pool->dram_blocks * min(READ_ONCE(kvt_pf_protect_pct), 90U) /
+	       100;
+}
+
+/* Back in the replacement list if nothing else keeps it out. */
+static void kvt_pf_unhold(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	pool->nr_held--;
+	if (blk->state == KVT_BLK_READY && kvt_in_dram(blk) && !blk->pins &&
+	    !(blk->flags & KVT_BF_BUSY))
+		kvt_policy_insert(pool, addr);
+}
+
+/* Take a hold on a READY block in DRAM, not busy; pool->lock held. */
+static bool kvt_pf_hold(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (blk->hold == U8_MAX)
+		return false;
+	if (!blk->hold) {
+		if (pool->nr_held >= kvt_pf_hold_limit(pool))
+			return false;
+		pool->nr_held++;
+		kvt_policy_remove(pool, addr);
+	}
+	blk->hold++;
+	return true;
+}
+
+/**
+ * kvt_prefetch_used() - a block was used: its prefetch protection ends
+ * @pool: the pool, its lock held
+ * @addr: a READY block
+ *
+ * Called by GET, PIN, LOOKUP with TOUCH and mmap faults. Every group's
+ * hold on the block ends; from now on it ages like any other.
+ */
+void kvt_prefetch_used(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (!blk->hold)
+		return;
+	blk->hold = 0;
+	kvt_pf_unhold(pool, addr);
+}
+
+/**
+ * kvt_prefetch_forget() - a block is leaving: drop its holds
+ * @pool: the pool, its lock held
+ * @addr: a block being unlinked
+ */
+void kvt_prefetch_forget(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (blk->hold) {
+		blk->hold = 0;
+		pool->nr_held--;
+	}
+}
+
+static bool kvt_pf_same(struct kvt_pool *pool, struct kvt_pf_hint *ph)
+{
+	struct kvt_block *blk = &pool->blocks[ph->addr];
+
+	return blk->state == KVT_BLK_READY && blk->key[0] == ph->key[0] &&
+	       blk->key[1] == ph->key[1];
+}
+
+static bool kvt_pf_resident(struct kvt_pool *pool, struct kvt_pf_hint *ph)
+{
+	struct kvt_block *blk = &pool->blocks[ph->addr];
+
+	return ph->addr != KVT_NIL && kvt_pf_same(pool, ph) &&
+	       kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY);
+}
+
+/* Give back what a group holds; kvt_pf_mutex held. */
+static void kvt_pf_release_holds(struct kvt_pf_group *g)
+{
+	struct kvt_pool *pool = g->pool;
+	u32 i;
+
+	spin_lock(&pool->lock);
+	for (i = 0; i < g->count; i++) {
+		struct kvt_pf_hint *ph = &g->hints[i];
+		struct kvt_block *blk;
+
+		if (!ph->held)
+			continue;
+		ph->held = 0;
+		blk = &pool->blocks[ph->addr];
+		/* Used (hold cleared), or gone: nothing to give back. */
+		if (!kvt_pf_same(pool, ph) || !blk->hold)
+			continue;
+		if (ph->loaded)
+			atomic64_inc(&kvt_pf_stats.wasted);
+		if (!--blk->hold)
+			kvt_pf_unhold(pool, ph->addr);
+	}
+	spin_unlock(&pool->lock);
+}
+
+/* Whether an ended group still protects a block (none: it can go). */
+static bool kvt_pf_holding(struct kvt_pf_group *g)
+{
+	struct kvt_pool *pool = g->pool;
+	bool holding = false;
+	u32 i;
+
+	spin_lock(&pool->lock);
+	for (i = 0; i < g->count && !holding; i++) {
+		struct kvt_pf_hint *ph = &g->hints[i];
+
+		holding = ph->held && kvt_pf_same(pool, ph) &&
+			  pool->blocks[ph->addr].hold;
+	}
+	spin_unlock(&pool->lock);
+	return holding;
+}
+
+/* ---- the queue ---------------------------------------------------------- */
+
+static bool kvt_pf_before(struct kvt_pf_group *a, struct kvt_pf_group *b)
+{
+	if (a->deadline != b->deadline)
+		return a->deadline < b->deadline;
+	if (a->prio != b->prio)
+		return a->prio > b->prio;
+	return a->seq < b->seq;
+}
+
+static void kvt_pf_enqueue(struct kvt_pf_group *g)
+{
+	struct rb_node **link = &kvt_pf_queue.rb_root.rb_node, *parent = NULL;
+	bool leftmost = true;
+
+	while (*link) {
+		struct kvt_pf_group *o = rb_entry(*link, struct kvt_pf_group,
+						  rb);
+
+		parent = *link;
+		if (kvt_pf_before(g, o)) {
+			link = &parent->rb_left;
+		} else {
+			link = &parent->rb_right;
+			leftmost = false;
+		}
+	}
+	rb_link_node(&g->rb, parent, link);
+	rb_insert_color_cached(&g->rb, &kvt_pf_queue, leftmost);
+	g->state = KVT_PFG_QUEUED;
+}
+
+/* Take a group off whatever engine list it is on; both locks held. */
+static void kvt_pf_unqueue(struct kvt_pf_group *g)
+{
+	if (g->state == KVT_PFG_QUEUED)
+		rb_erase_cached(&g->rb, &kvt_pf_queue);
+	else
+		list_del(&g->node);
+}
+
+/* ---- completions -------------------------------------------------------- */
+
+/* The prefix of hints whose blocks are in DRAM now. */
+static u32 kvt_pf_ready_prefix(struct kvt_pf_group *g)
+{
+	struct kvt_pool *pool = g->pool;
+	u32 i;
+
+	spin_lock(&pool->lock);
+	for (i = 0; i < g->count; i++)
+		if (!kvt_pf_resident(pool, &g->hints[i]))
+			break;
+	spin_unlock(&pool->lock);
+	return i;
+}
+
+/* Queue a group's completion on its fd; kvt_pf_mutex held. */
+static void kvt_pf_post(struct kvt_pf_group *g, int status, u64 now)
+{
+	struct kvt_pf_fd *fd = g->fd;
+	struct kvtier_completion *c;
+	u32 ready = kvt_pf_ready_prefix(g);
+	bool late = g->deadline && now > g->deadline;
+
+	trace_kvtier_prefetch_end(g->pool, g->id, g->count, ready, status);
+	spin_lock(&kvt_pf_lock);
+	/* Never full: groups live + records unread <= the ring's size. */
+	c = &fd->ring[(fd->rhead + fd->rlen) % KVTIER_PREFETCH_GROUPS_MAX];
+	if (!WARN_ON_ONCE(fd->rlen >= KVTIER_PREFETCH_GROUPS_MAX)) {
+		memset(c, 0, sizeof(*c));
+		c->group = g->id;
+		c->cookie = g->cookie;
+		c->status = status;
+		c->ready = ready;
+		c->count = g->count;
+		c->flags = late ? KVTIER_COMPLETION_LATE : 0;
+		c->end_ns = now;
+		fd->rlen++;
+	}
+	if (fd->efd)
+		eventfd_signal(fd->efd, 1);
+	spin_unlock(&kvt_pf_lock);
+	wake_up_interruptible_poll(&fd->wq, EPOLLIN | EPOLLRDNORM);
+
+	atomic64_inc(&kvt_pf_stats.groups);
+	if (status == -ECANCELED)
+		atomic64_inc(&kvt_pf_stats.cancelled);
+	else if (status == -ETIME)
+		atomic64_inc(&kvt_pf_stats.expired);
+	else if (late)
+		atomic64_inc(&kvt_pf_stats.late);
+	else if (!status)
+		atomic64_inc(&kvt_pf_stats.on_time);
+	if (status == -EIO || status == -ENOSPC)
+		atomic64_inc(&kvt_pf_stats.failed);
+}
+
+/* End a group that has not ended: post it, keep it (holding) on active. */
+static void kvt_pf_end(struct kvt_pf_group *g, int status, u64 now)
+{
+	kvt_pf_post(g, status, now);
+	spin_lock(&kvt_pf_lock);
+	kvt_pf_unqueue(g);
+	list_add_tail(&g->node, &kvt_pf_active);
+	g->state = KVT_PFG_ENDED;
+	g->fd->nr_groups--;
+	spin_unlock(&kvt_pf_lock);
+	g->end_ns = now;
+}
+
+/* Free a group: off every list, holds given back; kvt_pf_mutex held. */
+static void kvt_pf_free(struct kvt_pf_group *g)
+{
+	spin_lock(&kvt_pf_lock);
+	kvt_pf_unqueue(g);
+	list_del(&g->fd_node);
+	if (g->state != KVT_PFG_ENDED)
+		g->fd->nr_groups--;
+	spin_unlock(&kvt_pf_lock);
+	atomic_dec(&kvt_pf_live);
+	kvt_pf_release_holds(g);
+	kvfree(g);
+}
+
+/* ---- the engine --------------------------------------------------------- */
+
+/*
+ * Look at one hint and move it on: take blocks that are there, start a read
+ * for blocks only on NVMe (when @issue), wait for reads under way. Returns
+ * 1 if this group's read of the block is in flight.
+ */
+static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
+		       bool issue)
+{
+	struct kvt_pool *pool = g->pool;
+	struct kvt_block *blk;
+	int ret;
+
+	if (ph->state != KVT_PFH_NEW && ph->state != KVT_PFH_WAIT)
+		return 0;
+	spin_lock(&pool->lock);
+	if (ph->state == KVT_PFH_NEW) {
+		ph->addr = kvt_block_find(pool, ph->key);
+		if (ph->addr == KVT_NIL) {
+			spin_unlock(&pool->lock);
+			ph->state = KVT_PFH_FAILED;
+			return 0;
+		}
+	}
+	blk = &pool->blocks[ph->addr];
+	if (!kvt_pf_same(pool, ph)) {
+		spin_unlock(&pool->lock);
+		ph->state = KVT_PFH_FAILED;
+		return 0;
+	}
+	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
+		if (ph->state == KVT_PFH_NEW)
+			atomic64_inc(&kvt_pf_stats.merged);
+		ph->state = KVT_PFH_READY;
+		atomic64_inc(&kvt_pf_stats.ready_blocks);
+		if (kvt_pf_hold(pool, ph->addr))
+			ph->held = 1;
+		else
+			atomic64_inc(&kvt_pf_stats.unprotected);
+		trace_kvtier_prefetch_ready(pool, ph->addr);
+		spin_unlock(&pool->lock);
+		return 0;
+	}
+	if (blk->flags & KVT_BF_BUSY) {
+		/* A read (ours or not) or an eviction under way: wait. */
+		if (ph->state == KVT_PFH_NEW) {
+			atomic64_inc(&kvt_pf_stats.merged);
+			ph->state = KVT_PFH_WAIT;
+		}
+		spin_unlock(&pool->lock);
+		return ph->loaded && (blk->flags & KVT_BF_LOADING);
+	}
+	/* Only on NVMe: never read, or read and evicted before we looked. */
+	if (!issue || ph->tries >= KVT_PF_TRIES) {
+		spin_unlock(&pool->lock);
+		if (ph->tries >= KVT_PF_TRIES)
+			ph->state = KVT_PFH_NOSPC;
+		return 0;
+	}
+	ph->tries++;
+	trace_kvtier_prefetch_issue(pool, ph->addr);
+	ret = kvt_nvme_load(pool, ph->addr);	/* drops pool->lock */
+	if (ret) {
+		ph->state = ret == -ENOSPC ? KVT_PFH_NOSPC : KVT_PFH_FAILED;
+		return 0;
+	}
+	ph->state = KVT_PFH_WAIT;
+	ph->loaded = 1;
+	atomic64_inc(&kvt_pf_stats.issued);
+	atomic64_add(pool->block_size, &kvt_pf_stats.bytes);
+	return 1;
+}
+
+static int kvt_pf_group_status(struct kvt_pf_group *g, bool *settled)
+{
+	int status = 0;
+	u32 i;
+
+	*settled = true;
+	for (i = 0; i < g->count; i++) {
+		u8 st = g->hints[i].state;
+
+		if (st == KVT_PFH_NEW || st == KVT_PFH_WAIT)
+			*settled = false;
+		else if (st == KVT_PFH_FAILED)
+			status = -EIO;
+		else if (st == KVT_PFH_NOSPC && !status)
+			status = -ENOSPC;
+	}
+	return status;
+}
+
+static bool kvt_pf_expired(struct kvt_pf_group *g, u64 now)
+{
+	return g->flags & KVTIER_PREFETCH_CANCEL_LATE && now >= g->deadline;
+}
+
+static void kvt_pf_wake_at(u64 *wake, u64 t)
+{
+	if (t < *wake)
+		*wake = t;
+}
+
+/* Move a waiting group on; returns this group's reads in flight. */
+static u32 kvt_pf_eval(struct kvt_pf_group *g, u64 now, u64 *wake)
+{
+	u32 i, inflight = 0;
+	bool settled;
+	int status;
+
+	if (kvt_pf_expired(g, now)) {
+		kvt_pf_end(g, -ETIME, now);
+		return 0;
+	}
+	for (i = 0; i < g->count; i++)
+		inflight += kvt_pf_step(g, &g->hints[i], true);
+	status = kvt_pf_group_status(g, &settled);
+	if (settled) {
+		kvt_pf_end(g, status, now);
+		return inflight;
+	}
+	if (g->flags & KVTIER_PREFETCH_CANCEL_LATE)
+		kvt_pf_wake_at(wake, g->deadline);
+	/* Reads ending kick the engine; an eviction under way does not. */
+	kvt_pf_wake_at(wake, now + KVT_PF_SCAN_NS);
+	return inflight;
+}
+
+static void kvt_pf_run(struct work_struct *work)
+{
+	static u64 last_scan;
+	u64 now, wake = U64_MAX, hold_ns;
+	struct kvt_pf_group *g, *tmp;
+	struct rb_node *rb;
+	u32 inflight = 0, qd;
+	bool scan;
+
+	mutex_lock(&kvt_pf_mutex);
+	now = ktime_get_ns();
+	hold_ns = (u64)READ_ONCE(kvt_pf_hold_ms) * NSEC_PER_MSEC;
+	qd = clamp(READ_ONCE(kvt_pf_qd), 1U, 1024U);
+
+	/* New groups into the queue. */
+	spin_lock(&kvt_pf_lock);
+	list_for_each_entry_safe(g, tmp, &kvt_pf_incoming, node) {
+		list_del(&g->node);
+		kvt_pf_enqueue(g);
+	}
+	spin_unlock(&kvt_pf_lock);
+
+	/*
+	 * Groups waiting for reads; ended groups whose holds expired or were
+	 * all used (looked at every KVT_PF_SCAN_NS at most: reads end often).
+	 */
+	scan = now - last_scan >= KVT_PF_SCAN_NS;
+	if (scan)
+		last_scan = now;
+	list_for_each_entry_safe(g, tmp, &kvt_pf_active, node) {
+		if (g->state == KVT_PFG_WAITING)
+			inflight += kvt_pf_eval(g, now, &wake);
+		else if (now >= g->end_ns + hold_ns ||
+			 (scan && !kvt_pf_holding(g)))
+			kvt_pf_free(g);
+		else
+			kvt_pf_wake_at(&wake, min(g->end_ns + hold_ns,
+						  now + KVT_PF_SCAN_NS));
+	}
+
+	/*
+	 * Queued groups: past a cancelling deadline they end now; the hints
+	 * of those already started move on (holds taken as blocks arrive,
+	 * their reads counted against the queue depth).
+	 */
+	for (rb = rb_first_cached(&kvt_pf_queue); rb; ) {
+		u32 i;
+
+		g = rb_entry(rb, struct kvt_pf_group, rb);
+		rb = rb_next(rb);
+		if (kvt_pf_expired(g, now)) {
+			kvt_pf_end(g, -ETIME, now);
+			continue;
+		}
+		for (i = 0; i < g->next; i++)
+			inflight += kvt_pf_step(g, &g->hints[i], true);
+		if (g->flags & KVTIER_PREFETCH_CANCEL_LATE)
+			kvt_pf_wake_at(&wake, g->deadline);
+	}
+
+	/* Start reads, earliest deadline first. */
+	while (inflight < qd && (rb = rb_first_cached(&kvt_pf_queue))) {
+		g = rb_entry(rb, struct kvt_pf_group, rb);
+		while (g->next < g->count && inflight < qd)
+			inflight += kvt_pf_step(g, &g->hints[g->next++], true);
+		if (g->next < g->count)
+			break;
+		spin_lock(&kvt_pf_lock);
+		rb_erase_cached(&g->rb, &kvt_pf_queue);
+		list_add_tail(&g->node, &kvt_pf_active);
+		g->state = KVT_PFG_WAITING;
+		spin_unlock(&kvt_pf_lock);
+		inflight += kvt_pf_eval(g, now, &wake);
+	}
+	mutex_unlock(&kvt_pf_mutex);
+
+	/* Reads ending kick the engine; deadlines and expiries need a timer. */
+	if (wake != U64_MAX) {
+		now = ktime_get_ns();
+		queue_delayed_work(system_unbound_wq, &kvt_pf_work,
+				   wake > now ? nsecs_to_jiffies(wake - now) + 1 :
+						0);
+	}
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+static int kvt_pf_check(struct kvtier_prefetch *pf)
+{
+	if (!pf->count || pf->count > KVTIER_BATCH_MAX ||
+	    pf->flags & ~KVTIER_PREFETCH_FLAGS || !pf->group ||
+	    pf->priority > KVTIER_PRIO_MAX ||
+	    memchr_inv(pf->reserved, 0, sizeof(pf->reserved)))
+		return -EINVAL;
+	if (pf->tier == KVTIER_TIER_HBM)
+		return -EOPNOTSUPP;
+	if (pf->tier != KVTIER_TIER_DRAM)
+		return -EINVAL;
+	if (pf->flags & KVTIER_PREFETCH_CANCEL_LATE && pf->deadline_ns &&
+	    pf->deadline_ns <= ktime_get_ns())
+		return -ETIME;
+	return 0;
+}
+
+/* Resolve the hints; fill their out fields and the group's. */
+static void kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
+			   struct kvtier_hint *uh, struct kvt_pf_group *g)
+{
+	bool by_addr = pf->flags & KVTIER_PREFETCH_ADDR;
+	u32 i, addr, dropped = 0;
+
+	spin_lock(&pool->lock);
+	for (i = 0; i < pf->count; i++) {
+		struct kvt_pf_hint *ph = &g->hints[i];
+		struct kvtier_hint *h = &uh[i];
+		struct kvt_block *blk = NULL;
+
+		if (by_addr) {
+			addr = h->addr < pool->capacity ? h->addr : KVT_NIL;
+			if (addr != KVT_NIL &&
+			    pool->blocks[addr].state != KVT_BLK_READY)
+				addr = KVT_NIL;
+		} else {
+			addr = kvt_block_find(pool, h->key);
+		}
+		ph->addr = addr;
+		if (addr == KVT_NIL) {
+			h->status = -ENOENT;
+			h->addr = KVTIER_ADDR_NONE;
+			h->tier = KVTIER_TIER_NONE;
+			ph->state = KVT_PFH_DROPPED;
+			trace_kvtier_hint_dropped(pool, g->id, i);
+			dropped++;
+			continue;
+		}
+		blk = &pool->blocks[addr];
+		ph->key[0] = blk->key[0];
+		ph->key[1] = blk->key[1];
+		h->key[0] = blk->key[0];
+		h->key[1] = blk->key[1];
+		h->status = 0;
+		h->addr = addr;
+		if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING)) {
+			h->tier = KVTIER_TIER_DRAM;
+			pf->resident++;
+		} else {
+			h->tier = KVTIER_TIER_NVME;
+			pf->queued++;
+		}
+	}
+	spin_unlock(&pool->lock);
+	atomic64_add(pf->count, &kvt_pf_stats.hints);
+	atomic64_add(dropped, &kvt_pf_stats.dropped);
+}
+
+/**
+ * kvt_prefetch_cmd() - KVTIER_IOC_PREFETCH
+ * @h: the pool file's handle
+ * @pf: the command, copied in; its out fields are filled
+ *
+ * Never sleeps for I/O: the engine does the work.
+ *
+ * Return: 0 or -errno (see struct kvtier_prefetch).
+ */
+int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
+{
+	struct kvt_pf_fd *fd = &h->pf;
+	struct kvtier_completion *ring = NULL;
+	struct kvtier_hint *uh;
+	struct kvt_pf_group *g, *o;
+	size_t len;
+	int ret;
+
+	ret = kvt_pf_check(pf);
+	if (ret)
+		return ret;
+	len = array_size(pf->count, sizeof(*uh));
+	uh = vmemdup_user(u64_to_user_ptr(pf->hints), len);
+	if (IS_ERR(uh))
+		return PTR_ERR(uh);
+	ret = -ENOMEM;
+	g = kvzalloc(struct_size(g, hints, pf->count), GFP_KERNEL_ACCOUNT);
+	if (!g)
+		goto out_free_hints;
+	if (!READ_ONCE(fd->ring)) {
+		ring = kvcalloc(KVTIER_PREFETCH_GROUPS_MAX, sizeof(*ring),
+				GFP_KERNEL_ACCOUNT);
+		if (!ring)
+			goto out_free_group;
+	}
+
+	g->fd = fd;
+	g->pool = h->pool;
+	g->id = pf->group;
+	g->cookie = pf->cookie;
+	g->prio = pf->priority;
+	g->flags = pf->flags;
+	g->count = pf->count;
+	g->deadline = pf->deadline_ns ?: ktime_get_ns();
+	pf->queued = 0;
+	pf->resident = 0;
+	kvt_pf_resolve(h->pool, pf, uh, g);
+	ret = -EFAULT;
+	if (copy_to_user(u64_to_user_ptr(pf->hints), uh, len))
+		goto out_free_ring;
+
+	spin_lock(&kvt_pf_lock);
+	if (!fd->ring) {
+		fd->ring = ring;
+		ring = NULL;
+	}
+	/* Each group not ended posts one record: the ring never overflows. */
+	ret = -EAGAIN;
+	if (fd->nr_groups + fd->rlen >= KVTIER_PREFETCH_GROUPS_MAX)
+		goto out_unlock;
+	ret = -EEXIST;
+	list_for_each_entry(o, &fd->groups, fd_node)
+		if (o->id == g->id)
+			goto out_unlock;
+	g->seq = ++kvt_pf_seq;
+	list_add_tail(&g->fd_node, &fd->groups);
+	fd->nr_groups++;
+	list_add_tail(&g->node, &kvt_pf_incoming);
+	g->state = KVT_PFG_INCOMING;
+	atomic_inc(&kvt_pf_live);
+	spin_unlock(&kvt_pf_lock);
+	trace_kvtier_hint_queued(h->pool, g->id, g->count, g->deadline);
+	kvt_pf_kick_now();
+	kvfree(ring);
+	kvfree(uh);
+	return 0;
+
+out_unlock:
+	spin_unlock(&kvt_pf_lock);
+out_free_ring:
+	kvfree(ring);
+out_free_group:
+	kvfree(g);
+out_free_hints:
+	kvfree(uh);
+	return ret;
+}
+
+/**
+ * kvt_prefetch_cancel() - KVTIER_IOC_CANCEL
+ * @h: the pool file's handle
+ * @c: the command, copied in; @c->cancelled is filled
+ *
+ * Return: 0; -EINVAL; -ENOENT when no live group has the id.
+ */
+int kvt_prefetch_cancel(struct kvt_handle *h, struct kvtier_cancel *c)
+{
+	struct kvt_pf_group *g, *tmp;
+	bool all = c->flags & KVTIER_CANCEL_ALL;
+	u64 now = ktime_get_ns();
+	bool found = false;
+
+	if (c->flags & ~KVTIER_CANCEL_ALL || c->__pad || c->__pad2 ||
+	    memchr_inv(c->reserved, 0, sizeof(c->reserved)) ||
+	    all == !!c->group)
+		return -EINVAL;
+	c->cancelled = 0;
+
+	mutex_lock(&kvt_pf_mutex);
+	/* The engine is out; take in new groups so every one is on a list. */
+	spin_lock(&kvt_pf_lock);
+	list_for_each_entry_safe(g, tmp, &kvt_pf_incoming, node) {
+		list_del(&g->node);
+		kvt_pf_enqueue(g);
+	}
+	spin_unlock(&kvt_pf_lock);
+	list_for_each_entry_safe(g, tmp, &h->pf.groups, fd_node) {
+		if (!all && g->id != c->group)
+			continue;
+		found = true;
+		if (g->state != KVT_PFG_ENDED) {
+			kvt_pf_post(g, -ECANCELED, now);
+			c->cancelled++;
+		}
+		kvt_pf_free(g);
+	}
+	mutex_unlock(&kvt_pf_mutex);
+	return found || all ? 0 : -ENOENT;
+}
+
+/**
+ * kvt_prefetch_eventfd() - KVTIER_IOC_EVENTFD
+ * @h: the pool file's handle
+ * @e: the command
+ *
+ * Return: 0; -EINVAL; -EBADF or -EINVAL (not an eventfd) from the fd.
+ */
+int kvt_prefetch_eventfd(struct kvt_handle *h, struct kvtier_eventfd *e)
+{
+	struct eventfd_ctx *ctx = NULL, *old;
+
+	if (e->flags || memchr_inv(e->reserved, 0, sizeof(e->reserved)) ||
+	    e->fd < -1)
+		return -EINVAL;
+	if (e->fd >= 0) {
+		ctx = eventfd_ctx_fdget(e->fd);
+		if (IS_ERR(ctx))
+			return PTR_ERR(ctx);
+	}
+	spin_lock(&kvt_pf_lock);
+	old = h->pf.efd;
+	h->pf.efd = ctx;
+	spin_unlock(&kvt_pf_lock);
+	if (old)
+		eventfd_ctx_put(old);
+	return 0;
+}
+
+/**
+ * kvt_prefetch_read() - read(2) of a pool file: completion records
+ * @h: the pool file's handle
+ * @buf: user buffer
+ * @len: its size
+ * @nonblock: O_NONBLOCK
+ *
+ * Return: bytes read (whole records); -EINVAL if @len holds none; -EAGAIN;
+ * -ERESTARTSYS; -EFAULT.
+ */
+ssize_t kvt_prefetch_read(struct kvt_handle *h, char __user *buf, size_t len,
+			  bool nonblock)
+{
+	struct kvtier_completion recs[16];
+	struct kvt_pf_fd *fd = &h->pf;
+	size_t want = min_t(size_t, len / sizeof(recs[0]), ARRAY_SIZE(recs));
+	size_t n = 0;
+	int ret;
+
+	if (!want)
+		return -EINVAL;
+	for (;;) {
+		spin_lock(&kvt_pf_lock);
+		while (n < want && fd->rlen) {
+			recs[n++] = fd->ring[fd->rhead];
+			fd->rhead = (fd->rhead + 1) % KVTIER_PREFETCH_GROUPS_MAX;
+			fd->rlen--;
+		}
+		spin_unlock(&kvt_pf_lock);
+		if (n)
+			break;
+		if (nonblock)
+			return -EAGAIN;
+		ret = wait_event_interruptible(fd->wq, READ_ONCE(fd->rlen));
+		if (ret)
+			return ret;
+	}
+	if (copy_to_user(buf, recs, n * sizeof(recs[0])))
+		return -EFAULT;
+	return n * sizeof(recs[0]);
+}
+
+/**
+ * kvt_prefetch_poll() - poll(2) of a pool file
+ * @h: the pool file's handle
+ * @file: the file
+ * @wait: the poll table
+ *
+ * Return: EPOLLIN | EPOLLRDNORM while completions are unread.
+ */
+__poll_t kvt_prefetch_poll(struct kvt_handle *h, struct file *file,
+			   poll_table *wait)
+{
+	poll_wait(file, &h->pf.wq, wait);
+	return READ_ONCE(h->pf.rlen) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+/**
+ * kvt_prefetch_init_fd() - set up an open pool file's prefetch state
+ * @h: the new handle
+ */
+void kvt_prefetch_init_fd(struct kvt_handle *h)
+{
+	INIT_LIST_HEAD(&h->pf.groups);
+	init_waitqueue_head(&h->pf.wq);
+}
+
+/**
+ * kvt_prefetch_release_fd() - a pool file closes: cancel its groups
+ * @h: the handle
+ *
+ * Reads under way go on (their blocks arrive unprotected); nothing is
+ * posted, there is nobody to read it.
+ */
+void kvt_prefetch_release_fd(struct kvt_handle *h)
+{
+	struct kvt_pf_group *g, *tmp;
+
+	mutex_lock(&kvt_pf_mutex);
+	spin_lock(&kvt_pf_lock);
+	list_for_each_entry_safe(g, tmp, &kvt_pf_incoming, node) {
+		list_del(&g->node);
+		kvt_pf_enqueue(g);
+	}
+	spin_unlock(&kvt_pf_lock);
+	list_for_each_entry_safe(g, tmp, &h->pf.groups, fd_node) {
+		if (g->state != KVT_PFG_ENDED)
+			atomic64_inc(&kvt_pf_stats.cancelled);
+		kvt_pf_free(g);
+	}
+	mutex_unlock(&kvt_pf_mutex);
+	if (h->pf.efd)
+		eventfd_ctx_put(h->pf.efd);
+	kvfree(h->pf.ring);
+}
+
+/**
+ * kvt_prefetch_show() - the engine's counters, for sysfs
+ * @buf: the sysfs page
+ *
+ * Return: bytes written.
+ */
+ssize_t kvt_prefetch_show(char *buf)
+{
+	return sysfs_emit(buf,
+			  "hints %lld\nmerged %lld\nissued %lld\ndropped %lld\nready_blocks %lld\nbytes %lld\ngroups %lld\non_time %lld\nlate %lld\ncancelled %lld\nexpired %lld\nfailed %lld\nwasted %lld\nunprotected %lld\nlive %d\n",
+			  atomic64_read(&kvt_pf_stats.hints),
+			  atomic64_read(&kvt_pf_stats.merged),
+			  atomic64_read(&kvt_pf_stats.issued),
+			  atomic64_read(&kvt_pf_stats.dropped),
+			  atomic64_read(&kvt_pf_stats.ready_blocks),
+			  atomic64_read(&kvt_pf_stats.bytes),
+			  atomic64_read(&kvt_pf_stats.groups),
+			  atomic64_read(&kvt_pf_stats.on_time),
+			  atomic64_read(&kvt_pf_stats.late),
+			  atomic64_read(&kvt_pf_stats.cancelled),
+			  atomic64_read(&kvt_pf_stats.expired),
+			  atomic64_read(&kvt_pf_stats.failed),
+			  atomic64_read(&kvt_pf_stats.wasted),
+			  atomic64_read(&kvt_pf_stats.unprotected),
+			  atomic_read(&kvt_pf_live));
+}
+
+/**
+ * kvt_prefetch_exit() - module unload: the engine is idle (no fd is open)
+ */
+void kvt_prefetch_exit(void)
+{
+	cancel_delayed_work_sync(&kvt_pf_work);
+}
