@@ -8,7 +8,8 @@
 #   make check      W=1/sparse module build, selftests in a VM, persistence
 #                   across reboots, checkpatch
 #   make check-crash power cuts during demotion, in the VM
-#   make bench      boot a VM, load the module, run tools/kvtier-bench
+#   make bench      boot a VM, load the module, run tools/kvtier-bench and
+#                   the prefetch comparison (TRACE=FILE: a Mooncake trace)
 #   make checkpatch checkpatch --strict and kernel-doc on the kernel sources
 #   make install    install (DESTDIR, PREFIX); make uninstall; make dkms-install
 #   make clean      remove build outputs (build/ and in-tree objects)
@@ -64,7 +65,9 @@ BENCHPARAMS	?= dram_mb=4400
 bench: deps
 	$(MAKE) all
 	$(VM) $(VMFLAGS) --mem $(BENCHMEM) --timeout $(VMTIMEOUT) \
-		--env KVTIER_PARAMS="$(BENCHPARAMS)" -- tools/vm/bench.sh
+		--env KVTIER_PARAMS="$(BENCHPARAMS)" \
+		$(if $(TRACE),--env KVTIER_TRACE="$(abspath $(TRACE))") \
+		-- tools/vm/bench.sh
 	@if [ -s build/vm/out/bench.txt ]; then \
 		cp build/vm/out/bench.txt build/bench.txt; \
 		echo "bench: results saved to build/bench.txt"; \

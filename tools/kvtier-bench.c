@@ -32,6 +32,12 @@
  *   nvme_attach_seconds_1gib  NVME_STAT.attach_ns of a re-attach of the
  *			full 1 GiB drive (index rebuilt from every region)
  *
+ * io_uring:
+ *
+ *   uring_lookup64_vs_ioctl64  time of 64 one-key LOOKUPs as 64 SQEs of one
+ *			io_uring submission (reaped together) / as 64 ioctls,
+ *			resident 4 KiB blocks (goal < 1)
+ *
  * Every block written or read is checksummed (crc32c) once on the way, so
  * the raw cpu_crc32c_gbps line bounds both throughput figures; under QEMU
  * TCG the instruction is emulated (~0.2 GB/s) and sets them.
@@ -1028,6 +1034,89 @@ out:
 	return ret;
 }
 
+#define URING_CMDS	64
+#define URING_ROUNDS	2000
+
+/* 64 LOOKUPs of one key each: one io_uring submission vs 64 ioctls. */
+static int bench_uring(void)
+{
+	static struct kvtier_block b[URING_CMDS];
+	static struct kvtier_batch cmd[URING_CMDS];
+	struct kvt_ring_cqe cqe[URING_CMDS];
+	double t_ring[TRIALS], t_ioctl[TRIALS];
+	struct kvt_pool *pool;
+	struct kvt_ring *ring;
+	void *buf;
+	int ret, t, r, i, n;
+
+	ret = bench_pool("uring", LOOKUP_BLOCK, URING_CMDS, &pool);
+	if (ret)
+		return warn("uring pool", ret);
+	ret = kvt_ring_open(&ring, URING_CMDS);
+	if (ret) {
+		kvt_pool_close(pool);
+		printf("uring_lookup64_vs_ioctl64: n/a (io_uring: %s)\n",
+		       strerror(-ret));
+		return 0;
+	}
+	buf = calloc(URING_CMDS, LOOKUP_BLOCK);
+	ret = buf ? put_range(pool, 0, URING_CMDS, buf,
+			      URING_CMDS * LOOKUP_BLOCK) : -ENOMEM;
+	free(buf);
+	if (ret)
+		goto out;
+	for (i = 0; i < URING_CMDS; i++) {
+		struct kvt_key k = bench_key(i);
+
+		kvt_block_set(&b[i], &k, NULL);
+		memset(&cmd[i], 0, sizeof(cmd[i]));
+		cmd[i].blocks = (uintptr_t)&b[i];
+		cmd[i].count = 1;
+	}
+	for (t = 0; t < TRIALS && !ret; t++) {
+		uint64_t t0 = now_ns();
+
+		for (r = 0; r < URING_ROUNDS && !ret; r++) {
+			for (i = 0; i < URING_CMDS && !ret; i++)
+				ret = kvt_ring_queue(ring, pool, KVTIER_IOC_LOOKUP,
+						     &cmd[i], i);
+			if (!ret)
+				ret = kvt_ring_submit(ring) == URING_CMDS ? 0 : -EIO;
+			for (n = 0; !ret && n < URING_CMDS; ) {
+				int got = kvt_ring_reap(ring, cqe, URING_CMDS,
+							URING_CMDS - n);
+
+				if (got < 0)
+					ret = got;
+				for (i = 0; !ret && i < got; i++)
+					if (cqe[i].res)
+						ret = cqe[i].res;
+				n += got > 0 ? got : 0;
+			}
+		}
+		t_ring[t] = (now_ns() - t0) / 1e9;
+		t0 = now_ns();
+		for (r = 0; r < URING_ROUNDS && !ret; r++)
+			for (i = 0; i < URING_CMDS && !ret; i++)
+				ret = kvt_lookup(pool, &b[i], 1, 0, NULL);
+		t_ioctl[t] = (now_ns() - t0) / 1e9;
+	}
+	if (!ret) {
+		figure("uring_lookup64_vs_ioctl64", "%.3f",
+		       best_of(t_ring, TRIALS) / best_of(t_ioctl, TRIALS));
+		figure("uring_lookup64_us", "%.1f",
+		       best_of(t_ring, TRIALS) / URING_ROUNDS * 1e6);
+		figure("ioctl_lookup64_us", "%.1f",
+		       best_of(t_ioctl, TRIALS) / URING_ROUNDS * 1e6);
+	}
+out:
+	if (ret)
+		warn("uring", ret);
+	kvt_ring_close(ring);
+	kvt_pool_close(pool);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1037,9 +1126,10 @@ int main(int argc, char **argv)
 		{ "copy", bench_copy },
 		{ "lookup", bench_lookup },
 		{ "nvme", bench_nvme },
+		{ "uring", bench_uring },
 	};
 	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
-	int ret, i, run[3] = { argc == 1, argc == 1, argc == 1 };
+	int ret, i, run[4] = { argc == 1, argc == 1, argc == 1, argc == 1 };
 	size_t k;
 
 	for (i = 1; i < argc; i++) {
@@ -1052,7 +1142,7 @@ int main(int argc, char **argv)
 		int help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
 
 		fprintf(help ? stdout : stderr,
-			"usage: %s [copy] [lookup] [nvme]\n"
+			"usage: %s [copy] [lookup] [nvme] [uring]\n"
 			"Prints the DRAM- and NVMe-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"

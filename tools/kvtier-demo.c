@@ -77,6 +77,19 @@ static void usage(FILE *f)
 		"                      " DEFAULT_NVME_DEV " if it is a kvtier-vm drive]\n"
 		"  --nvme-format       format DEV (destroys what it holds); without it a\n"
 		"                      blank DEV is formatted and a kvtier store reused\n"
+		"  --compute-us-per-token US\n"
+		"                      the runtime model: requests one at a time, each\n"
+		"                      computing input_length x US microseconds after\n"
+		"                      its cached prefix is in DRAM; the wait for that\n"
+		"                      is the stall [0: no model]\n"
+		"  --hints W           with the model: PREFETCH each request's chain\n"
+		"                      when it is W requests ahead, due when it starts\n"
+		"                      [0: none]\n"
+		"  --compare-hints W   replay twice on fresh pools, without hints and\n"
+		"                      with --hints W, and print stall_hinted_vs_unhinted,\n"
+		"                      hinted_ready_by_deadline, prefetch_wasted_share\n"
+		"                      and prefetch_needed_read_gbps [off; the model's\n"
+		"                      compute defaults to 20 us a token]\n"
 		"\n", prog, prog, prog);
 	gen_usage(f);
 }
@@ -233,6 +246,9 @@ struct replay_opts {
 	const char *nvme;		/* NULL: no NVMe tier */
 	int nvme_explicit;		/* named by the user, not the default */
 	int nvme_format;
+	double compute_ns_per_token;	/* the runtime model; 0: none */
+	uint32_t hints;			/* lookahead window, requests */
+	uint32_t compare_hints;		/* run without, then with, hints */
 	struct gen_opts gen;
 };
 
@@ -252,6 +268,12 @@ struct replay_stats {
 	uint64_t elapsed_ns;
 	uint64_t hit_nvme;		/* usable prefix blocks found on NVMe */
 	uint64_t load_lost;		/* on NVMe at LOOKUP, not loaded */
+	uint64_t stall_ns;		/* waiting for the prefix to load */
+	uint64_t stall_blocks;		/* blocks it was waiting for */
+	uint64_t compute_ns;		/* modeled compute */
+	struct hint_stats hints;	/* of the runtime model's hints */
+	uint64_t pf_issued;		/* prefetch reads started (sysfs) */
+	uint64_t pf_wasted;		/* ...and never used (sysfs) */
 };
 
 struct replay {
@@ -345,12 +367,16 @@ static int replay_one(struct replay *rp, const struct request *r)
 
 	/* 1b. Promote the part of the prefix on NVMe, its reads all at once. */
 	if (nio) {
+		uint64_t t0 = now_ns();
 		uint32_t loaded;
 
 		ret = kvt_lookup(rp->pool, rp->look, prefix, KVTIER_LOOKUP_LOAD,
 				 &loaded);
 		if (ret)
 			return ret;
+		/* The accelerator would wait for these: the stall. */
+		st->stall_ns += now_ns() - t0;
+		st->stall_blocks += nio;
 		st->load_lost += prefix - loaded;
 		prefix = loaded;
 	}
@@ -403,6 +429,14 @@ static int replay_one(struct replay *rp, const struct request *r)
 	}
 	st->hit_blocks += usable;
 	st->tokens_avoided += prefix_tokens(usable, r->input_length);
+
+	/* The modeled prefill: the kernel stages hinted blocks meanwhile. */
+	if (rp->o->compute_ns_per_token > 0) {
+		uint64_t c = request_compute_ns(r, rp->o->compute_ns_per_token);
+
+		sleep_ns(c);
+		st->compute_ns += c;
+	}
 
 	/* 4. PUT what was not resident: "prefill" computed these blocks. */
 	nio = 0;
@@ -552,6 +586,24 @@ static void print_table(struct replay *rp, const struct kvtier_pool_stat *ps)
 	    human_bytes(ps->bytes_out, b2, sizeof(b2)));
 	row("blocks checked through mmap", "%llu",
 	    (unsigned long long)st->mmap_checked);
+	if (st->compute_ns) {
+		row("modeled compute", "%.2f s", st->compute_ns / 1e9);
+		row("stall (prefix loads from NVMe)", "%.3f s for %llu blocks",
+		    st->stall_ns / 1e9, (unsigned long long)st->stall_blocks);
+	}
+	if (st->hints.groups) {
+		row("prefetch groups / hints", "%llu / %llu  (%llu named no block)",
+		    (unsigned long long)st->hints.groups,
+		    (unsigned long long)st->hints.hints,
+		    (unsigned long long)st->hints.dropped);
+		row("hinted blocks ready by deadline", "%llu of %llu  (%.3f)",
+		    (unsigned long long)st->hints.on_time_blocks,
+		    (unsigned long long)st->hints.need_blocks,
+		    ratio(st->hints.on_time_blocks, st->hints.need_blocks));
+		row("prefetch reads / unused", "%llu / %llu",
+		    (unsigned long long)st->pf_issued,
+		    (unsigned long long)st->pf_wasted);
+	}
 	row("verify errors", "%llu", (unsigned long long)st->verify_errors);
 	row("elapsed", "%.2f s  (%.0f requests/s, %.0f blocks/s)", secs,
 	    secs > 0 ? ts->requests / secs : 0, secs > 0 ? ts->blocks / secs : 0);
@@ -595,6 +647,106 @@ static int next_request(const struct replay_opts *o, struct trace *tr,
 	else
 		fprintf(stderr, "%s: reading requests: %s\n", prog, strerror(-ret));
 	return -1;
+}
+
+/* The request source of the runtime model's queue. */
+struct source {
+	const struct replay_opts *o;
+	struct trace *tr;
+	struct gen *g;
+	uint64_t taken;
+};
+
+static int source_next(void *arg, struct request *r)
+{
+	struct source *s = arg;
+	int ret;
+
+	if (s->o->max_requests && s->taken >= s->o->max_requests)
+		return 0;
+	ret = next_request(s->o, s->tr, s->g, r);
+	if (ret < 0)
+		return -EIO;	/* reported */
+	s->taken += ret;
+	return ret;
+}
+
+/* A prefetch counter of /sys/kernel/kvtier/prefetch, 0 if none. */
+static uint64_t prefetch_counter(const char *name)
+{
+	char line[128], key[64];
+	unsigned long long v, found = 0;
+	FILE *f = fopen("/sys/kernel/kvtier/prefetch", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %llu", key, &v) == 2 && !strcmp(key, name))
+			found = v;
+	fclose(f);
+	return found;
+}
+
+/*
+ * The runtime model: requests served one at a time with modeled compute,
+ * hints (if any) sent for the window of queued requests. 0, 1 on an error
+ * (reported).
+ */
+static int replay_runtime(struct replay *rp, struct trace *tr, struct gen *g)
+{
+	struct replay_opts *o = rp->o;
+	struct source src = { .o = o, .tr = tr, .g = g };
+	uint64_t issued0 = prefetch_counter("issued");
+	uint64_t wasted0 = prefetch_counter("wasted");
+	struct lookahead *la;
+	struct request *r;
+	uint32_t batch_max = kvt_pool_capacity(rp->pool);
+	int ret, err = 0;
+
+	if (batch_max > KVTIER_BATCH_MAX)
+		batch_max = KVTIER_BATCH_MAX;
+	ret = lookahead_new(o->hints, &la);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	while (!stop) {
+		ret = lookahead_next(la, source_next, &src, &r);
+		if (ret <= 0) {
+			err = ret < 0;
+			break;
+		}
+		if (o->hints) {
+			ret = lookahead_hint(la, rp->pool, o->compute_ns_per_token,
+					     batch_max);
+			if (!ret)
+				ret = lookahead_drain(la, rp->pool, 0);
+			if (ret) {
+				fprintf(stderr, "%s: prefetch: %s\n", prog,
+					strerror(-ret));
+				err = 1;
+				break;
+			}
+		}
+		ret = replay_one(rp, r);
+		if (ret) {
+			fprintf(stderr, "%s: request %llu: %s\n", prog,
+				(unsigned long long)rp->st.trace.requests,
+				strerror(-ret));
+			err = 1;
+			break;
+		}
+		if (o->progress && rp->st.trace.requests % o->progress == 0)
+			fprintf(stderr, "%s: %llu requests, stall %.2f s\n", prog,
+				(unsigned long long)rp->st.trace.requests,
+				rp->st.stall_ns / 1e9);
+	}
+	if (o->hints && !lookahead_drain(la, rp->pool, 5000))
+		rp->st.hints = *lookahead_stats(la);
+	rp->st.pf_issued = prefetch_counter("issued") - issued0;
+	rp->st.pf_wasted = prefetch_counter("wasted") - wasted0;
+	lookahead_free(la);
+	return err;
 }
 
 /* Replay every request of @tr or @g through the pool in @rp; print the table. */
@@ -642,7 +794,17 @@ static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
 	}
 
 	t0 = now_ns();
-	while (!stop && (!o->max_requests || rp->st.trace.requests < o->max_requests)) {
+	if (o->compute_ns_per_token > 0 || o->hints) {
+		printf("runtime model: %.1f us of compute per input token, %s\n",
+		       o->compute_ns_per_token / 1000,
+		       o->hints ? "hints for the current request and the next ones" :
+				  "no hints");
+		if (o->hints)
+			printf("  (a window of %u queued requests)\n", o->hints);
+		err = replay_runtime(rp, tr, g);
+	}
+	while (!err && !(o->compute_ns_per_token > 0 || o->hints) && !stop &&
+	       (!o->max_requests || rp->st.trace.requests < o->max_requests)) {
 		ret = next_request(o, tr, g, &req);
 		if (ret <= 0) {
 			err = ret < 0;
@@ -766,7 +928,7 @@ static int nvme_setup(struct replay *rp, const struct kvtier_api *api)
 	return 0;
 }
 
-static int cmd_replay(struct replay_opts *o)
+static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 {
 	struct kvt_pool_params pp;
 	struct replay rp = { .o = o };
@@ -843,6 +1005,8 @@ static int cmd_replay(struct replay_opts *o)
 	}
 
 	rc = replay_all(&rp, tr, g);
+	if (out)
+		*out = rp.st;
 
 	free(rp.st.trace.seen.slot);
 	free(rp.keys);
@@ -873,6 +1037,49 @@ out_close_input:
 	gen_free(g);
 	trace_close(tr);
 	return rc;
+}
+
+/*
+ * The same trace twice through the runtime model, on fresh pools: without
+ * hints, then with a window of o->compare_hints; the figures compare them.
+ */
+static int cmd_compare(struct replay_opts *o)
+{
+	struct replay_stats plain, hinted;
+	double needed;
+	int rc;
+
+	if (!(o->compute_ns_per_token > 0))
+		o->compute_ns_per_token = 20000;
+	o->hints = 0;
+	printf("==== without hints ====\n");
+	rc = cmd_replay(o, &plain);
+	if (rc)
+		return rc;
+	o->hints = o->compare_hints;
+	o->pool[0] = 0;
+	printf("\n==== with hints, a window of %u requests ====\n", o->hints);
+	rc = cmd_replay(o, &hinted);
+	if (rc)
+		return rc;
+
+	/* What hiding every load behind compute takes, from the plain run. */
+	needed = plain.compute_ns ? (double)plain.stall_blocks * o->block_bytes /
+				    plain.compute_ns : 0;
+	printf("\n");
+	printf("prefetch_stall_unhinted_s: %.3f\n", plain.stall_ns / 1e9);
+	printf("prefetch_stall_hinted_s: %.3f\n", hinted.stall_ns / 1e9);
+	printf("stall_hinted_vs_unhinted: %.3f\n",
+	       ratio(hinted.stall_ns, plain.stall_ns));
+	printf("hinted_ready_by_deadline: %.3f\n",
+	       ratio(hinted.hints.on_time_blocks, hinted.hints.need_blocks));
+	printf("prefetch_wasted_share: %.3f\n",
+	       ratio(hinted.pf_wasted, hinted.pf_issued));
+	printf("prefetch_needed_read_gbps: %.3f\n", needed);
+	printf("prefetch_sync_read_gbps: %.3f\n",
+	       plain.stall_ns ? (double)plain.stall_blocks * o->block_bytes /
+				plain.stall_ns : 0);
+	return 0;
 }
 
 /* The trace alone, no module needed: size and infinite-cache hit ratio. */
@@ -1013,6 +1220,21 @@ static int parse_replay_opt(struct replay_opts *o, const char *name,
 		if (strlen(val) >= sizeof(o->pool))
 			return -EINVAL;
 		strcpy(o->pool, val);
+	} else if (!strcmp(name, "compute-us-per-token")) {
+		char *end;
+		double us = strtod(val, &end);
+
+		if (*end || !(us >= 0) || us > 1e6)
+			return -EINVAL;
+		o->compute_ns_per_token = us * 1000;
+	} else if (!strcmp(name, "hints")) {
+		if (parse_u64(val, &v) || v > 1024)
+			return -EINVAL;
+		o->hints = v;
+	} else if (!strcmp(name, "compare-hints")) {
+		if (parse_u64(val, &v) || !v || v > 1024)
+			return -EINVAL;
+		o->compare_hints = v;
 	} else if (!strcmp(name, "nvme")) {
 		if (!*val)
 			return -EINVAL;
@@ -1118,5 +1340,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, on_signal);
-	return cmd_replay(&o);
+	if (o.compare_hints)
+		return cmd_compare(&o);
+	return cmd_replay(&o, NULL);
 }

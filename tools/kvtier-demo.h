@@ -137,4 +137,76 @@ void request_print(FILE *f, const struct request *r);
 /** request_free() - free a request's ids */
 void request_free(struct request *r);
 
+/* ---- the runtime model (kvtier-demo-runtime.c) ------------------------ */
+
+struct kvt_pool;
+struct lookahead;
+
+/**
+ * struct hint_stats - what the hints of a replay did
+ * @groups:	PREFETCH groups sent.
+ * @hints:	hints in them.
+ * @dropped:	hints that named no block (not cached: nothing to stage).
+ * @need_blocks: blocks of groups that needed reads and had a deadline
+ *		ahead: the existing prefix of their chain.
+ * @on_time_blocks: of those, blocks in DRAM when their group ended on
+ *		time.
+ * @late_groups: such groups that ended late or not in full.
+ */
+struct hint_stats {
+	uint64_t groups;
+	uint64_t hints;
+	uint64_t dropped;
+	uint64_t need_blocks;
+	uint64_t on_time_blocks;
+	uint64_t late_groups;
+};
+
+/* The next request of a source: 1, 0 at the end, or -errno. */
+typedef int (*next_fn)(void *arg, struct request *r);
+
+/** lookahead_new() - a runtime's queue of @window requests after the current */
+int lookahead_new(uint32_t window, struct lookahead **lap);
+/** lookahead_free() - free it (NULL is a no-op) */
+void lookahead_free(struct lookahead *la);
+/**
+ * lookahead_next() - the next request to serve, read ahead from @fn
+ * @la:		the queue.
+ * @fn:		the request source; @arg its argument.
+ * @arg:	see @fn.
+ * @r:		out: the request, valid until the next call.
+ *
+ * Return: 1, 0 at the end, or -errno.
+ */
+int lookahead_next(struct lookahead *la, next_fn fn, void *arg,
+		   struct request **r);
+/**
+ * lookahead_hint() - send PREFETCH groups for the requests that entered
+ * the window, due when the requests before them will have computed
+ * @la:		the queue.
+ * @pool:	the pool.
+ * @ns_per_token: the modeled compute cost.
+ * @batch_max:	most hints in one group.
+ *
+ * Return: 0 or -errno.
+ */
+int lookahead_hint(struct lookahead *la, struct kvt_pool *pool,
+		   double ns_per_token, uint32_t batch_max);
+/**
+ * lookahead_drain() - account the groups' completions
+ * @la:		the queue.
+ * @pool:	the pool.
+ * @timeout_ms:	0: what is there; else wait up to this for the outstanding.
+ *
+ * Return: 0 or -errno.
+ */
+int lookahead_drain(struct lookahead *la, struct kvt_pool *pool,
+		    int timeout_ms);
+/** lookahead_stats() - the figures so far */
+const struct hint_stats *lookahead_stats(const struct lookahead *la);
+/** request_compute_ns() - the modeled compute of a request */
+uint64_t request_compute_ns(const struct request *r, double ns_per_token);
+/** sleep_ns() - sleep, CLOCK_MONOTONIC, through signals */
+void sleep_ns(uint64_t ns);
+
 #endif /* KVTIER_DEMO_H */

@@ -6,7 +6,10 @@
 # unload. Exit status: the benchmark's (0 when there is no benchmark yet).
 #
 # Environment: KVTIER_PARAMS (module parameters, default dram_mb=512),
-# KVTIER_BENCH_ARGS (arguments of tools/kvtier-bench).
+# KVTIER_BENCH_ARGS (arguments of tools/kvtier-bench), KVTIER_TRACE (the
+# trace of the prefetch comparison, default the built-in generator),
+# KVTIER_BENCH_PREFETCH=0 (skip that comparison), KVTIER_BENCH_DEMO_ARGS
+# (its kvtier-demo replay arguments).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,7 +33,21 @@ echo "bench: kvtier-bench ${bench_args[*]} ($(nproc) cpus, $(uname -r))"
 rc=0
 tools/kvtier-bench "${bench_args[@]}" 2>&1 | tee "$out/bench.log" || rc=$?
 
-grep -E '^[A-Za-z0-9_.-]+: ' "$out/bench.log" >"$out/bench.txt" || true
+# Prefetch: the runtime model over the same trace without and with hints
+# ($KVTIER_TRACE, else the built-in generator), on the scratch drive.
+if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_PREFETCH:-1} != 0 ]]; then
+	read -r -a demo_args <<<"${KVTIER_BENCH_DEMO_ARGS:---compare-hints 8 --compute-us-per-token 2 --max-requests 400 --dram-blocks 64 --verify sample --nvme-format}"
+	echo "bench: kvtier-demo replay ${demo_args[*]}"
+	tools/kvtier-demo replay "${demo_args[@]}" 2>&1 | tee -a "$out/bench.log" || rc=$?
+	# The bandwidth hiding every load needs, against fio's random reads.
+	awk -F': ' '/^prefetch_needed_read_gbps: / { n = $2 }
+		/^fio_rand_read_gbps: / { f = $2 }
+		END { if (n != "" && f > 0)
+			printf "prefetch_needed_bw_vs_fio: %.3f\n", n / f }' \
+		"$out/bench.log" | tee -a "$out/bench.log"
+fi
+
+grep -E '^[A-Za-z0-9_.]+: ' "$out/bench.log" >"$out/bench.txt" || true
 echo
 echo "==== bench results ===="
 cat "$out/bench.txt"

@@ -5,7 +5,8 @@
 # show the status again, unload.
 #
 # Environment: KVTIER_PARAMS (module parameters, default dram_mb=512),
-# KVTIER_DEMO_ARGS (arguments of tools/kvtier-demo, default "replay").
+# KVTIER_DEMO_ARGS (arguments of tools/kvtier-demo, default "replay"),
+# KVTIER_DEMO_HINT_ARGS (those of the hinted vs unhinted comparison).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +45,11 @@ if [[ -x tools/kvtier-demo ]]; then
 		step "kvtierctl status"
 		tools/kvtierctl status
 	fi
+	# The same trace through a modeled runtime, without and with hints:
+	# how long the accelerator waits for blocks to come back from NVMe.
+	read -r -a hint_args <<<"${KVTIER_DEMO_HINT_ARGS:---compare-hints 8 --compute-us-per-token 5 --max-requests 300 --dram-blocks 64 --verify sample}"
+	step "kvtier-demo replay ${hint_args[*]}"
+	tools/kvtier-demo replay "${hint_args[@]}"
 fi
 
 step "rmmod kvtier"

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier-demo: the runtime model of `replay --compute-us-per-token`.
+ *
+ * A runtime serves requests one at a time on one accelerator. Request i
+ * computes for input_length x the per-token cost; before it starts, the
+ * blocks of its cached prefix must be in DRAM, and the accelerator stalls
+ * while they are read from NVMe. With hints, the runtime looks --hints
+ * requests ahead in its queue: when a request enters that window it sends
+ * one PREFETCH group for its chain, due when the requests before it will
+ * have computed (a deadline in CLOCK_MONOTONIC), and the kernel stages the
+ * blocks while the accelerator computes. The figures compare the stall
+ * with and without hints on the same trace.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <kvtier.h>
+#include "kvtier-demo.h"
+#include "util.h"
+
+#define GROUP_RING	4096	/* groups tracked; far more than in flight */
+
+struct group_info {
+	uint64_t seq;		/* request sequence + 1, 0: slot free */
+	uint32_t need;		/* existing prefix that needed reading */
+};
+
+struct lookahead {
+	uint32_t window;
+	struct request *q;	/* window + 1 requests, q[head] the current */
+	uint32_t head;
+	uint32_t len;
+	uint64_t seq;		/* sequence number of q[head] */
+	uint64_t hinted;	/* requests below this were hinted */
+	int done;		/* the source ran dry */
+	struct group_info groups[GROUP_RING];
+	uint32_t outstanding;
+	struct kvt_key *keys;
+	struct kvtier_hint *hints;
+	uint32_t cap;
+	struct hint_stats st;
+};
+
+int lookahead_new(uint32_t window, struct lookahead **lap)
+{
+	struct lookahead *la = calloc(1, sizeof(*la));
+
+	*lap = NULL;
+	if (!la)
+		return -ENOMEM;
+	la->window = window;
+	la->q = calloc(window + 1, sizeof(*la->q));
+	if (!la->q) {
+		free(la);
+		return -ENOMEM;
+	}
+	*lap = la;
+	return 0;
+}
+
+void lookahead_free(struct lookahead *la)
+{
+	uint32_t i;
+
+	if (!la)
+		return;
+	for (i = 0; i <= la->window; i++)
+		request_free(&la->q[i]);
+	free(la->q);
+	free(la->keys);
+	free(la->hints);
+	free(la);
+}
+
+const struct hint_stats *lookahead_stats(const struct lookahead *la)
+{
+	return &la->st;
+}
+
+static struct request *slot(struct lookahead *la, uint32_t i)
+{
+	return &la->q[(la->head + i) % (la->window + 1)];
+}
+
+int lookahead_next(struct lookahead *la, next_fn fn, void *arg,
+		   struct request **r)
+{
+	int ret;
+
+	if (la->len) {		/* the previous current one is done */
+		la->head = (la->head + 1) % (la->window + 1);
+		la->len--;
+		la->seq++;
+	}
+	while (!la->done && la->len <= la->window) {
+		ret = fn(arg, slot(la, la->len));
+		if (ret < 0)
+			return ret;
+		if (!ret) {
+			la->done = 1;
+			break;
+		}
+		la->len++;
+	}
+	if (!la->len)
+		return 0;
+	*r = slot(la, 0);
+	return 1;
+}
+
+uint64_t request_compute_ns(const struct request *r, double ns_per_token)
+{
+	return (uint64_t)(r->input_length * ns_per_token);
+}
+
+static int reserve(struct lookahead *la, uint32_t n)
+{
+	void *p;
+
+	if (n <= la->cap)
+		return 0;
+	p = realloc(la->keys, n * sizeof(*la->keys));
+	if (!p)
+		return -ENOMEM;
+	la->keys = p;
+	p = realloc(la->hints, n * sizeof(*la->hints));
+	if (!p)
+		return -ENOMEM;
+	la->hints = p;
+	la->cap = n;
+	return 0;
+}
+
+/* One group for request @r, due at @deadline. */
+static int hint_one(struct lookahead *la, struct kvt_pool *pool,
+		    const struct request *r, uint64_t seq, uint64_t deadline,
+		    uint32_t batch_max)
+{
+	struct kvt_prefetch_args a = { 0 };
+	struct group_info *gi = &la->groups[seq % GROUP_RING];
+	uint32_t n = r->n < batch_max ? r->n : batch_max, i, exist;
+	uint32_t queued = 0, resident = 0;
+	int ret;
+
+	if (!n)
+		return 0;
+	ret = reserve(la, n);
+	if (ret)
+		return ret;
+	kvt_key_chain_n(NULL, r->ids, n, la->keys);
+	for (i = 0; i < n; i++)
+		kvt_hint_set(&la->hints[i], &la->keys[i]);
+	if (gi->seq) {
+		/* Its group is long gone unread; forget it. */
+		la->outstanding--;
+		gi->seq = 0;
+	}
+	a.group = seq + 1;
+	a.cookie = seq;
+	a.deadline_ns = deadline;
+	ret = kvt_prefetch(pool, la->hints, n, &a, &queued, &resident);
+	if (ret == -EAGAIN)
+		return 0;	/* too many groups live: go without */
+	if (ret)
+		return ret;
+	for (exist = 0; exist < n && !la->hints[exist].status; exist++)
+		;
+	la->st.groups++;
+	la->st.hints += n;
+	la->st.dropped += n - queued - resident;
+	gi->seq = seq + 1;
+	/*
+	 * Only groups that needed reads, and were due later than at once,
+	 * say anything about deadlines.
+	 */
+	gi->need = queued && deadline ? exist : 0;
+	la->outstanding++;
+	return 0;
+}
+
+int lookahead_hint(struct lookahead *la, struct kvt_pool *pool,
+		   double ns_per_token, uint32_t batch_max)
+{
+	uint64_t t = now_ns();
+	uint32_t i;
+	int ret;
+
+	/* The current request starts now; each later one when those before end. */
+	for (i = 0; i < la->len; i++) {
+		const struct request *r = slot(la, i);
+		uint64_t seq = la->seq + i;
+
+		if (seq >= la->hinted) {
+			ret = hint_one(la, pool, r, seq, i ? t : 0, batch_max);
+			if (ret)
+				return ret;
+			la->hinted = seq + 1;
+		}
+		t += request_compute_ns(r, ns_per_token);
+	}
+	return 0;
+}
+
+static void account(struct lookahead *la, const struct kvtier_completion *c)
+{
+	struct group_info *gi = &la->groups[(c->group - 1) % GROUP_RING];
+
+	if (gi->seq != c->group)
+		return;
+	if (gi->need) {
+		la->st.need_blocks += gi->need;
+		if (!(c->flags & KVTIER_COMPLETION_LATE) && !c->status)
+			la->st.on_time_blocks += c->ready < gi->need ?
+						 c->ready : gi->need;
+		else
+			la->st.late_groups++;
+	}
+	gi->seq = 0;
+	la->outstanding--;
+}
+
+int lookahead_drain(struct lookahead *la, struct kvt_pool *pool,
+		    int timeout_ms)
+{
+	struct kvtier_completion c[64];
+	int n, i;
+
+	do {
+		n = kvt_completions(pool, c, 64, la->outstanding ? timeout_ms : 0);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++)
+			account(la, &c[i]);
+	} while (n == 64 || (timeout_ms > 0 && n > 0 && la->outstanding));
+	return 0;
+}
+
+void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {
+		.tv_sec = ns / 1000000000ULL,
+		.tv_nsec = ns % 1000000000ULL,
+	};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+}
