@@ -76,6 +76,7 @@ void kvt_block_hash_add(struct kvt_pool *pool, u32 addr)
  * kvt_block_restore() - enter a block found on NVMe at attach
  * @pool: the pool
  * @key: its key
+ * @ndev: the device it was found on
  * @nloc: device page of its data
  * @ncrc: keyed crc32c of its data
  * @addrp: out: the address of a key in DRAM without an NVMe copy
@@ -88,8 +89,8 @@ void kvt_block_hash_add(struct kvt_pool *pool, u32 addr)
  * Return: 0; -EEXIST for a key in DRAM without an NVMe copy (its address in
  * @addrp); -ENOSPC when the pool has no free address left.
  */
-int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u32 nloc,
-		      u32 ncrc, u32 *addrp)
+int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
+		      u32 nloc, u32 ncrc, u32 *addrp)
 {
 	struct kvt_block *blk;
 	u32 addr;
@@ -117,6 +118,14 @@ int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u32 nloc,
 		ret = -EEXIST;
 		goto out_unlock;
 	}
+	/*
+	 * A copy on another device is kept: it may be in use. One on this
+	 * device is an older record of the same key (replay goes oldest
+	 * first): the newer wins.
+	 */
+	if (blk->nloc != KVT_NIL && blk->ndev != ndev)
+		goto out_unlock;
+	blk->ndev = ndev;
 	blk->nloc = nloc;
 	blk->ncrc = ncrc;
 out_unlock:

@@ -66,6 +66,7 @@ struct kvt_block {
 	u8 flags;		/* KVT_BF_* */
 	u8 pol;			/* KVT_PB_*: the policy's (policy.h) */
 	u8 hold;		/* prefetch groups protecting it */
+	u8 ndev;		/* NVMe copy: the device (kvt_nvmes[]) */
 };
 
 /* Block flags: I/O and transitions in progress on a READY block. */
@@ -117,7 +118,9 @@ struct kvt_pool {
 	u64 seed;		/* key hash seed */
 	u64 id;			/* identity of its records on NVMe */
 	u32 flags;		/* KVTIER_POOL_FAULT_NOLOAD */
-	int table_slot;		/* entry in the NVMe pool table, or -1 */
+	/* Entry in each NVMe device's pool table, or -1; kvt_nvme_lock. */
+	s16 table_slot[KVTIER_NVME_MAX];
+	bool persistent;	/* recorded on every device attached */
 	u32 hash_bits;
 	struct mem_cgroup *memcg;	/* charged for the pool's memory */
 	struct inode *inode;	/* address_space shared by all fds */
@@ -196,7 +199,8 @@ u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity);
 struct kvt_pool *kvt_pool_get_by_id(u64 id);
 struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 				  u32 capacity, u32 dram_blocks, umode_t mode,
-				  kuid_t uid, kgid_t gid, u32 flags, int slot);
+				  kuid_t uid, kgid_t gid, u32 flags, int dev,
+				  int slot);
 struct kvt_pool **kvt_pools_get_named(unsigned int *nr);
 void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr);
 struct file *kvt_pool_create(struct kvtier_pool_create *pc);
@@ -219,8 +223,8 @@ u64 kvt_block_meta_bytes(struct kvt_pool *pool);
 void kvt_block_release(struct kvt_pool *pool, u32 addr);
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
 void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr);
-int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u32 nloc,
-		      u32 ncrc, u32 *addrp);
+int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
+		      u32 nloc, u32 ncrc, u32 *addrp);
 void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr);
 void kvt_block_put_user(struct kvt_pool *pool, u32 addr)
 	__releases(&pool->lock);
@@ -251,8 +255,8 @@ struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
 struct kvtier_nvme_attach;
 struct kvtier_nvme_stat;
 int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib);
-int kvt_nvme_detach(void);
-void kvt_nvme_stat(struct kvtier_nvme_stat *st);
+int kvt_nvme_detach(const char *path);
+int kvt_nvme_stat(struct kvtier_nvme_stat *st);
 bool kvt_nvme_attached(void);
 int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims);
 bool kvt_nvme_rescue(struct kvt_pool *pool, u32 addr);

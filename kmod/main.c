@@ -36,7 +36,7 @@ MODULE_PARM_DESC(max_pools, "Most pools that may exist at once (1 to 4096). Defa
 static char *nvme;
 module_param(nvme, charp, 0444);
 MODULE_PARM_DESC(nvme,
-		 "Block device to attach as the NVMe tier at load, e.g. /dev/nvme0n1; formatted if blank. Default: none");
+		 "Block devices to attach as the NVMe tier at load, comma-separated (at most 4), e.g. /dev/nvme0n1,/dev/nvme1n1; formatted if blank. Default: none");
 
 u64 kvt_dram_budget;
 atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
@@ -175,20 +175,42 @@ static int kvt_ctl_nvme_attach(struct kvtier_nvme_attach *na)
 
 static int kvt_ctl_nvme_detach(struct kvtier_nvme_detach *nd)
 {
+	char *path = NULL;
+	int ret;
+
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	if (nd->flags || nd->__pad ||
-	    memchr_inv(nd->reserved, 0, sizeof(nd->reserved)))
+	if (nd->flags || nd->__pad || nd->reserved)
 		return -EINVAL;
-	return kvt_nvme_detach();
+	if (nd->path) {
+		path = strndup_user(u64_to_user_ptr(nd->path), PATH_MAX);
+		if (IS_ERR(path))
+			return PTR_ERR(path);
+	}
+	ret = kvt_nvme_detach(path);
+	kfree(path);
+	return ret;
 }
 
-static int kvt_ctl_nvme_stat(struct kvtier_nvme_stat *ns)
+/* nvme=: attach each device of the comma-separated list. */
+static int __init kvt_nvme_attach_param(void)
 {
-	if (ns->flags || memchr_inv(ns->reserved, 0, sizeof(ns->reserved)))
-		return -EINVAL;
-	kvt_nvme_stat(ns);
-	return 0;
+	char *list, *p, *dev;
+	int ret = 0;
+
+	list = kstrdup(nvme, GFP_KERNEL);
+	if (!list)
+		return -ENOMEM;
+	p = list;
+	while (!ret && (dev = strsep(&p, ","))) {
+		if (!*dev)
+			continue;
+		ret = kvt_nvme_attach(dev, 0, 0);
+		if (ret)
+			pr_err("nvme=%s: attach failed: %d\n", dev, ret);
+	}
+	kfree(list);
+	return ret;
 }
 
 /*
@@ -275,7 +297,7 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 		ret = kvt_ctl_nvme_detach(&u.detach);
 		goto out_unlock;
 	case _IOC_NR(KVTIER_IOC_NVME_STAT):
-		ret = kvt_ctl_nvme_stat(&u.nstat);
+		ret = kvt_nvme_stat(&u.nstat);
 		break;
 	}
 	if (!ret && copy_to_user(uarg, &u, ksize))
@@ -343,11 +365,9 @@ static int __init kvt_init(void)
 		goto out_fs_exit;
 
 	if (nvme) {
-		ret = kvt_nvme_attach(nvme, 0, 0);
-		if (ret) {
-			pr_err("nvme=%s: attach failed: %d\n", nvme, ret);
-			goto out_pools_destroy;
-		}
+		ret = kvt_nvme_attach_param();
+		if (ret)
+			goto out_nvme_detach;
 	}
 
 	ret = misc_register(&kvt_misc);
@@ -359,9 +379,7 @@ static int __init kvt_init(void)
 	return 0;
 
 out_nvme_detach:
-	if (nvme)
-		kvt_nvme_detach();
-out_pools_destroy:
+	kvt_nvme_detach(NULL);
 	kvt_pools_destroy_all();
 	kvt_sysfs_exit();
 out_fs_exit:
@@ -373,7 +391,7 @@ static void __exit kvt_exit(void)
 {
 	misc_deregister(&kvt_misc);
 	/* Persistent pools are written back, to come back at the next load. */
-	kvt_nvme_detach();
+	kvt_nvme_detach(NULL);
 	kvt_prefetch_exit();
 	kvt_pools_destroy_all();
 	kvt_sysfs_exit();

@@ -38,6 +38,9 @@ struct kvt_wb_entry {
 
 struct kvt_nvme {
 	struct block_device *bdev;
+	u8 index;			/* in kvt_nvmes[] */
+	bool closing;			/* no new writes: being detached */
+	bool detaching;			/* kvt_nvme_lock: a detach owns it */
 	u8 uuid[16];
 	u64 dev_bytes;
 	u64 region_bytes;
@@ -79,12 +82,12 @@ struct kvt_nvme {
 };
 
 /*
- * The attached device. Readers in the I/O paths take kvt_nvme_qlock to see
- * it and count themselves in ->inflight before they drop the lock; detach
- * clears it under the lock and then waits for ->inflight to drain.
+ * The attached devices. Readers in the I/O paths take kvt_nvme_qlock to see
+ * them and count themselves in ->inflight before they drop the lock; detach
+ * clears a slot under the lock and then waits for ->inflight to drain.
  */
-extern struct kvt_nvme *kvt_nvme;
-extern spinlock_t kvt_nvme_qlock;	/* kvt_nvme and its queue */
+extern struct kvt_nvme *kvt_nvmes[KVTIER_NVME_MAX];
+extern spinlock_t kvt_nvme_qlock;	/* kvt_nvmes[] and their queues */
 
 /* Where a block's data starts, as a byte offset on the device. */
 static inline u64 kvt_loc_bytes(u32 nloc)

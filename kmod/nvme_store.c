@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * NVMe tier, the store: what is on the device besides the blocks' data,
- * and the device's life in the module.
+ * NVMe tier, the store: what is on a device besides the blocks' data, and
+ * the devices' life in the module.
  *
- * The superblock and the pool table are the only things written in place.
- * Attach reads them, re-creates the pools of the table, and rebuilds the
- * index by replaying every valid region summary in write order (the newest
- * copy of a key wins). Detach writes back the pools recorded on the device
- * and waits for every I/O. Documentation/nvme-format.rst has the layout.
+ * Each attached device (up to KVTIER_NVME_MAX) is a store of its own: its
+ * superblock and pool table are the only things written in place. Attach
+ * reads them, re-creates the pools of the table (a pool already in memory
+ * is the same pool), records the persistent pools it lacks, and rebuilds
+ * the index by replaying every valid segment summary in write order (the
+ * newest copy of a key on the device wins; a copy on another device is
+ * kept). Detach writes back the persistent pools when it takes the last
+ * device, and waits for the device's I/O. Documentation/nvme-format.rst has
+ * the layout.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -20,7 +24,7 @@
 #include <linux/ktime.h>
 #include "nvme.h"
 
-struct kvt_nvme *kvt_nvme;
+struct kvt_nvme *kvt_nvmes[KVTIER_NVME_MAX];
 DEFINE_SPINLOCK(kvt_nvme_qlock);
 
 /*
@@ -275,10 +279,11 @@ static int kvt_nvme_load_pools(struct kvt_nvme *nvme)
 			pr_warn("pool table slot %u: bad checksum, ignored\n", i);
 			continue;
 		}
-		/* A pool still in memory (detached and attached again). */
+		/* A pool in memory: attached again, or on another device. */
 		pool = kvt_pool_get_by_id(le64_to_cpu(dp->id));
 		if (pool) {
-			pool->table_slot = i;
+			pool->table_slot[nvme->index] = i;
+			pool->persistent = true;
 			set_bit(i, nvme->slots);
 			kvt_pool_put(pool);
 			continue;
@@ -293,7 +298,7 @@ static int kvt_nvme_load_pools(struct kvt_nvme *nvme)
 						  le32_to_cpu(dp->uid)),
 					make_kgid(&init_user_ns,
 						  le32_to_cpu(dp->gid)),
-					le32_to_cpu(dp->flags), i);
+					le32_to_cpu(dp->flags), nvme->index, i);
 		if (IS_ERR(pool)) {
 			pr_warn("pool %s not restored: %ld\n", name,
 				PTR_ERR(pool));
@@ -413,8 +418,8 @@ int kvt_segment_read(struct kvt_nvme *nvme, u32 r, u32 *page, u64 seq,
  * and attached again): adopt the copy if it holds the same bytes, which the
  * keyed crc tells; a block replaced meanwhile stays dirty.
  */
-static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u32 nloc,
-			     u32 crc, u64 seq)
+static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u8 ndev,
+			     u32 nloc, u32 crc, u64 seq)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 	bool same;
@@ -433,6 +438,7 @@ static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u32 nloc,
 	spin_lock(&pool->lock);
 	if (same && blk->state == KVT_BLK_READY && blk->nloc == KVT_NIL &&
 	    !(blk->flags & KVT_BF_WB)) {
+		blk->ndev = ndev;
 		blk->nloc = nloc;
 		blk->ncrc = crc;
 		pool->nr_nvme++;
@@ -466,9 +472,9 @@ static void kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 		if (!pool || le32_to_cpu(rec->pages) != pool->pages_per_block ||
 		    page < data || page + pool->pages_per_block > end)
 			continue;
-		if (kvt_block_restore(pool, key, first + page,
+		if (kvt_block_restore(pool, key, nvme->index, first + page,
 				      le32_to_cpu(rec->crc), &addr) == -EEXIST)
-			kvt_replay_adopt(pool, addr, first + page,
+			kvt_replay_adopt(pool, addr, nvme->index, first + page,
 					 le32_to_cpu(rec->crc),
 					 le64_to_cpu(dr->seq));
 	}
@@ -552,22 +558,13 @@ static int kvt_nvme_write_pool_slot(struct kvt_nvme *nvme,
 	return ret;
 }
 
-/**
- * kvt_nvme_pool_record() - record a new pool in the device's pool table
- * @pool: a pool being created, under kvt_nvme_lock_table()
- *
- * Return: 0 (also without a device: the pool is then not persistent),
- * -ENOSPC when the table is full, -EIO.
- */
-int kvt_nvme_pool_record(struct kvt_pool *pool)
+/* Record @pool in @nvme's pool table. kvt_nvme_lock held. */
+static int kvt_nvme_record_on(struct kvt_nvme *nvme, struct kvt_pool *pool)
 {
 	struct kvt_disk_pool *dp;
-	struct kvt_nvme *nvme;
-	int slot, ret = 0;
+	int slot, ret;
 
-	lockdep_assert_held(&kvt_nvme_lock);
-	nvme = kvt_nvme;
-	if (!nvme)
+	if (pool->table_slot[nvme->index] >= 0)
 		return 0;
 	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
 	if (!dp)
@@ -594,34 +591,70 @@ int kvt_nvme_pool_record(struct kvt_pool *pool)
 	if (ret)
 		clear_bit(slot, nvme->slots);
 	else
-		pool->table_slot = slot;
+		pool->table_slot[nvme->index] = slot;
 out_free:
 	kfree(dp);
 	return ret;
 }
 
+/* Clear @pool's slot in @nvme's pool table. kvt_nvme_lock held. */
+static void kvt_nvme_erase_on(struct kvt_nvme *nvme, struct kvt_pool *pool)
+{
+	int slot = pool->table_slot[nvme->index];
+	struct kvt_disk_pool *dp;
+
+	if (slot < 0)
+		return;
+	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
+	if (!dp || kvt_nvme_write_pool_slot(nvme, dp, slot))
+		pr_warn("pool %s stays in the pool table of device %u: it comes back at its next attach\n",
+			pool->name, nvme->index);
+	kfree(dp);
+	clear_bit(slot, nvme->slots);
+	pool->table_slot[nvme->index] = -1;
+}
+
 /**
- * kvt_nvme_pool_erase() - remove a destroyed pool from the pool table
+ * kvt_nvme_pool_record() - record a new pool in the attached devices' pool
+ * tables
+ * @pool: a pool being created, under kvt_nvme_lock_table()
+ *
+ * Return: 0 (also without a device: the pool is then not persistent),
+ * -ENOSPC when a table is full, -EIO.
+ */
+int kvt_nvme_pool_record(struct kvt_pool *pool)
+{
+	int i, ret;
+
+	lockdep_assert_held(&kvt_nvme_lock);
+	for (i = 0; i < KVTIER_NVME_MAX; i++) {
+		if (!kvt_nvmes[i])
+			continue;
+		ret = kvt_nvme_record_on(kvt_nvmes[i], pool);
+		if (ret) {
+			kvt_nvme_pool_erase(pool);
+			return ret;
+		}
+		pool->persistent = true;
+	}
+	return 0;
+}
+
+/**
+ * kvt_nvme_pool_erase() - remove a destroyed pool from the pool tables
  * @pool: the pool, losing its name, under kvt_nvme_lock_table()
  *
- * Its records on the device become garbage, reclaimed with their regions.
+ * Its records on the devices become garbage, reclaimed with their regions.
  */
 void kvt_nvme_pool_erase(struct kvt_pool *pool)
 {
-	struct kvt_disk_pool *dp;
-	struct kvt_nvme *nvme;
+	int i;
 
 	lockdep_assert_held(&kvt_nvme_lock);
-	nvme = kvt_nvme;
-	if (!nvme || pool->table_slot < 0)
-		return;
-	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
-	if (!dp || kvt_nvme_write_pool_slot(nvme, dp, pool->table_slot))
-		pr_warn("pool %s stays in the pool table: it comes back at the next attach\n",
-			pool->name);
-	kfree(dp);
-	clear_bit(pool->table_slot, nvme->slots);
-	pool->table_slot = -1;
+	for (i = 0; i < KVTIER_NVME_MAX; i++)
+		if (kvt_nvmes[i])
+			kvt_nvme_erase_on(kvt_nvmes[i], pool);
+	pool->persistent = false;
 }
 
 static void kvt_nvme_free(struct kvt_nvme *nvme)
@@ -634,34 +667,79 @@ static void kvt_nvme_free(struct kvt_nvme *nvme)
 	kfree(nvme);
 }
 
+/*
+ * Forget what the pools have on @nvme: their copies there (a block in DRAM
+ * becomes dirty, one only there goes) and their pool table slots.
+ */
+static void kvt_nvme_forget(struct kvt_nvme *nvme)
+{
+	struct kvt_pool **pools;
+	unsigned int i, nr;
+	u32 addr;
+
+	pools = kvt_pools_get_named(&nr);
+	for (i = 0; i < nr; i++) {
+		struct kvt_pool *pool = pools[i];
+
+		spin_lock(&pool->lock);
+		for (addr = 0; addr < pool->capacity; addr++)
+			if (pool->blocks[addr].state == KVT_BLK_READY &&
+			    pool->blocks[addr].nloc != KVT_NIL &&
+			    pool->blocks[addr].ndev == nvme->index)
+				kvt_block_forget_nvme(pool, addr);
+		pool->table_slot[nvme->index] = -1;
+		spin_unlock(&pool->lock);
+	}
+	kvt_pools_put_named(pools, nr);
+}
+
+/* Record on a device being attached the persistent pools it lacks. */
+static int kvt_nvme_record_all(struct kvt_nvme *nvme)
+{
+	struct kvt_pool **pools;
+	unsigned int i, nr;
+	int ret = 0;
+
+	pools = kvt_pools_get_named(&nr);
+	for (i = 0; i < nr && !ret; i++)
+		if (pools[i]->persistent)
+			ret = kvt_nvme_record_on(nvme, pools[i]);
+	kvt_pools_put_named(pools, nr);
+	return ret;
+}
+
 /**
- * kvt_nvme_attach() - attach a block device as the NVMe tier
+ * kvt_nvme_attach() - attach a block device to the NVMe tier
  * @path: path of the block device
  * @flags: KVTIER_NVME_FORMAT
  * @region_kib: region size for a format, 0 for the default
  *
- * Return: 0; -EBUSY (attached already, or the device is in use);
- * -EMEDIUMTYPE (foreign content); -EINVAL; -ENOSPC (too small); -EIO;
- * -ENOMEM; or what opening @path returns.
+ * Return: 0; -EBUSY (attached already, KVTIER_NVME_MAX devices are, or the
+ * device is in use); -EMEDIUMTYPE (foreign content); -EINVAL; -ENOSPC (too
+ * small); -EIO; -ENOMEM; or what opening @path returns.
  */
 int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 {
 	struct kvt_nvme *nvme;
 	ktime_t start = ktime_get();
-	int ret;
+	int ret, i, index = -1;
 
 	if (flags & ~KVTIER_NVME_FORMAT ||
 	    (region_kib && !(flags & KVTIER_NVME_FORMAT)))
 		return -EINVAL;
 
 	mutex_lock(&kvt_nvme_lock);
+	for (i = KVTIER_NVME_MAX - 1; i >= 0; i--)
+		if (!kvt_nvmes[i])
+			index = i;
 	ret = -EBUSY;
-	if (kvt_nvme)
+	if (index < 0)
 		goto out_unlock;
 	ret = -ENOMEM;
 	nvme = kzalloc(sizeof(*nvme), GFP_KERNEL);
 	if (!nvme)
 		goto out_unlock;
+	nvme->index = index;
 	mutex_init(&nvme->lock);
 	nvme->open = KVT_NIL;
 	atomic_set(&nvme->writes, 0);
@@ -669,12 +747,22 @@ int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 	init_waitqueue_head(&nvme->idle);
 	INIT_WORK(&nvme->write_work, kvt_nvme_write_work);
 
+	/* One holder for all: an attached device opens again (-EBUSY below). */
 	nvme->bdev = blkdev_get_by_path(path, FMODE_READ | FMODE_WRITE |
-					FMODE_EXCL, &kvt_nvme);
+					FMODE_EXCL, kvt_nvmes);
 	if (IS_ERR(nvme->bdev)) {
 		ret = PTR_ERR(nvme->bdev);
 		kfree(nvme);
 		goto out_unlock;
+	}
+	for (i = 0; i < KVTIER_NVME_MAX; i++) {
+		if (kvt_nvmes[i] && kvt_nvmes[i]->bdev == nvme->bdev) {
+			blkdev_put(nvme->bdev, FMODE_READ | FMODE_WRITE |
+				   FMODE_EXCL);
+			kfree(nvme);
+			ret = -EBUSY;
+			goto out_unlock;
+		}
 	}
 	nvme->dev_bytes = bdev_nr_bytes(nvme->bdev);
 	ret = -EINVAL;
@@ -691,32 +779,36 @@ int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 	nvme->qcap = 4 * nvme->max_recs;
 	nvme->queue = kvmalloc_array(nvme->qcap, sizeof(*nvme->queue),
 				     GFP_KERNEL);
-	nvme->wq = alloc_workqueue("kvtier-nvme", WQ_UNBOUND | WQ_MEM_RECLAIM,
-				   0);
+	nvme->wq = alloc_workqueue("kvtier-nvme%d", WQ_UNBOUND | WQ_MEM_RECLAIM,
+				   0, index);
 	if (!nvme->regions || !nvme->queue || !nvme->wq)
 		goto out_free;
 
 	ret = kvt_nvme_load_pools(nvme);
+	if (!ret)
+		ret = kvt_nvme_record_all(nvme);
 	if (ret)
-		goto out_free;
+		goto out_forget_pools;
 	ret = kvt_nvme_rebuild(nvme);
 	if (ret)
-		goto out_free;
+		goto out_forget_pools;
 	nvme->generation++;
 	ret = kvt_nvme_write_sb(nvme);
 	if (ret)
-		goto out_free;
+		goto out_forget_pools;
 
 	nvme->attach_ns = ktime_to_ns(ktime_sub(ktime_get(), start));
 	spin_lock(&kvt_nvme_qlock);
-	kvt_nvme = nvme;
+	kvt_nvmes[index] = nvme;
 	spin_unlock(&kvt_nvme_qlock);
 	mutex_unlock(&kvt_nvme_lock);
-	pr_info("attached %s: %u regions of %llu KiB, generation %llu, %llu us\n",
-		path, nvme->nr_regions, nvme->region_bytes >> 10,
+	pr_info("attached %s as device %d: %u regions of %llu KiB, generation %llu, %llu us\n",
+		path, index, nvme->nr_regions, nvme->region_bytes >> 10,
 		nvme->generation, nvme->attach_ns / NSEC_PER_USEC);
 	return 0;
 
+out_forget_pools:
+	kvt_nvme_forget(nvme);
 out_free:
 	kvt_nvme_free(nvme);
 out_unlock:
@@ -728,65 +820,85 @@ static void kvt_nvme_sync_one(struct kvt_pool *pool)
 {
 	u64 written;
 
-	if (pool->table_slot >= 0 && kvt_nvme_sync(pool, &written))
+	if (pool->persistent && kvt_nvme_sync(pool, &written))
 		pr_warn("pool %s: not every block reached NVMe\n", pool->name);
 }
 
-static void kvt_nvme_forget_one(struct kvt_pool *pool)
-{
-	u32 addr;
-
-	spin_lock(&pool->lock);
-	for (addr = 0; addr < pool->capacity; addr++)
-		if (pool->blocks[addr].state == KVT_BLK_READY &&
-		    pool->blocks[addr].nloc != KVT_NIL)
-			kvt_block_forget_nvme(pool, addr);
-	pool->table_slot = -1;
-	spin_unlock(&pool->lock);
-}
-
-/**
- * kvt_nvme_detach() - detach the NVMe tier
- *
- * Writes back the dirty blocks of persistent pools, waits for every I/O,
- * then forgets the blocks that were only on NVMe.
- *
- * Return: 0, or -ENODEV when none is attached.
- */
-int kvt_nvme_detach(void)
+/* Detach one device; kvt_nvme_lock held, and released meanwhile. */
+static void kvt_nvme_detach_one(struct kvt_nvme *nvme)
 {
 	struct kvt_pool **pools;
-	struct kvt_nvme *nvme;
 	unsigned int i, nr;
+	bool last = true;
 
-	mutex_lock(&kvt_nvme_lock);
-	nvme = kvt_nvme;
-	if (!nvme) {
-		mutex_unlock(&kvt_nvme_lock);
-		return -ENODEV;
-	}
-	mutex_unlock(&kvt_nvme_lock);
-	pools = kvt_pools_get_named(&nr);
-	for (i = 0; i < nr; i++)
-		kvt_nvme_sync_one(pools[i]);
-	kvt_pools_put_named(pools, nr);
-
-	mutex_lock(&kvt_nvme_lock);
+	lockdep_assert_held(&kvt_nvme_lock);
+	nvme->detaching = true;
+	for (i = 0; i < KVTIER_NVME_MAX; i++)
+		if (kvt_nvmes[i] && kvt_nvmes[i] != nvme)
+			last = false;
+	/*
+	 * Dirty blocks stay in DRAM while another device remains; with the
+	 * last one, the persistent pools are written back for the next
+	 * attach. No new write goes to a device being detached otherwise.
+	 */
 	spin_lock(&kvt_nvme_qlock);
-	kvt_nvme = NULL;
+	nvme->closing = !last;
+	spin_unlock(&kvt_nvme_qlock);
+	if (last) {
+		mutex_unlock(&kvt_nvme_lock);
+		pools = kvt_pools_get_named(&nr);
+		for (i = 0; i < nr; i++)
+			kvt_nvme_sync_one(pools[i]);
+		kvt_pools_put_named(pools, nr);
+		mutex_lock(&kvt_nvme_lock);
+	}
+
+	spin_lock(&kvt_nvme_qlock);
+	kvt_nvmes[nvme->index] = NULL;
 	spin_unlock(&kvt_nvme_qlock);
 	/* Queued blocks are still written; wait for every I/O to end. */
 	queue_work(nvme->wq, &nvme->write_work);
 	wait_event(nvme->idle, !atomic_read(&nvme->inflight) && !nvme->qlen);
 	flush_workqueue(nvme->wq);
-	pools = kvt_pools_get_named(&nr);
-	for (i = 0; i < nr; i++)
-		kvt_nvme_forget_one(pools[i]);
-	kvt_pools_put_named(pools, nr);
+	kvt_nvme_forget(nvme);
+	pr_info("detached device %u\n", nvme->index);
 	kvt_nvme_free(nvme);
+}
+
+/**
+ * kvt_nvme_detach() - detach devices from the NVMe tier
+ * @path: the device to detach, or NULL for all
+ *
+ * Writes back the dirty blocks of persistent pools when the last device
+ * goes, waits for the device's I/O, then forgets the copies it holds.
+ *
+ * Return: 0; -ENODEV when none (or not @path) is attached; or what looking
+ * @path up returns.
+ */
+int kvt_nvme_detach(const char *path)
+{
+	dev_t devt = 0;
+	int i, ret;
+
+	if (path) {
+		ret = lookup_bdev(path, &devt);
+		if (ret)
+			return ret;
+	}
+	mutex_lock(&kvt_nvme_lock);
+	ret = -ENODEV;
+	for (i = 0; i < KVTIER_NVME_MAX; i++) {
+		struct kvt_nvme *nvme = kvt_nvmes[i];
+
+		/* One being detached by another caller is theirs. */
+		if (!nvme || nvme->detaching ||
+		    (path && nvme->bdev->bd_dev != devt))
+			continue;
+		kvt_nvme_detach_one(nvme);
+		ret = 0;
+	}
 	mutex_unlock(&kvt_nvme_lock);
-	pr_info("detached\n");
-	return 0;
+	return ret;
 }
 
 /**
@@ -796,41 +908,74 @@ int kvt_nvme_detach(void)
  */
 bool kvt_nvme_attached(void)
 {
-	return READ_ONCE(kvt_nvme);
+	int i;
+
+	for (i = 0; i < KVTIER_NVME_MAX; i++)
+		if (READ_ONCE(kvt_nvmes[i]))
+			return true;
+	return false;
 }
 
-/**
- * kvt_nvme_stat() - the NVMe tier's figures
- * @st: out; zeroed and filled
- */
-void kvt_nvme_stat(struct kvtier_nvme_stat *st)
+/* Add one device's figures to @st. kvt_nvme_lock held. */
+static void kvt_nvme_stat_add(struct kvt_nvme *nvme,
+			      struct kvtier_nvme_stat *st)
 {
-	struct kvt_nvme *nvme;
 	u32 r;
 
-	memset(st, 0, sizeof(*st));
-	mutex_lock(&kvt_nvme_lock);
-	nvme = kvt_nvme;
-	if (!nvme)
-		goto out_unlock;
-	st->attached = 1;
-	st->dev_bytes = nvme->dev_bytes;
-	st->region_bytes = nvme->region_bytes;
-	st->nr_regions = nvme->nr_regions;
+	if (!st->attached++) {
+		st->region_bytes = nvme->region_bytes;
+		memcpy(st->uuid, nvme->uuid, sizeof(st->uuid));
+	}
+	st->dev_bytes += nvme->dev_bytes;
+	st->nr_regions += nvme->nr_regions;
 	mutex_lock(&nvme->lock);
 	for (r = 0; r < nvme->nr_regions; r++)
 		st->free_regions += nvme->regions[r].state == KVT_REGION_FREE;
 	mutex_unlock(&nvme->lock);
-	st->bytes_written = atomic64_read(&nvme->bytes_written);
-	st->bytes_demoted = atomic64_read(&nvme->bytes_demoted);
-	st->bytes_read = atomic64_read(&nvme->bytes_read);
-	st->reclaimed = atomic64_read(&nvme->reclaimed);
-	st->lost_blocks = atomic64_read(&nvme->lost_blocks);
-	st->rescued = atomic64_read(&nvme->rescued);
-	st->io_errors = atomic64_read(&nvme->io_errors);
-	st->attach_ns = nvme->attach_ns;
-	memcpy(st->uuid, nvme->uuid, sizeof(st->uuid));
-out_unlock:
-	mutex_unlock(&kvt_nvme_lock);
+	st->bytes_written += atomic64_read(&nvme->bytes_written);
+	st->bytes_demoted += atomic64_read(&nvme->bytes_demoted);
+	st->bytes_read += atomic64_read(&nvme->bytes_read);
+	st->reclaimed += atomic64_read(&nvme->reclaimed);
+	st->lost_blocks += atomic64_read(&nvme->lost_blocks);
+	st->rescued += atomic64_read(&nvme->rescued);
+	st->io_errors += atomic64_read(&nvme->io_errors);
+	st->attach_ns += nvme->attach_ns;
 }
 
+/**
+ * kvt_nvme_stat() - the NVMe tier's figures
+ * @st: in: flags and dev_index (checked here); out: zeroed and filled, for
+ *	one device or summed over all
+ *
+ * Return: 0 or -EINVAL.
+ */
+int kvt_nvme_stat(struct kvtier_nvme_stat *st)
+{
+	u32 index = st->dev_index;
+	bool one = st->flags & KVTIER_NVME_STAT_DEV;
+	int i;
+
+	if (st->flags & ~KVTIER_NVME_STAT_DEV || st->__pad ||
+	    memchr_inv(st->reserved, 0, sizeof(st->reserved)) ||
+	    (one ? index >= KVTIER_NVME_MAX : index))
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	mutex_lock(&kvt_nvme_lock);
+	for (i = 0; i < KVTIER_NVME_MAX; i++) {
+		struct kvt_nvme *nvme = kvt_nvmes[i];
+
+		if (!nvme || (one && i != index))
+			continue;
+		kvt_nvme_stat_add(nvme, st);
+		if (one) {
+			st->dev_major = MAJOR(nvme->bdev->bd_dev);
+			st->dev_minor = MINOR(nvme->bdev->bd_dev);
+		}
+	}
+	mutex_unlock(&kvt_nvme_lock);
+	if (one) {
+		st->flags = KVTIER_NVME_STAT_DEV;
+		st->dev_index = index;
+	}
+	return 0;
+}

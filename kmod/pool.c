@@ -247,7 +247,7 @@ static int kvt_pool_create_check(const struct kvtier_pool_create *pc)
 static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 {
 	struct kvt_pool *pool;
-	int ret;
+	int ret, i;
 
 	pool = kmem_cache_zalloc(kvt_pool_cache, GFP_KERNEL);
 	if (!pool)
@@ -271,7 +271,8 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 		pool->id = get_random_u64();
 	} while (!pool->id);
 	pool->flags = pc->flags & KVTIER_POOL_FAULT_NOLOAD;
-	pool->table_slot = -1;
+	for (i = 0; i < KVTIER_NVME_MAX; i++)
+		pool->table_slot[i] = -1;
 	init_waitqueue_head(&pool->wq);
 	INIT_LIST_HEAD(&pool->node);
 	init_rwsem(&pool->map_sem);
@@ -528,14 +529,16 @@ void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr)
  * @uid: owner
  * @gid: group
  * @flags: KVTIER_POOL_FAULT_NOLOAD
- * @slot: its pool table slot
+ * @dev: the device whose pool table records it
+ * @slot: its pool table slot there
  *
  * Return: the named pool (the registry's reference, not the caller's), or
  * an ERR_PTR: -EEXIST, -EMFILE, -ENOSPC, -EINVAL, -ENOMEM.
  */
 struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 				  u32 capacity, u32 dram_blocks, umode_t mode,
-				  kuid_t uid, kgid_t gid, u32 flags, int slot)
+				  kuid_t uid, kgid_t gid, u32 flags, int dev,
+				  int slot)
 {
 	struct kvtier_pool_create pc = {
 		.block_size = block_size,
@@ -561,7 +564,8 @@ struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 	pool->id = id;
 	pool->uid = uid;
 	pool->gid = gid;
-	pool->table_slot = slot;
+	pool->table_slot[dev] = slot;
+	pool->persistent = true;
 	dram = kvt_pool_dram_bytes(pool->dram_blocks, pool->block_size,
 				   pool->capacity);
 

@@ -79,7 +79,8 @@ enum {
 
 /* Group states. */
 enum {
-	KVT_PFG_INCOMING = 0,	/* on kvt_pf_incoming */
+	KVT_PFG_SETUP = 0,	/* PREFETCH is filling it in: on no list yet */
+	KVT_PFG_INCOMING,	/* on kvt_pf_incoming */
 	KVT_PFG_QUEUED,		/* in kvt_pf_queue: hints left to start */
 	KVT_PFG_WAITING,	/* on kvt_pf_active: reads under way */
 	KVT_PFG_ENDED,		/* on kvt_pf_active: completion posted */
@@ -105,7 +106,8 @@ struct kvt_pf_group {
 	struct kvt_pool *pool;
 	u64 id;
 	u64 cookie;
-	u64 deadline;
+	u64 deadline;		/* the order: the caller's, never before PREFETCH */
+	u64 due;		/* the caller's deadline; 0: as soon as possible */
 	u64 seq;
 	u64 end_ns;
 	u32 prio;
@@ -168,7 +170,10 @@ static void kvt_pf_unhold(struct kvt_pool *pool, u32 addr)
 		kvt_policy_insert(pool, addr);
 }
 
-/* Take a hold on a READY block in DRAM, not busy; pool->lock held. */
+/*
+ * Take a hold on a READY block (in DRAM, or about to be read into it);
+ * pool->lock held.
+ */
 static bool kvt_pf_hold(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
@@ -345,7 +350,7 @@ static void kvt_pf_post(struct kvt_pf_group *g, int status, u64 now)
 	struct kvt_pf_fd *fd = g->fd;
 	struct kvtier_completion *c;
 	u32 ready = kvt_pf_ready_prefix(g);
-	bool late = g->deadline && now > g->deadline;
+	bool late = g->due && now > g->due;
 
 	trace_kvtier_prefetch_end(g->pool, g->id, g->count, ready, status);
 	spin_lock(&kvt_pf_lock);
@@ -438,14 +443,19 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 		ph->state = KVT_PFH_FAILED;
 		return 0;
 	}
+	/*
+	 * Hold it from the first look, before it is read: a block that
+	 * arrives then never enters the replacement list, so the group's
+	 * later reads cannot evict it before the engine sees it.
+	 */
+	if (!ph->held && kvt_pf_hold(pool, ph->addr))
+		ph->held = 1;
 	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
 		if (ph->state == KVT_PFH_NEW)
 			atomic64_inc(&kvt_pf_stats.merged);
 		ph->state = KVT_PFH_READY;
 		atomic64_inc(&kvt_pf_stats.ready_blocks);
-		if (kvt_pf_hold(pool, ph->addr))
-			ph->held = 1;
-		else
+		if (!ph->held)
 			atomic64_inc(&kvt_pf_stats.unprotected);
 		trace_kvtier_prefetch_ready(pool, ph->addr);
 		spin_unlock(&pool->lock);
@@ -502,7 +512,8 @@ static int kvt_pf_group_status(struct kvt_pf_group *g, bool *settled)
 
 static bool kvt_pf_expired(struct kvt_pf_group *g, u64 now)
 {
-	return g->flags & KVTIER_PREFETCH_CANCEL_LATE && now >= g->deadline;
+	return g->flags & KVTIER_PREFETCH_CANCEL_LATE && g->due &&
+	       now >= g->due;
 }
 
 static void kvt_pf_wake_at(u64 *wake, u64 t)
@@ -529,8 +540,8 @@ static u32 kvt_pf_eval(struct kvt_pf_group *g, u64 now, u64 *wake)
 		kvt_pf_end(g, status, now);
 		return inflight;
 	}
-	if (g->flags & KVTIER_PREFETCH_CANCEL_LATE)
-		kvt_pf_wake_at(wake, g->deadline);
+	if (g->flags & KVTIER_PREFETCH_CANCEL_LATE && g->due)
+		kvt_pf_wake_at(wake, g->due);
 	/* Reads ending kick the engine; an eviction under way does not. */
 	kvt_pf_wake_at(wake, now + KVT_PF_SCAN_NS);
 	return inflight;
@@ -592,8 +603,8 @@ static void kvt_pf_run(struct work_struct *work)
 		}
 		for (i = 0; i < g->next; i++)
 			inflight += kvt_pf_step(g, &g->hints[i], true);
-		if (g->flags & KVTIER_PREFETCH_CANCEL_LATE)
-			kvt_pf_wake_at(&wake, g->deadline);
+		if (g->flags & KVTIER_PREFETCH_CANCEL_LATE && g->due)
+			kvt_pf_wake_at(&wake, g->due);
 	}
 
 	/* Start reads, earliest deadline first. */
@@ -641,8 +652,8 @@ static int kvt_pf_check(struct kvtier_prefetch *pf)
 }
 
 /* Resolve the hints; fill their out fields and the group's. */
-static void kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
-			   struct kvtier_hint *uh, struct kvt_pf_group *g)
+static u32 kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
+			  struct kvtier_hint *uh, struct kvt_pf_group *g)
 {
 	bool by_addr = pf->flags & KVTIER_PREFETCH_ADDR;
 	u32 i, addr, dropped = 0;
@@ -667,7 +678,6 @@ static void kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
 			h->addr = KVTIER_ADDR_NONE;
 			h->tier = KVTIER_TIER_NONE;
 			ph->state = KVT_PFH_DROPPED;
-			trace_kvtier_hint_dropped(pool, g->id, i);
 			dropped++;
 			continue;
 		}
@@ -687,8 +697,7 @@ static void kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
 		}
 	}
 	spin_unlock(&pool->lock);
-	atomic64_add(pf->count, &kvt_pf_stats.hints);
-	atomic64_add(dropped, &kvt_pf_stats.dropped);
+	return dropped;
 }
 
 /**
@@ -706,6 +715,8 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	struct kvtier_completion *ring = NULL;
 	struct kvtier_hint *uh;
 	struct kvt_pf_group *g, *o;
+	u64 now = ktime_get_ns();
+	u32 i, dropped;
 	size_t len;
 	int ret;
 
@@ -726,7 +737,6 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 		if (!ring)
 			goto out_free_group;
 	}
-
 	g->fd = fd;
 	g->pool = h->pool;
 	g->id = pf->group;
@@ -734,14 +744,14 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	g->prio = pf->priority;
 	g->flags = pf->flags;
 	g->count = pf->count;
-	g->deadline = pf->deadline_ns ?: ktime_get_ns();
-	pf->queued = 0;
-	pf->resident = 0;
-	kvt_pf_resolve(h->pool, pf, uh, g);
-	ret = -EFAULT;
-	if (copy_to_user(u64_to_user_ptr(pf->hints), uh, len))
-		goto out_free_ring;
+	g->due = pf->deadline_ns;
+	/* A deadline past orders as now: nobody jumps the queue with one. */
+	g->deadline = max(pf->deadline_ns, now);
 
+	/*
+	 * Claim the id and a place first (the group on no engine list yet),
+	 * so that a PREFETCH that fails writes nothing back.
+	 */
 	spin_lock(&kvt_pf_lock);
 	if (!fd->ring) {
 		fd->ring = ring;
@@ -755,16 +765,36 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	list_for_each_entry(o, &fd->groups, fd_node)
 		if (o->id == g->id)
 			goto out_unlock;
-	g->seq = ++kvt_pf_seq;
+	g->state = KVT_PFG_SETUP;
 	list_add_tail(&g->fd_node, &fd->groups);
 	fd->nr_groups++;
+	spin_unlock(&kvt_pf_lock);
+
+	pf->queued = 0;
+	pf->resident = 0;
+	dropped = kvt_pf_resolve(h->pool, pf, uh, g);
+	if (copy_to_user(u64_to_user_ptr(pf->hints), uh, len)) {
+		spin_lock(&kvt_pf_lock);
+		list_del(&g->fd_node);
+		fd->nr_groups--;
+		spin_unlock(&kvt_pf_lock);
+		ret = -EFAULT;
+		goto out_free_ring;
+	}
+
+	spin_lock(&kvt_pf_lock);
+	g->seq = ++kvt_pf_seq;
 	list_add_tail(&g->node, &kvt_pf_incoming);
 	g->state = KVT_PFG_INCOMING;
 	atomic_inc(&kvt_pf_live);
 	spin_unlock(&kvt_pf_lock);
-	trace_kvtier_hint_queued(h->pool, g->id, g->count, g->deadline);
+	atomic64_add(pf->count, &kvt_pf_stats.hints);
+	atomic64_add(dropped, &kvt_pf_stats.dropped);
+	trace_kvtier_hint_queued(h->pool, g->id, g->count, g->due);
+	for (i = 0; i < g->count; i++)
+		if (g->hints[i].state == KVT_PFH_DROPPED)
+			trace_kvtier_hint_dropped(h->pool, g->id, i);
 	kvt_pf_kick_now();
-	kvfree(ring);
 	kvfree(uh);
 	return 0;
 
@@ -808,7 +838,9 @@ int kvt_prefetch_cancel(struct kvt_handle *h, struct kvtier_cancel *c)
 	}
 	spin_unlock(&kvt_pf_lock);
 	list_for_each_entry_safe(g, tmp, &h->pf.groups, fd_node) {
-		if (!all && g->id != c->group)
+		/* Still being filled in by a PREFETCH: not live yet. */
+		if (g->state == KVT_PFG_SETUP ||
+		    (!all && g->id != c->group))
 			continue;
 		found = true;
 		if (g->state != KVT_PFG_ENDED) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * NVMe tier: a log-structured store of blocks on one block device.
+ * NVMe tier: log-structured stores of blocks, one per block device (up to
+ * KVTIER_NVME_MAX attached, each its own log; a block's copy names its
+ * device, and dirty blocks go to the device with the shortest queue).
  *
  * Blocks leave DRAM by demotion: a writer gathers dirty blocks from the cold
  * end of the pools' replacement lists and writes them, a region at a time,
@@ -94,7 +96,7 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 			continue;
 		spin_lock(&pool->lock);
 		addr = kvt_block_find(pool, key);
-		if (addr != KVT_NIL &&
+		if (addr != KVT_NIL && pool->blocks[addr].ndev == nvme->index &&
 		    pool->blocks[addr].nloc == first + le32_to_cpu(rec->page)) {
 			if (!kvt_in_dram(&pool->blocks[addr]))
 				atomic64_inc(&nvme->lost_blocks);
@@ -224,7 +226,7 @@ struct kvt_wbr {
 };
 
 static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
-			  u32 nloc, u32 crc, int status)
+			  u8 ndev, u32 nloc, u32 crc, int status)
 {
 	struct kvt_block *blk = &pool->blocks[e->addr];
 
@@ -234,6 +236,7 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 	pool->io_events++;
 	if (blk->state == KVT_BLK_READY) {
 		if (!status && nloc != KVT_NIL) {
+			blk->ndev = ndev;
 			blk->nloc = nloc;
 			blk->ncrc = crc;
 			pool->nr_nvme++;
@@ -320,7 +323,8 @@ static void kvt_wbr_done(struct work_struct *work)
 			nloc = first + le32_to_cpu(dr->recs[e->rec].page);
 			crc = le32_to_cpu(dr->recs[e->rec].crc);
 		}
-		kvt_wb_finish(e->pool, e, nloc, crc, wbr->io.status);
+		kvt_wb_finish(e->pool, e, nvme->index, nloc, crc,
+			      wbr->io.status);
 		kvt_pool_put(e->pool);
 	}
 	kvfree(wbr->summary);
@@ -618,6 +622,47 @@ static void kvt_wb_queue(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	nvme->qlen++;
 }
 
+/*
+ * The device to write a pool's blocks to: attached, not being detached,
+ * its regions large enough for them and room in its queue; the least
+ * loaded first (queued blocks, and segments being written). kvt_nvme_qlock
+ * held. When there is none, *@err says why: -ENODEV (no device attached),
+ * -EFBIG (the blocks fit no device's regions) or 0 (the queues are full
+ * for now).
+ */
+static struct kvt_nvme *kvt_nvme_pick(struct kvt_pool *pool, int *err)
+{
+	static unsigned int rr;		/* under kvt_nvme_qlock */
+	struct kvt_nvme *best = NULL;
+	u32 load, best_load = U32_MAX;
+	unsigned int n;
+
+	lockdep_assert_held(&kvt_nvme_qlock);
+	*err = -ENODEV;
+	/* Ties go round robin: the search starts one device further each time. */
+	rr++;
+	for (n = 0; n < KVTIER_NVME_MAX; n++) {
+		struct kvt_nvme *nvme = kvt_nvmes[(rr + n) % KVTIER_NVME_MAX];
+
+		if (!nvme || nvme->closing)
+			continue;
+		if (*err == -ENODEV)
+			*err = -EFBIG;
+		if (pool->pages_per_block > nvme->max_recs)
+			continue;
+		*err = 0;
+		if (nvme->qlen == nvme->qcap)
+			continue;
+		/* Blocks queued, and a region's worth per segment in flight. */
+		load = nvme->qlen + atomic_read(&nvme->writes) * nvme->max_recs;
+		if (load < best_load) {
+			best = nvme;
+			best_load = load;
+		}
+	}
+	return best;
+}
+
 /**
  * kvt_nvme_clean() - queue dirty blocks of a pool for writing
  * @pool: the pool, its lock held
@@ -629,6 +674,8 @@ static void kvt_wb_queue(struct kvt_nvme *nvme, struct kvt_pool *pool,
  * DRAM, readable and in their place on the list, until their write
  * completes; eviction skips them until then.
  *
+ * The blocks of one call go to one device (kvt_nvme_pick()).
+ *
  * Return: blocks queued, -ENODEV without a device, -EFBIG if the pool's
  * blocks do not fit in a region.
  */
@@ -636,17 +683,14 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 {
 	struct kvt_nvme *nvme;
 	u32 addr, prev, queued = 0;
+	int ret;
 
 	lockdep_assert_held(&pool->lock);
 	spin_lock(&kvt_nvme_qlock);
-	nvme = kvt_nvme;
+	nvme = kvt_nvme_pick(pool, &ret);
 	if (!nvme) {
 		spin_unlock(&kvt_nvme_qlock);
-		return -ENODEV;
-	}
-	if (pool->pages_per_block > nvme->max_recs) {
-		spin_unlock(&kvt_nvme_qlock);
-		return -EFBIG;		/* a block larger than a region */
+		return ret;
 	}
 	if (!nr) {
 		nr = max(1U, nvme->max_recs / pool->pages_per_block);
@@ -695,8 +739,8 @@ bool kvt_nvme_rescue(struct kvt_pool *pool, u32 addr)
 
 	lockdep_assert_held(&pool->lock);
 	spin_lock(&kvt_nvme_qlock);
-	nvme = kvt_nvme;
-	if (nvme && blk->nloc != KVT_NIL) {
+	nvme = blk->nloc != KVT_NIL ? kvt_nvmes[blk->ndev] : NULL;
+	if (nvme) {
 		u32 nr = nvme->nr_regions, head = READ_ONCE(nvme->head);
 		u32 r = kvt_loc_region(nvme, blk->nloc);
 
@@ -719,6 +763,7 @@ struct kvt_rd {
 	u32 addr;
 	u32 nloc;
 	u32 crc;
+	u8 ndev;
 };
 
 static void kvt_rd_done(struct work_struct *work)
@@ -749,7 +794,7 @@ static void kvt_rd_done(struct work_struct *work)
 	pool->nr_loading--;
 	pool->io_events++;
 	if (blk->state == KVT_BLK_READY) {
-		if (ok && blk->nloc == rd->nloc) {
+		if (ok && blk->nloc == rd->nloc && blk->ndev == rd->ndev) {
 			pool->stats.promotions++;
 			if (!blk->pins && !blk->hold)
 				kvt_policy_insert(pool, rd->addr);
@@ -806,8 +851,13 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	if (ret)
 		goto out_free_rd;
 
+	spin_lock(&pool->lock);
+	rd->ndev = blk->ndev;
+	rd->nloc = blk->nloc;
+	rd->crc = blk->ncrc;
+	spin_unlock(&pool->lock);
 	spin_lock(&kvt_nvme_qlock);
-	nvme = kvt_nvme;
+	nvme = kvt_nvmes[rd->ndev];
 	if (nvme)
 		atomic_inc(&nvme->inflight);
 	spin_unlock(&kvt_nvme_qlock);
@@ -819,10 +869,6 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	kvt_io_init(&rd->io, nvme, kvt_rd_done);
 	rd->pool = pool;
 	rd->addr = addr;
-	spin_lock(&pool->lock);
-	rd->nloc = blk->nloc;
-	rd->crc = blk->ncrc;
-	spin_unlock(&pool->lock);
 
 	bio = kvt_io_bio(&rd->io, REQ_OP_READ,
 			 KVT_SECTORS(kvt_loc_bytes(rd->nloc)));
@@ -847,33 +893,55 @@ out_put_user:
 	return ret;
 }
 
+/*
+ * What the devices a pool can write to hold, summed: their regions, the
+ * regions they reclaimed so far, and the pool's blocks they can hold at
+ * once. kvt_nvme_qlock held. Return: 0, -ENODEV or -EFBIG.
+ */
+static int kvt_nvme_totals(struct kvt_pool *pool, u64 *regions,
+			   u64 *reclaimed, u64 *blocks)
+{
+	int i, ret;
+
+	*regions = 0;
+	*reclaimed = 0;
+	*blocks = 0;
+	kvt_nvme_pick(pool, &ret);
+	if (ret)
+		return ret;
+	for (i = 0; i < KVTIER_NVME_MAX; i++) {
+		struct kvt_nvme *nvme = kvt_nvmes[i];
+
+		if (!nvme || nvme->closing ||
+		    pool->pages_per_block > nvme->max_recs)
+			continue;
+		*regions += nvme->nr_regions;
+		*reclaimed += atomic64_read(&nvme->reclaimed);
+		*blocks += (u64)nvme->nr_regions *
+			   (nvme->max_recs / pool->pages_per_block);
+	}
+	return 0;
+}
+
 /**
  * kvt_nvme_sync() - write every dirty block of a pool and wait
  * @pool: the pool
  * @written: out: blocks written
  *
  * Return: 0; -ENODEV without a device; -EFBIG if the pool's blocks do not
- * fit in a region; -ENOSPC if the device cannot hold them all; -EIO if a
+ * fit in a region; -ENOSPC if the devices cannot hold them all; -EIO if a
  * block could not be written; -EINTR if killed while waiting.
  */
 int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 {
-	u64 before, errors, reclaimed = 0, wrap = 0;
+	u64 before, errors, reclaimed0, reclaimed, wrap, cap;
 	u32 addr;
 	int ret;
 
 	spin_lock(&kvt_nvme_qlock);
-	ret = kvt_nvme ? 0 : -ENODEV;
-	if (!ret) {
-		reclaimed = atomic64_read(&kvt_nvme->reclaimed);
-		wrap = kvt_nvme->nr_regions;
-	}
-	if (!ret && pool->pages_per_block > kvt_nvme->max_recs)
-		ret = -EFBIG;
-	/* More than the whole device holds can never be durable at once. */
-	if (!ret && (u64)READ_ONCE(pool->nr_dirty) >
-	    (u64)kvt_nvme->nr_regions *
-	    (kvt_nvme->max_recs / pool->pages_per_block))
+	ret = kvt_nvme_totals(pool, &wrap, &reclaimed0, &cap);
+	/* More than the devices hold can never be durable at once. */
+	if (!ret && (u64)READ_ONCE(pool->nr_dirty) > cap)
 		ret = -ENOSPC;
 	spin_unlock(&kvt_nvme_qlock);
 	if (ret)
@@ -901,14 +969,14 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 			    blk->nloc != KVT_NIL || blk->flags)
 				continue;
 			spin_lock(&kvt_nvme_qlock);
-			nvme = kvt_nvme;
-			if (!nvme || nvme->qlen == nvme->qcap) {
+			nvme = kvt_nvme_pick(pool, &ret);
+			if (!nvme) {
 				spin_unlock(&kvt_nvme_qlock);
-				if (!nvme) {
+				if (ret) {
 					spin_unlock(&pool->lock);
-					return -ENODEV;
+					return ret;
 				}
-				break;
+				break;		/* the queues are full: wait */
 			}
 			kvt_wb_queue(nvme, pool, addr, false);
 			queued++;
@@ -928,9 +996,8 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 			return ret;
 
 		spin_lock(&kvt_nvme_qlock);
-		if (!kvt_nvme)
-			ret = -ENODEV;
-		else if (atomic64_read(&kvt_nvme->reclaimed) - reclaimed >= wrap)
+		ret = kvt_nvme_totals(pool, &wrap, &reclaimed, &cap);
+		if (!ret && reclaimed - reclaimed0 >= wrap)
 			ret = -ENOSPC;
 		spin_unlock(&kvt_nvme_qlock);
 		if (ret)

@@ -338,6 +338,26 @@ int kvt_nvme_detach(struct kvt_ctx *ctx)
 	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_DETACH, &d);
 }
 
+int kvt_nvme_detach_path(struct kvt_ctx *ctx, const char *path)
+{
+	struct kvtier_nvme_detach d;
+
+	if (!path || !*path)
+		return -EINVAL;
+	memset(&d, 0, sizeof(d));
+	d.path = (uintptr_t)path;
+	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_DETACH, &d);
+}
+
+int kvt_nvme_stat_dev(struct kvt_ctx *ctx, unsigned int index,
+		      struct kvtier_nvme_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->flags = KVTIER_NVME_STAT_DEV;
+	st->dev_index = index;
+	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_STAT, st);
+}
+
 int kvt_nvme_stat(struct kvt_ctx *ctx, struct kvtier_nvme_stat *st)
 {
 	memset(st, 0, sizeof(*st));

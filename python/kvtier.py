@@ -23,6 +23,16 @@ copies straight from and into their memory (ctypes ``from_buffer``): no
 copy is made in Python. GET needs writable buffers; PUT takes read-only
 ones too (``bytes`` directly; another read-only buffer is copied once).
 
+Prefetch: a scheduler that knows which blocks a queued request will need
+asks for them by a deadline, and the worker waits before its forward pass:
+
+            deadline = kvtier.now_ns() + 50 * 1000000      # in 50 ms
+            pf = pool.prefetch(keys[:hit.done], group=req_id,
+                               deadline_ns=deadline)
+            ...
+            c = pool.wait_group(req_id, timeout_ms=1000)   # a Completion
+            pool.get(keys[:c.ready], buf)                  # in DRAM now
+
 Errors of a whole call raise ``kvtier.Error``, an ``OSError`` whose
 ``errno`` is the kernel's (``e.errno == errno.EEXIST``). Batched commands
 do not raise for per-entry outcomes (a miss, an existing key): they return
@@ -34,13 +44,14 @@ the loader's path, then ../lib/libkvtier.so.1 next to this file (a build
 tree). Debian's python3 is all it needs.
 """
 
+import collections
 import ctypes
 import errno as _errno
 import os
 
 __all__ = [
-    "Error", "Context", "Pool", "Batch", "Key", "open", "key_chain",
-    "tier_name", "feature_name",
+    "Error", "Context", "Pool", "Batch", "Key", "Prefetch", "Completion",
+    "Ready", "open", "key_chain", "now_ns", "tier_name", "feature_name",
 ]
 
 # ---- constants of uapi/linux/kvtier.h ------------------------------------
@@ -53,6 +64,8 @@ F_MMAP = 1 << 1
 F_NUMA = 1 << 2
 F_REPLACE = 1 << 3
 F_NVME = 1 << 4
+F_PREFETCH = 1 << 5
+F_URING = 1 << 6
 FEATURES_ALL = (1 << 64) - 1        # KVT_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -74,6 +87,13 @@ LOOKUP_TOUCH = 1 << 0
 LOOKUP_LOAD = 1 << 1
 
 NVME_FORMAT = 1 << 0
+
+PREFETCH_ADDR = 1 << 0
+PREFETCH_CANCEL_LATE = 1 << 1
+PRIO_MAX = 7
+PREFETCH_GROUPS_MAX = 1024
+COMPLETION_LATE = 1 << 0
+CANCEL_ALL = 1 << 0
 
 # ---- ABI structs -----------------------------------------------------------
 
@@ -121,6 +141,25 @@ class _NvmeStat(ctypes.Structure):
                 ("uuid", _u8 * 16), ("reserved", _u64 * 6)]
 
 
+class _Hint(ctypes.Structure):
+    """struct kvtier_hint"""
+    _fields_ = [("key", _u64 * 2), ("addr", _u64), ("status", _s32),
+                ("tier", _u32)]
+
+
+class _Completion(ctypes.Structure):
+    """struct kvtier_completion"""
+    _fields_ = [("group", _u64), ("cookie", _u64), ("status", _s32),
+                ("ready", _u32), ("count", _u32), ("flags", _u32),
+                ("end_ns", _u64), ("reserved", _u64)]
+
+
+class _PrefetchArgs(ctypes.Structure):
+    """struct kvt_prefetch_args (lib/include/kvtier.h)"""
+    _fields_ = [("group", _u64), ("cookie", _u64), ("deadline_ns", _u64),
+                ("flags", _u32), ("priority", _u32), ("tier", _u32)]
+
+
 class _PoolParams(ctypes.Structure):
     """struct kvt_pool_params (lib/include/kvtier.h)"""
     _fields_ = [("name", ctypes.c_char_p), ("block_size", _u64),
@@ -132,6 +171,9 @@ assert ctypes.sizeof(_Block) == 48
 assert ctypes.sizeof(_Api) == 96
 assert ctypes.sizeof(_PoolStat) == 216
 assert ctypes.sizeof(_NvmeStat) == 152
+assert ctypes.sizeof(_Hint) == 32
+assert ctypes.sizeof(_Completion) == 48
+assert ctypes.sizeof(_PrefetchArgs) == 40
 
 # ---- the library -----------------------------------------------------------
 
@@ -187,6 +229,22 @@ _kvt_stat = _proto("kvt_stat", ctypes.c_int, _P, ctypes.POINTER(_PoolStat))
 _kvt_sync = _proto("kvt_sync", ctypes.c_int, _P, ctypes.POINTER(_u64))
 _kvt_nvme_stat = _proto("kvt_nvme_stat", ctypes.c_int, _P,
                         ctypes.POINTER(_NvmeStat))
+_kvt_nvme_attach = _proto("kvt_nvme_attach", ctypes.c_int, _P,
+                          ctypes.c_char_p, _u32, _u32)
+_kvt_nvme_detach = _proto("kvt_nvme_detach", ctypes.c_int, _P)
+_kvt_now_ns = _proto("kvt_now_ns", _u64)
+_kvt_prefetch = _proto("kvt_prefetch", ctypes.c_int, _P,
+                       ctypes.POINTER(_Hint), _u32,
+                       ctypes.POINTER(_PrefetchArgs), _U32P, _U32P)
+_kvt_cancel = _proto("kvt_cancel", ctypes.c_int, _P, _u64, _u32, _U32P)
+_kvt_eventfd = _proto("kvt_eventfd", ctypes.c_int, _P, ctypes.c_int)
+_kvt_completions = _proto("kvt_completions", ctypes.c_int, _P,
+                          ctypes.POINTER(_Completion), _u32, ctypes.c_int)
+_kvt_wait_group = _proto("kvt_wait_group", ctypes.c_int, _P, _u64,
+                         ctypes.POINTER(_Completion), ctypes.c_int)
+_kvt_request_ready = _proto("kvt_request_ready", ctypes.c_int, _P, _P,
+                            ctypes.POINTER(_u64 * 2), _u32, _u64,
+                            ctypes.c_int, _U32P)
 _kvt_key_chain_n = _proto("kvt_key_chain_n", None, ctypes.POINTER(_u64 * 2),
                           ctypes.POINTER(_u64), ctypes.c_size_t,
                           ctypes.POINTER(_u64 * 2))
@@ -216,6 +274,12 @@ def feature_name(bit):
     """The name of one KVTIER_F_* bit ('pools', ...), or None."""
     n = _kvt_feature_name(bit)
     return n.decode() if n else None
+
+
+def now_ns():
+    """CLOCK_MONOTONIC now, in nanoseconds: the clock of prefetch deadlines
+    and of Completion.end_ns (kvt_now_ns(3))."""
+    return _kvt_now_ns()
 
 
 # ---- keys ------------------------------------------------------------------
@@ -313,6 +377,92 @@ class Stat(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+class Prefetch:
+    """What PREFETCH said about a group's hints (Pool.prefetch()).
+
+    group:    the group id.
+    queued:   hints whose blocks need a read (not in DRAM yet).
+    resident: hints whose blocks were in DRAM already.
+    status:   per hint, 0 (queued or resident) or -errno.ENOENT (no such
+              block: the hint is dropped, the group goes on without it).
+    tier:     per hint, TIER_* where the block was (TIER_NONE if absent).
+    addr:     per hint, the block address, or ADDR_NONE.
+
+    wait(timeout_ms) waits for the group's Completion (Pool.wait_group()).
+    """
+    __slots__ = ("group", "queued", "resident", "status", "tier", "addr",
+                 "_pool")
+
+    def __init__(self, pool, group, queued, resident, hints):
+        self._pool = pool
+        self.group = group
+        self.queued = queued
+        self.resident = resident
+        self.status = [h.status for h in hints]
+        self.tier = [h.tier for h in hints]
+        self.addr = [h.addr for h in hints]
+
+    def __len__(self):
+        return len(self.status)
+
+    @property
+    def tiers(self):
+        """Tier names per hint: 'dram', 'nvme', 'none'."""
+        return [tier_name(t) for t in self.tier]
+
+    def wait(self, timeout_ms=-1):
+        """The group's Completion, or None if none came in timeout_ms."""
+        return self._pool.wait_group(self.group, timeout_ms)
+
+    def __repr__(self):
+        return "Prefetch(group=%d, queued=%d, resident=%d, hints=%d)" % (
+            self.group, self.queued, self.resident, len(self.status))
+
+
+class Completion(collections.namedtuple(
+        "Completion", "group cookie status ready count flags end_ns")):
+    """The end of a prefetch group (struct kvtier_completion).
+
+    group, cookie: as given to Pool.prefetch().
+    status: 0 (every hinted block that exists is in DRAM), -errno.ETIME
+            (cancel_late and the deadline passed), -errno.ECANCELED
+            (Pool.cancel()), -errno.EIO (a block could not be read or went
+            away), -errno.ENOSPC (DRAM could not hold the group at once).
+    ready:  hints, from the first, whose blocks are in DRAM now: the usable
+            prefix (a dropped hint ends it).
+    count:  hints in the group.
+    flags:  COMPLETION_LATE when it ended after its deadline (.late).
+    end_ns: CLOCK_MONOTONIC time of the end (see now_ns()).
+    """
+    __slots__ = ()
+
+    @property
+    def late(self):
+        return bool(self.flags & COMPLETION_LATE)
+
+    @classmethod
+    def _of(cls, c):
+        return cls(c.group, c.cookie, c.status, c.ready, c.count, c.flags,
+                   c.end_ns)
+
+
+class Ready(collections.namedtuple("Ready", "status ready")):
+    """The outcome of Pool.request_ready().
+
+    status: 0 (the cached prefix is in DRAM), or the prefetch group's
+            status (-errno.ETIME, -errno.EIO, -errno.ENOSPC), or
+            -errno.ETIMEDOUT (the wait ran out; the group was cancelled).
+    ready:  blocks of the chain, from the first, in DRAM at the end.
+    """
+    __slots__ = ()
+
+
+# Statuses kvt_request_ready() returns for a group that ended badly or a
+# wait that ran out: results, not errors of the call.
+_READY_STATUSES = (-_errno.ETIME, -_errno.EIO, -_errno.ENOSPC,
+                   -_errno.ECANCELED, -_errno.ETIMEDOUT)
 
 
 def _struct_dict(s):
@@ -424,6 +574,24 @@ class Context:
         (kvt_pool_destroy(3)). Raises Error: ENOENT, EPERM."""
         _check(_kvt_pool_destroy(self._h(), name.encode()), name)
 
+    def nvme_attach(self, path, format=False, region_kib=0):
+        # pylint: disable=redefined-builtin
+        """Attach a block device as the NVMe tier (kvt_nvme_attach(3)).
+
+        format: write a new, empty store (NVME_FORMAT; the device's content
+        is lost), with regions of region_kib KiB (0: 4096). Needs
+        CAP_SYS_ADMIN. Raises Error: EPERM, EBUSY (a device is attached),
+        EMEDIUMTYPE (not a kvtier store and not format), EINVAL, ...
+        """
+        _check(_kvt_nvme_attach(self._h(), os.fsencode(path),
+                                NVME_FORMAT if format else 0, region_kib),
+               path)
+
+    def nvme_detach(self):
+        """Write back, wait for I/O, detach the NVMe tier
+        (kvt_nvme_detach(3)). Raises Error: ENODEV (none attached)."""
+        _check(_kvt_nvme_detach(self._h()), "nvme_detach")
+
     def nvme_stat(self):
         """The NVMe tier's state and counters (kvt_nvme_stat(3)), a Stat;
         attached == 0 when none is attached."""
@@ -480,7 +648,6 @@ class Pool:
 
     # One helper runs every batched command: it builds the struct
     # kvtier_block array, calls libkvtier, and reads the entries back.
-    # New commands (prefetch, below) reuse it.
     def _batch(self, cmd, keys, buffers=None, flags=0, writable=False):
         keys = list(keys)
         n = len(keys)
@@ -535,16 +702,118 @@ class Pool:
         """Release pins taken with pin() on this pool."""
         return self._batch("unpin", keys)
 
-    # ---- prefetch (to come) --------------------------------------------
-    # The prefetch interface (asynchronous loads with completion waiting)
-    # lands in libkvtier separately. Its binding goes here:
-    #
-    #   def prefetch(self, keys, ...) -> a handle whose wait(timeout) returns
-    #       a Batch, built with self._batch("prefetch", ...) or a
-    #       submission helper of the same shape;
-    #
-    # with the library prototypes declared next to _BATCH above, and
-    # fileno() usable with selectors/asyncio for completion readiness.
+    # ---- prefetch --------------------------------------------------------
+
+    def prefetch(self, keys, group, deadline_ns=0, cookie=0, priority=0,
+                 cancel_late=False):
+        """Ask for a request's blocks to be in DRAM by a deadline
+        (kvt_prefetch(3)); returns at once with a Prefetch.
+
+        keys:        the chain, first block first (1..BATCH_MAX).
+        group:       nonzero id, unique among this pool handle's live groups
+                     (an ended group's id is taken until its protection
+                     ends, or cancel(group)).
+        deadline_ns: CLOCK_MONOTONIC ns (now_ns() + budget); 0: as soon as
+                     possible. Groups are staged earliest deadline first.
+        cookie:      returned in the group's Completion.
+        priority:    0..PRIO_MAX, higher first among equal deadlines.
+        cancel_late: end the group at its deadline with -ETIME instead of
+                     finishing late.
+
+        The group's end is a Completion: wait_group(), completions(), or
+        poll fileno() for readability (or an eventfd, eventfd()). Staged
+        blocks are protected from eviction until used (get, pin, lookup
+        with touch, an mmap fault), within prefetch_protect_pct of the
+        pool's DRAM share.
+
+        Raises Error: EINVAL (no keys, too many, group 0, priority),
+        ETIME (cancel_late and a deadline already past), EEXIST (group
+        live), EAGAIN (PREFETCH_GROUPS_MAX groups live or completions
+        unread: read some), ENOMEM.
+        """
+        keys = list(keys)
+        n = len(keys)
+        hints = (_Hint * max(n, 1))()
+        for i, k in enumerate(keys):
+            k = Key.of(k)
+            hints[i].key[0] = k[0]
+            hints[i].key[1] = k[1]
+        a = _PrefetchArgs(group, cookie, deadline_ns,
+                          PREFETCH_CANCEL_LATE if cancel_late else 0,
+                          priority, TIER_DRAM)
+        queued = _u32()
+        resident = _u32()
+        _check(_kvt_prefetch(self._h(), hints, n, ctypes.byref(a),
+                             ctypes.byref(queued), ctypes.byref(resident)),
+               "prefetch %s group %d" % (self.name, group))
+        return Prefetch(self, group, queued.value, resident.value,
+                        hints[:n])
+
+    def cancel(self, group=None):
+        """Withdraw one prefetch group, or every group of this handle
+        (group=None); returns how many had not ended (each of those gets
+        a -ECANCELED Completion). Ended groups only lose their protection.
+        Raises Error: ENOENT (no live group with that id)."""
+        n = _u32()
+        if group is None:
+            _check(_kvt_cancel(self._h(), 0, CANCEL_ALL, ctypes.byref(n)),
+                   "cancel " + self.name)
+        else:
+            _check(_kvt_cancel(self._h(), group, 0, ctypes.byref(n)),
+                   "cancel %s group %d" % (self.name, group))
+        return n.value
+
+    def completions(self, max=16, timeout_ms=0):
+        # pylint: disable=redefined-builtin
+        """Up to max Completions, waiting up to timeout_ms for the first
+        (0: not at all, -1: forever); [] when none came. Those put aside
+        by wait_group() come first."""
+        if max < 1:
+            raise ValueError("max must be at least 1")
+        buf = (_Completion * max)()
+        n = _check(_kvt_completions(self._h(), buf, max, timeout_ms),
+                   "completions " + self.name)
+        return [Completion._of(buf[i]) for i in range(n)]
+
+    def wait_group(self, group, timeout_ms=-1):
+        """Wait for one group's Completion (kvt_wait_group(3)); None if it
+        did not come within timeout_ms (-1: forever). Other groups'
+        completions read meanwhile are kept for completions()."""
+        c = _Completion()
+        ret = _kvt_wait_group(self._h(), group, ctypes.byref(c), timeout_ms)
+        if ret == -_errno.ETIMEDOUT:
+            return None
+        _check(ret, "wait_group %s group %d" % (self.name, group))
+        return Completion._of(c)
+
+    def eventfd(self, fd):
+        """Have an eventfd (os.eventfd()) signalled at every prefetch
+        completion of this handle; None or -1 stops it. Raises Error:
+        EBADF, EINVAL (not an eventfd)."""
+        _check(_kvt_eventfd(self._h(), -1 if fd is None else fd),
+               "eventfd " + self.name)
+
+    def request_ready(self, keys, deadline_ns=0, timeout_ms=-1):
+        """A scheduler's step for one request (kvt_request_ready(3)):
+        LOOKUP the chain; if part of its cached prefix is only on NVMe,
+        PREFETCH that prefix as one group by deadline_ns and wait for it
+        (cancelled after timeout_ms). Returns Ready(status, ready): status
+        0 when the prefix is in DRAM, else the group's status or
+        -errno.ETIMEDOUT; ready the blocks from the first in DRAM. Other
+        failures (EINVAL, EAGAIN, ...) raise Error."""
+        keys = list(keys)
+        n = len(keys)
+        arr = ((_u64 * 2) * max(n, 1))()
+        for i, k in enumerate(keys):
+            k = Key.of(k)
+            arr[i][0] = k[0]
+            arr[i][1] = k[1]
+        ready = _u32()
+        ret = _kvt_request_ready(self._h(), None, arr, n, deadline_ns,
+                                 timeout_ms, ctypes.byref(ready))
+        if ret < 0 and ret not in _READY_STATUSES:
+            _check(ret, "request_ready " + self.name)
+        return Ready(ret, ready.value)
 
     def stat(self):
         """The pool's configuration and counters (kvt_stat(3)), a Stat
@@ -591,3 +860,5 @@ class Pool:
 # Per-entry statuses are negative errnos; these are the usual ones.
 ENOENT = -_errno.ENOENT
 EEXIST = -_errno.EEXIST
+ETIME = -_errno.ETIME
+ECANCELED = -_errno.ECANCELED

@@ -54,12 +54,14 @@ static void usage(FILE *f)
 		"  nvme                        list NVMe namespaces: model, serial, size,\n"
 		"                              LBA format, and who holds each\n"
 		"  attach DEV [--format [--region-kib N] [--force]]\n"
-		"                              attach block device DEV as the NVMe tier; a\n"
+		"                              attach block device DEV to the NVMe tier; a\n"
 		"                              kvtier store on it comes back with its pools,\n"
 		"                              a blank device is formatted; --format writes\n"
 		"                              a new, empty store (region size N KiB, a power\n"
 		"                              of two in 1024..65536, default 4096)\n"
-		"  detach                      write back dirty blocks, detach the NVMe tier\n"
+		"  detach [DEV]                detach DEV, or every device (the last one\n"
+		"                              writes back dirty blocks first); up to 4\n"
+		"                              devices may be attached, each its own store\n"
 		"  format DEV [--region-kib N] [--force]\n"
 		"                              write a new, empty store on DEV and detach it\n"
 		"                              again (= attach --format, then detach)\n"
@@ -233,10 +235,28 @@ static void print_nvme_stat(int err, const struct kvtier_nvme_stat *ns)
 	       (unsigned long long)ns->io_errors, ns->attach_ns / 1e9, uuid);
 }
 
+/* One line per attached device, when there are several. */
+static void print_nvme_devs(const struct kvtier_nvme_stat *dev, int n)
+{
+	char b1[32], b2[32];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!dev[i].attached)
+			continue;
+		printf("%-22s device %d (%u:%u): %s, %u regions, %u free, demoted %s, read %s\n",
+		       "", i, dev[i].dev_major, dev[i].dev_minor,
+		       human_bytes(dev[i].dev_bytes, b1, sizeof(b1)),
+		       dev[i].nr_regions, dev[i].free_regions,
+		       human_bytes(dev[i].bytes_demoted, b2, sizeof(b2)),
+		       human_bytes(dev[i].bytes_read, b1, sizeof(b1)));
+	}
+}
+
 static int cmd_status(void)
 {
-	struct kvtier_nvme_stat ns;
-	int nvme_err;
+	struct kvtier_nvme_stat ns, dev[KVTIER_NVME_MAX];
+	int nvme_err, ndev = 0;
 	static const char * const params[] = {
 		"dram_mb", "numa_node", "max_pools", "nvme",
 	};
@@ -253,6 +273,9 @@ static int cmd_status(void)
 		return ret;
 	kvt_api_info(ctx, &api);
 	nvme_err = api.supported & KVTIER_F_NVME ? kvt_nvme_stat(ctx, &ns) : -ENOTTY;
+	while (!nvme_err && ns.attached > 1 && ndev < KVTIER_NVME_MAX &&
+	       !kvt_nvme_stat_dev(ctx, ndev, &dev[ndev]))
+		ndev++;
 	kvt_close(ctx);
 
 	printf("%-22s %u\n", "api version", api.api);
@@ -276,6 +299,7 @@ static int cmd_status(void)
 	}
 	putchar('\n');
 	print_nvme_stat(nvme_err, &ns);
+	print_nvme_devs(dev, ndev);
 
 	ret = read_line(KVT_SYSFS_STAT, line, sizeof(line));
 	if (ret) {
@@ -1099,7 +1123,7 @@ static int cmd_attach(int argc, char **argv, int format_only)
 		kvt_close(ctx);
 		return 0;
 	}
-	ret = kvt_nvme_detach(ctx);
+	ret = kvt_nvme_detach_path(ctx, dev);
 	kvt_close(ctx);
 	if (ret)
 		return fail_nvme("format: detach", ret);
@@ -1108,7 +1132,7 @@ static int cmd_attach(int argc, char **argv, int format_only)
 	return 0;
 }
 
-static int cmd_detach(void)
+static int cmd_detach(const char *dev)
 {
 	struct kvt_ctx *ctx;
 	int ret;
@@ -1116,11 +1140,14 @@ static int cmd_detach(void)
 	ret = open_ctx(&ctx, KVTIER_F_NVME);
 	if (ret)
 		return ret;
-	ret = kvt_nvme_detach(ctx);
+	ret = dev ? kvt_nvme_detach_path(ctx, dev) : kvt_nvme_detach(ctx);
 	kvt_close(ctx);
 	if (ret)
 		return fail_nvme("detach", ret);
-	printf("detached the NVMe tier\n");
+	if (dev)
+		printf("detached %s\n", dev);
+	else
+		printf("detached the NVMe tier\n");
 	return 0;
 }
 
@@ -1157,8 +1184,8 @@ int main(int argc, char **argv)
 		return cmd_attach(argc - 1, argv + 1, 0);
 	if (!strcmp(cmd, "format"))
 		return cmd_attach(argc - 1, argv + 1, 1);
-	if (!strcmp(cmd, "detach") && argc == 2)
-		return cmd_detach();
+	if (!strcmp(cmd, "detach") && argc <= 3)
+		return cmd_detach(argc == 3 ? argv[2] : NULL);
 	fprintf(stderr, "%s: unknown command or arguments: %s\n", prog, cmd);
 	usage(stderr);
 	return EXIT_USAGE;

@@ -333,17 +333,31 @@ int kvt_nvme_attach(struct kvt_ctx *ctx, const char *path, uint32_t flags,
 		    uint32_t region_kib);
 
 /**
- * kvt_nvme_detach() - detach the NVMe tier
+ * kvt_nvme_detach() - detach every NVMe device
  * @ctx:	the context.
  *
  * Writes back the blocks of persistent pools that have no NVMe copy yet,
  * waits for every I/O, then forgets the blocks that were only on NVMe
- * (their pools stay, with what they have in DRAM). The device can then be
+ * (their pools stay, with what they have in DRAM). The devices can then be
  * used by others, or attached again.
  *
  * Return: 0; -EPERM without CAP_SYS_ADMIN; -ENODEV when none is attached.
  */
 int kvt_nvme_detach(struct kvt_ctx *ctx);
+
+/**
+ * kvt_nvme_detach_path() - detach one NVMe device
+ * @ctx:	the context.
+ * @path:	the device, as attached or by another name of the same node.
+ *
+ * With other devices attached, dirty blocks stay in DRAM; the blocks whose
+ * copy is only on this device are forgotten (they come back when it is
+ * attached again). With the last device it is kvt_nvme_detach().
+ *
+ * Return: 0; -EPERM; -ENODEV when that device is not attached; -ENOENT or
+ * -ENOTBLK for a path that names no block device.
+ */
+int kvt_nvme_detach_path(struct kvt_ctx *ctx, const char *path);
 
 /**
  * kvt_nvme_stat() - the NVMe tier's state and counters
@@ -359,6 +373,21 @@ int kvt_nvme_detach(struct kvt_ctx *ctx);
  * without the NVMe tier).
  */
 int kvt_nvme_stat(struct kvt_ctx *ctx, struct kvtier_nvme_stat *st);
+
+/**
+ * kvt_nvme_stat_dev() - one NVMe device's state and counters
+ * @ctx:	the context.
+ * @index:	0..KVTIER_NVME_MAX-1.
+ * @st:		out: as kvt_nvme_stat() for that device alone, with its
+ *		dev_major and dev_minor; attached == 0 when the index is not
+ *		in use.
+ *
+ * kvt_nvme_stat() sums the devices (attached is their number).
+ *
+ * Return: 0, -EINVAL for an index out of range, or another -errno.
+ */
+int kvt_nvme_stat_dev(struct kvt_ctx *ctx, unsigned int index,
+		      struct kvtier_nvme_stat *st);
 
 /* ---- batched block commands -------------------------------------------- */
 

@@ -7,8 +7,11 @@
  * also need a block device they may format: $KVTIER_TEST_NVME, else
  * /dev/nvme0n1 when it is a tools/vm/kvtier-vm drive (serial kvt<N>); they
  * are skipped without one, when not root, or when another device is
- * attached. Exit status: 0 all passed, 1 a failure, 4 (kselftest skip) when
- * nothing could run against the module and nothing failed.
+ * attached. The prefetch_* and request_ready tests stage blocks from that
+ * device (attached again if an earlier test left it detached); the ring
+ * test needs io_uring only. Exit status: 0 all passed, 1 a failure, 4
+ * (kselftest skip) when nothing could run against the module and nothing
+ * failed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -522,6 +525,96 @@ static void test_rdonly(void)
 	kvt_pool_close(rw);
 }
 
+
+/* PUT, GET and LOOKUP through a ring (kvt_ring_*): the ioctls' results. */
+static void test_ring_round_trip(void)
+{
+	enum { N = 4, BS = 8192 };
+	uint64_t ids[N] = { 71, 72, 73, 74 };
+	struct kvtier_block pb[N], gb[N], lb[N];
+	struct kvtier_batch put, get, look, drop;
+	struct kvt_ring_cqe cqe[4];
+	struct kvt_key keys[N];
+	struct kvt_ring *ring;
+	struct kvt_pool *pool;
+	char *in, *out;
+	int i, n, res[4] = { 1, 1, 1, 1 };
+
+	pool = anon_pool("ring", BS, 16);
+	CHECK(pool);
+	CHECK_EQ(kvt_ring_open(&ring, 0), -EINVAL);
+	CHECK_EQ(kvt_ring_open(&ring, 8), 0);
+	CHECK(kvt_ring_fd(ring) >= 0);
+	in = malloc(N * BS);
+	out = calloc(N, BS);
+	CHECK(in && out);
+	kvt_key_chain_n(NULL, ids, N, keys);
+	for (i = 0; i < N; i++) {
+		fill(in + i * BS, BS, &keys[i]);
+		kvt_block_set(&pb[i], &keys[i], in + i * BS);
+		kvt_block_set(&gb[i], &keys[i], out + i * BS);
+		kvt_block_set(&lb[i], &keys[i], NULL);
+	}
+	memset(&put, 0, sizeof(put));
+	put.blocks = (uintptr_t)pb;
+	put.count = N;
+	get = put;
+	get.blocks = (uintptr_t)gb;
+	look = put;
+	look.blocks = (uintptr_t)lb;
+	drop = look;
+
+	/* One PUT; then GET, LOOKUP and a DROP (not taken) in one submit. */
+	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_PUT, &put, 0), 0);
+	CHECK_EQ(kvt_ring_submit(ring), 1);
+	CHECK_EQ(kvt_ring_reap(ring, cqe, 4, 1), 1);
+	CHECK_EQ(cqe[0].user_data, 0);
+	CHECK_EQ(cqe[0].res, 0);
+	CHECK_EQ(put.done, N);
+	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_GET, &get, 1), 0);
+	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_LOOKUP, &look, 2), 0);
+	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_DROP, &drop, 3), 0);
+	CHECK_EQ(kvt_ring_submit(ring), 3);
+	for (n = 0; n < 3; ) {
+		int got = kvt_ring_reap(ring, cqe, 4, 1);
+
+		CHECK(got > 0);
+		for (i = 0; i < got; i++) {
+			CHECK(cqe[i].user_data >= 1 && cqe[i].user_data <= 3);
+			res[cqe[i].user_data] = cqe[i].res;
+		}
+		n += got;
+	}
+	CHECK_EQ(n, 3);
+	CHECK_EQ(kvt_ring_reap(ring, cqe, 4, 0), 0);
+	CHECK_EQ(res[1], 0);
+	CHECK_EQ(res[2], 0);
+	CHECK_EQ(res[3], -EOPNOTSUPP);
+	CHECK_EQ(get.done, N);
+	CHECK_EQ(look.done, N);
+	for (i = 0; i < N; i++) {
+		CHECK_EQ(gb[i].status, 0);
+		CHECK(!check(out + i * BS, BS, &keys[i]));
+		CHECK_EQ(lb[i].tier, KVTIER_TIER_DRAM);
+		CHECK(lb[i].addr == gb[i].addr);
+	}
+	/* Nothing was dropped. */
+	CHECK_EQ(kvt_lookup(pool, lb, N, 0, (uint32_t *)&n), 0);
+	CHECK_EQ(n, N);
+	/* A present key: the ioctl's per-entry -EEXIST, the command's 0. */
+	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_PUT, &put, 5), 0);
+	CHECK_EQ(kvt_ring_submit(ring), 1);
+	CHECK_EQ(kvt_ring_reap(ring, cqe, 1, 1), 1);
+	CHECK_EQ(cqe[0].res, 0);
+	CHECK_EQ(put.done, 0);
+	CHECK_EQ(pb[0].status, -EEXIST);
+	kvt_ring_close(ring);
+	kvt_ring_close(NULL);
+	free(in);
+	free(out);
+	kvt_pool_close(pool);
+}
+
 /* ---- the NVMe tier ----------------------------------------------------- */
 
 #define NV_BS		(64 << 10)
@@ -613,28 +706,34 @@ static void nv_keys(struct kvt_key *keys, uint32_t n)
 }
 
 /* GET keys[0..n) in one batch and check every byte; 0 if all came back. */
-static int nv_get_check(struct kvt_pool *pool, const struct kvt_key *keys,
-			uint32_t n)
+static int nv_get_check_bs(struct kvt_pool *pool, const struct kvt_key *keys,
+			   uint32_t n, size_t bs)
 {
 	struct kvtier_block *blk = calloc(n, sizeof(*blk));
-	char *buf = malloc((size_t)n * NV_BS);
+	char *buf = malloc((size_t)n * bs);
 	uint32_t i, done = 0;
 	int ret = -ENOMEM;
 
 	if (blk && buf) {
-		memset(buf, 0, (size_t)n * NV_BS);
+		memset(buf, 0, (size_t)n * bs);
 		for (i = 0; i < n; i++)
-			kvt_block_set(&blk[i], &keys[i], buf + (size_t)i * NV_BS);
+			kvt_block_set(&blk[i], &keys[i], buf + (size_t)i * bs);
 		ret = kvt_get(pool, blk, n, 0, &done);
 		if (!ret && done != n)
 			ret = -ENOENT;
 		for (i = 0; !ret && i < n; i++)
-			if (check(buf + (size_t)i * NV_BS, NV_BS, &keys[i]))
+			if (check(buf + (size_t)i * bs, bs, &keys[i]))
 				ret = -EILSEQ;
 	}
 	free(blk);
 	free(buf);
 	return ret;
+}
+
+static int nv_get_check(struct kvt_pool *pool, const struct kvt_key *keys,
+			uint32_t n)
+{
+	return nv_get_check_bs(pool, keys, n, NV_BS);
 }
 
 /* Without a device: SYNC and DETACH say so. */
@@ -926,12 +1025,234 @@ static void test_nvme_replace_detached(void)
 	CHECK_EQ(ret, 0);
 }
 
+
+/* ---- prefetch (NVMe tier) ---------------------------------------------- */
+
+#define PF_BS		(64 << 10)
+#define PF_CAP		256
+#define PF_DRAM		32
+#define PF_N		96		/* blocks PUT; the first ones only on NVMe */
+#define SEC_NS		1000000000ULL
+
+/*
+ * A pool of PF_N blocks whose DRAM share is PF_DRAM: keys[0] and on are
+ * only on NVMe, the last ones in DRAM. NULL on failure.
+ */
+static struct kvt_pool *pf_pool(const char *tag, struct kvt_key *keys,
+				char *name)
+{
+	struct kvt_pool_params p;
+	struct kvt_pool *pool;
+	uint32_t i, tier;
+	uint64_t addr;
+	char *buf;
+	int ok = 1;
+
+	if (nvme_ensure())
+		return NULL;
+	snprintf(name, KVTIER_NAME_MAX, "kvt-test-%d-%s", (int)getpid(), tag);
+	kvt_pool_params_init(&p, name, PF_BS, PF_CAP);
+	p.dram_blocks = PF_DRAM;
+	if (kvt_pool_create(ctx, &p, &pool))
+		return NULL;
+	buf = malloc(PF_BS);
+	for (i = 0; i < PF_N; i++)
+		kvt_key_chain(NULL, 0x5046 + i, &keys[i]);
+	for (i = 0; buf && ok && i < PF_N; i++) {
+		fill(buf, PF_BS, &keys[i]);
+		ok = !kvt_put1(pool, &keys[i], buf, 0);
+	}
+	free(buf);
+	if (!buf || !ok ||
+	    kvt_lookup1(pool, &keys[0], &addr, &tier) ||
+	    tier != KVTIER_TIER_NVME) {
+		printf("#   %s: setup failed (key 0 not only on NVMe)\n", tag);
+		kvt_pool_close(pool);
+		kvt_pool_destroy(ctx, name);
+		return NULL;
+	}
+	return pool;
+}
+
+/* keys[first..first+n) are in DRAM and GET back exact; 0 if so. */
+static int pf_in_dram_exact(struct kvt_pool *pool, const struct kvt_key *keys,
+			    uint32_t first, uint32_t n)
+{
+	struct kvtier_block *blk = calloc(n, sizeof(*blk));
+	uint32_t i, done;
+	int ret = -ENOMEM;
+
+	if (!blk)
+		return ret;
+	for (i = 0; i < n; i++)
+		kvt_block_set(&blk[i], &keys[first + i], NULL);
+	ret = kvt_lookup(pool, blk, n, 0, &done);
+	for (i = 0; !ret && i < n; i++)
+		if (blk[i].tier != KVTIER_TIER_DRAM) {
+			printf("#   key %u in tier %u, not DRAM\n", first + i,
+			       blk[i].tier);
+			ret = -EAGAIN;
+		}
+	free(blk);
+	return ret ? ret : nv_get_check_bs(pool, keys + first, n, PF_BS);
+}
+
+/* kvt_prefetch + kvt_wait_group: NVMe blocks staged, cookie, exact bytes. */
+static void test_prefetch_wait_group(void)
+{
+	struct kvt_key keys[PF_N];
+	struct kvtier_hint h[8];
+	struct kvt_prefetch_args a;
+	struct kvtier_completion c;
+	char name[KVTIER_NAME_MAX];
+	struct kvt_pool *pool;
+	uint32_t i, queued = 99, resident = 99;
+	uint64_t deadline;
+
+	pool = pf_pool("pfw", keys, name);
+	CHECK(pool);
+	for (i = 0; i < 8; i++)
+		kvt_hint_set(&h[i], &keys[i]);
+	memset(&a, 0, sizeof(a));
+	a.group = 7;
+	a.cookie = 0x636f6f6b6965ULL;
+	deadline = kvt_now_ns() + 20 * SEC_NS;
+	a.deadline_ns = deadline;
+	CHECK_EQ(kvt_prefetch(pool, h, 8, &a, &queued, &resident), 0);
+	CHECK_EQ(queued, 8);
+	CHECK_EQ(resident, 0);
+	for (i = 0; i < 8; i++) {
+		CHECK_EQ(h[i].status, 0);
+		CHECK_EQ(h[i].tier, KVTIER_TIER_NVME);
+	}
+	/* the same id while the group lives */
+	CHECK_EQ(kvt_prefetch(pool, h, 1, &a, NULL, NULL), -EEXIST);
+	CHECK_EQ(kvt_wait_group(pool, 7, &c, 30000), 0);
+	CHECK_EQ(c.group, 7);
+	CHECK(c.cookie == a.cookie);
+	CHECK_EQ(c.status, 0);
+	CHECK_EQ(c.ready, 8);
+	CHECK_EQ(c.count, 8);
+	CHECK_EQ(c.flags, 0);
+	CHECK(c.end_ns <= deadline);
+	CHECK_EQ(pf_in_dram_exact(pool, keys, 0, 8), 0);
+	/* nothing else is pending */
+	CHECK_EQ(kvt_wait_group(pool, 7, &c, 0), -ETIMEDOUT);
+	kvt_pool_close(pool);
+	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
+}
+
+/* kvt_wait_group for the second group keeps the first for kvt_completions. */
+static void test_prefetch_completions_kept(void)
+{
+	struct kvt_key keys[PF_N];
+	struct kvtier_hint h1[4], h2[8];
+	struct kvt_prefetch_args a;
+	struct kvtier_completion c, cs[4];
+	char name[KVTIER_NAME_MAX];
+	struct kvt_pool *pool;
+	uint32_t i;
+
+	pool = pf_pool("pfk", keys, name);
+	CHECK(pool);
+	/* Group 1: blocks in DRAM, it ends at once. Group 2: on NVMe. */
+	for (i = 0; i < 4; i++)
+		kvt_hint_set(&h1[i], &keys[PF_N - 4 + i]);
+	for (i = 0; i < 8; i++)
+		kvt_hint_set(&h2[i], &keys[8 + i]);
+	memset(&a, 0, sizeof(a));
+	a.group = 1;
+	a.cookie = 101;
+	CHECK_EQ(kvt_prefetch(pool, h1, 4, &a, NULL, NULL), 0);
+	CHECK_EQ(kvt_wait_group(pool, 999, &c, 300), -ETIMEDOUT);
+	a.group = 2;
+	a.cookie = 202;
+	CHECK_EQ(kvt_prefetch(pool, h2, 8, &a, NULL, NULL), 0);
+	CHECK_EQ(kvt_wait_group(pool, 2, &c, 30000), 0);
+	CHECK_EQ(c.group, 2);
+	CHECK_EQ(c.cookie, 202);
+	CHECK_EQ(c.status, 0);
+	CHECK_EQ(c.ready, 8);
+	/* group 1's record, read while waiting for group 2, is still there */
+	CHECK_EQ(kvt_completions(pool, cs, 4, 0), 1);
+	CHECK_EQ(cs[0].group, 1);
+	CHECK_EQ(cs[0].cookie, 101);
+	CHECK_EQ(cs[0].status, 0);
+	CHECK_EQ(cs[0].ready, 4);
+	CHECK_EQ(kvt_completions(pool, cs, 4, 0), 0);
+	CHECK_EQ(kvt_completions(pool, cs, 0, 0), -EINVAL);
+	CHECK_EQ(pf_in_dram_exact(pool, keys, 8, 8), 0);
+	/* cancel: a group not ended gets -ECANCELED; unknown ids -ENOENT */
+	for (i = 0; i < 8; i++)
+		kvt_hint_set(&h2[i], &keys[16 + i]);
+	a.group = 3;
+	a.deadline_ns = kvt_now_ns() + 60 * SEC_NS;
+	CHECK_EQ(kvt_prefetch(pool, h2, 8, &a, NULL, NULL), 0);
+	CHECK_EQ(kvt_cancel(pool, 3, 0, &i), 0);
+	CHECK(i <= 1);
+	CHECK_EQ(kvt_wait_group(pool, 3, &c, 10000), 0);
+	CHECK(c.status == (i ? -ECANCELED : 0));
+	CHECK_EQ(kvt_cancel(pool, 3, 0, NULL), -ENOENT);
+	CHECK_EQ(kvt_cancel(pool, 0, KVTIER_CANCEL_ALL, &i), 0);
+	CHECK_EQ(i, 0);
+	kvt_pool_close(pool);
+	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
+}
+
+/* kvt_request_ready, by ioctl and through a ring: the prefix in DRAM. */
+static void test_request_ready(void)
+{
+	struct kvt_key keys[PF_N], chain[13];
+	char name[KVTIER_NAME_MAX];
+	struct kvt_ring *ring;
+	struct kvt_pool *pool;
+	uint32_t ready = 99, tier;
+	uint64_t addr;
+
+	pool = pf_pool("prr", keys, name);
+	CHECK(pool);
+	CHECK_EQ(kvt_ring_open(&ring, 4), 0);
+
+	/* 12 cached blocks only on NVMe, then one that is not cached */
+	memcpy(chain, keys, 12 * sizeof(chain[0]));
+	kvt_key_chain(&keys[11], 0xdead, &chain[12]);
+	CHECK_EQ(kvt_request_ready(pool, NULL, chain, 0, 0, 1000, &ready),
+		 -EINVAL);
+	CHECK_EQ(kvt_request_ready(pool, NULL, chain, 13,
+				   kvt_now_ns() + 20 * SEC_NS, 30000, &ready), 0);
+	CHECK_EQ(ready, 12);
+	CHECK_EQ(pf_in_dram_exact(pool, keys, 0, 12), 0);
+
+	/* the same through the ring, on the next 12 */
+	memcpy(chain, keys + 12, 12 * sizeof(chain[0]));
+	CHECK_EQ(kvt_lookup1(pool, &chain[0], &addr, &tier), 0);
+	CHECK_EQ(tier, KVTIER_TIER_NVME);
+	ready = 99;
+	CHECK_EQ(kvt_request_ready(pool, ring, chain, 12,
+				   kvt_now_ns() + 20 * SEC_NS, 30000, &ready), 0);
+	CHECK_EQ(ready, 12);
+	CHECK_EQ(pf_in_dram_exact(pool, keys, 12, 12), 0);
+
+	/* all in DRAM already: no prefetch, the prefix at once */
+	ready = 99;
+	CHECK_EQ(kvt_request_ready(pool, ring, &keys[PF_N - 4], 4, 0, 0,
+				   &ready), 0);
+	CHECK_EQ(ready, 4);
+	/* nothing cached */
+	kvt_key_chain(NULL, 0xbeef, &chain[0]);
+	CHECK_EQ(kvt_request_ready(pool, ring, chain, 1, 0, 0, &ready), 0);
+	CHECK_EQ(ready, 0);
+	kvt_ring_close(ring);
+	kvt_pool_close(pool);
+	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
+}
+
 int main(void)
 {
 	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("TAP version 13\n1..18\n");
+	printf("TAP version 13\n1..22\n");
 	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
 	if (ret) {
 		printf("# kvt_open: %s: device tests skipped\n", strerror(-ret));
@@ -949,6 +1270,7 @@ int main(void)
 	run("map", test_map, NEEDS_DEV);
 	run("staging", test_staging, NEEDS_DEV);
 	run("rdonly", test_rdonly, NEEDS_DEV);
+	run("ring_round_trip", test_ring_round_trip, NEEDS_DEV);
 	nvme_pick();
 	if (nvme_dev)
 		printf("# NVMe tests on %s (formatted)\n", nvme_dev);
@@ -958,6 +1280,10 @@ int main(void)
 	run("nvme_sync", test_nvme_sync, NEEDS_NVME);
 	run("nvme_reattach", test_nvme_reattach, NEEDS_NVME);
 	run("nvme_replace_detached", test_nvme_replace_detached, NEEDS_NVME);
+	run("prefetch_wait_group", test_prefetch_wait_group, NEEDS_NVME);
+	run("prefetch_completions_kept", test_prefetch_completions_kept,
+	    NEEDS_NVME);
+	run("request_ready", test_request_ready, NEEDS_NVME);
 	/* Leave the tier as we found it: detached, our pools gone. */
 	if (nvme_dev) {
 		struct kvtier_nvme_stat ns;

@@ -10,8 +10,11 @@ lets it reuse KV blocks computed by earlier requests that share a prefix
   scheduler, when a request is scheduled:
       lookup    how many leading blocks of its prompt kvtier holds
                 (the engine then skips computing those tokens)
-      prefetch  (to come) start loading them for queued requests
+  scheduler, for requests still queued (a lookahead window):
+      prefetch  have the kernel stage their cached blocks that are only
+                on NVMe into DRAM by a deadline, while the GPU computes
   worker, before the forward pass:
+      wait      for the request's prefetch group, if it has one
       get       copy the hit blocks into the request's pages
   worker, after the forward pass:
       put       store the blocks the forward pass computed
@@ -27,6 +30,8 @@ Exit status: 0 when every loaded block verified, 1 otherwise.
 """
 
 import argparse
+import collections
+import errno
 import hashlib
 import os
 import random
@@ -55,6 +60,7 @@ class KVConnector:
         self.pool = pool
         self.block_tokens = block_tokens
         self.block_size = pool.block_size
+        self.next_group = 0
 
     def keys(self, tokens):
         return kvtier.key_chain(block_ids(tokens, self.block_tokens))
@@ -73,14 +79,44 @@ class KVConnector:
         req.hit_tiers = hit.tiers[:hit.done]
         return hit.done * self.block_tokens
 
-    # >>> PREFETCH GOES HERE (the prefetch interface is not in libkvtier
-    # yet). For requests still queued behind the running batch:
-    #
-    #     req.prefetch = self.pool.prefetch(req.keys[:req.hit_blocks])
-    #
-    # so that blocks on NVMe are in DRAM by the time the worker calls
-    # get(); the worker then waits on req.prefetch before get_kv().
-    # Until then lookup(load=True) is the synchronous equivalent.
+    def prefetch_queued(self, req, deadline_ns):
+        """For a request still queued behind the running batch: if part of
+        its cached prefix is only on NVMe, ask kvtier to have the prefix in
+        DRAM by deadline_ns (one group per request). Returns the blocks
+        that need a read (0: nothing to wait for)."""
+        keys = self.keys(req.tokens)
+        if not keys:
+            return 0
+        hit = self.pool.lookup(keys)            # no touch: not used yet
+        if kvtier.TIER_NVME not in hit.tier[:hit.done]:
+            return 0
+        self.next_group += 1
+        try:
+            pf = self.pool.prefetch(keys[:hit.done], group=self.next_group,
+                                    deadline_ns=deadline_ns,
+                                    cookie=req.rid)
+        except kvtier.Error as e:
+            if e.errno == errno.EAGAIN:         # too many groups in flight
+                return 0
+            raise
+        req.prefetch = pf
+        return pf.queued
+
+    def wait_prefetch(self, req, timeout_ms=1000):
+        """Before the forward pass: wait for the request's prefetch group
+        to end (its blocks are then in DRAM, or it ran late). Returns the
+        Completion, or None without a group."""
+        pf, req.prefetch = req.prefetch, None
+        if pf is None:
+            return None
+        c = pf.wait(timeout_ms)
+        if c is None:                           # give up, GET loads them
+            try:
+                self.pool.cancel(pf.group)
+            except kvtier.Error:
+                pass
+            c = self.pool.wait_group(pf.group, 0)
+        return c
 
     # ---- worker side -------------------------------------------------------
 
@@ -111,11 +147,13 @@ class KVConnector:
 
 
 class Request:
-    def __init__(self, tokens):
+    def __init__(self, rid, tokens):
+        self.rid = rid
         self.tokens = tokens
         self.keys = []
         self.hit_blocks = 0
         self.hit_tiers = []
+        self.prefetch = None
 
 
 def model_kv(key, block_size):
@@ -131,13 +169,13 @@ def conversations(n_requests, block_tokens, rnd):
     systems = [[rnd.randrange(50000) for _ in range(4 * block_tokens)]
                for _ in range(3)]
     chats = []
-    for _ in range(n_requests):
+    for rid in range(n_requests):
         if not chats or rnd.random() < 0.3:
             chats.append(list(rnd.choice(systems)))
         chat = rnd.choice(chats)
         chat.extend(rnd.randrange(50000)
                     for _ in range(rnd.randrange(1, 3 * block_tokens)))
-        yield Request(list(chat))
+        yield Request(rid, list(chat))
         chat.extend(rnd.randrange(50000) for _ in range(block_tokens))
 
 
@@ -148,15 +186,27 @@ def main(argv=None):
     ap.add_argument("--block-size", type=int, default=16384,
                     help="bytes of KV per block (a multiple of 4096)")
     ap.add_argument("--capacity", type=int, default=1024)
+    ap.add_argument("--dram-blocks", type=int, default=0,
+                    help="the pool's DRAM share (0: all of it); smaller "
+                    "than the working set with an NVMe tier attached, "
+                    "blocks come back from NVMe and prefetch matters")
+    ap.add_argument("--window", type=int, default=4,
+                    help="queued requests whose blocks are prefetched "
+                    "(0: no prefetch)")
+    ap.add_argument("--budget-ms", type=int, default=20,
+                    help="deadline of a queued request's prefetch, per "
+                    "request ahead of it")
     ap.add_argument("--pool", default="connector-example-%d" % os.getpid())
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
 
     rnd = random.Random(a.seed)
     total = saved = verified = bad = stored = 0
+    pf_groups = pf_blocks = pf_late = 0
     with kvtier.open() as ctx:
         pool = ctx.create_pool(a.pool, block_size=a.block_size,
-                               capacity=a.capacity)
+                               capacity=a.capacity,
+                               dram_blocks=a.dram_blocks)
         try:
             conn = KVConnector(pool, a.block_tokens)
             # The engine's paged KV buffer: pages of block_size bytes.
@@ -164,9 +214,27 @@ def main(argv=None):
             kv = bytearray(max_blocks * a.block_size)
             pages = [memoryview(kv)[i * a.block_size:(i + 1) * a.block_size]
                      for i in range(max_blocks)]
-            for req in conversations(a.requests, a.block_tokens, rnd):
+            queue = collections.deque()
+            reqs = conversations(a.requests, a.block_tokens, rnd)
+            while True:
+                # The scheduler's queue: prefetch for requests entering it.
+                while len(queue) <= a.window:
+                    req = next(reqs, None)
+                    if req is None:
+                        break
+                    if a.window and conn.prefetch_queued(
+                            req, kvtier.now_ns() +
+                            (len(queue) + 1) * a.budget_ms * 1000000):
+                        pf_groups += 1
+                        pf_blocks += req.prefetch.queued
+                    queue.append(req)
+                if not queue:
+                    break
+                req = queue.popleft()
                 total += len(req.tokens)
                 conn.get_num_matched_tokens(req)           # schedule
+                c = conn.wait_prefetch(req)                # before forward
+                pf_late += bool(c and (c.late or c.status))
                 nb = min(len(req.keys), max_blocks)
                 req.keys = req.keys[:nb]
                 req.hit_blocks = min(req.hit_blocks, nb)
@@ -192,6 +260,8 @@ def main(argv=None):
           % (stored, verified, bad))
     print("connector: pool puts %d gets %d hits %d misses %d, resident %s"
           % (st.puts, st.gets, st.hits, st.misses, st.resident))
+    print("connector: prefetch groups %d, blocks read ahead %d, late or "
+          "incomplete %d" % (pf_groups, pf_blocks, pf_late))
     return 1 if bad else 0
 
 

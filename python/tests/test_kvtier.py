@@ -3,7 +3,12 @@
 """Tests of the Python binding (python/kvtier.py) against the module.
 
 Needs /dev/kvtier (run inside the test VM by tools/vm/run-selftests.sh,
-as root); without it every test that needs the module is skipped.
+as root); without it every test that needs the module is skipped. The
+prefetch tests that need the NVMe tier also need a drive they may format:
+$KVTIER_TEST_NVME, else /dev/nvme0n1 when it is a tools/vm/kvtier-vm drive
+(serial kvt<N>), as lib/tests/kvt-test picks it; they attach it formatted
+(unless a device is attached already) and detach it at the end, and are
+skipped without one or when not root.
 
     python3 -m unittest -v tests.test_kvtier    (from python/)
     python3 python/tests/test_kvtier.py         (TAP, as the VM runs it)
@@ -12,6 +17,7 @@ as root); without it every test that needs the module is skipped.
 import array
 import errno
 import os
+import select
 import subprocess
 import sys
 import unittest
@@ -22,6 +28,51 @@ import kvtier  # noqa: E402
 
 BS = 8192
 HAVE_DEV = os.path.exists(kvtier.DEVICE)
+PARAMS = "/sys/module/kvtier/parameters"
+SEC_MS = 1000
+NS_PER_S = 1000000000
+
+
+def nvme_device():
+    """(path, None) of a drive the tests may format, or (None, why)."""
+    env = os.environ.get("KVTIER_TEST_NVME")
+    if env is not None and env in ("", "0"):
+        return None, "KVTIER_TEST_NVME=%s" % env
+    if env is None:
+        env = "/dev/nvme0n1"
+        if not os.path.exists(env):
+            return None, "no /dev/nvme0n1"
+        try:
+            with open("/sys/class/block/nvme0n1/device/serial") as f:
+                serial = f.read().strip()
+        except OSError:
+            serial = ""
+        if not serial.startswith("kvt"):
+            return None, ("/dev/nvme0n1 is not a kvtier-vm drive; set "
+                          "KVTIER_TEST_NVME to let the tests format one")
+    if os.geteuid():
+        return None, "not root"
+    return env, None
+
+
+def set_param(name, value):
+    """Write a module parameter; returns the old value (a string)."""
+    path = os.path.join(PARAMS, name)
+    with open(path) as f:
+        old = f.read().strip()
+    with open(path, "w") as f:
+        f.write(str(value))
+    return old
+
+
+def prefetch_stat(name):
+    """A counter of /sys/kernel/kvtier/prefetch."""
+    with open("/sys/kernel/kvtier/prefetch") as f:
+        for line in f:
+            k, v = line.split()
+            if k == name:
+                return int(v)
+    raise KeyError(name)
 
 
 def pattern(key, size=BS):
@@ -241,6 +292,278 @@ class TestConnectorExample(unittest.TestCase):
         self.assertIn("wrong 0", r.stdout)
         served = int(r.stdout.split("tokens, ")[1].split()[0])
         self.assertGreater(served, 0)
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestPrefetchDram(unittest.TestCase):
+    """Prefetch on a DRAM-only pool: resident blocks, errors, signalling."""
+
+    def setUp(self):
+        self.ctx = kvtier.open()
+        if not self.ctx.api["supported"] & kvtier.F_PREFETCH:
+            self.skipTest("no KVTIER_F_PREFETCH")
+        self.name = "pytest-%d-%s" % (os.getpid(), self._testMethodName[-20:])
+        self.pool = self.ctx.create_pool(self.name, block_size=BS,
+                                         capacity=64)
+        self.keys = kvtier.key_chain(range(100, 108))
+        self.pool.put(self.keys, b"".join(pattern(k) for k in self.keys))
+
+    def tearDown(self):
+        self.pool.close()
+        try:
+            self.ctx.destroy_pool(self.name)
+        except kvtier.Error:
+            pass
+        self.ctx.close()
+
+    def test_resident_group_completes_with_cookie(self):
+        pf = self.pool.prefetch(self.keys, group=5, cookie=0xc00c1e)
+        self.assertEqual((pf.queued, pf.resident), (0, 8))
+        self.assertEqual(pf.status, [0] * 8)
+        self.assertEqual(pf.tiers, ["dram"] * 8)
+        self.assertNotIn(kvtier.ADDR_NONE, pf.addr)
+        c = pf.wait(10 * SEC_MS)
+        self.assertIsNotNone(c)
+        self.assertEqual((c.group, c.cookie, c.status, c.ready, c.count),
+                         (5, 0xc00c1e, 0, 8, 8))
+        self.assertLessEqual(c.end_ns, kvtier.now_ns())
+
+    def test_unknown_key_dropped_prefix_stops(self):
+        keys = list(self.keys[:4])
+        keys[2] = kvtier.Key(1, 2)
+        pf = self.pool.prefetch(keys, group=6)
+        self.assertEqual(pf.status, [0, 0, -errno.ENOENT, 0])
+        self.assertEqual(pf.tier[2], kvtier.TIER_NONE)
+        self.assertEqual(pf.addr[2], kvtier.ADDR_NONE)
+        c = self.pool.wait_group(6, 10 * SEC_MS)
+        self.assertEqual((c.status, c.ready, c.count), (0, 2, 4))
+
+    def test_bad_arguments(self):
+        cases = [
+            (dict(group=0), errno.EINVAL),
+            (dict(group=7, priority=kvtier.PRIO_MAX + 1), errno.EINVAL),
+            (dict(group=7, cancel_late=True,
+                  deadline_ns=kvtier.now_ns() - NS_PER_S), errno.ETIME),
+        ]
+        for kw, err in cases:
+            with self.assertRaises(kvtier.Error, msg=str(kw)) as cm:
+                self.pool.prefetch(self.keys, **kw)
+            self.assertEqual(cm.exception.errno, err, kw)
+        with self.assertRaises(kvtier.Error) as cm:
+            self.pool.prefetch([], group=7)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+        with self.assertRaises(kvtier.Error) as cm:
+            self.pool.cancel(12345)
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
+        self.assertEqual(self.pool.cancel(), 0)
+        fd = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            with self.assertRaises(kvtier.Error) as cm:
+                self.pool.eventfd(fd)           # not an eventfd
+            self.assertEqual(cm.exception.errno, errno.EINVAL)
+        finally:
+            os.close(fd)
+
+    def test_duplicate_live_group_eexist(self):
+        self.pool.prefetch(self.keys, group=8)
+        with self.assertRaises(kvtier.Error) as cm:
+            self.pool.prefetch(self.keys, group=8)
+        self.assertEqual(cm.exception.errno, errno.EEXIST)
+        self.assertIsNotNone(self.pool.wait_group(8, 10 * SEC_MS))
+        # Cancelling the ended group frees its id at once.
+        self.assertEqual(self.pool.cancel(8), 0)
+        self.pool.prefetch(self.keys, group=8)
+        self.assertEqual(self.pool.wait_group(8, 10 * SEC_MS).status, 0)
+
+    def test_poll_and_eventfd(self):
+        efd = os.eventfd(0, os.EFD_CLOEXEC)
+        try:
+            self.pool.eventfd(efd)
+            p = select.poll()
+            p.register(self.pool.fileno(), select.POLLIN)
+            self.assertEqual(p.poll(0), [])
+            self.pool.prefetch(self.keys[:2], group=9, cookie=99)
+            ev = p.poll(10 * SEC_MS)
+            self.assertEqual(len(ev), 1)
+            self.assertTrue(ev[0][1] & select.POLLIN)
+            self.assertEqual(os.eventfd_read(efd), 1)
+            cs = self.pool.completions(16, 0)
+            self.assertEqual([(c.group, c.cookie) for c in cs], [(9, 99)])
+            self.assertEqual(p.poll(0), [])
+            self.assertEqual(self.pool.completions(16, 0), [])
+            self.pool.eventfd(None)
+        finally:
+            os.close(efd)
+
+    def test_wait_group_timeout_none(self):
+        self.assertIsNone(self.pool.wait_group(424242, 50))
+        self.assertEqual(self.pool.completions(4, 50), [])
+
+    def test_request_ready_all_in_dram(self):
+        r = self.pool.request_ready(kvtier.key_chain([1, 2]),
+                                    timeout_ms=10 * SEC_MS)
+        self.assertEqual(r, (0, 0))     # another chain: nothing cached
+        r = self.pool.request_ready(self.keys, timeout_ms=10 * SEC_MS)
+        self.assertEqual((r.status, r.ready), (0, 8))
+
+
+NV_BS = 64 << 10
+NV_CAP = 512
+NV_DRAM = 32
+NV_PUT = 160            # keys 0..NV_PUT-1; the first ones only on NVMe
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestPrefetchNvme(unittest.TestCase):
+    """Prefetch from the NVMe tier: a pool whose DRAM share is small, so
+    most of its blocks are only on NVMe."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.ctx = None
+        dev, why = nvme_device()
+        if not dev:
+            raise unittest.SkipTest(why)
+        cls.ctx = kvtier.open()
+        cls.detach = False
+        if not cls.ctx.nvme_stat()["attached"]:
+            cls.ctx.nvme_attach(dev, format=True)
+            cls.detach = True
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.ctx:
+            if cls.detach:
+                cls.ctx.nvme_detach()
+            cls.ctx.close()
+
+    def setUp(self):
+        self.params = {}
+        self.name = "pytest-%d-%s" % (os.getpid(), self._testMethodName[-20:])
+        self.pool = self.ctx.create_pool(self.name, block_size=NV_BS,
+                                         capacity=NV_CAP,
+                                         dram_blocks=NV_DRAM)
+        self.keys = kvtier.key_chain(range(1000, 1000 + NV_PUT))
+        for i in range(0, NV_PUT, 16):
+            ks = self.keys[i:i + 16]
+            self.assertEqual(self.pool.put(ks, b"".join(
+                pattern(k, NV_BS) for k in ks)).done, len(ks))
+        # The first blocks are only on NVMe now, the last ones in DRAM.
+        look = self.pool.lookup(self.keys)
+        self.assertEqual(look.done, NV_PUT)
+        self.assertEqual(look.tier[:64], [kvtier.TIER_NVME] * 64)
+        self.assertEqual(look.tier[-1], kvtier.TIER_DRAM)
+
+    def tearDown(self):
+        for k, v in self.params.items():
+            set_param(k, v)
+        self.pool.close()
+        try:
+            self.ctx.destroy_pool(self.name)
+        except kvtier.Error:
+            pass
+
+    def param(self, name, value):
+        old = set_param(name, value)
+        self.params.setdefault(name, old)
+
+    def check_bytes(self, keys):
+        """GET keys (8 at a time) and compare every byte."""
+        for j in range(0, len(keys), 8):
+            ks = keys[j:j + 8]
+            out = bytearray(len(ks) * NV_BS)
+            res = self.pool.get(ks, out)
+            self.assertEqual(res.status, [0] * len(ks))
+            for i, k in enumerate(ks):
+                self.assertTrue(out[i * NV_BS:(i + 1) * NV_BS] ==
+                                pattern(k, NV_BS), "block %d" % (j + i))
+
+    def test_nvme_blocks_staged_to_dram_exact(self):
+        deadline = kvtier.now_ns() + 20 * NS_PER_S
+        pf = self.pool.prefetch(self.keys[:16], group=1, cookie=4242,
+                                deadline_ns=deadline)
+        self.assertEqual((pf.queued, pf.resident), (16, 0))
+        self.assertEqual(pf.tier, [kvtier.TIER_NVME] * 16)
+        c = self.pool.wait_group(1, 30 * SEC_MS)
+        self.assertIsNotNone(c, "no completion in 30 s")
+        self.assertEqual((c.group, c.cookie, c.status, c.ready, c.count),
+                         (1, 4242, 0, 16, 16))
+        self.assertFalse(c.late)
+        self.assertLessEqual(c.end_ns, deadline)
+        # In DRAM without a GET having loaded them; then every byte right.
+        self.assertEqual(self.pool.lookup(self.keys[:16]).tier,
+                         [kvtier.TIER_DRAM] * 16)
+        self.check_bytes(self.keys[:16])
+
+    def test_wait_group_keeps_other_groups(self):
+        self.pool.prefetch(self.keys[-4:], group=21, cookie=2100)
+        self.pool.prefetch(self.keys[16:24], group=22, cookie=2200)
+        c = self.pool.wait_group(22, 30 * SEC_MS)
+        self.assertEqual((c.group, c.cookie, c.status, c.ready),
+                         (22, 2200, 0, 8))
+        # Group 21 (resident blocks) ended first; its record was kept.
+        cs = self.pool.completions(16, 10 * SEC_MS)
+        self.assertEqual([(x.group, x.cookie, x.status, x.ready)
+                          for x in cs], [(21, 2100, 0, 4)])
+        self.check_bytes(self.keys[16:24])
+
+    def test_cancel_gives_ecanceled(self):
+        self.param("prefetch_qd", 1)
+        pf = self.pool.prefetch(self.keys[:96], group=31, cookie=3100,
+                                deadline_ns=kvtier.now_ns() + 60 * NS_PER_S)
+        self.assertGreaterEqual(pf.queued, 64)
+        self.assertEqual(self.pool.cancel(31), 1)
+        c = self.pool.wait_group(31, 10 * SEC_MS)
+        self.assertEqual((c.group, c.cookie, c.status),
+                         (31, 3100, -errno.ECANCELED))
+        self.assertLess(c.ready, 96)
+        with self.assertRaises(kvtier.Error) as cm:
+            self.pool.cancel(31)
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
+        # Whatever was read is still exact.
+        self.check_bytes(self.keys[:96])
+
+    def test_cancel_all(self):
+        self.param("prefetch_qd", 1)
+        self.pool.prefetch(self.keys[:48], group=41)
+        self.pool.prefetch(self.keys[48:96], group=42)
+        self.assertEqual(self.pool.cancel(), 2)
+        cs = self.pool.completions(16, 10 * SEC_MS)
+        cs += self.pool.completions(16, 0)
+        self.assertEqual(sorted((c.group, c.status) for c in cs),
+                         [(41, -errno.ECANCELED), (42, -errno.ECANCELED)])
+
+    def test_cancel_late_expires(self):
+        self.param("prefetch_qd", 1)
+        self.pool.prefetch(self.keys[:96], group=51, cancel_late=True,
+                           deadline_ns=kvtier.now_ns() + 2000000)
+        c = self.pool.wait_group(51, 10 * SEC_MS)
+        self.assertEqual(c.status, -errno.ETIME)
+        self.assertLess(c.ready, 96)
+
+    def test_request_ready_stages_prefix(self):
+        # 24 blocks, more than the 16 the protection bound (50% of a DRAM
+        # share of 32) holds: those past it must not be evicted by the
+        # group's own later reads.
+        chain = self.keys[:24] + kvtier.key_chain([7], prev=self.keys[23])
+        r = self.pool.request_ready(chain,
+                                    kvtier.now_ns() + 20 * NS_PER_S,
+                                    timeout_ms=30 * SEC_MS)
+        self.assertEqual((r.status, r.ready), (0, 24))
+        self.assertEqual(self.pool.lookup(self.keys[:24]).tier,
+                         [kvtier.TIER_DRAM] * 24)
+        self.check_bytes(self.keys[:24])
+
+    def test_connector_example_prefetches(self):
+        ex = os.path.join(HERE, "..", "examples", "connector.py")
+        r = subprocess.run([sys.executable, ex, "--requests", "60",
+                            "--dram-blocks", "24", "--window", "4"],
+                           capture_output=True, text=True, timeout=300)
+        sys.stderr.write(r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("wrong 0", r.stdout)
+        groups = int(r.stdout.split("prefetch groups ")[1].split(",")[0])
+        self.assertGreater(groups, 0)
 
 
 class TapResult(unittest.TextTestResult):

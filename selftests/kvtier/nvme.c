@@ -13,6 +13,7 @@
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <sys/sysmacros.h>
 
 #include "nvme_test.h"
 
@@ -29,6 +30,10 @@
 #define DM_ERR		"kvt-nvt-err"
 #define DM_BASE		"kvt-nvt-base"
 #define DM_LW		"kvt-nvt-lw"
+#define DM_M0		"kvt-nvt-m0"	/* slices of the second drive */
+#define DM_M1		"kvt-nvt-m1"
+#define DM_M2		"kvt-nvt-m2"
+#define DM_M3		"kvt-nvt-m3"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -198,7 +203,8 @@ static void nvt_reset(int ctl)
 {
 	/* In removal order: holders before what they hold. */
 	static const char * const names[] = { DM_LW, DM_FAULT, DM_SMALL,
-					      DM_HOLD, DM_ERR, DM_BASE };
+					      DM_HOLD, DM_ERR, DM_BASE,
+					      DM_M0, DM_M1, DM_M2, DM_M3 };
 	char table[256];
 	long long s;
 	unsigned int i;
@@ -211,7 +217,7 @@ static void nvt_reset(int ctl)
 			nvt_dm_reload(DM_FAULT, table);
 		}
 	}
-	if (nvt_attached(ctl) == 1)
+	if (nvt_attached(ctl) >= 1)
 		nvt_detach_deadline(120);
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (nvt_dm_exists(names[i]))
@@ -719,11 +725,22 @@ TEST_F(attach, detach_bad_fields_einval)
 	d.__pad = 1;
 	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
 	memset(&d, 0, sizeof(d));
-	d.reserved[0] = 1;
+	d.reserved = 1;
 	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	/* A path: unreadable, not a device, a device not attached. */
 	memset(&d, 0, sizeof(d));
-	d.reserved[1] = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	d.path = (__u64)(uintptr_t)kvt_unmapped_addr();
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	d.path = (__u64)(uintptr_t)"/nonexistent/kvtier";
+	ASSERT_EQ(-ENOENT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	d.path = (__u64)(uintptr_t)"/dev/null";
+	ASSERT_EQ(-ENOTBLK, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	d.path = (__u64)(uintptr_t)"/dev/nvme1n1";
+	if (!access("/dev/nvme1n1", F_OK) &&
+	    strcmp(nvt_dev(), "/dev/nvme1n1")) {
+		ASSERT_EQ(-ENODEV, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH,
+					     &d));
+	}
 	ASSERT_EQ(1, nvt_attached(self->ctl));
 	ASSERT_EQ(0, nvt_detach(self->ctl));
 }
@@ -731,6 +748,7 @@ TEST_F(attach, detach_bad_fields_einval)
 TEST_F(attach, nvme_stat)
 {
 	struct kvtier_nvme_stat ns;
+	struct stat sb;
 	unsigned char *p = (unsigned char *)&ns;
 	size_t i;
 
@@ -743,13 +761,23 @@ TEST_F(attach, nvme_stat)
 	ASSERT_EQ(sizeof(ns), i);
 
 	memset(&ns, 0, sizeof(ns));
-	ns.flags = 1;
+	ns.flags = 2;
 	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	for (i = 0; i < sizeof(ns.reserved) / sizeof(ns.reserved[0]); i++) {
 		memset(&ns, 0, sizeof(ns));
 		ns.reserved[i] = 1;
 		ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	}
+	memset(&ns, 0, sizeof(ns));
+	ns.__pad = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	/* An index only with KVTIER_NVME_STAT_DEV, and in range. */
+	memset(&ns, 0, sizeof(ns));
+	ns.dev_index = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ns.flags = KVTIER_NVME_STAT_DEV;
+	ns.dev_index = KVTIER_NVME_MAX;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
 	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
@@ -758,6 +786,22 @@ TEST_F(attach, nvme_stat)
 	/* Format and attach wrote the superblock and the pool table. */
 	ASSERT_LE(NVT_DISK_PAGE, ns.bytes_written);
 	ASSERT_EQ(0U, ns.bytes_demoted);
+
+	/* Device 0 is this one; device 1 is not in use. */
+	memset(&ns, 0, sizeof(ns));
+	ns.flags = KVTIER_NVME_STAT_DEV;
+	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(1U, ns.attached);
+	ASSERT_EQ((__u32)KVTIER_NVME_STAT_DEV, ns.flags);
+	ASSERT_EQ(0, stat(nvt_dev(), &sb));
+	ASSERT_EQ(major(sb.st_rdev), ns.dev_major);
+	ASSERT_EQ(minor(sb.st_rdev), ns.dev_minor);
+	memset(&ns, 0, sizeof(ns));
+	ns.flags = KVTIER_NVME_STAT_DEV;
+	ns.dev_index = 1;
+	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(0U, ns.attached);
+	ASSERT_EQ(0ULL, ns.dev_bytes);
 }
 
 TEST_F(attach, sync_without_device_enodev)
@@ -1744,6 +1788,190 @@ TEST_F(tier, misplaced_copy_is_miss)
 	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 1, 1));
 	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
 	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+}
+
+/* ==== several devices ==================================================== */
+
+#define DEV2		"/dev/nvme1n1"
+#define MULTI_BS	(64 * KVT_KIB)
+#define MULTI_N		600U
+
+FIXTURE(multi) {
+	int ctl, pfd;
+	char name[KVTIER_NAME_MAX];
+	char *buf;
+	bool skip;
+};
+
+FIXTURE_SETUP(multi)
+{
+	new_salt();
+	self->pfd = -1;
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	nvt_reset(self->ctl);
+	self->buf = kvt_alloc(MULTI_BS);
+	ASSERT_NE(NULL, self->buf);
+	kvt_name(self->name, "multi");
+	if (access(DEV2, F_OK) || !strcmp(nvt_dev(), DEV2)) {
+		self->skip = true;
+		return;
+	}
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, KVTIER_NVME_FORMAT, 0));
+	self->pfd = kvt_pool_create(self->ctl, self->name, MULTI_BS, 2048,
+				    DRAM);
+	ASSERT_LE(0, self->pfd);
+}
+
+FIXTURE_TEARDOWN(multi)
+{
+	if (self->pfd >= 0)
+		close(self->pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	nvt_reset(self->ctl);
+	kvt_free(self->buf, MULTI_BS);
+	close(self->ctl);
+}
+
+static int nstat_dev(int ctl, __u32 index, struct kvtier_nvme_stat *ns)
+{
+	memset(ns, 0, sizeof(*ns));
+	ns->flags = KVTIER_NVME_STAT_DEV;
+	ns->dev_index = index;
+	return kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, ns);
+}
+
+static int detach_path(int ctl, const char *path)
+{
+	struct kvtier_nvme_detach d;
+
+	memset(&d, 0, sizeof(d));
+	d.path = (__u64)(uintptr_t)path;
+	return kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
+}
+
+/* Two devices: demotion uses both; the sum is the sum of the devices. */
+TEST_F_TIMEOUT(multi, demotion_spreads, 240)
+{
+	struct kvtier_nvme_stat all, d0, d1;
+	struct tally t;
+
+	if (self->skip)
+		SKIP(return, DEV2 " missing");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
+			       0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &all));
+	ASSERT_EQ(0, nstat_dev(self->ctl, 0, &d0));
+	ASSERT_EQ(0, nstat_dev(self->ctl, 1, &d1));
+	TH_LOG("demoted: device 0 %llu MiB, device 1 %llu MiB",
+	       (unsigned long long)d0.bytes_demoted >> 20,
+	       (unsigned long long)d1.bytes_demoted >> 20);
+	EXPECT_EQ(2U, all.attached);
+	EXPECT_EQ(1U, d0.attached);
+	EXPECT_EQ(1U, d1.attached);
+	EXPECT_LT(0ULL, d0.bytes_demoted);
+	EXPECT_LT(0ULL, d1.bytes_demoted);
+	EXPECT_EQ(d0.bytes_demoted + d1.bytes_demoted, all.bytes_demoted);
+	EXPECT_EQ(d0.dev_bytes + d1.dev_bytes, all.dev_bytes);
+	EXPECT_EQ(d0.nr_regions + d1.nr_regions, all.nr_regions);
+	EXPECT_NE(0, memcmp(d0.uuid, d1.uuid, 16));
+	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
+	EXPECT_EQ(MULTI_N, t.exact);
+	EXPECT_EQ(0U, t.wrong);
+}
+
+/*
+ * Detaching one device: blocks only there are misses, the others stay;
+ * attached again, its blocks come back exact.
+ */
+TEST_F_TIMEOUT(multi, detach_one_attach_again, 240)
+{
+	struct tally t;
+
+	if (self->skip)
+		SKIP(return, DEV2 " missing");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
+			       0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, DEV2, 0, 0));
+	ASSERT_EQ(0, detach_path(self->ctl, DEV2));
+	ASSERT_EQ(-ENODEV, detach_path(self->ctl, DEV2));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
+	TH_LOG("device 1 detached: %u exact, %u misses", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_LT(0U, t.exact);
+	EXPECT_LT(0U, t.miss);
+	EXPECT_EQ(MULTI_N, t.exact + t.miss);
+
+	/* The pool is recorded on it: its blocks there come back. */
+	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, 0, 0));
+	ASSERT_EQ(2, nvt_attached(self->ctl));
+	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(MULTI_N, t.exact);
+}
+
+/* A pool created with one device is recorded on a device attached later. */
+TEST_F_TIMEOUT(multi, pool_recorded_on_new_device, 240)
+{
+	struct tally t;
+
+	if (self->skip)
+		SKIP(return, DEV2 " missing");
+	ASSERT_EQ(0, detach_path(self->ctl, DEV2));
+	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
+			       0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	/* Both gone, then back: every block from one device or the other. */
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, 0, 0));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	ASSERT_LE(0, self->pfd);
+	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(MULTI_N, t.exact);
+}
+
+/* At most KVTIER_NVME_MAX devices; the same device once. */
+TEST_F(multi, device_limit)
+{
+	static const char * const names[] = { DM_M0, DM_M1, DM_M2, DM_M3 };
+	char table[256], path[64];
+	unsigned int i;
+
+	if (self->skip)
+		SKIP(return, DEV2 " missing");
+	if (!nvt_dm_target(NVT_DM_ERROR))
+		SKIP(return, "no device-mapper");
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, detach_path(self->ctl, DEV2));
+	/* Four 64 MiB slices of the second drive. */
+	for (i = 0; i < 4; i++) {
+		snprintf(table, sizeof(table), "0 131072 linear %s %u", DEV2,
+			 i * 131072);
+		ASSERT_EQ(0, nvt_dm_create(names[i], table));
+	}
+	for (i = 0; i < 4; i++) {
+		int want = i < 3 ? 0 : -EBUSY;
+
+		snprintf(path, sizeof(path), "/dev/mapper/%s", names[i]);
+		ASSERT_EQ(want, nvt_attach(self->ctl, path, KVTIER_NVME_FORMAT,
+					   1024));
+	}
+	ASSERT_EQ(KVTIER_NVME_MAX, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
 }
 
 /* ==== a log that wraps round: a small device ============================ */

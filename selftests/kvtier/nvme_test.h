@@ -532,9 +532,10 @@ static inline int nvt_dm_create(const char *name, const char *table)
 
 	if (ret)
 		return ret;
+	/* mknodes also mends a node left by an earlier device of that name. */
 	return nvt_sh("dmsetup create %s %s >/dev/null && "
-		      "{ test -b /dev/mapper/%s || dmsetup mknodes %s; } && "
-		      "test -b /dev/mapper/%s", name, path, name, name, name);
+		      "dmsetup mknodes %s && test -b /dev/mapper/%s",
+		      name, path, name, name);
 }
 
 /* Swap the live table of @name (suspend, load, resume). */

@@ -179,7 +179,7 @@ FIXTURE_SETUP(pf)
 	ASSERT_EQ(0, kvt_param("prefetch_qd", &self->qd));
 	ASSERT_EQ(0, kvt_param("prefetch_protect_pct", &self->pct));
 	ASSERT_EQ(0, kvt_param("prefetch_hold_ms", &self->hold));
-	if (nvt_attached(self->ctl) == 1)
+	if (nvt_attached(self->ctl) >= 1)
 		ASSERT_EQ(0, nvt_detach_deadline(120));
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
 	self->buf = kvt_alloc(BS);
@@ -201,7 +201,7 @@ FIXTURE_TEARDOWN(pf)
 	if (self->pfd >= 0)
 		close(self->pfd);
 	kvt_pool_destroy(self->ctl, self->name);
-	if (nvt_attached(self->ctl) == 1)
+	if (nvt_attached(self->ctl) >= 1)
 		nvt_detach_deadline(120);
 	kvt_free(self->buf, BS);
 	close(self->ctl);
@@ -243,6 +243,14 @@ TEST_F(pf, resident_blocks_complete)
 	EXPECT_EQ(8U, pf.resident);
 	ASSERT_EQ(0, completion(self->pfd, &c, 10000));
 	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(8U, c.ready);
+	/* No deadline: never late, and nothing to cancel at. */
+	EXPECT_EQ(0U, c.flags);
+	ASSERT_EQ(0, prefetch(self->pfd, NPUT - 8, 8, 3, 0,
+			      KVTIER_PREFETCH_CANCEL_LATE, 0, NULL));
+	ASSERT_EQ(0, completion(self->pfd, &c, 10000));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(0U, c.flags);
 	EXPECT_EQ(8U, c.ready);
 }
 
@@ -591,12 +599,22 @@ TEST_F(pf, poll_and_eventfd)
 TEST_F(pf, group_limits)
 {
 	struct kvtier_completion c[64];
+	struct kvtier_prefetch pf;
+	struct kvtier_hint h;
 	__u32 i, got = 0;
+	long long hints;
 	int n;
 
 	ASSERT_EQ(0, set_param("prefetch_qd", 1));
 	ASSERT_EQ(0, prefetch(self->pfd, 0, 96, 1, 0, 0, 0, NULL));
-	EXPECT_EQ(-EEXIST, prefetch(self->pfd, 0, 1, 1, 0, 0, 0, NULL));
+	/* A PREFETCH that fails writes nothing back and counts nothing. */
+	hints = pf_stat("hints");
+	hint_keys(&h, 0, 1);
+	h.status = 12345;
+	pf_init(&pf, &h, 1, 1, 0, 0);
+	EXPECT_EQ(-EEXIST, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	EXPECT_EQ(12345, h.status);
+	EXPECT_EQ(hints, pf_stat("hints"));
 	/* Resident blocks: groups that end at once, records left unread. */
 	for (i = 2; i <= KVTIER_PREFETCH_GROUPS_MAX; i++)
 		ASSERT_EQ(0, prefetch(self->pfd, NPUT - 1, 1, i, 0, 0, 0,

@@ -183,10 +183,11 @@ else
 fi
 # Userspace checks of the tools, after the C tests (TAP, see below):
 # kvtierctl top, the Python binding's unittest and tools/trace. KVTIER_TESTS
-# names them "top", "python" and "trace".
+# names them "top", "python" and "trace", and libkvtier's own tests "lib".
 declare -A user_tests=([top]=$top/selftests/kvtier/top.sh
 	[python]=$top/python/tests/test_kvtier.py
-	[trace]=$top/selftests/kvtier/trace.sh)
+	[trace]=$top/selftests/kvtier/trace.sh
+	[lib]=$top/lib/tests/kvt-test)
 user_run=()
 if [[ -n ${KVTIER_TESTS:-} ]]; then
 	for i in "${!tests[@]}"; do

@@ -333,11 +333,14 @@ struct kvtier_sync {
  *		1024..65536; 0 = 4096). Must be 0 without it.
  * @reserved:	must be 0.
  *
- * Needs CAP_SYS_ADMIN (-EPERM). The device is opened exclusively (-EBUSY if
- * in use, or if a device is attached already). A device whose first block is
- * neither zero nor a kvtier superblock is refused with -EMEDIUMTYPE unless
- * KVTIER_NVME_FORMAT is given. Pools recorded on the device come back by
- * name with their blocks.
+ * Needs CAP_SYS_ADMIN (-EPERM). Up to KVTIER_NVME_MAX devices may be
+ * attached at once, each a store of its own; blocks are demoted to the one
+ * with the shortest write queue. The device is opened exclusively (-EBUSY
+ * if in use, attached already, or KVTIER_NVME_MAX are). A device whose first
+ * block is neither zero nor a kvtier superblock is refused with -EMEDIUMTYPE
+ * unless KVTIER_NVME_FORMAT is given. Pools recorded on the device come back
+ * by name with their blocks; persistent pools already in memory are
+ * recorded on it.
  */
 struct kvtier_nvme_attach {
 	__u64 path;
@@ -346,29 +349,41 @@ struct kvtier_nvme_attach {
 	__u64 reserved[4];
 };
 
+#define KVTIER_NVME_MAX		4
+
 /**
- * struct kvtier_nvme_detach - detach the NVMe tier
+ * struct kvtier_nvme_detach - detach NVMe devices
  * @flags:	must be 0.
  * @__pad:	must be 0.
+ * @path:	user pointer to the NUL-terminated path of the device to
+ *		detach, or 0 for all of them.
  * @reserved:	must be 0.
  *
- * Needs CAP_SYS_ADMIN. Writes back every dirty block of the pools recorded on
- * the device, waits for all I/O, then forgets the blocks only on NVMe.
- * -ENODEV if none is attached.
+ * Needs CAP_SYS_ADMIN. Writes back every dirty block of the persistent pools
+ * (to the devices attached), waits for the device's I/O, then forgets the
+ * blocks whose copy is there: those also in DRAM become dirty, those only
+ * there are gone until the device is attached again. -ENODEV if none (or
+ * not that one) is attached.
  */
 struct kvtier_nvme_detach {
 	__u32 flags;
 	__u32 __pad;
-	__u64 reserved[2];
+	__u64 path;
+	__u64 reserved;
 };
+
+/* NVMe stat flags: one device's figures (@dev_index), not the sum. */
+#define KVTIER_NVME_STAT_DEV	_BITUL(0)
 
 /**
  * struct kvtier_nvme_stat - the NVMe tier's state and counters
- * @flags:	in: must be 0.
- * @attached:	out: 1 if a device is attached; the rest is zero otherwise.
- * @dev_bytes:	out: size of the device.
- * @region_bytes: out: size of a region.
- * @nr_regions:	out: regions on the device.
+ * @flags:	in: 0 for the sum over the devices attached, or
+ *		KVTIER_NVME_STAT_DEV for the one at @dev_index.
+ * @attached:	out: devices attached (0: the rest is zero); with
+ *		KVTIER_NVME_STAT_DEV, 1 if @dev_index is in use.
+ * @dev_bytes:	out: size of the devices.
+ * @region_bytes: out: size of a region (of the first device for the sum).
+ * @nr_regions:	out: regions on the devices.
  * @free_regions: out: regions holding no data.
  * @bytes_written: out: bytes written to the device, headers included.
  * @bytes_demoted: out: block bytes demoted.
@@ -379,8 +394,15 @@ struct kvtier_nvme_detach {
  *		region holding their copy, because they were in use.
  * @io_errors:	out: failed bios.
  * @attach_ns:	out: how long the attach took (index rebuild included).
- * @uuid:	out: the store's uuid.
+ * @uuid:	out: the store's uuid (the first device's for the sum).
+ * @dev_index:	in with KVTIER_NVME_STAT_DEV: 0..KVTIER_NVME_MAX-1; else 0.
+ * @dev_major:	out with KVTIER_NVME_STAT_DEV: the device's major number.
+ * @dev_minor:	out with KVTIER_NVME_STAT_DEV: its minor number.
+ * @__pad:	must be 0.
  * @reserved:	must be 0.
+ *
+ * -EINVAL for a @dev_index out of range; an index not in use reads as not
+ * attached.
  */
 struct kvtier_nvme_stat {
 	__u32 flags;
@@ -398,7 +420,11 @@ struct kvtier_nvme_stat {
 	__u64 attach_ns;
 	__u8 uuid[16];
 	__u64 rescued;
-	__u64 reserved[5];
+	__u32 dev_index;
+	__u32 dev_major;
+	__u32 dev_minor;
+	__u32 __pad;
+	__u64 reserved[3];
 };
 
 /**
@@ -437,10 +463,10 @@ struct kvtier_hint {
  *		(-EEXIST); names it for KVTIER_IOC_CANCEL and its completion.
  * @cookie:	returned as is in the group's completion.
  * @deadline_ns: CLOCK_MONOTONIC time by which the blocks should be in
- *		@tier; 0: as soon as possible. With KVTIER_PREFETCH_CANCEL_LATE
- *		a deadline already past is -ETIME.
- * @tier:	KVTIER_TIER_DRAM (KVTIER_TIER_HBM: -EOPNOTSUPP while no pool
- *		has that tier; anything else -EINVAL).
+ *		@tier; 0: as soon as possible (never late). With
+ *		KVTIER_PREFETCH_CANCEL_LATE a deadline already past is -ETIME.
+ * @tier:	KVTIER_TIER_DRAM (KVTIER_TIER_HBM: -EOPNOTSUPP, there is no
+ *		HBM tier yet; anything else -EINVAL).
  * @priority:	0..KVTIER_PRIO_MAX, higher first among equal deadlines.
  * @queued:	out: hints that need I/O.
  * @resident:	out: hints already in @tier.
@@ -517,6 +543,7 @@ struct kvtier_completion {
  * @cancelled:	out: groups cancelled that had not ended (each queues a
  *		-ECANCELED completion); ended groups only lose their
  *		protection.
+ * @__pad2:	must be 0.
  * @reserved:	must be 0.
  *
  * -ENOENT: no live group has that id.
