@@ -169,6 +169,7 @@ void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
 	kvt_block_hash_del(pool, addr);
 	kvt_policy_remove(pool, addr);
 	kvt_prefetch_forget(pool, addr);
+	kvt_hbm_forget(pool, addr);
 	blk->state = KVT_BLK_DYING;
 	pool->nr_ready--;
 	if (blk->nloc != KVT_NIL)

@@ -54,8 +54,10 @@ static void kvt_entry_set(struct kvtier_block *e, int status, u64 addr,
 	e->status = status;
 	e->addr = addr;
 	e->tier = tier;
+	e->slot = KVTIER_SLOT_NONE;
 }
 
+/* The highest tier holding a block (HBM is told apart by the caller). */
 static u32 kvt_block_tier(const struct kvt_block *blk)
 {
 	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING))
@@ -453,10 +455,14 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 			continue;
 		}
 		kvt_entry_set(e, 0, addr, kvt_block_tier(&pool->blocks[addr]));
+		e->slot = kvt_hbm_where(pool, addr);
+		if (e->slot != KVT_NIL)
+			e->tier = KVTIER_TIER_HBM;
 		pool->stats.hits++;
 		if (flags & KVTIER_LOOKUP_TOUCH) {
 			kvt_prefetch_used(pool, addr);
 			kvt_policy_touch(pool, addr);
+			kvt_hbm_touch(pool, addr);
 		}
 		if (in_prefix)
 			(*prefix)++;
@@ -467,7 +473,7 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 
 	/* Bring the prefix into DRAM: start every read, then wait. */
 	for (i = 0; i < *prefix; i++)
-		if (ents[i].tier != KVTIER_TIER_DRAM)
+		if (ents[i].tier == KVTIER_TIER_NVME)
 			kvt_prefetch_one(pool, ents[i].key);
 	for (i = 0; i < *prefix; i++) {
 		struct kvtier_block *e = &ents[i];
@@ -475,6 +481,17 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 
 		if (e->tier == KVTIER_TIER_DRAM)
 			continue;
+		/* In HBM and written down already: in DRAM too. */
+		if (e->tier == KVTIER_TIER_HBM) {
+			ret = kvt_block_dram(pool, e->key, &addr);
+			spin_unlock(&pool->lock);
+			if (!ret)
+				continue;
+			kvt_entry_set(e, ret, KVTIER_ADDR_NONE,
+				      KVTIER_TIER_NONE);
+			*prefix = i;
+			break;
+		}
 		ret = kvt_block_dram(pool, e->key, &addr);
 		spin_unlock(&pool->lock);
 		if (ret) {
@@ -630,6 +647,7 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 	spin_lock(&pool->lock);
 	st->resident[KVTIER_TIER_DRAM] = pool->nr_dram;
 	st->resident[KVTIER_TIER_NVME] = pool->nr_nvme;
+	st->resident[KVTIER_TIER_HBM] = kvt_hbm_used(pool);
 	st->demotions = pool->stats.demotions;
 	st->promotions = pool->stats.promotions;
 	st->bad_reads = pool->stats.bad_reads;
@@ -673,6 +691,7 @@ static bool kvt_cmd_may_block(unsigned int nr, const struct kvtier_batch *b)
 	case _IOC_NR(KVTIER_IOC_CANCEL):
 	case _IOC_NR(KVTIER_IOC_EVENTFD):
 	case _IOC_NR(KVTIER_IOC_STAT):
+	case _IOC_NR(KVTIER_IOC_HBM_STAT):
 		return false;
 	}
 	return true;
@@ -700,6 +719,8 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		struct kvtier_prefetch prefetch;
 		struct kvtier_cancel cancel;
 		struct kvtier_eventfd eventfd;
+		struct kvtier_hbm_attach hattach;
+		struct kvtier_hbm_stat hstat;
 	} u;
 	size_t ksize;
 	int ret;
@@ -725,6 +746,15 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		break;
 	case _IOC_NR(KVTIER_IOC_EVENTFD):
 		ksize = sizeof(u.eventfd);
+		break;
+	case _IOC_NR(KVTIER_IOC_HBM_ATTACH):
+		ksize = sizeof(u.hattach);
+		break;
+	case _IOC_NR(KVTIER_IOC_HBM_STAT):
+		ksize = sizeof(u.hstat);
+		break;
+	case _IOC_NR(KVTIER_IOC_ADOPT):
+		ksize = sizeof(u.batch);
 		break;
 	default:
 		return -ENOTTY;
@@ -752,6 +782,15 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		break;
 	case _IOC_NR(KVTIER_IOC_EVENTFD):
 		ret = kvt_prefetch_eventfd(h, &u.eventfd);
+		break;
+	case _IOC_NR(KVTIER_IOC_HBM_ATTACH):
+		ret = kvt_hbm_attach_cmd(h, &u.hattach);
+		break;
+	case _IOC_NR(KVTIER_IOC_HBM_STAT):
+		ret = kvt_hbm_stat_cmd(h->pool, &u.hstat);
+		break;
+	case _IOC_NR(KVTIER_IOC_ADOPT):
+		ret = kvt_hbm_adopt_cmd(h, &u.batch);
 		break;
 	default:
 		ret = kvt_batch(h, nr, &u.batch);

@@ -147,6 +147,7 @@ struct kvt_pool {
 	u32 *buckets;			/* key hash heads, 1 << hash_bits */
 	struct kvt_list lru;		/* READY, unpinned blocks */
 	struct kvt_policy pol;		/* the policy's state (policy.h) */
+	struct kvt_hbm *hbm;		/* the device tier, or NULL */
 	u32 free;			/* first FREE address */
 	u32 nr_dram;			/* blocks holding DRAM pages */
 	u32 nr_ready;
@@ -287,6 +288,21 @@ void kvt_prefetch_forget(struct kvt_pool *pool, u32 addr);
 void kvt_prefetch_kick(void);
 ssize_t kvt_prefetch_show(char *buf);
 void kvt_prefetch_exit(void);
+
+/* tier_hbm.c */
+struct kvt_hbm;
+struct kvtier_hbm_attach;
+struct kvtier_hbm_stat;
+u32 kvt_hbm_where(struct kvt_pool *pool, u32 addr);
+bool kvt_hbm_live(struct kvt_pool *pool);
+u32 kvt_hbm_used(struct kvt_pool *pool);
+void kvt_hbm_touch(struct kvt_pool *pool, u32 addr);
+void kvt_hbm_forget(struct kvt_pool *pool, u32 addr);
+int kvt_hbm_stage(struct kvt_pool *pool, u32 addr, bool start);
+void kvt_hbm_pool_free(struct kvt_pool *pool);
+int kvt_hbm_attach_cmd(struct kvt_handle *h, struct kvtier_hbm_attach *a);
+int kvt_hbm_stat_cmd(struct kvt_pool *pool, struct kvtier_hbm_stat *st);
+int kvt_hbm_adopt_cmd(struct kvt_handle *h, struct kvtier_batch *b);
 
 /* uring.c */
 struct io_uring_cmd;

@@ -45,7 +45,7 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 
 #define KVTIER_F_ALL	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
 			 KVTIER_F_REPLACE | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
-			 KVTIER_F_URING)
+			 KVTIER_F_URING | KVTIER_F_HBM)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))
@@ -64,7 +64,10 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 	 KVT_IOCTL_BIT(KVTIER_IOC_UNPIN) | KVT_IOCTL_BIT(KVTIER_IOC_STAT) | \
 	 KVT_IOCTL_BIT(KVTIER_IOC_PREFETCH) |				\
 	 KVT_IOCTL_BIT(KVTIER_IOC_CANCEL) |				\
-	 KVT_IOCTL_BIT(KVTIER_IOC_EVENTFD))
+	 KVT_IOCTL_BIT(KVTIER_IOC_EVENTFD) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_HBM_ATTACH) |			\
+	 KVT_IOCTL_BIT(KVTIER_IOC_HBM_STAT) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_ADOPT))
 
 /* struct kvt_ctl - one open control fd */
 struct kvt_ctl {
@@ -268,6 +271,16 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 	ret = copy_struct_from_user(&u, ksize, uarg, usize);
 	if (ret)
 		return ret;
+	/*
+	 * Commands that change something and then write results back: make
+	 * sure the results can go back first (writing back what is there),
+	 * so that -EFAULT means nothing happened.
+	 */
+	if ((nr == _IOC_NR(KVTIER_IOC_API) ||
+	     nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) ||
+	     nr == _IOC_NR(KVTIER_IOC_POOL_OPEN)) &&
+	    copy_to_user(uarg, &u, ksize))
+		return -EFAULT;
 
 	mutex_lock(&ctl->lock);
 	if (nr != _IOC_NR(KVTIER_IOC_API) && !ctl->api_done) {

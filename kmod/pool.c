@@ -113,6 +113,7 @@ static void kvt_pool_free(struct kref *ref)
 {
 	struct kvt_pool *pool = container_of(ref, struct kvt_pool, ref);
 
+	kvt_hbm_pool_free(pool);
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);

@@ -95,7 +95,8 @@ struct kvt_pf_hint {
 	u8 state;
 	u8 held;		/* this group holds the block */
 	u8 loaded;		/* this group's read brought it in */
-	u8 tries;
+	u8 tries;		/* reads started */
+	u8 htries;		/* copies to HBM started */
 };
 
 struct kvt_pf_group {
@@ -112,6 +113,7 @@ struct kvt_pf_group {
 	u64 end_ns;
 	u32 prio;
 	u32 flags;
+	u32 tier;			/* KVTIER_TIER_DRAM or _HBM */
 	u32 count;
 	u32 next;			/* first hint not started */
 	u8 state;
@@ -234,12 +236,16 @@ static bool kvt_pf_same(struct kvt_pool *pool, struct kvt_pf_hint *ph)
 	       blk->key[1] == ph->key[1];
 }
 
-static bool kvt_pf_resident(struct kvt_pool *pool, struct kvt_pf_hint *ph)
+static bool kvt_pf_resident(struct kvt_pool *pool, struct kvt_pf_hint *ph,
+			    u32 tier)
 {
 	struct kvt_block *blk = &pool->blocks[ph->addr];
 
-	return ph->addr != KVT_NIL && kvt_pf_same(pool, ph) &&
-	       kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY);
+	if (ph->addr == KVT_NIL || !kvt_pf_same(pool, ph))
+		return false;
+	if (tier == KVTIER_TIER_HBM)
+		return kvt_hbm_where(pool, ph->addr) != KVT_NIL;
+	return kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY);
 }
 
 /* Give back what a group holds; kvt_pf_mutex held. */
@@ -338,7 +344,7 @@ static u32 kvt_pf_ready_prefix(struct kvt_pf_group *g)
 
 	spin_lock(&pool->lock);
 	for (i = 0; i < g->count; i++)
-		if (!kvt_pf_resident(pool, &g->hints[i]))
+		if (!kvt_pf_resident(pool, &g->hints[i], g->tier))
 			break;
 	spin_unlock(&pool->lock);
 	return i;
@@ -451,6 +457,22 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 	if (!ph->held && kvt_pf_hold(pool, ph->addr))
 		ph->held = 1;
 	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
+		/* In DRAM; for HBM, then from DRAM to a slot. */
+		if (g->tier == KVTIER_TIER_HBM &&
+		    kvt_hbm_where(pool, ph->addr) == KVT_NIL) {
+			spin_unlock(&pool->lock);
+			/* Copies that failed are not tried for ever. */
+			ret = kvt_hbm_stage(pool, ph->addr,
+					    ph->htries < KVT_PF_TRIES);
+			ph->htries += ret == 1;
+			if (ret == -ENOSPC)
+				ph->state = KVT_PFH_NOSPC;
+			else if (ret < 0 && ret != -EAGAIN)
+				ph->state = KVT_PFH_FAILED;
+			else
+				ph->state = KVT_PFH_WAIT;
+			return 0;
+		}
 		if (ph->state == KVT_PFH_NEW)
 			atomic64_inc(&kvt_pf_stats.merged);
 		ph->state = KVT_PFH_READY;
@@ -641,9 +663,7 @@ static int kvt_pf_check(struct kvtier_prefetch *pf)
 	    pf->priority > KVTIER_PRIO_MAX ||
 	    memchr_inv(pf->reserved, 0, sizeof(pf->reserved)))
 		return -EINVAL;
-	if (pf->tier == KVTIER_TIER_HBM)
-		return -EOPNOTSUPP;
-	if (pf->tier != KVTIER_TIER_DRAM)
+	if (pf->tier != KVTIER_TIER_DRAM && pf->tier != KVTIER_TIER_HBM)
 		return -EINVAL;
 	if (pf->flags & KVTIER_PREFETCH_CANCEL_LATE && pf->deadline_ns &&
 	    pf->deadline_ns <= ktime_get_ns())
@@ -688,13 +708,16 @@ static u32 kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
 		h->key[1] = blk->key[1];
 		h->status = 0;
 		h->addr = addr;
-		if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING)) {
+		if (kvt_hbm_where(pool, addr) != KVT_NIL)
+			h->tier = KVTIER_TIER_HBM;
+		else if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING))
 			h->tier = KVTIER_TIER_DRAM;
-			pf->resident++;
-		} else {
+		else
 			h->tier = KVTIER_TIER_NVME;
+		if (h->tier == pf->tier)
+			pf->resident++;
+		else
 			pf->queued++;
-		}
 	}
 	spin_unlock(&pool->lock);
 	return dropped;
@@ -723,6 +746,8 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	ret = kvt_pf_check(pf);
 	if (ret)
 		return ret;
+	if (pf->tier == KVTIER_TIER_HBM && !kvt_hbm_live(h->pool))
+		return -EOPNOTSUPP;
 	len = array_size(pf->count, sizeof(*uh));
 	uh = vmemdup_user(u64_to_user_ptr(pf->hints), len);
 	if (IS_ERR(uh))
@@ -743,6 +768,7 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	g->cookie = pf->cookie;
 	g->prio = pf->priority;
 	g->flags = pf->flags;
+	g->tier = pf->tier;
 	g->count = pf->count;
 	g->due = pf->deadline_ns;
 	/* A deadline past orders as now: nobody jumps the queue with one. */

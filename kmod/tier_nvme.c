@@ -834,12 +834,16 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 
 	blk->flags |= KVT_BF_LOADING;
 	blk->users++;
-	pool->nr_loading++;
+	/*
+	 * Counted as a load only once it has room: kvt_make_room() waits
+	 * for loads under way, and this one would never start.
+	 */
 	ret = kvt_make_room(pool, false);
 	if (!ret && blk->state != KVT_BLK_READY)
 		ret = -ENOENT;
 	if (ret)
 		goto out_put_user;
+	pool->nr_loading++;
 	pool->nr_dram++;
 	spin_unlock(&pool->lock);
 
@@ -861,7 +865,8 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	if (nvme)
 		atomic_inc(&nvme->inflight);
 	spin_unlock(&kvt_nvme_qlock);
-	ret = -EIO;
+	/* Without the device the copy can never be read: a miss. */
+	ret = -ENOENT;
 	if (!nvme)
 		goto out_free_dram;
 
@@ -882,12 +887,12 @@ out_free_rd:
 out_undo_dram:
 	spin_lock(&pool->lock);
 	pool->nr_dram--;
+	pool->nr_loading--;
 	/* Without a device the NVMe copy can never be read: it is gone. */
-	if (ret == -EIO && blk->state == KVT_BLK_READY)
+	if (ret == -ENOENT && blk->state == KVT_BLK_READY)
 		kvt_block_unlink(pool, addr);
 out_put_user:
 	blk->flags &= ~KVT_BF_LOADING;
-	pool->nr_loading--;
 	pool->io_events++;
 	kvt_block_put_user(pool, addr);
 	return ret;
@@ -947,6 +952,9 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 	if (ret)
 		return ret;
 
+	/* Blocks being loaded (adopted ones being written down) first. */
+	if (wait_event_killable(pool->wq, !READ_ONCE(pool->nr_loading)))
+		return -EINTR;
 	spin_lock(&pool->lock);
 	before = pool->stats.demotions;
 	errors = pool->wb_errors;

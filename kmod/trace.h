@@ -67,6 +67,16 @@ DEFINE_EVENT(kvtier_block, kvtier_prefetch_ready,
 	     TP_PROTO(struct kvt_pool *pool, u32 addr),
 	     TP_ARGS(pool, addr));
 
+/* HBM: a block's bytes reached its slot. */
+DEFINE_EVENT(kvtier_block, kvtier_hbm_in,
+	     TP_PROTO(struct kvt_pool *pool, u32 addr),
+	     TP_ARGS(pool, addr));
+
+/* HBM: an adopted block was written down to DRAM. */
+DEFINE_EVENT(kvtier_block, kvtier_hbm_out,
+	     TP_PROTO(struct kvt_pool *pool, u32 addr),
+	     TP_ARGS(pool, addr));
+
 /* Prefetch: a group of hints was queued. */
 TRACE_EVENT(kvtier_hint_queued,
 	    TP_PROTO(struct kvt_pool *pool, u64 group, u32 count,

@@ -107,6 +107,8 @@ const char *kvt_feature_name(uint64_t bit)
 		return "prefetch";
 	case KVTIER_F_URING:
 		return "uring";
+	case KVTIER_F_HBM:
+		return "hbm";
 	}
 	return NULL;
 }
@@ -135,6 +137,9 @@ const char *kvt_ioctl_name(unsigned int nr)
 		{ KVTIER_IOC_PREFETCH, "PREFETCH" },
 		{ KVTIER_IOC_CANCEL, "CANCEL" },
 		{ KVTIER_IOC_EVENTFD, "EVENTFD" },
+		{ KVTIER_IOC_HBM_ATTACH, "HBM_ATTACH" },
+		{ KVTIER_IOC_HBM_STAT, "HBM_STAT" },
+		{ KVTIER_IOC_ADOPT, "ADOPT" },
 	};
 	size_t i;
 

@@ -3,6 +3,7 @@
  * policy-sim: replay Mooncake-format traces through placement policies.
  *
  *   policy-sim --trace FILE|generated --capacities N,N,... [options]
+ *   policy-sim --decisions --dram-blocks C --ops N [--seed S] [--policy P]
  *   policy-sim --selftest
  *
  * For each total capacity N (blocks, over all tiers) and each policy, it
@@ -24,6 +25,10 @@
  * kmod/tier_nvme.c. The runtime model sends, before each request, a
  * LOOKUP with TOUCH and LOAD for the request --window requests ahead (its
  * queue), as the prefetch hints would.
+ *
+ * --decisions prints, command by command, what kmod/policy.c decides for a
+ * pool without NVMe; selftests/kvtier/policy requires the module to decide
+ * the same (see decisions() below).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -807,6 +812,371 @@ static int run_policy(const struct trace_set *t, int pol, u32 cap,
 	return run_hier(t, pol, cap, so, res);
 }
 
+/* ---- decisions: the module's DRAM-only command path, op by op ------------ */
+
+/*
+ * policy-sim --decisions replays a generated sequence of pool commands
+ * through kmod/policy.c the way kmod/cmd.c and kmod/block.c call it for a
+ * pool of dram_blocks blocks with no NVMe tier, and prints each command,
+ * its result and the keys it evicted. selftests/kvtier/policy runs the same
+ * commands on a real pool and requires the same results and evictions: the
+ * module and the simulator make the same decisions.
+ *
+ * The calls, as the module makes them without NVMe:
+ *  PUT		kvt_put_one(): -EEXIST (no REPLACE) or -EBUSY (pinned) for a
+ *		key present; kvt_make_room() evicts kvt_policy_victim() while
+ *		DRAM is full (kvt_block_unlink(): remove), -ENOSPC if nothing
+ *		is evictable; at publish a replaced block still present is
+ *		unlinked (remove), the new one inserted, the old one freed.
+ *  GET		kvt_get_one(): touch, or -ENOENT.
+ *  LOOKUP	kvt_lookup(): with TOUCH, touch each key found, in order.
+ *  DROP	kvt_drop_one(): -EBUSY if pinned, else unlink (remove).
+ *  PIN		kvt_pin_one(): the first pin removes.
+ *  UNPIN	kvt_unpin_one(): -EINVAL if this fd holds no pin; the last
+ *		pin going inserts (kvt_block_unpinned()).
+ */
+
+enum {
+	DEC_PUT, DEC_REPLACE, DEC_GET, DEC_LOOKUP, DEC_PEEK, DEC_DROP,
+	DEC_PIN, DEC_UNPIN
+};
+
+static const char * const dec_names[] = {
+	[DEC_PUT] = "put", [DEC_REPLACE] = "replace", [DEC_GET] = "get",
+	[DEC_LOOKUP] = "lookup", [DEC_PEEK] = "peek", [DEC_DROP] = "drop",
+	[DEC_PIN] = "pin", [DEC_UNPIN] = "unpin",
+};
+
+#define DEC_LOOKUP_MAX	4	/* keys of one LOOKUP */
+
+struct dec {
+	struct kvt_pool pool;
+	u32 dram;		/* pool->dram_blocks */
+	u32 nr_dram;		/* pool->nr_dram */
+	u32 *addr_of;		/* key -> block address, or NIL */
+	u32 *key_of;		/* block address -> key */
+	u16 *pins;		/* block address -> pins (all by one fd) */
+	u32 *free;		/* free addresses (a stack) */
+	u32 nfree;
+	u32 *pinned;		/* keys pinned, for UNPIN to pick from */
+	u32 npinned, max_pinned;
+	u32 nkeys;		/* keys 1..nkeys made so far */
+	u64 evictions;		/* kvtier_pool_stat.evictions */
+	u32 victims[2];		/* keys the current command evicted */
+	u32 nvictims;
+};
+
+static void dec_free(struct dec *d)
+{
+	free(d->pool.blocks);
+	free(d->addr_of);
+	free(d->key_of);
+	free(d->pins);
+	free(d->free);
+	free(d->pinned);
+}
+
+static int dec_init(struct dec *d, u32 dram, u32 nops, int kind)
+{
+	/* DRAM's blocks, and one more while a REPLACE holds old and new. */
+	u32 naddr = dram + 1, i;
+
+	memset(d, 0, sizeof(*d));
+	d->dram = dram;
+	d->max_pinned = dram / 4 ? dram / 4 : 1;
+	d->pool.blocks = calloc(naddr, sizeof(*d->pool.blocks));
+	d->addr_of = malloc(((size_t)nops + 2) * sizeof(u32));
+	d->key_of = calloc(naddr, sizeof(u32));
+	d->pins = calloc(naddr, sizeof(u16));
+	d->free = malloc((size_t)naddr * sizeof(u32));
+	d->pinned = malloc((size_t)naddr * sizeof(u32));
+	if (!d->pool.blocks || !d->addr_of || !d->key_of || !d->pins ||
+	    !d->free || !d->pinned)
+		return -ENOMEM;
+	for (i = 0; i < nops + 2; i++)
+		d->addr_of[i] = NIL;
+	for (i = 0; i < naddr; i++) {
+		d->pool.blocks[i].prev = NIL;
+		d->pool.blocks[i].next = NIL;
+		d->pool.blocks[i].nloc = NIL;
+		d->free[d->nfree++] = naddr - 1 - i;
+	}
+	d->pool.lru.head = NIL;
+	d->pool.lru.tail = NIL;
+	kvt_policy_param = kind;
+	return 0;
+}
+
+/* kvt_block_unlink(): out of the key hash and the policy's list. */
+static void dec_unlink(struct dec *d, u32 a)
+{
+	kvt_policy_remove(&d->pool, a);
+	d->addr_of[d->key_of[a]] = NIL;
+}
+
+/* kvt_block_release(): the address is free again. */
+static void dec_release(struct dec *d, u32 a)
+{
+	struct kvt_block *blk = &d->pool.blocks[a];
+
+	blk->flags = 0;
+	blk->pol = 0;
+	blk->nloc = NIL;
+	d->free[d->nfree++] = a;
+	d->nr_dram--;
+}
+
+/* kvt_make_room() without NVMe: the victim is dropped (kvt_evict_one()). */
+static int dec_make_room(struct dec *d)
+{
+	while (d->nr_dram >= d->dram) {
+		u32 v = kvt_policy_victim(&d->pool);
+
+		if (v == NIL)
+			return -ENOSPC;
+		if (d->nvictims < 2)
+			d->victims[d->nvictims] = d->key_of[v];
+		d->nvictims++;
+		dec_unlink(d, v);
+		d->evictions++;
+		dec_release(d, v);
+	}
+	return 0;
+}
+
+static int dec_put(struct dec *d, u32 k, bool replace)
+{
+	u32 a, old = d->addr_of[k];
+	int ret;
+
+	if (old != NIL && !replace)
+		return -EEXIST;
+	if (old != NIL && d->pins[old])
+		return -EBUSY;
+	ret = dec_make_room(d);
+	if (ret)
+		return ret;
+	if (!d->nfree)
+		return -ENOSPC;
+	a = d->free[--d->nfree];
+	d->nr_dram++;
+	/* Publish: the old block (unless evicted meanwhile) goes first. */
+	old = d->addr_of[k];
+	if (old != NIL)
+		dec_unlink(d, old);
+	d->addr_of[k] = a;
+	d->key_of[a] = k;
+	kvt_policy_insert(&d->pool, a);
+	if (old != NIL)
+		dec_release(d, old);
+	return 0;
+}
+
+static int dec_get(struct dec *d, u32 k)
+{
+	if (d->addr_of[k] == NIL)
+		return -ENOENT;
+	kvt_policy_touch(&d->pool, d->addr_of[k]);
+	return 0;
+}
+
+/* LOOKUP, with TOUCH or not: the resident prefix. */
+static int dec_lookup(struct dec *d, const u32 *keys, u32 n, bool touch)
+{
+	bool in_prefix = true;
+	u32 i, prefix = 0;
+
+	for (i = 0; i < n; i++) {
+		u32 a = d->addr_of[keys[i]];
+
+		if (a == NIL) {
+			in_prefix = false;
+			continue;
+		}
+		if (touch)
+			kvt_policy_touch(&d->pool, a);
+		prefix += in_prefix;
+	}
+	return prefix;
+}
+
+static int dec_drop(struct dec *d, u32 k)
+{
+	u32 a = d->addr_of[k];
+
+	if (a == NIL)
+		return -ENOENT;
+	if (d->pins[a])
+		return -EBUSY;
+	dec_unlink(d, a);
+	dec_release(d, a);
+	return 0;
+}
+
+static int dec_pin(struct dec *d, u32 k)
+{
+	u32 a = d->addr_of[k];
+
+	if (a == NIL)
+		return -ENOENT;
+	if (!d->pins[a]++) {
+		kvt_policy_remove(&d->pool, a);
+		d->pinned[d->npinned++] = k;
+	}
+	return 0;
+}
+
+static int dec_unpin(struct dec *d, u32 k)
+{
+	u32 a = d->addr_of[k], i;
+
+	if (a == NIL)
+		return -ENOENT;
+	if (!d->pins[a])
+		return -EINVAL;
+	if (--d->pins[a])
+		return 0;
+	for (i = 0; d->pinned[i] != k; i++)
+		;
+	d->pinned[i] = d->pinned[--d->npinned];
+	kvt_policy_insert(&d->pool, a);
+	return 0;
+}
+
+/*
+ * A key made earlier, skewed: half the time one of the last dram_blocks
+ * made (recent), else the first ones most (a hot set), u^3 over all.
+ */
+static u32 dec_old_key(struct dec *d, u64 r)
+{
+	u32 span = d->dram < d->nkeys ? d->dram : d->nkeys;
+	double u;
+
+	if (r & 1)
+		return d->nkeys - (u32)((r >> 1) % span);
+	u = (double)(r >> 11) / (double)(1ULL << 53);
+	return 1 + (u32)(d->nkeys * u * u * u);
+}
+
+static void dec_print_keys(FILE *f, const u32 *keys, u32 n)
+{
+	u32 i;
+
+	if (!n) {
+		fputc('-', f);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%u", i ? "," : "", keys[i]);
+}
+
+/*
+ * Generate @nops commands from @seed and run them: one line each,
+ *   N OP KEYS RESULT EVICTED
+ * N counts from 1; OP one of dec_names; KEYS a key number or, for lookup
+ * and peek (LOOKUP without TOUCH), a comma list; RESULT 0 or -errno, for
+ * lookup and peek the resident prefix; EVICTED the keys evicted, in order,
+ * or "-". Lines starting with # are comments; the last one is
+ *   # end: evictions=E resident=R pinned=P
+ */
+static int decisions(FILE *f, u32 dram, u32 nops, u64 seed, int kind)
+{
+	u64 rng = mix64(seed ^ 0x6b767469657221ULL);
+	struct dec d;
+	u32 n;
+	int ret;
+
+	ret = dec_init(&d, dram, nops, kind);
+	if (ret) {
+		dec_free(&d);
+		return ret;
+	}
+	fprintf(f, "# policy-sim decisions: policy=%s dram_blocks=%u ops=%u seed=%llu\n",
+		kind == KVT_POLICY_SEG ? "seg" : "lru", dram, nops,
+		(unsigned long long)seed);
+	for (n = 1; n <= nops; n++) {
+		u32 keys[DEC_LOOKUP_MAX], nk = 1, i, p;
+		int op, res;
+
+		rng = mix64(rng + n);
+		p = rng % 100;
+		rng = mix64(rng);
+		if (!d.nkeys || p < 30)
+			op = DEC_PUT;
+		else if (p < 58)
+			op = DEC_GET;
+		else if (p < 72)
+			op = DEC_LOOKUP;
+		else if (p < 75)
+			op = DEC_PEEK;
+		else if (p < 80)
+			op = DEC_REPLACE;
+		else if (p < 84)
+			op = DEC_PUT;		/* a key made before */
+		else if (p < 89)
+			op = DEC_DROP;
+		else if (p < 94)
+			op = d.npinned < d.max_pinned ? DEC_PIN : DEC_GET;
+		else
+			op = d.npinned ? DEC_UNPIN : DEC_GET;
+
+		if (op == DEC_PUT && (!d.nkeys || p < 30))
+			keys[0] = ++d.nkeys;
+		else if (op == DEC_UNPIN)
+			keys[0] = d.pinned[rng % d.npinned];
+		else
+			keys[0] = dec_old_key(&d, rng);
+		if (op == DEC_LOOKUP || op == DEC_PEEK) {
+			/* A chain: the key and the ones made after it. */
+			nk = 1 + (rng >> 40) % DEC_LOOKUP_MAX;
+			for (i = 1; i < nk && keys[i - 1] < d.nkeys; i++)
+				keys[i] = keys[i - 1] + 1;
+			nk = i;
+		}
+
+		d.nvictims = 0;
+		switch (op) {
+		case DEC_PUT:
+		case DEC_REPLACE:
+			res = dec_put(&d, keys[0], op == DEC_REPLACE);
+			break;
+		case DEC_GET:
+			res = dec_get(&d, keys[0]);
+			break;
+		case DEC_LOOKUP:
+		case DEC_PEEK:
+			res = dec_lookup(&d, keys, nk, op == DEC_LOOKUP);
+			break;
+		case DEC_DROP:
+			res = dec_drop(&d, keys[0]);
+			break;
+		case DEC_PIN:
+			res = dec_pin(&d, keys[0]);
+			break;
+		default:
+			res = dec_unpin(&d, keys[0]);
+			break;
+		}
+		if (d.nvictims > 1 || kvt_policy_check(&d.pool) || shim_warnings) {
+			fprintf(stderr, "policy-sim: decisions: op %u: %u evictions, list %s, %lu warnings\n",
+				n, d.nvictims,
+				kvt_policy_check(&d.pool) ? "broken" : "ok",
+				shim_warnings);
+			dec_free(&d);
+			return -EFAULT;
+		}
+		fprintf(f, "%u %s ", n, dec_names[op]);
+		dec_print_keys(f, keys, nk);
+		fprintf(f, " %d ", res);
+		dec_print_keys(f, d.victims, d.nvictims);
+		fputc('\n', f);
+	}
+	fprintf(f, "# end: evictions=%llu resident=%u pinned=%u\n",
+		(unsigned long long)d.evictions, d.nr_dram, d.npinned);
+	dec_free(&d);
+	return 0;
+}
+
 /* ---- self-test ------------------------------------------------------------ */
 
 static int st_fail;
@@ -1013,6 +1383,23 @@ static void st_policy_lists(void)
 	ST_CHECK(!shim_warnings, "%lu warnings", shim_warnings);
 }
 
+/* The --decisions model: its lists stay sound, pins and all, any size. */
+static void st_decisions(void)
+{
+	static const u32 drams[] = { 1, 2, 16 };
+	FILE *f = fopen("/dev/null", "w");
+	int kind;
+	u32 c;
+
+	ST_CHECK(f, "/dev/null");
+	for (kind = 0; f && kind < KVT_POLICY_NR; kind++)
+		for (c = 0; c < 3; c++)
+			ST_CHECK(!decisions(f, drams[c], 3000, c + 1, kind),
+				 "decisions kind %d dram %u", kind, drams[c]);
+	if (f)
+		fclose(f);
+}
+
 static int selftest(void)
 {
 	struct sim_opts so = { .dram_share = 0.25, .region_blocks = 4,
@@ -1025,6 +1412,7 @@ static int selftest(void)
 	st_lru_reference();
 	st_opt_bound();
 	st_policy_lists();
+	st_decisions();
 	printf("selftest: %s\n", st_fail ? "FAIL" : "ok");
 	return st_fail ? 1 : 0;
 }
@@ -1035,6 +1423,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: policy-sim --trace FILE|generated --capacities N,N,... [options]\n"
+		"       policy-sim --decisions --dram-blocks C --ops N [--seed S] [--policy lru|seg]\n"
 		"       policy-sim --selftest\n"
 		"\n"
 		"Replays a Mooncake-format trace (or the built-in generator's requests)\n"
@@ -1057,7 +1446,15 @@ static void usage(FILE *f)
 		"  --block-bytes B         bytes of one block, for bytes_moved [64K]\n"
 		"  --max-requests N        replay the first N requests\n"
 		"  --csv                   CSV instead of a table\n"
-		"  --selftest              check the simulator and the policy code\n");
+		"  --selftest              check the simulator and the policy code\n"
+		"\n"
+		"--decisions generates N pool commands (PUT, PUT with REPLACE, GET, LOOKUP\n"
+		"with and without TOUCH, DROP, PIN, UNPIN) from the seed, runs them through\n"
+		"kmod/policy.c as the module does for a pool of C DRAM blocks without NVMe,\n"
+		"and prints one line a command: 'N OP KEYS RESULT EVICTED' (RESULT 0 or\n"
+		"-errno, for lookup and peek the resident prefix; EVICTED the keys evicted\n"
+		"or '-'). selftests/kvtier/policy replays them on the module.\n"
+		"  --policy P              lru or seg [lru]\n");
 	gen_usage(f);
 }
 
@@ -1112,6 +1509,9 @@ int main(int argc, char **argv)
 	u64 max_req = UINT64_MAX, v;
 	const char *trace = NULL;
 	bool csv = false, on[POL_NR] = { true, true, true, true };
+	bool dec = false;
+	u64 dec_dram = 0, dec_ops = 0;
+	int dec_kind = KVT_POLICY_LRU;
 	u32 caps[MAX_CAPS], ncaps = 0, c;
 	double worst = INFINITY;
 	struct trace_set t;
@@ -1127,6 +1527,10 @@ int main(int argc, char **argv)
 			return selftest();
 		if (!strcmp(a, "--csv")) {
 			csv = true;
+			continue;
+		}
+		if (!strcmp(a, "--decisions")) {
+			dec = true;
 			continue;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1166,6 +1570,19 @@ int main(int argc, char **argv)
 			ret = parse_size(val, &so.block_bytes) ? -EINVAL : 0;
 		} else if (!strcmp(a, "max-requests")) {
 			ret = parse_u64(val, &max_req) ? -EINVAL : 0;
+		} else if (!strcmp(a, "dram-blocks")) {
+			ret = parse_u64(val, &dec_dram) || !dec_dram ||
+			      dec_dram > 1 << 20 ? -EINVAL : 0;
+		} else if (!strcmp(a, "ops")) {
+			ret = parse_u64(val, &dec_ops) || dec_ops > 1 << 24 ?
+			      -EINVAL : 0;
+		} else if (!strcmp(a, "policy")) {
+			if (!strcmp(val, "lru"))
+				dec_kind = KVT_POLICY_LRU;
+			else if (!strcmp(val, "seg"))
+				dec_kind = KVT_POLICY_SEG;
+			else
+				ret = -EINVAL;
 		} else {
 			ret = gen_parse_opt(&go, a, val);
 			ret = ret == 1 ? 0 : ret ? ret : -ENOENT;
@@ -1176,6 +1593,17 @@ int main(int argc, char **argv)
 				a, ret == -ENOENT ? "" : " ", ret == -ENOENT ? "" : val);
 			return 2;
 		}
+	}
+	if (dec) {
+		if (!dec_dram || trace || ncaps) {
+			usage(stderr);
+			return 2;
+		}
+		ret = decisions(stdout, dec_dram, dec_ops, go.seed, dec_kind);
+		if (ret)
+			fprintf(stderr, "policy-sim: decisions: %s\n",
+				strerror(-ret));
+		return ret || fflush(stdout) ? 1 : 0;
 	}
 	if (!trace || !ncaps) {
 		usage(stderr);

@@ -821,6 +821,108 @@ int kvt_request_ready(struct kvt_pool *pool, struct kvt_ring *ring,
 		      const struct kvt_key *keys, uint32_t n,
 		      uint64_t deadline_ns, int timeout_ms, uint32_t *ready);
 
+/* ---- the HBM tier --------------------------------------------------------- */
+
+/**
+ * kvt_hbm_attach() - give a pool a device tier of @slots blocks
+ * @pool:	the pool handle (not read-only).
+ * @backend:	KVTIER_HBM_EMUL (kernel memory, out of hbm_emul_mb) or
+ *		KVTIER_HBM_USER (the caller's arena, moved by a mover).
+ * @slots:	1..KVTIER_HBM_SLOTS_MAX.
+ * @mover_fd:	out with KVTIER_HBM_USER: the mover fd, for
+ *		kvt_mover_open(); closing it detaches the arena. NULL: the
+ *		fd is closed at once (an arena nobody moves is of no use).
+ *
+ * Return: 0; -EBUSY (the pool has one); -ENOSPC (emulated memory used up);
+ * -EBADF (read-only handle); -EINVAL; -ENOMEM.
+ */
+int kvt_hbm_attach(struct kvt_pool *pool, uint32_t backend, uint32_t slots,
+		   int *mover_fd);
+
+/**
+ * kvt_hbm_stat() - the pool's device tier: slots, copies, errors
+ * @pool:	the pool handle.
+ * @st:		out.
+ *
+ * Return: 0 or -errno.
+ */
+int kvt_hbm_stat(struct kvt_pool *pool, struct kvtier_hbm_stat *st);
+
+/**
+ * kvt_adopt() - take blocks made in device memory
+ * @pool:	the pool handle.
+ * @e:		@n entries: key and slot in; status and addr out.
+ * @n:		1..batch_max.
+ * @done:	out (optional): entries adopted.
+ *
+ * An adopted block is in HBM at once and written down to DRAM (then NVMe)
+ * in the background; a GET of it waits for that. Per entry: -EINVAL (slot
+ * out of range), -EBUSY (slot in use), -EEXIST (key present), -ENOSPC (no
+ * DRAM for the write-down), -ENODEV (no device tier).
+ *
+ * Return: 0, or -errno for the whole batch.
+ */
+int kvt_adopt(struct kvt_pool *pool, struct kvtier_adopt *e, uint32_t n,
+	      uint32_t *done);
+
+struct kvt_mover;
+
+/*
+ * A mover's copy: @op KVTIER_MOVE_TO_DEV copies @bytes from @dram (the
+ * block, read-only) into slot @slot of the device arena; KVTIER_MOVE_FROM_DEV
+ * copies slot @slot into @dram. 0 or a negative errno.
+ */
+typedef int (*kvt_mover_copy_fn)(void *arg, uint32_t op, uint32_t slot,
+				 void *dram, uint64_t bytes);
+
+/**
+ * kvt_mover_memcpy() - the reference copy: the arena is host memory
+ * @arena:	slots * block_size bytes (the kvt_mover_open() argument).
+ * @op:		KVTIER_MOVE_TO_DEV or KVTIER_MOVE_FROM_DEV.
+ * @slot:	the slot.
+ * @dram:	the block's bytes (see kvt_mover_copy_fn).
+ * @bytes:	the block size.
+ *
+ * Return: 0.
+ */
+int kvt_mover_memcpy(void *arena, uint32_t op, uint32_t slot, void *dram,
+		     uint64_t bytes);
+
+/**
+ * kvt_mover_open() - a mover for a user arena
+ * @pool:	the pool handle (its mapping is the DRAM side of copies).
+ * @mover_fd:	from kvt_hbm_attach(); owned by the mover from now on.
+ * @fn:		the copy (kvt_mover_memcpy, a cudaMemcpy wrapper, ...).
+ * @arg:	its first argument.
+ * @mp:		out: the mover.
+ *
+ * Return: 0 or -errno.
+ */
+int kvt_mover_open(struct kvt_pool *pool, int mover_fd, kvt_mover_copy_fn fn,
+		   void *arg, struct kvt_mover **mp);
+
+/**
+ * kvt_mover_run() - do the copies the kernel posted
+ * @m:		the mover.
+ * @timeout_ms:	how long to wait for the first; -1 forever.
+ *
+ * Call it in a loop (a thread of the runtime). A copy that takes longer
+ * than the hbm_timeout_ms module parameter detaches the arena.
+ *
+ * Return: copies done (0 when the wait ended without one); -EPIPE once the
+ * arena is detached (the loop should end); another -errno.
+ */
+int kvt_mover_run(struct kvt_mover *m, int timeout_ms);
+
+/**
+ * kvt_mover_close() - stop moving: the arena is detached
+ * @m:		the mover, or NULL.
+ *
+ * Adopted blocks not yet written down are lost; every other block keeps
+ * its DRAM or NVMe copy.
+ */
+void kvt_mover_close(struct kvt_mover *m);
+
 /* ---- io_uring ------------------------------------------------------------ */
 
 /**

@@ -37,8 +37,16 @@
 #else
 #define KVT_IOCTLS_PREFETCH 0ULL
 #endif
+#ifdef KVTIER_IOC_ADOPT
+#define KVT_IOCTLS_HBM \
+	((1ULL << _IOC_NR(KVTIER_IOC_HBM_ATTACH)) | \
+	 (1ULL << _IOC_NR(KVTIER_IOC_HBM_STAT)) | \
+	 (1ULL << _IOC_NR(KVTIER_IOC_ADOPT)))
+#else
+#define KVT_IOCTLS_HBM 0ULL
+#endif
 #define KVT_IOCTLS_KNOWN	(KVT_IOCTLS_V1 | KVT_IOCTLS_NVME | \
-				 KVT_IOCTLS_PREFETCH)
+				 KVT_IOCTLS_PREFETCH | KVT_IOCTLS_HBM)
 
 /* Command numbers no version of the ABI uses. */
 #define KVT_NR_UNUSED_CTL	0x0f

@@ -59,6 +59,13 @@
  *
  * KVTIER_F_URING: pool fds take IORING_OP_URING_CMD for PUT, GET, LOOKUP and
  * PREFETCH (struct kvtier_uring_cmd in the SQE's command area).
+ *
+ * KVTIER_F_HBM: a pool can be given a device tier (KVTIER_IOC_HBM_ATTACH):
+ * an arena of slots of device memory, filled and emptied through a backend
+ * (KVTIER_HBM_EMUL: kernel memory standing in for a device; KVTIER_HBM_USER:
+ * the runtime's own arena, moved by its mover through a mover fd). PREFETCH
+ * can target KVTIER_TIER_HBM, LOOKUP reports HBM residency and the slot,
+ * and KVTIER_IOC_ADOPT takes blocks made in device memory.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -67,6 +74,7 @@
 #define KVTIER_F_NVME		_BITULL(4)
 #define KVTIER_F_PREFETCH	_BITULL(5)
 #define KVTIER_F_URING		_BITULL(6)
+#define KVTIER_F_HBM		_BITULL(7)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -201,7 +209,10 @@ struct kvtier_pool_destroy {
  * @buf:	in: PUT/GET: user buffer of block_size bytes; other commands: 0.
  * @addr:	out: block address, or KVTIER_ADDR_NONE.
  * @status:	out: 0 or a negative errno for this entry.
- * @tier:	out: KVTIER_TIER_* where the block lives, or KVTIER_TIER_NONE.
+ * @tier:	out: KVTIER_TIER_* where the block lives, or KVTIER_TIER_NONE
+ *		(the highest tier holding it: HBM, then DRAM, then NVMe).
+ * @slot:	out (LOOKUP): the block's HBM slot when @tier is
+ *		KVTIER_TIER_HBM, else KVTIER_SLOT_NONE; ignored on input.
  * @reserved:	must be 0.
  */
 struct kvtier_block {
@@ -210,8 +221,11 @@ struct kvtier_block {
 	__u64 addr;
 	__s32 status;
 	__u32 tier;
-	__u64 reserved;
+	__u32 slot;
+	__u32 reserved;
 };
+
+#define KVTIER_SLOT_NONE	(~0U)
 
 /* PUT flags. */
 #define KVTIER_PUT_REPLACE	_BITUL(0)	/* replace an existing key */
@@ -585,6 +599,132 @@ struct kvtier_uring_cmd {
 	__u64 reserved;
 };
 
+/* HBM backends. */
+#define KVTIER_HBM_EMUL		1	/* kernel memory (hbm_emul_mb) */
+#define KVTIER_HBM_USER		2	/* the runtime's arena and mover */
+
+#define KVTIER_HBM_SLOTS_MAX	65536
+
+/**
+ * struct kvtier_hbm_attach - give a pool a device tier
+ * @backend:	KVTIER_HBM_EMUL or KVTIER_HBM_USER.
+ * @slots:	arena size in blocks, 1..KVTIER_HBM_SLOTS_MAX.
+ * @flags:	must be 0.
+ * @mover_fd:	out with KVTIER_HBM_USER: the mover's fd (O_CLOEXEC); -1
+ *		otherwise.
+ * @reserved:	must be 0.
+ *
+ * On a pool fd that may write (-EBADF otherwise). -EBUSY if the pool has a
+ * device tier; -ENOSPC if an emulated arena does not fit what is left of
+ * hbm_emul_mb; -EINVAL; -ENOMEM.
+ */
+struct kvtier_hbm_attach {
+	__u32 backend;
+	__u32 slots;
+	__u32 flags;
+	__s32 mover_fd;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvtier_hbm_stat - a pool's device tier
+ * @flags:	in: must be 0.
+ * @attached:	out: 1 with a device tier; the rest is zero otherwise.
+ * @backend:	out: KVTIER_HBM_*.
+ * @slots:	out: arena size in blocks.
+ * @used:	out: slots holding a block (or being filled).
+ * @__pad:	out: 0.
+ * @to_dev:	out: blocks copied DRAM -> device.
+ * @from_dev:	out: blocks copied device -> DRAM (adopted blocks written
+ *		down).
+ * @adopted:	out: blocks taken by KVTIER_IOC_ADOPT.
+ * @evictions:	out: slots given back to make room.
+ * @copy_errors: out: copies that failed (the block stayed where it was, or
+ *		an adopted block was lost).
+ * @timeouts:	out: copies the mover did not complete in time.
+ * @detached:	out: arenas detached because their mover went away.
+ * @reserved:	must be 0.
+ */
+struct kvtier_hbm_stat {
+	__u32 flags;
+	__u32 attached;
+	__u32 backend;
+	__u32 slots;
+	__u32 used;
+	__u32 __pad;
+	__u64 to_dev;
+	__u64 from_dev;
+	__u64 adopted;
+	__u64 evictions;
+	__u64 copy_errors;
+	__u64 timeouts;
+	__u64 detached;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvtier_adopt - one block made in device memory
+ * @key:	in: its key (not in the pool: -EEXIST).
+ * @slot:	in: the slot that holds it (below the arena size: -EINVAL; a
+ *		slot in use: -EBUSY).
+ * @status:	out: 0 or a negative errno.
+ * @addr:	out: its block address, or KVTIER_ADDR_NONE.
+ * @reserved:	must be 0.
+ *
+ * KVTIER_IOC_ADOPT takes a struct kvtier_batch whose @blocks points to
+ * struct kvtier_adopt entries. Each adopted block is in HBM at once and is
+ * written down to DRAM in the background (then to NVMe as any other);
+ * reading it (GET, a fault) waits for that. Its DRAM is claimed at ADOPT:
+ * -ENOSPC when none can be freed. -ENODEV without a device tier.
+ */
+struct kvtier_adopt {
+	__u64 key[2];
+	__u32 slot;
+	__s32 status;
+	__u64 addr;
+	__u64 reserved;
+};
+
+/* Mover commands (read(2) of a mover fd). */
+#define KVTIER_MOVE_TO_DEV	1	/* DRAM block -> slot */
+#define KVTIER_MOVE_FROM_DEV	2	/* slot -> DRAM block */
+
+/**
+ * struct kvtier_move - a copy the mover must do, read(2) from the mover fd
+ * @seq:	its id, to give back in the struct kvtier_moved.
+ * @op:		KVTIER_MOVE_TO_DEV or KVTIER_MOVE_FROM_DEV.
+ * @slot:	the arena slot.
+ * @addr:	the block address: the DRAM side is the pool mmap at
+ *		@addr * @bytes (TO_DEV reads it there).
+ * @bytes:	the block size.
+ */
+struct kvtier_move {
+	__u64 seq;
+	__u32 op;
+	__u32 slot;
+	__u64 addr;
+	__u64 bytes;
+};
+
+/**
+ * struct kvtier_moved - a copy done, write(2) to the mover fd
+ * @seq:	the command's.
+ * @status:	0, or a negative errno: the copy failed.
+ * @__pad:	must be 0.
+ * @buf:	FROM_DEV with status 0: user pointer to the block's bytes,
+ *		copied from the slot by the mover; the kernel copies them into
+ *		the DRAM block. 0 for TO_DEV.
+ *
+ * write(2) takes whole records and returns the bytes taken; an unknown
+ * @seq, a bad @status or @buf: -EINVAL (-EFAULT for an unreadable @buf).
+ */
+struct kvtier_moved {
+	__u64 seq;
+	__s32 status;
+	__u32 __pad;
+	__u64 buf;
+};
+
 #define KVTIER_IOC_MAGIC	0xB8
 
 /* Control fd. */
@@ -608,5 +748,8 @@ struct kvtier_uring_cmd {
 #define KVTIER_IOC_PREFETCH	_IOWR(KVTIER_IOC_MAGIC, 0x18, struct kvtier_prefetch)
 #define KVTIER_IOC_CANCEL	_IOWR(KVTIER_IOC_MAGIC, 0x19, struct kvtier_cancel)
 #define KVTIER_IOC_EVENTFD	_IOWR(KVTIER_IOC_MAGIC, 0x1a, struct kvtier_eventfd)
+#define KVTIER_IOC_HBM_ATTACH	_IOWR(KVTIER_IOC_MAGIC, 0x1b, struct kvtier_hbm_attach)
+#define KVTIER_IOC_HBM_STAT	_IOWR(KVTIER_IOC_MAGIC, 0x1c, struct kvtier_hbm_stat)
+#define KVTIER_IOC_ADOPT	_IOWR(KVTIER_IOC_MAGIC, 0x1d, struct kvtier_batch)
 
 #endif /* _UAPI_LINUX_KVTIER_H */

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libkvtier: the HBM tier: attaching an arena, adopting blocks made in
+ * device memory, and the mover loop of a user arena.
+ */
+#define KVTIER_LIB_INTERNAL
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "kvtier.h"
+#include "kvtier_priv.h"
+
+struct kvt_mover {
+	int fd;
+	const char *map;		/* the pool, read-only */
+	size_t map_len;
+	uint64_t block_size;
+	void *stage;			/* FROM_DEV bytes on their way back */
+	kvt_mover_copy_fn copy;
+	void *arg;
+};
+
+static int kvt_pool_ioctl(struct kvt_pool *pool, unsigned long cmd, void *arg)
+{
+	if (ioctl(pool->fd, cmd, arg) < 0)
+		return -errno;
+	return 0;
+}
+
+int kvt_hbm_attach(struct kvt_pool *pool, uint32_t backend, uint32_t slots,
+		   int *mover_fd)
+{
+	struct kvtier_hbm_attach a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.backend = backend;
+	a.slots = slots;
+	ret = kvt_pool_ioctl(pool, KVTIER_IOC_HBM_ATTACH, &a);
+	if (!ret && mover_fd)
+		*mover_fd = a.mover_fd;
+	else if (!ret && a.mover_fd >= 0)
+		close(a.mover_fd);	/* nobody to move: detach it again */
+	return ret;
+}
+
+int kvt_hbm_stat(struct kvt_pool *pool, struct kvtier_hbm_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	return kvt_pool_ioctl(pool, KVTIER_IOC_HBM_STAT, st);
+}
+
+int kvt_adopt(struct kvt_pool *pool, struct kvtier_adopt *e, uint32_t n,
+	      uint32_t *done)
+{
+	struct kvtier_batch b;
+	int ret;
+
+	if (!n || n > pool->batch_max)
+		return -EINVAL;
+	memset(&b, 0, sizeof(b));
+	b.blocks = (uintptr_t)e;
+	b.count = n;
+	ret = kvt_pool_ioctl(pool, KVTIER_IOC_ADOPT, &b);
+	if (!ret && done)
+		*done = b.done;
+	return ret;
+}
+
+int kvt_mover_memcpy(void *arena, uint32_t op, uint32_t slot, void *dram,
+		     uint64_t bytes)
+{
+	char *s = (char *)arena + (size_t)slot * bytes;
+
+	if (op == KVTIER_MOVE_TO_DEV)
+		memcpy(s, dram, bytes);
+	else
+		memcpy(dram, s, bytes);
+	return 0;
+}
+
+int kvt_mover_open(struct kvt_pool *pool, int mover_fd, kvt_mover_copy_fn fn,
+		   void *arg, struct kvt_mover **mp)
+{
+	struct kvt_mover *m;
+
+	*mp = NULL;
+	if (mover_fd < 0 || !fn)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->fd = mover_fd;
+	m->block_size = pool->block_size;
+	m->copy = fn;
+	m->arg = arg;
+	m->map_len = (size_t)pool->capacity * pool->block_size;
+	m->map = mmap(NULL, m->map_len, PROT_READ, MAP_SHARED, pool->fd, 0);
+	if (m->map == MAP_FAILED) {
+		int ret = -errno;
+
+		free(m);
+		return ret;
+	}
+	if (posix_memalign(&m->stage, 4096, m->block_size)) {
+		munmap((void *)m->map, m->map_len);
+		free(m);
+		return -ENOMEM;
+	}
+	*mp = m;
+	return 0;
+}
+
+int kvt_mover_run(struct kvt_mover *m, int timeout_ms)
+{
+	struct kvtier_move cmd[16];
+	struct pollfd p = { .fd = m->fd, .events = POLLIN };
+	int i, n, done = 0, ret;
+	ssize_t len;
+
+	ret = poll(&p, 1, timeout_ms);
+	if (ret < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (!ret)
+		return 0;
+	len = read(m->fd, cmd, sizeof(cmd));
+	if (len == 0)
+		return -EPIPE;		/* the arena was detached */
+	if (len < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	n = len / sizeof(cmd[0]);
+	for (i = 0; i < n; i++) {
+		struct kvtier_moved r;
+		void *dram;
+
+		memset(&r, 0, sizeof(r));
+		r.seq = cmd[i].seq;
+		if (cmd[i].op == KVTIER_MOVE_TO_DEV) {
+			/* The pool mapping: the block is held while it runs. */
+			dram = (void *)(m->map + cmd[i].addr * m->block_size);
+		} else {
+			dram = m->stage;
+			r.buf = (uintptr_t)m->stage;
+		}
+		r.status = m->copy(m->arg, cmd[i].op, cmd[i].slot, dram,
+				   cmd[i].bytes);
+		if (r.status)
+			r.buf = 0;
+		if (write(m->fd, &r, sizeof(r)) != sizeof(r))
+			return -errno;
+		done++;
+	}
+	return done;
+}
+
+void kvt_mover_close(struct kvt_mover *m)
+{
+	if (!m)
+		return;
+	close(m->fd);
+	munmap((void *)m->map, m->map_len);
+	free(m->stage);
+	free(m);
+}

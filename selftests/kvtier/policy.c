@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier replacement policy: the module and tools/policy-sim decide the
+ * same. kmod/policy.c builds into both; this test checks that the module
+ * around it calls it as the simulator models.
+ *
+ * `tools/policy-sim --decisions` generates pool commands (PUT, PUT with
+ * REPLACE, GET, LOOKUP with and without TOUCH, DROP, PIN, UNPIN) and prints
+ * each with its result and the keys the policy evicted, for the policy the
+ * module was loaded with (parameter "policy") and a pool of dram_blocks
+ * blocks without NVMe, where a victim is dropped. The test replays them on
+ * a real pool and after each command requires the same result, the same
+ * evicted keys (found with LOOKUP without TOUCH, which the policy does not
+ * see, and the pool's eviction counter), the same resident and pinned
+ * counts; it prints the first divergence.
+ *
+ * The simulator is found next to the test binary (../../tools/policy-sim,
+ * the VM sees the host's tree at the same path) or at $KVTIER_POLICY_SIM.
+ */
+#include <limits.h>
+#include "kvtier_test.h"
+
+#define BS		KVT_PAGE
+#define K0		0x901ca7ULL	/* first key word of every block here */
+#define OPS		2000
+#define LOOKUP_MAX	4		/* keys of one lookup line */
+#define CONTEXT		8		/* lines shown before a divergence */
+
+enum {
+	OP_PUT, OP_REPLACE, OP_GET, OP_LOOKUP, OP_PEEK, OP_DROP, OP_PIN,
+	OP_UNPIN, OP_NR
+};
+
+static const char * const op_names[OP_NR] = {
+	[OP_PUT] = "put", [OP_REPLACE] = "replace", [OP_GET] = "get",
+	[OP_LOOKUP] = "lookup", [OP_PEEK] = "peek", [OP_DROP] = "drop",
+	[OP_PIN] = "pin", [OP_UNPIN] = "unpin",
+};
+
+/* One line of the simulator: "N OP KEYS RESULT EVICTED". */
+struct sim_op {
+	int op;
+	int res;		/* 0/-errno; lookup and peek: resident prefix */
+	unsigned int nkeys, nvictims;
+	__u32 keys[LOOKUP_MAX];
+	__u32 victims[2];
+	char line[96];
+};
+
+struct sim_run {
+	struct sim_op *ops;
+	unsigned int nops;
+	__u32 max_key;
+	unsigned long long evictions;	/* from the "# end:" line */
+	unsigned int resident;
+	char policy[16];
+};
+
+FIXTURE(policy) {
+	int ctl, pfd;
+	char name[KVTIER_NAME_MAX];
+	void *buf;
+	struct kvtier_block *probe;	/* dram_blocks + 1 entries */
+	struct sim_run sim;
+	/* What the simulator says the pool holds. */
+	__u32 *resident;		/* keys, dense */
+	__u32 *pos;			/* key -> index in resident[], or -1 */
+	__u16 *pins;			/* key -> pins */
+	unsigned int nresident, npinned;
+	char why[1024];
+};
+
+FIXTURE_VARIANT(policy) {
+	__u32 dram_blocks;
+	__u64 seed;
+};
+
+FIXTURE_VARIANT_ADD(policy, dram16) {
+	.dram_blocks = 16,
+	.seed = 1,
+};
+
+FIXTURE_VARIANT_ADD(policy, dram16_seed2) {
+	.dram_blocks = 16,
+	.seed = 2,
+};
+
+FIXTURE_VARIANT_ADD(policy, dram64) {
+	.dram_blocks = 64,
+	.seed = 3,
+};
+
+/* Two blocks, one of them pinned at times: a REPLACE evicts its own key. */
+FIXTURE_VARIANT_ADD(policy, dram2) {
+	.dram_blocks = 2,
+	.seed = 4,
+};
+
+/* One block: while it is pinned, PUT finds nothing to evict (-ENOSPC). */
+FIXTURE_VARIANT_ADD(policy, dram1) {
+	.dram_blocks = 1,
+	.seed = 5,
+};
+
+FIXTURE_SETUP(policy)
+{
+	self->pfd = -1;
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	self->buf = kvt_alloc(BS);
+	ASSERT_NE(NULL, self->buf);
+	self->probe = calloc(variant->dram_blocks + 2, sizeof(*self->probe));
+	ASSERT_NE(NULL, self->probe);
+}
+
+FIXTURE_TEARDOWN(policy)
+{
+	if (self->pfd >= 0) {
+		close(self->pfd);
+		kvt_pool_destroy(self->ctl, self->name);
+	}
+	kvt_free(self->buf, BS);
+	free(self->probe);
+	free(self->sim.ops);
+	free(self->resident);
+	free(self->pos);
+	free(self->pins);
+	close(self->ctl);
+}
+
+/* The module's policy parameter ("lru", "seg") into @buf; 0 or -errno. */
+static int loaded_policy(char *buf, size_t len)
+{
+	int ret = kvt_read_file(KVT_PARAM_DIR "/policy", buf, len);
+
+	if (ret < 0)
+		return ret;
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf[0] ? 0 : -EINVAL;
+}
+
+/* NVMe devices attached, or -errno. */
+static int nvme_attached(int ctl)
+{
+	struct kvtier_nvme_stat st;
+	int ret;
+
+	memset(&st, 0, sizeof(st));
+	ret = kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, &st);
+	return ret ? ret : (int)st.attached;
+}
+
+/* tools/policy-sim of the tree this binary was built in; 0 or -errno. */
+static int sim_path(char *path, size_t len)
+{
+	const char *env = getenv("KVTIER_POLICY_SIM");
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(path, len, "%s", env);
+		return access(path, X_OK) ? -errno : 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -errno;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	if (snprintf(path, len, "%s/../../tools/policy-sim", exe) >= (int)len)
+		return -ENAMETOOLONG;
+	return access(path, X_OK) ? -errno : 0;
+}
+
+/* "1,2,3" or "-" into @keys; the count, or -1. */
+static int parse_keys(const char *s, __u32 *keys, unsigned int max)
+{
+	unsigned int n = 0;
+	char *end;
+
+	if (!strcmp(s, "-"))
+		return 0;
+	for (;;) {
+		unsigned long v;
+
+		if (n == max)
+			return -1;
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		if (errno || end == s || !v || v > UINT32_MAX)
+			return -1;
+		keys[n++] = v;
+		if (!*end)
+			return n;
+		if (*end != ',')
+			return -1;
+		s = end + 1;
+	}
+}
+
+static int parse_line(const char *line, unsigned int want_n, struct sim_op *o)
+{
+	char op[16], keys[64], victims[64];
+	unsigned int n;
+	int k, v;
+
+	if (sscanf(line, "%u %15s %63s %d %63s", &n, op, keys, &o->res,
+		   victims) != 5 || n != want_n)
+		return -1;
+	for (o->op = 0; o->op < OP_NR && strcmp(op, op_names[o->op]); o->op++)
+		;
+	k = parse_keys(keys, o->keys, LOOKUP_MAX);
+	v = parse_keys(victims, o->victims, 2);
+	if (o->op == OP_NR || k < 1 || v < 0 ||
+	    (k > 1 && o->op != OP_LOOKUP && o->op != OP_PEEK))
+		return -1;
+	o->nkeys = k;
+	o->nvictims = v;
+	snprintf(o->line, sizeof(o->line), "%.*s", (int)strcspn(line, "\n"),
+		 line);
+	return 0;
+}
+
+/*
+ * Run the simulator and read its commands into @sim; 0, or -1 with the
+ * reason in @why.
+ */
+static int sim_read(struct sim_run *sim, const char *policy, __u32 dram,
+		    __u64 seed, char *why, size_t whylen)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 256], line[256];
+	unsigned int comments = 0;
+	bool ended = false;
+	FILE *f;
+	int ret, status;
+
+	memset(sim, 0, sizeof(*sim));
+	ret = sim_path(path, sizeof(path));
+	if (ret) {
+		snprintf(why, whylen, "%.256s: %s (make -C tools policy-sim)",
+			 path, strerror(-ret));
+		return -1;
+	}
+	sim->ops = calloc(OPS, sizeof(*sim->ops));
+	if (!sim->ops) {
+		snprintf(why, whylen, "out of memory");
+		return -1;
+	}
+	if (snprintf(cmd, sizeof(cmd),
+		     "'%s' --decisions --dram-blocks %u --ops %u --seed %llu --policy '%s'",
+		     path, dram, OPS, (unsigned long long)seed, policy) >=
+	    (int)sizeof(cmd)) {
+		snprintf(why, whylen, "path too long: %.256s", path);
+		return -1;
+	}
+	f = popen(cmd, "r");
+	if (!f) {
+		snprintf(why, whylen, "popen %.512s: %s", cmd, strerror(errno));
+		return -1;
+	}
+	ret = 0;
+	while (!ret && fgets(line, sizeof(line), f)) {
+		struct sim_op *o = &sim->ops[sim->nops];
+		unsigned int i;
+
+		if (line[0] == '#') {
+			/* The header names the policy; the end, the totals. */
+			if (!comments++ && !strstr(line, " policy="))
+				ret = -1;
+			if (sscanf(line, "# end: evictions=%llu resident=%u",
+				   &sim->evictions, &sim->resident) == 2)
+				ended = true;
+			if (!ret && comments == 1)
+				sscanf(strstr(line, " policy=") + 8, "%15s",
+				       sim->policy);
+			continue;
+		}
+		if (ended || sim->nops == OPS ||
+		    parse_line(line, sim->nops + 1, o)) {
+			ret = -1;
+			break;
+		}
+		for (i = 0; i < o->nkeys; i++)
+			if (o->keys[i] > sim->max_key)
+				sim->max_key = o->keys[i];
+		sim->nops++;
+	}
+	status = pclose(f);
+	if (ret) {
+		snprintf(why, whylen, "%.512s: cannot parse: %.200s", cmd, line);
+		return -1;
+	}
+	if (status || !ended || sim->nops != OPS ||
+	    strcmp(sim->policy, policy)) {
+		snprintf(why, whylen,
+			 "%.512s: exit status %d, %u commands, %s, policy '%s'",
+			 cmd, status, sim->nops, ended ? "ended" : "no end line",
+			 sim->policy);
+		return -1;
+	}
+	return 0;
+}
+
+static void res_add(FIXTURE_DATA(policy) *self, __u32 k)
+{
+	if (self->pos[k] != UINT32_MAX)
+		return;
+	self->pos[k] = self->nresident;
+	self->resident[self->nresident++] = k;
+}
+
+static void res_del(FIXTURE_DATA(policy) *self, __u32 k)
+{
+	__u32 i = self->pos[k], last;
+
+	if (i == UINT32_MAX)
+		return;
+	last = self->resident[--self->nresident];
+	self->resident[i] = last;
+	self->pos[last] = i;
+	self->pos[k] = UINT32_MAX;
+}
+
+static void keys_str(char *buf, size_t len, const __u32 *keys,
+		     unsigned int n)
+{
+	size_t off = 0;
+	unsigned int i;
+
+	if (!n)
+		snprintf(buf, len, "none");
+	for (i = 0; i < n && off < len; i++)
+		off += snprintf(buf + off, len - off, "%s%u", i ? "," : "",
+				keys[i]);
+}
+
+/* Sort two keys at most. */
+static void sort2(__u32 *k, unsigned int n)
+{
+	if (n == 2 && k[0] > k[1]) {
+		__u32 t = k[0];
+
+		k[0] = k[1];
+		k[1] = t;
+	}
+}
+
+/*
+ * Run command @i of the simulator's list on the pool. Returns 0, or -1
+ * with what differed in self->why; @evicted gets the keys the module
+ * evicted.
+ */
+static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
+		      __u64 *evictions, __u32 *evicted, unsigned int *nevicted)
+{
+	const struct sim_op *o = &self->sim.ops[i];
+	struct kvtier_block b[LOOKUP_MAX];
+	struct kvtier_pool_stat st;
+	unsigned int n, nprobe = 0, missing = 0;
+	bool was_resident = self->pos[o->keys[0]] != UINT32_MAX;
+	__u32 done, k = o->keys[0];
+	int res, ret;
+
+	*nevicted = 0;
+	switch (o->op) {
+	case OP_PUT:
+	case OP_REPLACE:
+		kvt_fill(self->buf, BS, K0, k, i + 1);
+		res = kvt_one(self->pfd, KVTIER_IOC_PUT, K0, k, self->buf,
+			      o->op == OP_REPLACE ? KVTIER_PUT_REPLACE : 0,
+			      NULL);
+		break;
+	case OP_GET:
+		res = kvt_get1(self->pfd, K0, k, self->buf, NULL);
+		if (!res && kvt_check(self->buf, BS, K0, k, NULL) >= 0) {
+			snprintf(self->why, sizeof(self->why),
+				 "GET of key %u returned wrong bytes", k);
+			return -1;
+		}
+		break;
+	case OP_LOOKUP:
+	case OP_PEEK:
+		for (n = 0; n < o->nkeys; n++)
+			kvt_blk(&b[n], K0, o->keys[n], NULL);
+		ret = kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, o->nkeys,
+				o->op == OP_LOOKUP ? KVTIER_LOOKUP_TOUCH : 0,
+				&done);
+		res = ret ? ret : (int)done;
+		for (n = 0; !ret && n < o->nkeys; n++) {
+			int want = self->pos[o->keys[n]] != UINT32_MAX ?
+				   0 : -ENOENT;
+
+			if (b[n].status != want) {
+				snprintf(self->why, sizeof(self->why),
+					 "LOOKUP entry %u (key %u): status %d, simulator's pool says %d",
+					 n, o->keys[n], b[n].status, want);
+				return -1;
+			}
+		}
+		break;
+	case OP_DROP:
+		res = kvt_drop1(self->pfd, K0, k);
+		break;
+	case OP_PIN:
+		res = kvt_pin1(self->pfd, K0, k);
+		break;
+	default:
+		res = kvt_unpin1(self->pfd, K0, k);
+		break;
+	}
+	if (res != o->res) {
+		snprintf(self->why, sizeof(self->why),
+			 "result %d (%s), simulator %d", res,
+			 res < 0 ? strerror(-res) : "ok", o->res);
+		return -1;
+	}
+
+	ret = kvt_stat(self->pfd, &st);
+	if (ret) {
+		snprintf(self->why, sizeof(self->why), "STAT: %s",
+			 strerror(-ret));
+		return -1;
+	}
+	/*
+	 * The keys that left: LOOKUP without TOUCH of every key resident
+	 * before (the model is not updated yet) and of a key a PUT made,
+	 * and the eviction counter.
+	 */
+	if (o->op == OP_PUT || o->op == OP_REPLACE) {
+		for (n = 0; n < self->nresident; n++)
+			kvt_blk(&self->probe[nprobe++], K0,
+				self->resident[n], NULL);
+		if (!res && !was_resident)
+			kvt_blk(&self->probe[nprobe++], K0, k, NULL);
+	}
+	if (nprobe) {
+		ret = kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, self->probe,
+				nprobe, 0, NULL);
+		if (ret) {
+			snprintf(self->why, sizeof(self->why),
+				 "LOOKUP of %u keys: %s", nprobe,
+				 strerror(-ret));
+			return -1;
+		}
+		for (n = 0; n < nprobe; n++) {
+			if (self->probe[n].status == 0)
+				continue;
+			if (self->probe[n].status != -ENOENT) {
+				snprintf(self->why, sizeof(self->why),
+					 "LOOKUP of key %llu: status %d",
+					 (unsigned long long)self->probe[n].key[1],
+					 self->probe[n].status);
+				return -1;
+			}
+			if (*nevicted < 2)
+				evicted[*nevicted] = self->probe[n].key[1];
+			++*nevicted;
+			missing++;
+		}
+		/* A REPLACE whose room was made by evicting its own key. */
+		if (o->op == OP_REPLACE && !res && was_resident &&
+		    st.evictions - *evictions == missing + 1 && *nevicted < 2)
+			evicted[(*nevicted)++] = k;
+	}
+	if (st.evictions - *evictions != *nevicted) {
+		snprintf(self->why, sizeof(self->why),
+			 "%llu evictions counted, %u keys gone",
+			 (unsigned long long)(st.evictions - *evictions),
+			 *nevicted);
+		return -1;
+	}
+	*evictions = st.evictions;
+	if (*nevicted > 2)
+		*nevicted = 2;
+	return 0;
+}
+
+/* Apply command @i's outcome, as the simulator gives it, to the model. */
+static void model_apply(FIXTURE_DATA(policy) *self, unsigned int i)
+{
+	const struct sim_op *o = &self->sim.ops[i];
+	__u32 k = o->keys[0];
+	unsigned int n;
+
+	for (n = 0; n < o->nvictims; n++)
+		res_del(self, o->victims[n]);
+	if (o->res)
+		return;
+	switch (o->op) {
+	case OP_PUT:
+	case OP_REPLACE:
+		res_add(self, k);
+		break;
+	case OP_DROP:
+		res_del(self, k);
+		break;
+	case OP_PIN:
+		if (!self->pins[k]++)
+			self->npinned++;
+		break;
+	case OP_UNPIN:
+		if (!--self->pins[k])
+			self->npinned--;
+		break;
+	}
+}
+
+static void log_divergence(FIXTURE_DATA(policy) *self, unsigned int i,
+			   const char *policy, __u32 dram, __u64 seed)
+{
+	unsigned int j = i > CONTEXT ? i - CONTEXT : 0;
+
+	fprintf(stderr, "# policy=%s dram_blocks=%u seed=%llu: first divergence at command %u of %u: %s\n",
+		policy, dram, (unsigned long long)seed, i + 1, self->sim.nops,
+		self->why);
+	fprintf(stderr, "# (N OP KEYS RESULT EVICTED, as the simulator ran them)\n");
+	for (; j <= i; j++)
+		fprintf(stderr, "#  %s %s\n", j == i ? "->" : "  ",
+			self->sim.ops[j].line);
+}
+
+/*
+ * The simulator's commands on a pool of dram_blocks DRAM blocks without
+ * NVMe: the same results, evictions and counts, command by command.
+ */
+TEST_F(policy, same_decisions)
+{
+	char policy[32];
+	__u64 evictions = 0;
+	unsigned int i;
+	int ret;
+
+	ret = loaded_policy(policy, sizeof(policy));
+	ASSERT_EQ(0, ret) TH_LOG("reading " KVT_PARAM_DIR "/policy");
+	ret = nvme_attached(self->ctl);
+	ASSERT_LE(0, ret);
+	if (ret)
+		SKIP(return, "%d NVMe device(s) attached: victims would be demoted, not dropped",
+		     ret);
+
+	ret = sim_read(&self->sim, policy, variant->dram_blocks, variant->seed,
+		       self->why, sizeof(self->why));
+	ASSERT_EQ(0, ret) TH_LOG("%s", self->why);
+	self->resident = calloc(self->sim.max_key + 1, sizeof(__u32));
+	self->pos = malloc((self->sim.max_key + 1) * sizeof(__u32));
+	self->pins = calloc(self->sim.max_key + 1, sizeof(__u16));
+	ASSERT_NE(NULL, self->resident);
+	ASSERT_NE(NULL, self->pos);
+	ASSERT_NE(NULL, self->pins);
+	memset(self->pos, 0xff, (self->sim.max_key + 1) * sizeof(__u32));
+
+	kvt_name(self->name, "policy");
+	self->pfd = kvt_pool_create(self->ctl, self->name, BS,
+				    4 * variant->dram_blocks,
+				    variant->dram_blocks);
+	ASSERT_LE(0, self->pfd);
+
+	for (i = 0; i < self->sim.nops; i++) {
+		const struct sim_op *o = &self->sim.ops[i];
+		__u32 evicted[2], want[2];
+		unsigned int nevicted;
+		char a[32], b[32];
+		long long resident, pinned;
+
+		ret = replay_one(self, i, &evictions, evicted, &nevicted);
+		if (!ret) {
+			memcpy(want, o->victims, sizeof(want));
+			sort2(want, o->nvictims);
+			sort2(evicted, nevicted);
+			if (nevicted != o->nvictims ||
+			    memcmp(evicted, want, nevicted * sizeof(__u32))) {
+				keys_str(a, sizeof(a), o->victims, o->nvictims);
+				keys_str(b, sizeof(b), evicted, nevicted);
+				snprintf(self->why, sizeof(self->why),
+					 "simulator evicted %s, module %s", a, b);
+				ret = -1;
+			}
+		}
+		if (!ret) {
+			model_apply(self, i);
+			resident = kvt_resident(self->pfd);
+			pinned = kvt_pinned(self->pfd);
+			if (resident != self->nresident ||
+			    pinned != self->npinned) {
+				snprintf(self->why, sizeof(self->why),
+					 "module holds %lld blocks, %lld pinned; simulator %u, %u",
+					 resident, pinned, self->nresident,
+					 self->npinned);
+				ret = -1;
+			}
+		}
+		if (ret) {
+			log_divergence(self, i, policy, variant->dram_blocks,
+				       variant->seed);
+			ASSERT_EQ(0, ret);
+		}
+	}
+	EXPECT_EQ(self->sim.evictions, evictions);
+	EXPECT_EQ(self->sim.resident, self->nresident);
+	TH_LOG("policy=%s dram_blocks=%u seed=%llu: %u commands, %llu evictions agree",
+	       policy, variant->dram_blocks, (unsigned long long)variant->seed,
+	       self->sim.nops, (unsigned long long)evictions);
+}
+
+KVT_MAIN
