@@ -4,9 +4,10 @@
  *
  * The arena is vmalloc'ed, out of a budget of hbm_emul_mb for all pools;
  * userspace cannot map it, so its bytes change only through the backend's
- * copies, as with a real device. Copies run on a workqueue; with
- * hbm_emul_gbps (and hbm_emul_lat_us) set, each also takes the time a
- * PCIe-like link would, so that benchmarks see device-like costs.
+ * copies, as with a real device. Each arena is one link: its copies run one
+ * at a time, in order, on an ordered workqueue; with hbm_emul_gbps (and
+ * hbm_emul_lat_us) set, each also takes the time a PCIe-like link would, so
+ * the link's bandwidth is capped and benchmarks see device-like costs.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -54,8 +55,8 @@ static int kvt_emul_init(struct kvt_hbm *hbm)
 	if (em)
 		em->arena = vzalloc(bytes);
 	if (em && em->arena)
-		em->wq = alloc_workqueue("kvtier-hbm-emul",
-					 WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+		em->wq = alloc_ordered_workqueue("kvtier-hbm-emul",
+						 WQ_MEM_RECLAIM);
 	if (!em || !em->arena || !em->wq) {
 		if (em)
 			vfree(em->arena);

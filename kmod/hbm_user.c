@@ -112,7 +112,9 @@ static void kvt_mover_watchdog(struct work_struct *work)
 {
 	struct kvt_mover *mv = container_of(to_delayed_work(work),
 					    struct kvt_mover, watchdog);
-	unsigned long limit = msecs_to_jiffies(READ_ONCE(kvt_hbm_timeout_ms));
+	/* Below 100 ms a mover could not answer at all: taken as 100. */
+	unsigned long limit = msecs_to_jiffies(max(100U,
+						   READ_ONCE(kvt_hbm_timeout_ms)));
 	struct kvt_hbm *hbm = mv->hbm;
 	struct kvt_hbm_copy *c;
 	bool late = false;

@@ -116,11 +116,25 @@ int kvt_mover_open(struct kvt_pool *pool, int mover_fd, kvt_mover_copy_fn fn,
 	return 0;
 }
 
+/* Report @n copies in one write(2); 0, or -1 with errno set. */
+static int kvt_mover_report(struct kvt_mover *m, struct kvtier_moved *r,
+			    int n)
+{
+	ssize_t len = write(m->fd, r, n * sizeof(*r));
+
+	if (len == (ssize_t)(n * sizeof(*r)))
+		return 0;
+	if (len >= 0)
+		errno = EIO;
+	return -1;
+}
+
 int kvt_mover_run(struct kvt_mover *m, int timeout_ms)
 {
 	struct kvtier_move cmd[16];
+	struct kvtier_moved r[16];
 	struct pollfd p = { .fd = m->fd, .events = POLLIN };
-	int i, n, done = 0, ret;
+	int i, n, nr = 0, done = 0, ret;
 	ssize_t len;
 
 	ret = poll(&p, 1, timeout_ms);
@@ -135,26 +149,36 @@ int kvt_mover_run(struct kvt_mover *m, int timeout_ms)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	n = len / sizeof(cmd[0]);
 	for (i = 0; i < n; i++) {
-		struct kvtier_moved r;
 		void *dram;
 
-		memset(&r, 0, sizeof(r));
-		r.seq = cmd[i].seq;
+		memset(&r[nr], 0, sizeof(r[nr]));
+		r[nr].seq = cmd[i].seq;
 		if (cmd[i].op == KVTIER_MOVE_TO_DEV) {
 			/* The pool mapping: the block is held while it runs. */
 			dram = (void *)(m->map + cmd[i].addr * m->block_size);
 		} else {
+			/*
+			 * The staging buffer is reused: report what is in it
+			 * (and what went before) before the next copy fills it.
+			 */
+			if (nr && kvt_mover_report(m, r, nr))
+				return -errno;
+			nr = 0;
+			memset(&r[0], 0, sizeof(r[0]));
+			r[0].seq = cmd[i].seq;
 			dram = m->stage;
-			r.buf = (uintptr_t)m->stage;
+			r[0].buf = (uintptr_t)m->stage;
 		}
-		r.status = m->copy(m->arg, cmd[i].op, cmd[i].slot, dram,
-				   cmd[i].bytes);
-		if (r.status)
-			r.buf = 0;
-		if (write(m->fd, &r, sizeof(r)) != sizeof(r))
-			return -errno;
+		r[nr].status = m->copy(m->arg, cmd[i].op, cmd[i].slot, dram,
+				       cmd[i].bytes);
+		if (r[nr].status)
+			r[nr].buf = 0;
+		nr++;
 		done++;
 	}
+	/* Copies to the device: reported together, one write(2). */
+	if (nr && kvt_mover_report(m, r, nr))
+		return -errno;
 	return done;
 }
 

@@ -51,6 +51,7 @@ import os
 
 __all__ = [
     "Error", "Context", "Pool", "Batch", "Key", "Prefetch", "Completion",
+    "Mover",
     "Ready", "open", "key_chain", "now_ns", "tier_name", "feature_name",
 ]
 
@@ -66,6 +67,7 @@ F_REPLACE = 1 << 3
 F_NVME = 1 << 4
 F_PREFETCH = 1 << 5
 F_URING = 1 << 6
+F_HBM = 1 << 7
 FEATURES_ALL = (1 << 64) - 1        # KVT_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -81,6 +83,7 @@ TIER_DRAM = 2
 TIER_NVME = 3
 NR_TIERS = 4
 ADDR_NONE = (1 << 64) - 1
+SLOT_NONE = (1 << 32) - 1
 
 PUT_REPLACE = 1 << 0
 LOOKUP_TOUCH = 1 << 0
@@ -95,6 +98,12 @@ PREFETCH_GROUPS_MAX = 1024
 COMPLETION_LATE = 1 << 0
 CANCEL_ALL = 1 << 0
 
+HBM_EMUL = 1
+HBM_USER = 2
+HBM_SLOTS_MAX = 65536
+MOVE_TO_DEV = 1
+MOVE_FROM_DEV = 2
+
 # ---- ABI structs -----------------------------------------------------------
 
 _u8, _u32, _s32, _u64 = (ctypes.c_uint8, ctypes.c_uint32, ctypes.c_int32,
@@ -104,7 +113,8 @@ _u8, _u32, _s32, _u64 = (ctypes.c_uint8, ctypes.c_uint32, ctypes.c_int32,
 class _Block(ctypes.Structure):
     """struct kvtier_block"""
     _fields_ = [("key", _u64 * 2), ("buf", _u64), ("addr", _u64),
-                ("status", _s32), ("tier", _u32), ("reserved", _u64)]
+                ("status", _s32), ("tier", _u32), ("slot", _u32),
+                ("reserved", _u32)]
 
 
 class _Api(ctypes.Structure):
@@ -167,7 +177,25 @@ class _PoolParams(ctypes.Structure):
                 ("numa_node", _s32), ("flags", _u32)]
 
 
+class _HbmStat(ctypes.Structure):
+    """struct kvtier_hbm_stat"""
+    _fields_ = [("flags", _u32), ("attached", _u32), ("backend", _u32),
+                ("slots", _u32), ("used", _u32), ("__pad", _u32),
+                ("to_dev", _u64), ("from_dev", _u64), ("adopted", _u64),
+                ("evictions", _u64), ("copy_errors", _u64),
+                ("timeouts", _u64), ("detached", _u64),
+                ("reserved", _u64 * 2)]
+
+
+class _Adopt(ctypes.Structure):
+    """struct kvtier_adopt"""
+    _fields_ = [("key", _u64 * 2), ("slot", _u32), ("status", _s32),
+                ("addr", _u64), ("reserved", _u64)]
+
+
 assert ctypes.sizeof(_Block) == 48
+assert ctypes.sizeof(_HbmStat) == 96
+assert ctypes.sizeof(_Adopt) == 40
 assert ctypes.sizeof(_Api) == 96
 assert ctypes.sizeof(_PoolStat) == 216
 assert ctypes.sizeof(_NvmeStat) == 152
@@ -245,6 +273,20 @@ _kvt_wait_group = _proto("kvt_wait_group", ctypes.c_int, _P, _u64,
 _kvt_request_ready = _proto("kvt_request_ready", ctypes.c_int, _P, _P,
                             ctypes.POINTER(_u64 * 2), _u32, _u64,
                             ctypes.c_int, _U32P)
+_kvt_hbm_attach = _proto("kvt_hbm_attach", ctypes.c_int, _P, _u32, _u32,
+                         ctypes.POINTER(ctypes.c_int))
+_kvt_hbm_stat = _proto("kvt_hbm_stat", ctypes.c_int, _P,
+                       ctypes.POINTER(_HbmStat))
+_kvt_adopt = _proto("kvt_adopt", ctypes.c_int, _P, ctypes.POINTER(_Adopt),
+                    _u32, _U32P)
+# int (*kvt_mover_copy_fn)(void *arg, uint32_t op, uint32_t slot,
+#                          void *dram, uint64_t bytes)
+_MOVER_COPY_FN = ctypes.CFUNCTYPE(ctypes.c_int, _P, _u32, _u32, _P, _u64)
+_kvt_mover_memcpy_addr = ctypes.cast(_lib.kvt_mover_memcpy, _P).value
+_kvt_mover_open = _proto("kvt_mover_open", ctypes.c_int, _P, ctypes.c_int,
+                         _P, _P, _PP)
+_kvt_mover_run = _proto("kvt_mover_run", ctypes.c_int, _P, ctypes.c_int)
+_kvt_mover_close = _proto("kvt_mover_close", None, _P)
 _kvt_key_chain_n = _proto("kvt_key_chain_n", None, ctypes.POINTER(_u64 * 2),
                           ctypes.POINTER(_u64), ctypes.c_size_t,
                           ctypes.POINTER(_u64 * 2))
@@ -346,23 +388,27 @@ class Batch:
     done:   entries with status 0; for lookup() the length of the longest
             resident prefix.
     status: per entry, 0 or a negative errno (-errno.ENOENT: a miss).
-    tier:   per entry, TIER_* where the block lives (TIER_NONE if not).
+    tier:   per entry, TIER_* where the block lives (TIER_NONE if not;
+            TIER_HBM when a pool's device tier holds it).
     addr:   per entry, the block address, or ADDR_NONE.
+    slot:   per entry (lookup()), the block's HBM slot when its tier is
+            TIER_HBM, else SLOT_NONE.
     """
-    __slots__ = ("done", "status", "tier", "addr")
+    __slots__ = ("done", "status", "tier", "addr", "slot")
 
     def __init__(self, done, blocks):
         self.done = done
         self.status = [b.status for b in blocks]
         self.tier = [b.tier for b in blocks]
         self.addr = [b.addr for b in blocks]
+        self.slot = [b.slot for b in blocks]
 
     def __len__(self):
         return len(self.status)
 
     @property
     def tiers(self):
-        """Tier names per entry: 'dram', 'nvme', 'none'."""
+        """Tier names per entry: 'hbm', 'dram', 'nvme', 'none'."""
         return [tier_name(t) for t in self.tier]
 
     def __repr__(self):
@@ -383,8 +429,9 @@ class Prefetch:
     """What PREFETCH said about a group's hints (Pool.prefetch()).
 
     group:    the group id.
-    queued:   hints whose blocks need a read (not in DRAM yet).
-    resident: hints whose blocks were in DRAM already.
+    queued:   hints whose blocks need staging (not in the target tier
+              yet: a read into DRAM, and for TIER_HBM a copy to a slot).
+    resident: hints whose blocks were in the target tier already.
     status:   per hint, 0 (queued or resident) or -errno.ENOENT (no such
               block: the hint is dropped, the group goes on without it).
     tier:     per hint, TIER_* where the block was (TIER_NONE if absent).
@@ -409,7 +456,7 @@ class Prefetch:
 
     @property
     def tiers(self):
-        """Tier names per hint: 'dram', 'nvme', 'none'."""
+        """Tier names per hint: 'hbm', 'dram', 'nvme', 'none'."""
         return [tier_name(t) for t in self.tier]
 
     def wait(self, timeout_ms=-1):
@@ -705,9 +752,10 @@ class Pool:
     # ---- prefetch --------------------------------------------------------
 
     def prefetch(self, keys, group, deadline_ns=0, cookie=0, priority=0,
-                 cancel_late=False):
-        """Ask for a request's blocks to be in DRAM by a deadline
-        (kvt_prefetch(3)); returns at once with a Prefetch.
+                 cancel_late=False, tier=TIER_DRAM):
+        """Ask for a request's blocks to be in DRAM (or, tier=TIER_HBM,
+        in the pool's device tier) by a deadline (kvt_prefetch(3));
+        returns at once with a Prefetch.
 
         keys:        the chain, first block first (1..BATCH_MAX).
         group:       nonzero id, unique among this pool handle's live groups
@@ -719,6 +767,8 @@ class Pool:
         priority:    0..PRIO_MAX, higher first among equal deadlines.
         cancel_late: end the group at its deadline with -ETIME instead of
                      finishing late.
+        tier:        TIER_DRAM, or TIER_HBM: staged NVMe -> DRAM -> HBM
+                     (needs a live device tier, hbm_attach()).
 
         The group's end is a Completion: wait_group(), completions(), or
         poll fileno() for readability (or an eventfd, eventfd()). Staged
@@ -727,8 +777,8 @@ class Pool:
         pool's DRAM share.
 
         Raises Error: EINVAL (no keys, too many, group 0, priority),
-        ETIME (cancel_late and a deadline already past), EEXIST (group
-        live), EAGAIN (PREFETCH_GROUPS_MAX groups live or completions
+        tier), ETIME (cancel_late and a deadline already past), EOPNOTSUPP
+        (TIER_HBM without a live device tier), EEXIST (group live), EAGAIN (PREFETCH_GROUPS_MAX groups live or completions
         unread: read some), ENOMEM.
         """
         keys = list(keys)
@@ -740,7 +790,7 @@ class Pool:
             hints[i].key[1] = k[1]
         a = _PrefetchArgs(group, cookie, deadline_ns,
                           PREFETCH_CANCEL_LATE if cancel_late else 0,
-                          priority, TIER_DRAM)
+                          priority, tier)
         queued = _u32()
         resident = _u32()
         _check(_kvt_prefetch(self._h(), hints, n, ctypes.byref(a),
@@ -825,6 +875,90 @@ class Pool:
                          for t in range(1, NR_TIERS)}
         return d
 
+    # ---- the HBM tier ------------------------------------------------------
+
+    def hbm_attach(self, backend=HBM_EMUL, slots=1, arena=None, copy=None):
+        """Give the pool a device tier of `slots` blocks (kvt_hbm_attach(3)).
+
+        backend=HBM_EMUL: kernel memory stands in for the device (out of
+        the hbm_emul_mb module parameter); returns None.
+
+        backend=HBM_USER: the caller's arena, moved by a mover; returns a
+        Mover (see Mover) that owns the mover fd: closing it, or losing
+        it, detaches the arena. Without `copy` the Mover copies with the
+        reference memcpy into a host arena: `arena` (a writable buffer of
+        slots * block_size bytes), or a bytearray it makes (Mover.arena).
+        With `copy(op, slot, dram)` (dram a memoryview of the block's
+        bytes: read it for MOVE_TO_DEV, fill it for MOVE_FROM_DEV) the
+        callback does the copy; it returns 0 or a negative errno.
+
+        Raises Error: EBUSY (the pool has a device tier), ENOSPC (emulated
+        memory used up), EBADF (read-only pool), EINVAL (backend, slots),
+        ENOMEM.
+        """
+        if backend == HBM_USER:
+            fd = ctypes.c_int(-1)
+            _check(_kvt_hbm_attach(self._h(), backend, slots,
+                                   ctypes.byref(fd)),
+                   "hbm_attach %s" % self.name)
+            try:
+                return Mover(self, fd.value, slots, arena=arena, copy=copy)
+            except BaseException:
+                os.close(fd.value)
+                raise
+        _check(_kvt_hbm_attach(self._h(), backend, slots, None),
+               "hbm_attach %s" % self.name)
+        return None
+
+    def hbm_stat(self):
+        """The pool's device tier (kvt_hbm_stat(3)), a Stat: attached,
+        backend, slots, used, to_dev, from_dev, adopted, evictions,
+        copy_errors, timeouts, detached."""
+        st = _HbmStat()
+        _check(_kvt_hbm_stat(self._h(), ctypes.byref(st)),
+               "hbm_stat " + self.name)
+        d = _struct_dict(st)
+        for k in ("flags", "__pad", "reserved"):
+            d.pop(k, None)
+        return d
+
+    def adopt(self, keys, slots):
+        """Take blocks made in device memory (kvt_adopt(3)): keys[i] is in
+        slots[i]. Returns a Batch (status, addr per entry; tier TIER_HBM
+        and slot for those adopted). Per-entry status: -EINVAL (slot out
+        of range), -EBUSY (slot in use), -EEXIST (key present), -ENOSPC
+        (no DRAM for the write-down), -ENODEV (no device tier).
+        Raises Error: EBADF (read-only pool), EINVAL (no entries, too
+        many), EFAULT."""
+        keys = list(keys)
+        slots = list(slots)
+        if len(keys) != len(slots):
+            raise ValueError("adopt: %d keys, %d slots"
+                             % (len(keys), len(slots)))
+        n = len(keys)
+        if not n:
+            return Batch(0, [])
+        ents = (_Adopt * n)()
+        for i, k in enumerate(keys):
+            k = Key.of(k)
+            ents[i].key[0] = k[0]
+            ents[i].key[1] = k[1]
+            ents[i].slot = slots[i]
+        done = _u32()
+        _check(_kvt_adopt(self._h(), ents, n, ctypes.byref(done)),
+               "adopt " + self.name)
+        blocks = (_Block * n)()
+        for i in range(n):
+            b = blocks[i]
+            b.key[0] = ents[i].key[0]
+            b.key[1] = ents[i].key[1]
+            b.addr = ents[i].addr
+            b.status = ents[i].status
+            ok = ents[i].status == 0
+            b.tier = TIER_HBM if ok else TIER_NONE
+            b.slot = ents[i].slot if ok else SLOT_NONE
+        return Batch(done.value, blocks)
+
     def sync(self):
         """Make the pool's blocks durable on the NVMe tier; returns the
         blocks written. Raises Error: ENODEV (no NVMe tier), EBADF."""
@@ -855,6 +989,93 @@ class Pool:
         return "<kvtier.Pool %s block_size=%d capacity=%d%s>" % (
             self.name, self.block_size, self.capacity,
             " closed" if self.closed else "")
+
+
+class Mover:
+    """The mover of a user HBM arena (Pool.hbm_attach(HBM_USER)): it does
+    the copies the kernel posts on the mover fd (kvt_mover_open(3)).
+
+    Call run() in a loop, in a thread of its own (the kernel waits for
+    each copy; one not reported within the hbm_timeout_ms module parameter
+    detaches the arena), until it returns None (the arena was detached).
+    close() detaches the arena: adopted blocks not yet written down are
+    lost, every other block keeps its DRAM or NVMe copy.
+
+    arena:  the host arena of the reference memcpy copy (a bytearray of
+            slots * block_size bytes unless one was given), or None with
+            a copy callback.
+    """
+
+    def __init__(self, pool, fd, slots, arena=None, copy=None):
+        self._m = None
+        self._pool = pool
+        self.slots = slots
+        self.block_size = pool.block_size
+        self.arena = None
+        self._keep = []
+        if copy is None:
+            size = slots * self.block_size
+            if arena is None:
+                arena = bytearray(size)
+            self.arena = arena
+            addr = _bufs(arena, 1, size, True, self._keep)[0]
+            fn = _kvt_mover_memcpy_addr
+            arg = addr
+        else:
+            def _copy(_arg, op, slot, dram, nbytes):
+                try:
+                    view = memoryview(
+                        (ctypes.c_char * nbytes).from_address(dram)).cast("B")
+                    return int(copy(op, slot, view) or 0)
+                except Exception:  # pylint: disable=broad-except
+                    return -_errno.EIO
+            fn = _MOVER_COPY_FN(_copy)
+            self._keep.append(fn)
+            fn = ctypes.cast(fn, _P).value
+            arg = None
+        m = _P()
+        _check(_kvt_mover_open(pool._h(), fd, fn, arg, ctypes.byref(m)),
+               "mover_open " + pool.name)
+        self._m = m
+
+    def _h(self):
+        if not self._m:
+            raise ValueError("kvtier mover is closed")
+        return self._m
+
+    def run(self, timeout_ms=-1):
+        """Do the copies posted: waits up to timeout_ms (-1: forever) for
+        the first. Returns the copies done (0: none came), or None once
+        the arena is detached (the loop should end). Raises Error."""
+        ret = _kvt_mover_run(self._h(), timeout_ms)
+        if ret == -_errno.EPIPE:
+            return None
+        return _check(ret, "mover_run " + self._pool.name)
+
+    def close(self):
+        """Stop moving: the arena is detached."""
+        if self._m:
+            _kvt_mover_close(self._m)
+            self._m = None
+
+    @property
+    def closed(self):
+        return not self._m
+
+    def slot_bytes(self, slot):
+        """The bytes of a slot of the host arena (a memoryview)."""
+        bs = self.block_size
+        return memoryview(self.arena)[slot * bs:(slot + 1) * bs]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_m", None):
+            self.close()
 
 
 # Per-entry statuses are negative errnos; these are the usual ones.

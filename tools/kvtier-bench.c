@@ -38,6 +38,13 @@
  *			io_uring submission (reaped together) / as 64 ioctls,
  *			resident 4 KiB blocks (goal < 1)
  *
+ * The HBM tier:
+ *   user_mover_vs_emul	throughput of staging the same 256 DRAM-resident
+ *			256 KiB blocks into HBM (one PREFETCH group, target
+ *			HBM, waited for) through the user backend with
+ *			libkvtier's memcpy mover in a thread / through the
+ *			emulated device with hbm_emul_gbps 0; one run each
+ *			(goal >= 0.8)
  * Every block written or read is checksummed (crc32c) once on the way, so
  * the raw cpu_crc32c_gbps line bounds both throughput figures; under QEMU
  * TCG the instruction is emulated (~0.2 GB/s) and sets them.
@@ -45,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1117,6 +1125,165 @@ out:
 	return ret;
 }
 
+/* ---- user_mover_vs_emul ----------------------------------------------- */
+
+#define HBM_BLOCK	(256ULL << 10)
+#define HBM_BLOCKS	256		/* 64 MiB: within hbm_emul_mb's 256 */
+#define HBM_GBPS_PARAM	"/sys/module/kvtier/parameters/hbm_emul_gbps"
+
+struct hbm_mover {
+	struct kvt_mover *m;
+	int stop;			/* __atomic */
+	int err;
+};
+
+static void *hbm_mover_loop(void *arg)
+{
+	struct hbm_mover *hm = arg;
+	int ret;
+
+	while (!__atomic_load_n(&hm->stop, __ATOMIC_ACQUIRE)) {
+		ret = kvt_mover_run(hm->m, 50);
+		if (ret == -EPIPE)
+			break;
+		if (ret < 0) {
+			hm->err = ret;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int gbps_param(int set)
+{
+	FILE *f = fopen(HBM_GBPS_PARAM, set >= 0 ? "w" : "r");
+	int v = -1;
+
+	if (!f)
+		return -1;
+	if (set >= 0)
+		v = fprintf(f, "%d\n", set) < 0 ? -1 : set;
+	else if (fscanf(f, "%d", &v) != 1)
+		v = -1;
+	if (fclose(f))
+		v = -1;
+	return v;
+}
+
+/*
+ * Stage HBM_BLOCKS blocks, PUT first (all in DRAM), into an HBM arena of
+ * @backend; *secs the time of the PREFETCH to HBM until its completion. The
+ * user arena's bytes are checked against what was PUT.
+ */
+static int hbm_stage_run(uint32_t backend, const void *buf, double *secs)
+{
+	const size_t bytes = HBM_BLOCKS * HBM_BLOCK;
+	struct kvt_prefetch_args a = { .group = 1, .tier = KVTIER_TIER_HBM };
+	static struct kvtier_hint h[HBM_BLOCKS];
+	static struct kvtier_block b[HBM_BLOCKS];
+	struct hbm_mover hm = { 0 };
+	struct kvtier_hbm_stat st;
+	struct kvtier_completion c;
+	struct kvt_pool *pool;
+	pthread_t thr;
+	void *arena = NULL;
+	int ret, mfd = -1, running = 0;
+	uint64_t t0;
+	uint32_t i, ready;
+
+	ret = bench_pool(backend == KVTIER_HBM_USER ? "hbm-user" : "hbm-emul",
+			 HBM_BLOCK, HBM_BLOCKS, &pool);
+	if (ret)
+		return ret;
+	ret = put_range(pool, 0, HBM_BLOCKS, (void *)buf, bytes);
+	if (!ret)
+		ret = kvt_hbm_attach(pool, backend, HBM_BLOCKS,
+				     backend == KVTIER_HBM_USER ? &mfd : NULL);
+	if (!ret && backend == KVTIER_HBM_USER) {
+		ret = posix_memalign(&arena, 4096, bytes) ? -ENOMEM : 0;
+		if (ret)
+			close(mfd);
+		else
+			memset(arena, 0, bytes);	/* faulted in before */
+		if (!ret)
+			ret = kvt_mover_open(pool, mfd, kvt_mover_memcpy, arena,
+					     &hm.m);
+		if (!ret)
+			ret = -pthread_create(&thr, NULL, hbm_mover_loop, &hm);
+		running = !ret;
+	}
+	for (i = 0; i < HBM_BLOCKS; i++) {
+		struct kvt_key k = bench_key(i);
+
+		kvt_hint_set(&h[i], &k);
+		kvt_block_set(&b[i], &k, NULL);
+	}
+	t0 = now_ns();
+	if (!ret)
+		ret = kvt_prefetch(pool, h, HBM_BLOCKS, &a, NULL, NULL);
+	if (!ret)
+		ret = kvt_wait_group(pool, a.group, &c, 60000);
+	*secs = (now_ns() - t0) / 1e9;
+	if (!ret && (c.status || c.ready != HBM_BLOCKS))
+		ret = c.status ? c.status : -EIO;
+	if (!ret)
+		ret = kvt_hbm_stat(pool, &st);
+	if (!ret && st.to_dev != HBM_BLOCKS)
+		ret = -EIO;
+	/* The user arena holds the blocks' bytes, each at its slot. */
+	if (!ret && arena)
+		ret = kvt_lookup(pool, b, HBM_BLOCKS, 0, &ready);
+	for (i = 0; !ret && arena && i < HBM_BLOCKS; i++)
+		if (b[i].tier != KVTIER_TIER_HBM || b[i].slot >= HBM_BLOCKS ||
+		    memcmp((char *)arena + b[i].slot * HBM_BLOCK,
+			   (const char *)buf + i * HBM_BLOCK, HBM_BLOCK))
+			ret = -EIO;
+	if (running) {
+		__atomic_store_n(&hm.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(thr, NULL);
+		if (!ret && hm.err)
+			ret = hm.err;
+	}
+	kvt_mover_close(hm.m);
+	free(arena);
+	kvt_pool_close(pool);
+	return ret;
+}
+
+static int bench_hbm(void)
+{
+	const size_t bytes = HBM_BLOCKS * HBM_BLOCK;
+	double t_user = 0, t_emul = 0;
+	int ret, old = gbps_param(-1);
+	void *buf;
+
+	if (old > 0 && gbps_param(0) != 0) {
+		printf("user_mover_vs_emul: n/a (cannot set hbm_emul_gbps to 0)\n");
+		return 0;
+	}
+	buf = malloc(bytes);
+	if (!buf)
+		return warn("hbm buffer", -ENOMEM);
+	memset(buf, 0x5a, bytes);
+	ret = hbm_stage_run(KVTIER_HBM_EMUL, buf, &t_emul);
+	if (!ret)
+		ret = hbm_stage_run(KVTIER_HBM_USER, buf, &t_user);
+	free(buf);
+	if (old > 0)
+		gbps_param(old);
+	if (ret == -EOPNOTSUPP || ret == -ENOTTY) {
+		printf("user_mover_vs_emul: n/a (no HBM tier: %s)\n",
+		       strerror(-ret));
+		return 0;
+	}
+	if (ret)
+		return warn("hbm", ret);
+	figure("user_mover_vs_emul", "%.3f", t_emul / t_user);
+	figure("hbm_user_stage_gbps", "%.3f", bytes / t_user / 1e9);
+	figure("hbm_emul_stage_gbps", "%.3f", bytes / t_emul / 1e9);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1127,9 +1294,11 @@ int main(int argc, char **argv)
 		{ "lookup", bench_lookup },
 		{ "nvme", bench_nvme },
 		{ "uring", bench_uring },
+		{ "hbm", bench_hbm },
 	};
 	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
-	int ret, i, run[4] = { argc == 1, argc == 1, argc == 1, argc == 1 };
+	int ret, i, run[5] = { argc == 1, argc == 1, argc == 1, argc == 1,
+			      argc == 1 };
 	size_t k;
 
 	for (i = 1; i < argc; i++) {
@@ -1142,8 +1311,8 @@ int main(int argc, char **argv)
 		int help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
 
 		fprintf(help ? stdout : stderr,
-			"usage: %s [copy] [lookup] [nvme] [uring]\n"
-			"Prints the DRAM- and NVMe-tier figures as 'name: value' lines;\n"
+			"usage: %s [copy] [lookup] [nvme] [uring] [hbm]\n"
+			"Prints the DRAM-, NVMe- and HBM-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"
 			"/dev/nvme0n1 if it is a kvtier-vm drive); 0: skip them.\n", prog);

@@ -11,6 +11,10 @@
  * have computed (a deadline in CLOCK_MONOTONIC), and the kernel stages the
  * blocks while the accelerator computes. The figures compare the stall
  * with and without hints on the same trace.
+ *
+ * With an HBM tier (--hbm-slots), the prefix must be in HBM instead: the
+ * groups target KVTIER_TIER_HBM (NVMe -> DRAM -> HBM), and the stall is
+ * the wait for what of the prefix is not in HBM when the request starts.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +34,7 @@ struct group_info {
 
 struct lookahead {
 	uint32_t window;
+	uint32_t tier;		/* the groups' target, KVTIER_TIER_* */
 	struct request *q;	/* window + 1 requests, q[head] the current */
 	uint32_t head;
 	uint32_t len;
@@ -52,6 +57,7 @@ int lookahead_new(uint32_t window, struct lookahead **lap)
 	if (!la)
 		return -ENOMEM;
 	la->window = window;
+	la->tier = KVTIER_TIER_DRAM;
 	la->q = calloc(window + 1, sizeof(*la->q));
 	if (!la->q) {
 		free(la);
@@ -73,6 +79,11 @@ void lookahead_free(struct lookahead *la)
 	free(la->keys);
 	free(la->hints);
 	free(la);
+}
+
+void lookahead_set_tier(struct lookahead *la, uint32_t tier)
+{
+	la->tier = tier;
 }
 
 const struct hint_stats *lookahead_stats(const struct lookahead *la)
@@ -161,6 +172,7 @@ static int hint_one(struct lookahead *la, struct kvt_pool *pool,
 	a.group = seq + 1;
 	a.cookie = seq;
 	a.deadline_ns = deadline;
+	a.tier = la->tier;
 	ret = kvt_prefetch(pool, la->hints, n, &a, &queued, &resident);
 	if (ret == -EAGAIN)
 		return 0;	/* too many groups live: go without */

@@ -16,9 +16,15 @@
  * DRAM share is smaller than the working set: blocks evicted from DRAM are
  * demoted to NVMe, and a prefix found there is promoted back (LOOKUP with
  * KVTIER_LOOKUP_LOAD) before it is pinned and read.
+ *
+ * With an HBM tier (--hbm-slots), the pool also has a device arena (the
+ * emulated one, or a malloc'ed arena moved by libkvtier's memcpy mover in a
+ * thread): the runtime model then needs a request's prefix in HBM, and
+ * stages it there through PREFETCH with the HBM target.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,6 +44,15 @@
 /* With NVMe: room for the working set (~9800 blocks), DRAM as above. */
 #define DEFAULT_NVME_POOL_BLOCKS 16384
 #define DEFAULT_NVME_DEV	"/dev/nvme0n1"
+/*
+ * The emulated HBM link, GB/s: slow enough that a copy costs time next to
+ * the modeled compute (a 64 KiB block standing for 512 tokens: 66 us at
+ * 1 GB/s, against ~1 ms of compute at 2 us a token).
+ */
+#define DEFAULT_HBM_GBPS	1
+#define HBM_GBPS_PARAM		"/sys/module/kvtier/parameters/hbm_emul_gbps"
+#define HBM_GROUP_BASE		(1ULL << 62)	/* ids apart from the hints' */
+#define HBM_WAIT_MS		30000
 
 static const char *prog = "kvtier-demo";
 static volatile sig_atomic_t stop;
@@ -90,7 +105,18 @@ static void usage(FILE *f)
 		"                      hinted_ready_by_deadline, prefetch_wasted_share\n"
 		"                      and prefetch_needed_read_gbps [off; the model's\n"
 		"                      compute defaults to 20 us a token]\n"
-		"\n", prog, prog, prog);
+		"  --hbm-slots N       give the pool an HBM tier of N slots: the model's\n"
+		"                      hints stage into HBM (NVMe -> DRAM -> HBM), and\n"
+		"                      a request waits until its prefix is in HBM; with\n"
+		"                      --compare-hints prints hbm_stall_hinted_vs_\n"
+		"                      unhinted and hbm_hit_share instead [0: none]\n"
+		"  --hbm-backend emul|user\n"
+		"                      emul: the module's emulated device; user: a\n"
+		"                      malloc'ed arena and libkvtier's memcpy mover in\n"
+		"                      a thread [emul]\n"
+		"  --hbm-gbps G        emul: write G to hbm_emul_gbps for the replay (0:\n"
+		"                      memcpy speed; needs root) [%d]\n"
+		"\n", prog, prog, prog, DEFAULT_HBM_GBPS);
 	gen_usage(f);
 }
 
@@ -249,6 +275,9 @@ struct replay_opts {
 	double compute_ns_per_token;	/* the runtime model; 0: none */
 	uint32_t hints;			/* lookahead window, requests */
 	uint32_t compare_hints;		/* run without, then with, hints */
+	uint32_t hbm_slots;		/* HBM tier; 0: none */
+	uint32_t hbm_backend;		/* KVTIER_HBM_EMUL or _USER */
+	int hbm_gbps;			/* emul link to set; -1: leave it */
 	struct gen_opts gen;
 };
 
@@ -274,6 +303,13 @@ struct replay_stats {
 	struct hint_stats hints;	/* of the runtime model's hints */
 	uint64_t pf_issued;		/* prefetch reads started (sysfs) */
 	uint64_t pf_wasted;		/* ...and never used (sysfs) */
+	uint64_t hbm_prefix_blocks;	/* prefix blocks at request starts */
+	uint64_t hbm_hit_blocks;	/* ...that were in HBM then */
+	uint64_t hbm_stall_ns;		/* waiting for the rest to reach HBM */
+	uint64_t hbm_from_dram;		/* blocks waited for: from DRAM */
+	uint64_t hbm_from_nvme;		/* ...from NVMe */
+	uint64_t hbm_short;		/* not in HBM after the wait */
+	struct kvtier_hbm_stat hbm;	/* the tier's counters at the end */
 };
 
 struct replay {
@@ -292,6 +328,16 @@ struct replay {
 	uint32_t cap;			/* entries of keys/look/io/on_nvme */
 	void *staging;
 	size_t staging_size;
+	int hbm_on;			/* the pool has an HBM tier */
+	struct kvtier_hint *hints;	/* the waits for HBM */
+	uint64_t hbm_groups;
+	int gbps_old;			/* hbm_emul_gbps to restore; -1 */
+	struct kvt_mover *mover;	/* --hbm-backend user */
+	void *arena;
+	pthread_t mover_thread;
+	int mover_running;
+	int mover_stop;			/* __atomic */
+	int mover_err;
 };
 
 static int replay_reserve(struct replay *rp, uint32_t n)
@@ -320,6 +366,10 @@ static int replay_reserve(struct replay *rp, uint32_t n)
 		if (!p)
 			return -ENOMEM;
 		rp->on_nvme = p;
+		p = realloc(rp->hints, cap * sizeof(*rp->hints));
+		if (!p)
+			return -ENOMEM;
+		rp->hints = p;
 		rp->cap = cap;
 	}
 	if (size > rp->staging_size) {
@@ -337,6 +387,97 @@ static int replay_reserve(struct replay *rp, uint32_t n)
 static void *slot_buf(struct replay *rp, uint32_t i)
 {
 	return (char *)rp->staging + (size_t)i * rp->o->block_bytes;
+}
+
+/*
+ * The runtime needs the prefix, look[0..*prefix), in HBM: what is not there
+ * yet is staged by a PREFETCH to HBM due now, and the wait for its
+ * completion is the stall. Then a LOOKUP with TOUCH sees where the blocks
+ * are (updating look[] and *prefix) and makes their slots recent.
+ */
+static int hbm_ready(struct replay *rp, uint32_t *prefix)
+{
+	struct replay_stats *st = &rp->st;
+	struct kvt_prefetch_args a = { 0 };
+	struct kvtier_completion c;
+	uint32_t n = *prefix, miss = 0, nvme = 0, i;
+	uint64_t t0;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		if (rp->look[i].tier == KVTIER_TIER_HBM)
+			continue;
+		miss++;
+		nvme += rp->look[i].tier == KVTIER_TIER_NVME;
+	}
+	st->hbm_prefix_blocks += n;
+	st->hbm_hit_blocks += n - miss;
+	if (miss) {
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			kvt_hint_set(&rp->hints[i], &rp->keys[i]);
+		a.group = HBM_GROUP_BASE + ++rp->hbm_groups;
+		a.deadline_ns = t0;
+		a.priority = KVTIER_PRIO_MAX;
+		a.tier = KVTIER_TIER_HBM;
+		ret = kvt_prefetch(rp->pool, rp->hints, n, &a, NULL, NULL);
+		if (!ret)
+			ret = kvt_wait_group(rp->pool, a.group, &c, HBM_WAIT_MS);
+		if (ret == -ETIMEDOUT)
+			kvt_cancel(rp->pool, a.group, 0, NULL);
+		if (ret)
+			return ret;
+		/* The accelerator would wait for these: the stall. */
+		st->hbm_stall_ns += now_ns() - t0;
+		st->hbm_from_dram += miss - nvme;
+		st->hbm_from_nvme += nvme;
+	}
+	ret = kvt_lookup(rp->pool, rp->look, n, KVTIER_LOOKUP_TOUCH, prefix);
+	if (ret)
+		return ret;
+	for (i = 0; i < *prefix; i++)
+		st->hbm_short += rp->look[i].tier != KVTIER_TIER_HBM;
+	return 0;
+}
+
+/*
+ * Blocks a request computed are made on the device: a runtime keeps them in
+ * HBM (ADOPT). The model PUTs them, then stages them into HBM at once, not
+ * waited for; io[0..n) are the PUT entries.
+ */
+static int hbm_computed(struct replay *rp, uint32_t n)
+{
+	struct kvt_prefetch_args a = { 0 };
+	struct kvtier_completion c[64];
+	uint32_t i, k = 0;
+	int ret;
+
+	if (!rp->hbm_on)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (rp->io[i].status)
+			continue;
+		memset(&rp->hints[k], 0, sizeof(rp->hints[k]));
+		memcpy(rp->hints[k].key, rp->io[i].key, sizeof(rp->hints[k].key));
+		k++;
+	}
+	if (!k)
+		return 0;
+	a.group = HBM_GROUP_BASE + ++rp->hbm_groups;
+	a.tier = KVTIER_TIER_HBM;
+	ret = kvt_prefetch(rp->pool, rp->hints, k, &a, NULL, NULL);
+	if (ret == -EAGAIN)
+		ret = 0;	/* too many groups live: go without */
+	/* Without hints nobody else reads completions: these are ours. */
+	if (!ret && !rp->o->hints) {
+		int got;
+
+		do
+			got = kvt_completions(rp->pool, c, 64, 0);
+		while (got == 64);
+		ret = got < 0 ? got : 0;
+	}
+	return ret;
 }
 
 static int replay_one(struct replay *rp, const struct request *r)
@@ -360,6 +501,12 @@ static int replay_one(struct replay *rp, const struct request *r)
 	ret = kvt_lookup(rp->pool, rp->look, n, 0, &prefix);
 	if (ret)
 		return ret;
+	/* 1a. With an HBM tier, the prefix must be there before compute. */
+	if (rp->hbm_on && prefix) {
+		ret = hbm_ready(rp, &prefix);
+		if (ret)
+			return ret;
+	}
 	for (i = 0, nio = 0; i < prefix; i++) {
 		rp->on_nvme[i] = rp->look[i].tier == KVTIER_TIER_NVME;
 		nio += rp->on_nvme[i];
@@ -451,6 +598,9 @@ static int replay_one(struct replay *rp, const struct request *r)
 		ret = kvt_put(rp->pool, rp->io, nio, 0, NULL);
 		if (ret)
 			return ret;
+		ret = hbm_computed(rp, nio);
+		if (ret)
+			return ret;
 		for (i = 0; i < nio; i++) {
 			switch (rp->io[i].status) {
 			case 0:
@@ -533,6 +683,41 @@ static void print_nvme_rows(struct replay *rp, const struct kvtier_pool_stat *ps
 		    (unsigned long long)(n1.io_errors - n0->io_errors));
 }
 
+/* The HBM tier's rows: residency is in the tier loop, this is traffic. */
+static void print_hbm_rows(struct replay *rp, const struct kvtier_pool_stat *ps)
+{
+	const struct replay_stats *st = &rp->st;
+	const struct kvtier_hbm_stat *h = &st->hbm;
+	char b1[32], b2[32];
+
+	row("HBM slots used / arena", "%u / %u  (backend %s)", h->used, h->slots,
+	    h->backend == KVTIER_HBM_USER ? "user, memcpy mover" : "emul");
+	row("bytes DRAM->HBM / HBM->DRAM", "%s / %s  (%llu / %llu blocks)",
+	    human_bytes((double)h->to_dev * ps->block_size, b1, sizeof(b1)),
+	    human_bytes((double)h->from_dev * ps->block_size, b2, sizeof(b2)),
+	    (unsigned long long)h->to_dev, (unsigned long long)h->from_dev);
+	row("HBM slots given back / copy errors", "%llu / %llu",
+	    (unsigned long long)h->evictions,
+	    (unsigned long long)h->copy_errors);
+	if (h->timeouts || h->detached || rp->mover_err)
+		row("HBM copy timeouts / detached / mover", "%llu / %llu / %s",
+		    (unsigned long long)h->timeouts,
+		    (unsigned long long)h->detached,
+		    rp->mover_err ? strerror(-rp->mover_err) : "ok");
+	row("prefix blocks in HBM at start", "%llu of %llu  (%.3f)",
+	    (unsigned long long)st->hbm_hit_blocks,
+	    (unsigned long long)st->hbm_prefix_blocks,
+	    ratio(st->hbm_hit_blocks, st->hbm_prefix_blocks));
+	row("stall (prefix into HBM)", "%.3f s for %llu blocks  (%llu from DRAM, %llu from NVMe)",
+	    st->hbm_stall_ns / 1e9,
+	    (unsigned long long)(st->hbm_from_dram + st->hbm_from_nvme),
+	    (unsigned long long)st->hbm_from_dram,
+	    (unsigned long long)st->hbm_from_nvme);
+	if (st->hbm_short)
+		row("prefix blocks not in HBM after it", "%llu",
+		    (unsigned long long)st->hbm_short);
+}
+
 static void print_table(struct replay *rp, const struct kvtier_pool_stat *ps)
 {
 	const struct replay_stats *st = &rp->st;
@@ -574,6 +759,8 @@ static void print_table(struct replay *rp, const struct kvtier_pool_stat *ps)
 				b1, sizeof(b1)),
 		    (unsigned long long)ps->resident[t]);
 	}
+	if (rp->hbm_on)
+		print_hbm_rows(rp, ps);
 	row(rp->nvme_on ? "evictions (DRAM copies dropped)" : "evictions", "%llu",
 	    (unsigned long long)ps->evictions);
 	if (rp->nvme_on)
@@ -710,6 +897,8 @@ static int replay_runtime(struct replay *rp, struct trace *tr, struct gen *g)
 		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
 		return 1;
 	}
+	if (rp->hbm_on)
+		lookahead_set_tier(la, KVTIER_TIER_HBM);
 	while (!stop) {
 		ret = lookahead_next(la, source_next, &src, &r);
 		if (ret <= 0) {
@@ -747,6 +936,36 @@ static int replay_runtime(struct replay *rp, struct trace *tr, struct gen *g)
 	rp->st.pf_wasted = prefetch_counter("wasted") - wasted0;
 	lookahead_free(la);
 	return err;
+}
+
+/* What the HBM tier is, and what a copy costs next to the modeled compute. */
+static void print_hbm_header(struct replay *rp, uint64_t bs)
+{
+	const struct replay_opts *o = rp->o;
+	char b1[32], b2[32];
+
+	printf("HBM tier: %u slots of %s (%s), backend %s\n", o->hbm_slots,
+	       human_bytes(bs, b1, sizeof(b1)),
+	       human_bytes((double)o->hbm_slots * bs, b2, sizeof(b2)),
+	       o->hbm_backend == KVTIER_HBM_USER ?
+	       "user (malloc'ed arena, libkvtier's memcpy mover in a thread)" :
+	       "emul (the module's emulated device)");
+	if (o->hbm_backend != KVTIER_HBM_EMUL)
+		return;
+	if (rp->gbps_old < 0 || o->hbm_gbps <= 0) {
+		printf("  emulated link at memcpy speed (hbm_emul_gbps %s)\n",
+		       rp->gbps_old < 0 ? "not set" : "0");
+		return;
+	}
+	printf("  emulated link held to %d GB/s (hbm_emul_gbps): a block takes %.0f us per copy",
+	       o->hbm_gbps, bs / (o->hbm_gbps * 1e3));
+	if (o->compute_ns_per_token > 0)
+		printf(", %.1f%% of the %.2f ms its %u tokens compute",
+		       100 * (bs / (o->hbm_gbps * 1e3)) /
+		       (o->compute_ns_per_token * DEMO_BLOCK_TOKENS / 1e3),
+		       o->compute_ns_per_token * DEMO_BLOCK_TOKENS / 1e6,
+		       DEMO_BLOCK_TOKENS);
+	printf("\n");
 }
 
 /* Replay every request of @tr or @g through the pool in @rp; print the table. */
@@ -793,12 +1012,19 @@ static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
 		       rp->ns0.free_regions);
 	}
 
+	if (rp->hbm_on)
+		print_hbm_header(rp, ps.block_size);
+
 	t0 = now_ns();
 	if (o->compute_ns_per_token > 0 || o->hints) {
 		printf("runtime model: %.1f us of compute per input token, %s\n",
 		       o->compute_ns_per_token / 1000,
 		       o->hints ? "hints for the current request and the next ones" :
 				  "no hints");
+		if (rp->hbm_on)
+			printf("  (a request computes once its prefix is in HBM, and the blocks it\n"
+			       "   computed are staged into HBM after their PUT, as made on the device;\n"
+			       "   hints stage into HBM)\n");
 		if (o->hints)
 			printf("  (a window of %u queued requests)\n", o->hints);
 		err = replay_runtime(rp, tr, g);
@@ -831,6 +1057,8 @@ static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
 	}
 
 	ret = kvt_stat(rp->pool, &ps);
+	if (!ret && rp->hbm_on)
+		ret = kvt_hbm_stat(rp->pool, &rp->st.hbm);
 	if (ret) {
 		fprintf(stderr, "%s: stat: %s\n", prog, strerror(-ret));
 		return 1;
@@ -928,6 +1156,120 @@ static int nvme_setup(struct replay *rp, const struct kvtier_api *api)
 	return 0;
 }
 
+static int read_param(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int write_param(const char *path, int v)
+{
+	FILE *f = fopen(path, "w");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%d\n", v) < 0)
+		ret = -EIO;
+	if (fclose(f))
+		ret = -errno;
+	return ret;
+}
+
+/* The user backend's mover: the copies the kernel posts, until told to stop. */
+static void *mover_loop(void *arg)
+{
+	struct replay *rp = arg;
+	int ret;
+
+	while (!__atomic_load_n(&rp->mover_stop, __ATOMIC_ACQUIRE)) {
+		ret = kvt_mover_run(rp->mover, 50);
+		if (ret == -EPIPE)
+			break;		/* detached */
+		if (ret < 0) {
+			rp->mover_err = ret;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* The HBM tier the options ask for. Returns an exit status (reported). */
+static int hbm_setup(struct replay *rp, const struct kvtier_api *api)
+{
+	struct replay_opts *o = rp->o;
+	size_t bytes = (size_t)o->hbm_slots * o->block_bytes;
+	int ret, mfd = -1;
+
+	rp->gbps_old = -1;
+	if (!o->hbm_slots)
+		return 0;
+	if (!(api->supported & KVTIER_F_HBM)) {
+		fprintf(stderr, "%s: the kernel has no HBM tier\n", prog);
+		return 1;
+	}
+	if (o->hbm_backend == KVTIER_HBM_EMUL && o->hbm_gbps >= 0) {
+		int old = read_param(HBM_GBPS_PARAM);
+
+		ret = old < 0 ? -ENOENT : write_param(HBM_GBPS_PARAM, o->hbm_gbps);
+		if (ret)
+			printf("note: cannot set %s: %s; the link is as it was\n",
+			       HBM_GBPS_PARAM, strerror(-ret));
+		else
+			rp->gbps_old = old;
+	}
+	ret = kvt_hbm_attach(rp->pool, o->hbm_backend, o->hbm_slots,
+			     o->hbm_backend == KVTIER_HBM_USER ? &mfd : NULL);
+	if (ret) {
+		fprintf(stderr, "%s: HBM tier of %u slots: %s%s\n", prog,
+			o->hbm_slots, strerror(-ret),
+			ret == -ENOSPC ? " (more than hbm_emul_mb)" : "");
+		return 1;
+	}
+	rp->hbm_on = 1;
+	if (o->hbm_backend != KVTIER_HBM_USER)
+		return 0;
+	if (posix_memalign(&rp->arena, PAGE, bytes)) {
+		close(mfd);
+		fprintf(stderr, "%s: HBM arena: %s\n", prog, strerror(ENOMEM));
+		return 1;
+	}
+	memset(rp->arena, 0, bytes);	/* no page faults in the copies */
+	ret = kvt_mover_open(rp->pool, mfd, kvt_mover_memcpy, rp->arena,
+			     &rp->mover);
+	if (!ret)
+		ret = -pthread_create(&rp->mover_thread, NULL, mover_loop, rp);
+	if (ret) {
+		fprintf(stderr, "%s: HBM mover: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	rp->mover_running = 1;
+	return 0;
+}
+
+static void hbm_teardown(struct replay *rp)
+{
+	if (rp->mover_running) {
+		__atomic_store_n(&rp->mover_stop, 1, __ATOMIC_RELEASE);
+		pthread_join(rp->mover_thread, NULL);
+		rp->mover_running = 0;
+	}
+	kvt_mover_close(rp->mover);	/* detaches the arena */
+	rp->mover = NULL;
+	free(rp->arena);
+	rp->arena = NULL;
+	if (rp->gbps_old >= 0)
+		write_param(HBM_GBPS_PARAM, rp->gbps_old);
+	rp->gbps_old = -1;
+}
+
 static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 {
 	struct kvt_pool_params pp;
@@ -1004,15 +1346,19 @@ static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 		goto out_detach;
 	}
 
-	rc = replay_all(&rp, tr, g);
+	rc = hbm_setup(&rp, &api);
+	if (!rc)
+		rc = replay_all(&rp, tr, g);
 	if (out)
 		*out = rp.st;
+	hbm_teardown(&rp);
 
 	free(rp.st.trace.seen.slot);
 	free(rp.keys);
 	free(rp.look);
 	free(rp.io);
 	free(rp.on_nvme);
+	free(rp.hints);
 	kvt_unmap(rp.map);
 	kvt_free_staging(rp.pool, rp.staging, rp.staging_size);
 	kvt_pool_close(rp.pool);
@@ -1067,6 +1413,8 @@ static int cmd_compare(struct replay_opts *o)
 	needed = plain.compute_ns ? (double)plain.stall_blocks * o->block_bytes /
 				    plain.compute_ns : 0;
 	printf("\n");
+	if (o->hbm_slots)
+		goto hbm;	/* the DRAM figures are those of a run without HBM */
 	printf("prefetch_stall_unhinted_s: %.3f\n", plain.stall_ns / 1e9);
 	printf("prefetch_stall_hinted_s: %.3f\n", hinted.stall_ns / 1e9);
 	printf("stall_hinted_vs_unhinted: %.3f\n",
@@ -1079,6 +1427,20 @@ static int cmd_compare(struct replay_opts *o)
 	printf("prefetch_sync_read_gbps: %.3f\n",
 	       plain.stall_ns ? (double)plain.stall_blocks * o->block_bytes /
 				plain.stall_ns : 0);
+	return 0;
+
+hbm:
+	/* The same, to HBM: the wait until a request's prefix is there. */
+	printf("hbm_stall_unhinted_s: %.3f\n", plain.hbm_stall_ns / 1e9);
+	printf("hbm_stall_hinted_s: %.3f\n", hinted.hbm_stall_ns / 1e9);
+	printf("hbm_stall_hinted_vs_unhinted: %.3f\n",
+	       ratio(hinted.hbm_stall_ns, plain.hbm_stall_ns));
+	printf("hbm_hit_share: %.3f\n",
+	       ratio(hinted.hbm_hit_blocks, hinted.hbm_prefix_blocks));
+	printf("hbm_hit_share_unhinted: %.3f\n",
+	       ratio(plain.hbm_hit_blocks, plain.hbm_prefix_blocks));
+	if (o->hbm_backend == KVTIER_HBM_EMUL)
+		printf("hbm_emul_gbps: %d\n", o->hbm_gbps);
 	return 0;
 }
 
@@ -1235,6 +1597,21 @@ static int parse_replay_opt(struct replay_opts *o, const char *name,
 		if (parse_u64(val, &v) || !v || v > 1024)
 			return -EINVAL;
 		o->compare_hints = v;
+	} else if (!strcmp(name, "hbm-slots")) {
+		if (parse_u64(val, &v) || !v || v > KVTIER_HBM_SLOTS_MAX)
+			return -EINVAL;
+		o->hbm_slots = v;
+	} else if (!strcmp(name, "hbm-backend")) {
+		if (!strcmp(val, "emul"))
+			o->hbm_backend = KVTIER_HBM_EMUL;
+		else if (!strcmp(val, "user"))
+			o->hbm_backend = KVTIER_HBM_USER;
+		else
+			return -EINVAL;
+	} else if (!strcmp(name, "hbm-gbps")) {
+		if (parse_u64(val, &v) || v > 100000)
+			return -EINVAL;
+		o->hbm_gbps = v;
 	} else if (!strcmp(name, "nvme")) {
 		if (!*val)
 			return -EINVAL;
@@ -1253,6 +1630,8 @@ int main(int argc, char **argv)
 		.node = -1,
 		.verify_full = 1,
 		.use_mmap = 1,
+		.hbm_backend = KVTIER_HBM_EMUL,
+		.hbm_gbps = DEFAULT_HBM_GBPS,
 	};
 	enum { GEN, REPLAY, STATS } cmd;
 	int i;

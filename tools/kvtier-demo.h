@@ -167,6 +167,12 @@ typedef int (*next_fn)(void *arg, struct request *r);
 
 /** lookahead_new() - a runtime's queue of @window requests after the current */
 int lookahead_new(uint32_t window, struct lookahead **lap);
+/**
+ * lookahead_set_tier() - the tier hinted blocks are staged in
+ * @la:		the queue.
+ * @tier:	KVTIER_TIER_DRAM (the default) or KVTIER_TIER_HBM.
+ */
+void lookahead_set_tier(struct lookahead *la, uint32_t tier);
 /** lookahead_free() - free it (NULL is a no-op) */
 void lookahead_free(struct lookahead *la);
 /**

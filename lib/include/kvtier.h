@@ -735,7 +735,7 @@ struct kvt_prefetch_args {
  * from eviction until used (a GET, a PIN, a LOOKUP with TOUCH, a fault).
  *
  * Return: 0; -EINVAL (count, flags, group 0, tier, priority); -EOPNOTSUPP
- * (HBM); -ETIME (KVTIER_PREFETCH_CANCEL_LATE and a deadline past); -EEXIST
+ * (HBM target on a pool without a device tier); -ETIME (KVTIER_PREFETCH_CANCEL_LATE and a deadline past); -EEXIST
  * (group id live); -EAGAIN (KVTIER_PREFETCH_GROUPS_MAX groups live or
  * completions unread); -EFAULT; -ENOMEM.
  */
@@ -889,6 +889,51 @@ int kvt_mover_memcpy(void *arena, uint32_t op, uint32_t slot, void *dram,
 		     uint64_t bytes);
 
 /**
+ * struct kvt_cuda_arena - an arena in CUDA device memory, for kvt_mover_cuda
+ * @lib:	the CUDA runtime, opened at run time.
+ * @memcpy_fn:	its cudaMemcpy.
+ * @base:	the arena: slots * block_size bytes from cudaMalloc().
+ */
+struct kvt_cuda_arena {
+	void *lib;
+	void *memcpy_fn;
+	void *base;
+};
+
+/**
+ * kvt_mover_cuda_init() - open the CUDA runtime for a device arena
+ * @a:		out.
+ * @device_base: the arena's device pointer.
+ *
+ * libkvtier has no build or link dependency on CUDA: the runtime library
+ * (libcudart.so, .so.12, .so.11) is opened with dlopen(3) here.
+ *
+ * Return: 0; -ENOENT when no CUDA runtime is installed; -ENOSYS when it
+ * has no cudaMemcpy.
+ */
+int kvt_mover_cuda_init(struct kvt_cuda_arena *a, void *device_base);
+
+/**
+ * kvt_mover_cuda_fini() - close what kvt_mover_cuda_init() opened
+ * @a:		the arena.
+ */
+void kvt_mover_cuda_fini(struct kvt_cuda_arena *a);
+
+/**
+ * kvt_mover_cuda() - the copy for a CUDA arena (a kvt_mover_copy_fn)
+ * @arg:	a struct kvt_cuda_arena.
+ * @op:		KVTIER_MOVE_TO_DEV (cudaMemcpy host to device) or
+ *		KVTIER_MOVE_FROM_DEV (device to host).
+ * @slot:	the slot.
+ * @dram:	the block's bytes.
+ * @bytes:	the block size.
+ *
+ * Return: 0, -EIO when cudaMemcpy fails, -ENODEV when not initialised.
+ */
+int kvt_mover_cuda(void *arg, uint32_t op, uint32_t slot, void *dram,
+		   uint64_t bytes);
+
+/**
  * kvt_mover_open() - a mover for a user arena
  * @pool:	the pool handle (its mapping is the DRAM side of copies).
  * @mover_fd:	from kvt_hbm_attach(); owned by the mover from now on.
@@ -910,7 +955,9 @@ int kvt_mover_open(struct kvt_pool *pool, int mover_fd, kvt_mover_copy_fn fn,
  * than the hbm_timeout_ms module parameter detaches the arena.
  *
  * Return: copies done (0 when the wait ended without one); -EPIPE once the
- * arena is detached (the loop should end); another -errno.
+ * arena is detached; another -errno (a report the kernel refused, after a
+ * timeout detached the arena, say). The loop should end on any negative
+ * value.
  */
 int kvt_mover_run(struct kvt_mover *m, int timeout_ms);
 

@@ -9,9 +9,10 @@
  * are skipped without one, when not root, or when another device is
  * attached. The prefetch_* and request_ready tests stage blocks from that
  * device (attached again if an earlier test left it detached); the ring
- * test needs io_uring only. Exit status: 0 all passed, 1 a failure, 4
- * (kselftest skip) when nothing could run against the module and nothing
- * failed.
+ * test needs io_uring only; hbm_mover_memcpy attaches a user HBM arena
+ * moved by the reference memcpy mover in a thread. Exit status: 0 all
+ * passed, 1 a failure, 4 (kselftest skip) when nothing could run against
+ * the module and nothing failed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <numa.h>
@@ -1247,12 +1249,206 @@ static void test_request_ready(void)
 	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
 }
 
+/* ---- the HBM tier: the reference memcpy mover ---------------------------- */
+
+#define HB_BS		(16 * 1024)
+#define HB_CAP		64U
+#define HB_SLOTS	8U
+#define HB_N		6U
+
+struct hb_mover {
+	struct kvt_mover *m;
+	volatile int stop;
+	int ret;		/* what ended the loop: 0 (stopped), -EPIPE, ... */
+	pthread_t thread;
+};
+
+static void *hb_mover_main(void *arg)
+{
+	struct hb_mover *hm = arg;
+	int ret;
+
+	while (!hm->stop) {
+		ret = kvt_mover_run(hm->m, 50);
+		if (ret < 0) {
+			hm->ret = ret;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A user arena in this process, moved by kvt_mover_memcpy in a thread:
+ * PREFETCH to HBM copies DRAM blocks into their slots (the arena holds
+ * their bytes; LOOKUP says HBM and the slot), ADOPT takes a block written
+ * into a free slot, and GET returns it once the mover has written it down.
+ * Closing the mover detaches the arena; every block stays readable.
+ */
+static void test_hbm_mover_memcpy(void)
+{
+	struct kvt_key keys[HB_N], adopted;
+	struct kvtier_block blk[HB_N];
+	struct kvtier_hint h[HB_N];
+	struct kvtier_hbm_stat st;
+	struct kvtier_adopt e[3];
+	struct kvt_prefetch_args a;
+	struct kvtier_completion c;
+	struct hb_mover hm = { 0 };
+	struct kvt_pool *pool;
+	uint32_t i, done, used = 0, free_slot = HB_SLOTS;
+	char *buf = NULL, *arena = NULL;
+	int mfd = -1, started = 0;
+
+	pool = anon_pool("hbm", HB_BS, HB_CAP);
+	CHECK(pool);
+	buf = malloc(HB_BS);
+	arena = calloc(HB_SLOTS, HB_BS);
+	if (!buf || !arena)
+		goto out;
+	for (i = 0; i < HB_N; i++) {
+		kvt_key_chain(i ? &keys[i - 1] : NULL, 0x48424d + i, &keys[i]);
+		fill(buf, HB_BS, &keys[i]);
+		if (kvt_put1(pool, &keys[i], buf, 0))
+			goto out;
+	}
+	if (kvt_hbm_attach(pool, KVTIER_HBM_USER, HB_SLOTS, &mfd) == -EINVAL) {
+		printf("#   no HBM tier in this module\n");
+		case_failed = 1;
+		goto out;
+	}
+	if (mfd < 0)
+		goto out;
+	if (kvt_mover_open(pool, mfd, kvt_mover_memcpy, arena, &hm.m)) {
+		close(mfd);
+		goto out;
+	}
+	if (pthread_create(&hm.thread, NULL, hb_mover_main, &hm))
+		goto out;
+	started = 1;
+
+	/* Stage every block: NONE -> HBM by PREFETCH with the HBM target. */
+	for (i = 0; i < HB_N; i++)
+		kvt_hint_set(&h[i], &keys[i]);
+	memset(&a, 0, sizeof(a));
+	a.group = 1;
+	a.tier = KVTIER_TIER_HBM;
+	if (kvt_prefetch(pool, h, HB_N, &a, NULL, NULL) ||
+	    kvt_wait_group(pool, 1, &c, 30000) || c.status || c.ready != HB_N) {
+		printf("#   prefetch to HBM: status %d, ready %u\n", c.status,
+		       c.ready);
+		goto out;
+	}
+	for (i = 0; i < HB_N; i++)
+		kvt_block_set(&blk[i], &keys[i], NULL);
+	if (kvt_lookup(pool, blk, HB_N, 0, &done) || done != HB_N)
+		goto out;
+	for (i = 0; i < HB_N; i++) {
+		if (blk[i].tier != KVTIER_TIER_HBM || blk[i].slot >= HB_SLOTS ||
+		    used & (1U << blk[i].slot)) {
+			printf("#   key %u: tier %u slot %u\n", i, blk[i].tier,
+			       blk[i].slot);
+			goto out;
+		}
+		used |= 1U << blk[i].slot;
+		/* The "device" holds the block's bytes. */
+		if (check(arena + (size_t)blk[i].slot * HB_BS, HB_BS, &keys[i])) {
+			printf("#   slot %u: wrong bytes\n", blk[i].slot);
+			goto out;
+		}
+	}
+	for (i = 0; i < HB_SLOTS && free_slot == HB_SLOTS; i++)
+		if (!(used & (1U << i)))
+			free_slot = i;
+
+	/* A block made on the device: written into a free slot, adopted. */
+	kvt_key_chain(&keys[HB_N - 1], 0xad097, &adopted);
+	fill(arena + (size_t)free_slot * HB_BS, HB_BS, &adopted);
+	memset(e, 0, sizeof(e));
+	e[0].key[0] = adopted.k[0];
+	e[0].key[1] = adopted.k[1];
+	e[0].slot = free_slot;
+	if (kvt_adopt(pool, e, 1, &done) || done != 1 || e[0].status ||
+	    e[0].addr == KVTIER_ADDR_NONE)
+		goto out;
+	memset(buf, 0, HB_BS);
+	/* GET waits for the write-down (a FROM_DEV copy by the mover). */
+	if (kvt_get1(pool, &adopted, buf) || check(buf, HB_BS, &adopted)) {
+		printf("#   adopted block: not read back exact\n");
+		goto out;
+	}
+	kvt_block_set(&blk[0], &adopted, NULL);
+	if (kvt_lookup(pool, blk, 1, 0, &done) ||
+	    blk[0].tier != KVTIER_TIER_HBM || blk[0].slot != free_slot)
+		goto out;
+	/* Exact errnos: a slot in use, a key present, a slot out of range. */
+	memset(e, 0, sizeof(e));
+	e[0].key[1] = 1;
+	e[0].slot = free_slot;
+	e[1].key[0] = adopted.k[0];
+	e[1].key[1] = adopted.k[1];
+	e[1].slot = (free_slot + 1) % HB_SLOTS;
+	e[2].key[1] = 2;
+	e[2].slot = HB_SLOTS;
+	if (kvt_adopt(pool, e, 3, &done) || done || e[0].status != -EBUSY ||
+	    e[1].status != -EEXIST || e[2].status != -EINVAL) {
+		printf("#   adopt errors: %d %d %d\n", e[0].status, e[1].status,
+		       e[2].status);
+		goto out;
+	}
+	if (kvt_hbm_stat(pool, &st) || st.attached != 1 ||
+	    st.backend != KVTIER_HBM_USER || st.slots != HB_SLOTS ||
+	    st.used != HB_N + 1 || st.to_dev != HB_N || st.adopted != 1 ||
+	    st.from_dev != 1 || st.copy_errors || st.timeouts) {
+		printf("#   hbm stat: used %u to_dev %llu adopted %llu from_dev %llu errors %llu\n",
+		       st.used, (unsigned long long)st.to_dev,
+		       (unsigned long long)st.adopted,
+		       (unsigned long long)st.from_dev,
+		       (unsigned long long)st.copy_errors);
+		goto out;
+	}
+
+	/* The mover goes: the arena is detached, no block is lost. */
+	hm.stop = 1;
+	pthread_join(hm.thread, NULL);
+	started = 0;
+	kvt_mover_close(hm.m);
+	hm.m = NULL;
+	if (kvt_hbm_stat(pool, &st) || st.attached || st.used ||
+	    st.detached != 1)
+		goto out;
+	for (i = 0; i < HB_N; i++)
+		if (kvt_get1(pool, &keys[i], buf) || check(buf, HB_BS, &keys[i]))
+			goto out;
+	if (kvt_get1(pool, &adopted, buf) || check(buf, HB_BS, &adopted))
+		goto out;
+	kvt_block_set(&blk[0], &keys[0], NULL);
+	if (kvt_lookup(pool, blk, 1, 0, &done) ||
+	    blk[0].tier != KVTIER_TIER_DRAM || blk[0].slot != KVTIER_SLOT_NONE)
+		goto out;
+	free(buf);
+	free(arena);
+	kvt_pool_close(pool);
+	return;
+out:
+	printf("#   hbm_mover_memcpy failed\n");
+	case_failed = 1;
+	if (started) {
+		hm.stop = 1;
+		pthread_join(hm.thread, NULL);
+	}
+	kvt_mover_close(hm.m);
+	free(buf);
+	free(arena);
+	kvt_pool_close(pool);
+}
+
 int main(void)
 {
 	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("TAP version 13\n1..22\n");
+	printf("TAP version 13\n1..23\n");
 	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
 	if (ret) {
 		printf("# kvt_open: %s: device tests skipped\n", strerror(-ret));
@@ -1271,6 +1467,7 @@ int main(void)
 	run("staging", test_staging, NEEDS_DEV);
 	run("rdonly", test_rdonly, NEEDS_DEV);
 	run("ring_round_trip", test_ring_round_trip, NEEDS_DEV);
+	run("hbm_mover_memcpy", test_hbm_mover_memcpy, NEEDS_DEV);
 	nvme_pick();
 	if (nvme_dev)
 		printf("# NVMe tests on %s (formatted)\n", nvme_dev);

@@ -20,6 +20,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -566,6 +567,212 @@ class TestPrefetchNvme(unittest.TestCase):
         self.assertIn("wrong 0", r.stdout)
         groups = int(r.stdout.split("prefetch groups ")[1].split(",")[0])
         self.assertGreater(groups, 0)
+
+
+def run_mover(mover, stop):
+    """A mover loop for a thread: until stop is set or the arena goes."""
+    while not stop.is_set():
+        if mover.run(50) is None:
+            break
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestHbm(unittest.TestCase):
+    """The HBM tier on a DRAM-only pool: blocks in DRAM are staged into
+    slots by PREFETCH with the HBM target, with the emulated device and
+    with a user arena moved by libkvtier's mover (reference memcpy into a
+    bytearray, or a Python copy callback)."""
+
+    SLOTS = 8
+
+    def setUp(self):
+        self.ctx = kvtier.open()
+        if not self.ctx.api["supported"] & kvtier.F_HBM:
+            self.skipTest("no KVTIER_F_HBM")
+        self.name = "pytest-%d-%s" % (os.getpid(), self._testMethodName[-20:])
+        self.pool = self.ctx.create_pool(self.name, block_size=BS,
+                                         capacity=64)
+        self.keys = kvtier.key_chain(range(200, 212))
+        self.pool.put(self.keys, b"".join(pattern(k) for k in self.keys))
+        self.mover = None
+        self.stop = threading.Event()
+        self.thread = None
+
+    def tearDown(self):
+        self.stop_mover()
+        self.pool.close()
+        try:
+            self.ctx.destroy_pool(self.name)
+        except kvtier.Error:
+            pass
+        self.ctx.close()
+
+    def start_mover(self, **kw):
+        self.mover = self.pool.hbm_attach(kvtier.HBM_USER, self.SLOTS, **kw)
+        self.assertIsInstance(self.mover, kvtier.Mover)
+        self.thread = threading.Thread(target=run_mover,
+                                       args=(self.mover, self.stop))
+        self.thread.start()
+
+    def stop_mover(self):
+        if self.thread:
+            self.stop.set()
+            self.thread.join(30)
+            self.assertFalse(self.thread.is_alive())
+            self.thread = None
+        if self.mover:
+            self.mover.close()
+
+    def stage(self, keys, group):
+        pf = self.pool.prefetch(keys, group=group, tier=kvtier.TIER_HBM)
+        self.assertEqual(pf.status, [0] * len(keys))
+        self.assertEqual(pf.queued, len(keys))
+        c = pf.wait(30 * SEC_MS)
+        self.assertIsNotNone(c)
+        self.assertEqual((c.status, c.ready, c.count),
+                         (0, len(keys), len(keys)))
+        r = self.pool.lookup(keys)
+        self.assertEqual(r.done, len(keys))
+        self.assertEqual(r.tiers, ["hbm"] * len(keys))
+        self.assertEqual(len(set(r.slot)), len(keys))
+        for s in r.slot:
+            self.assertLess(s, self.SLOTS)
+        return r.slot
+
+    def test_no_tier_refused(self):
+        self.assertEqual(self.pool.hbm_stat().attached, 0)
+        with self.assertRaises(kvtier.Error) as cm:
+            self.pool.prefetch(self.keys[:1], group=1, tier=kvtier.TIER_HBM)
+        self.assertEqual(cm.exception.errno, errno.EOPNOTSUPP)
+        r = self.pool.adopt([kvtier.Key(9, 9)], [0])
+        self.assertEqual((r.done, r.status), (0, [-errno.ENODEV]))
+        r = self.pool.lookup(self.keys[:2])
+        self.assertEqual(r.tiers, ["dram"] * 2)
+        self.assertEqual(r.slot, [kvtier.SLOT_NONE] * 2)
+
+    def test_attach_errors(self):
+        for backend, slots in ((0, 1), (3, 1), (kvtier.HBM_EMUL, 0),
+                               (kvtier.HBM_EMUL, kvtier.HBM_SLOTS_MAX + 1)):
+            with self.assertRaises(kvtier.Error) as cm:
+                self.pool.hbm_attach(backend, slots)
+            self.assertEqual(cm.exception.errno, errno.EINVAL)
+        self.assertIsNone(self.pool.hbm_attach(kvtier.HBM_EMUL, self.SLOTS))
+        with self.assertRaises(kvtier.Error) as cm:
+            self.pool.hbm_attach(kvtier.HBM_EMUL, self.SLOTS)
+        self.assertEqual(cm.exception.errno, errno.EBUSY)
+
+    def test_emul_prefetch_to_hbm(self):
+        self.pool.hbm_attach(kvtier.HBM_EMUL, self.SLOTS)
+        st = self.pool.hbm_stat()
+        self.assertEqual((st.attached, st.backend, st.slots, st.used),
+                         (1, kvtier.HBM_EMUL, self.SLOTS, 0))
+        self.stage(self.keys[:4], 1)
+        st = self.pool.hbm_stat()
+        self.assertEqual((st.used, st.to_dev, st.copy_errors), (4, 4, 0))
+        self.assertEqual(self.pool.stat().resident["hbm"], 4)
+        # Inclusive: the DRAM copy is still there and GET returns it.
+        buf = bytearray(4 * BS)
+        self.assertEqual(self.pool.get(self.keys[:4], buf).done, 4)
+        self.assertEqual(bytes(buf),
+                         b"".join(pattern(k) for k in self.keys[:4]))
+
+    def test_emul_slots_recycled(self):
+        self.pool.hbm_attach(kvtier.HBM_EMUL, self.SLOTS)
+        self.stage(self.keys[:6], 1)
+        self.stage(self.keys[6:12], 2)
+        st = self.pool.hbm_stat()
+        self.assertEqual((st.used, st.evictions), (self.SLOTS, 4))
+        r = self.pool.lookup(self.keys)
+        self.assertEqual(r.tiers.count("hbm"), self.SLOTS)
+        self.assertEqual(r.done, 12)
+
+    def test_user_memcpy_arena_holds_blocks(self):
+        self.start_mover()
+        self.assertEqual(len(self.mover.arena), self.SLOTS * BS)
+        slots = self.stage(self.keys[:5], 1)
+        for k, s in zip(self.keys[:5], slots):
+            self.assertEqual(bytes(self.mover.slot_bytes(s)), pattern(k))
+        st = self.pool.hbm_stat()
+        self.assertEqual((st.backend, st.used, st.to_dev),
+                         (kvtier.HBM_USER, 5, 5))
+
+    def test_user_adopt_round_trip(self):
+        self.start_mover()
+        slots = self.stage(self.keys[:2], 1)
+        free = [s for s in range(self.SLOTS) if s not in slots][0]
+        key = kvtier.Key(0xad0b7, 1)
+        self.mover.slot_bytes(free)[:] = pattern(key)
+        r = self.pool.adopt([key], [free])
+        self.assertEqual((r.done, r.status, r.tiers, r.slot),
+                         (1, [0], ["hbm"], [free]))
+        self.assertNotEqual(r.addr[0], kvtier.ADDR_NONE)
+        # GET waits for the write-down (a FROM_DEV copy by the mover).
+        buf = bytearray(BS)
+        self.assertEqual(self.pool.get([key], buf).status, [0])
+        self.assertEqual(bytes(buf), pattern(key))
+        r = self.pool.lookup([key])
+        self.assertEqual((r.tiers, r.slot), (["hbm"], [free]))
+        st = self.pool.hbm_stat()
+        self.assertEqual((st.adopted, st.from_dev, st.used), (1, 1, 3))
+        # Exact per-entry errnos.
+        r = self.pool.adopt([kvtier.Key(0xad0b7, 2), key,
+                             kvtier.Key(0xad0b7, 3)],
+                            [free, (free + 1) % self.SLOTS, self.SLOTS])
+        self.assertEqual(r.status, [-errno.EBUSY, -errno.EEXIST,
+                                    -errno.EINVAL])
+        self.assertEqual(r.done, 0)
+
+    def test_user_python_copy_callback(self):
+        arena = {}
+        ops = []
+
+        def copy(op, slot, dram):
+            ops.append(op)
+            if op == kvtier.MOVE_TO_DEV:
+                arena[slot] = bytes(dram)
+            else:
+                dram[:] = arena[slot]
+            return 0
+
+        self.start_mover(copy=copy)
+        self.assertIsNone(self.mover.arena)
+        slots = self.stage(self.keys[:3], 1)
+        for k, s in zip(self.keys[:3], slots):
+            self.assertEqual(arena[s], pattern(k))
+        free = [s for s in range(self.SLOTS) if s not in slots][0]
+        key = kvtier.Key(0xca11, 1)
+        arena[free] = pattern(key)
+        self.assertEqual(self.pool.adopt([key], [free]).done, 1)
+        buf = bytearray(BS)
+        self.assertEqual(self.pool.get([key], buf).status, [0])
+        self.assertEqual(bytes(buf), pattern(key))
+        self.assertIn(kvtier.MOVE_FROM_DEV, ops)
+
+    def test_user_copy_failure_counted(self):
+        self.start_mover(copy=lambda op, slot, dram: -errno.EIO)
+        pf = self.pool.prefetch(self.keys[:1], group=1, tier=kvtier.TIER_HBM)
+        c = pf.wait(30 * SEC_MS)
+        self.assertIsNotNone(c)
+        self.assertNotEqual(c.status, 0)
+        st = self.pool.hbm_stat()
+        self.assertGreaterEqual(st.copy_errors, 1)
+        self.assertEqual(st.used, 0)
+        r = self.pool.lookup(self.keys[:1])
+        self.assertEqual(r.tiers, ["dram"])
+
+    def test_user_mover_close_detaches(self):
+        self.start_mover()
+        self.stage(self.keys[:2], 1)
+        self.stop_mover()
+        st = self.pool.hbm_stat()
+        self.assertEqual((st.attached, st.used, st.detached), (0, 0, 1))
+        r = self.pool.lookup(self.keys[:2])
+        self.assertEqual(r.tiers, ["dram"] * 2)
+        self.assertEqual(r.slot, [kvtier.SLOT_NONE] * 2)
+        r = self.pool.adopt([kvtier.Key(0xdead, 1)], [0])
+        self.assertEqual(r.status, [-errno.ENODEV])
+        # A detached arena may be replaced.
+        self.assertIsNone(self.pool.hbm_attach(kvtier.HBM_EMUL, 2))
 
 
 class TapResult(unittest.TextTestResult):

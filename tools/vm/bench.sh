@@ -9,7 +9,8 @@
 # KVTIER_BENCH_ARGS (arguments of tools/kvtier-bench), KVTIER_TRACE (the
 # trace of the prefetch comparison, default the built-in generator),
 # KVTIER_BENCH_PREFETCH=0 (skip that comparison), KVTIER_BENCH_DEMO_ARGS
-# (its kvtier-demo replay arguments).
+# (its kvtier-demo replay arguments), KVTIER_BENCH_HBM=0 (skip the one to
+# HBM), KVTIER_BENCH_HBM_ARGS (its arguments).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,6 +46,14 @@ if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_PREFETCH:-1} != 0 ]]; then
 		END { if (n != "" && f > 0)
 			printf "prefetch_needed_bw_vs_fio: %.3f\n", n / f }' \
 		"$out/bench.log" | tee -a "$out/bench.log"
+fi
+
+# The same to HBM: the emulated device's link held to 1 GB/s, the prefix
+# needed in HBM, hints staging NVMe -> DRAM -> HBM.
+if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_HBM:-1} != 0 ]]; then
+	read -r -a hbm_args <<<"${KVTIER_BENCH_HBM_ARGS:---compare-hints 8 --hbm-slots 128 --hbm-gbps 1 --compute-us-per-token 2 --max-requests 400 --dram-blocks 256 --verify sample --nvme-format}"
+	echo "bench: kvtier-demo replay ${hbm_args[*]}"
+	tools/kvtier-demo replay "${hbm_args[@]}" 2>&1 | tee -a "$out/bench.log" || rc=$?
 fi
 
 grep -E '^[A-Za-z0-9_.]+: ' "$out/bench.log" >"$out/bench.txt" || true

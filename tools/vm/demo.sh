@@ -6,7 +6,8 @@
 #
 # Environment: KVTIER_PARAMS (module parameters, default dram_mb=512),
 # KVTIER_DEMO_ARGS (arguments of tools/kvtier-demo, default "replay"),
-# KVTIER_DEMO_HINT_ARGS (those of the hinted vs unhinted comparison).
+# KVTIER_DEMO_HINT_ARGS (those of the hinted vs unhinted comparison),
+# KVTIER_DEMO_HBM_ARGS (those of the same with an HBM tier).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -50,6 +51,11 @@ if [[ -x tools/kvtier-demo ]]; then
 	read -r -a hint_args <<<"${KVTIER_DEMO_HINT_ARGS:---compare-hints 8 --compute-us-per-token 5 --max-requests 300 --dram-blocks 64 --verify sample}"
 	step "kvtier-demo replay ${hint_args[*]}"
 	tools/kvtier-demo replay "${hint_args[@]}"
+	# Three tiers: the prefix must be in HBM (the emulated device, its
+	# link held to 1 GB/s); hints stage NVMe -> DRAM -> HBM.
+	read -r -a hbm_args <<<"${KVTIER_DEMO_HBM_ARGS:---compare-hints 8 --hbm-slots 128 --compute-us-per-token 5 --max-requests 150 --dram-blocks 128 --verify sample}"
+	step "kvtier-demo replay ${hbm_args[*]}"
+	tools/kvtier-demo replay "${hbm_args[@]}"
 fi
 
 step "rmmod kvtier"

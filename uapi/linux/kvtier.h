@@ -479,8 +479,8 @@ struct kvtier_hint {
  * @deadline_ns: CLOCK_MONOTONIC time by which the blocks should be in
  *		@tier; 0: as soon as possible (never late). With
  *		KVTIER_PREFETCH_CANCEL_LATE a deadline already past is -ETIME.
- * @tier:	KVTIER_TIER_DRAM (KVTIER_TIER_HBM: -EOPNOTSUPP, there is no
- *		HBM tier yet; anything else -EINVAL).
+ * @tier:	KVTIER_TIER_DRAM, or KVTIER_TIER_HBM for a pool with a device
+ *		tier (-EOPNOTSUPP without one); anything else -EINVAL.
  * @priority:	0..KVTIER_PRIO_MAX, higher first among equal deadlines.
  * @queued:	out: hints that need I/O.
  * @resident:	out: hints already in @tier.
@@ -615,8 +615,10 @@ struct kvtier_uring_cmd {
  * @reserved:	must be 0.
  *
  * On a pool fd that may write (-EBADF otherwise). -EBUSY if the pool has a
- * device tier; -ENOSPC if an emulated arena does not fit what is left of
- * hbm_emul_mb; -EINVAL; -ENOMEM.
+ * device tier (a detached one may be replaced once its mover fd is
+ * closed); -ENOSPC if an emulated arena does not fit what is left of
+ * hbm_emul_mb; -EINVAL; -ENOMEM; -EMFILE/-ENFILE when the mover fd cannot
+ * be made (the arena is then left detached).
  */
 struct kvtier_hbm_attach {
 	__u32 backend;
@@ -629,7 +631,10 @@ struct kvtier_hbm_attach {
 /**
  * struct kvtier_hbm_stat - a pool's device tier
  * @flags:	in: must be 0.
- * @attached:	out: 1 with a device tier; the rest is zero otherwise.
+ * @attached:	out: 1 with a live device tier. After a detach it is 0
+ *		(and @used too) while the other fields keep the detached
+ *		arena's figures, until a new arena replaces them; all zero
+ *		when the pool never had one.
  * @backend:	out: KVTIER_HBM_*.
  * @slots:	out: arena size in blocks.
  * @used:	out: slots holding a block (or being filled).
@@ -641,8 +646,9 @@ struct kvtier_hbm_attach {
  * @evictions:	out: slots given back to make room.
  * @copy_errors: out: copies that failed (the block stayed where it was, or
  *		an adopted block was lost).
- * @timeouts:	out: copies the mover did not complete in time.
- * @detached:	out: arenas detached because their mover went away.
+ * @timeouts:	out: detaches because the mover did not report a copy
+ *		within hbm_timeout_ms (at most one per arena).
+ * @detached:	out: detaches, for any reason (mover gone, timeout).
  * @reserved:	must be 0.
  */
 struct kvtier_hbm_stat {
@@ -665,8 +671,8 @@ struct kvtier_hbm_stat {
 /**
  * struct kvtier_adopt - one block made in device memory
  * @key:	in: its key (not in the pool: -EEXIST).
- * @slot:	in: the slot that holds it (below the arena size: -EINVAL; a
- *		slot in use: -EBUSY).
+ * @slot:	in: the slot that holds it (not below the arena size:
+ *		-EINVAL; a slot in use: -EBUSY).
  * @status:	out: 0 or a negative errno.
  * @addr:	out: its block address, or KVTIER_ADDR_NONE.
  * @reserved:	must be 0.
