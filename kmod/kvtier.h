@@ -16,6 +16,8 @@
  * Lock order: kvt_nvme_lock -> kvt_pools_lock -> handle->pin_lock ->
  * pool->map_sem -> pool->lock -> kvt_nvme_qlock; the NVMe writer holds
  * nvme->lock -> kvt_pools_lock while it reclaims a region.
+ * The shrinker only trylocks kvt_pools_lock and pool->map_sem (it may run
+ * in reclaim under either).
  */
 #ifndef _KVTIER_H
 #define _KVTIER_H
@@ -204,6 +206,8 @@ struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 				  int slot);
 struct kvt_pool **kvt_pools_get_named(unsigned int *nr);
 void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr);
+int kvt_pools_try_walk(int (*fn)(struct kvt_pool *pool, void *arg),
+		       void *arg);
 struct file *kvt_pool_create(struct kvtier_pool_create *pc);
 struct file *kvt_pool_open(struct kvtier_pool_open *po);
 int kvt_pool_destroy(struct kvtier_pool_destroy *pd);
@@ -311,6 +315,11 @@ int kvt_pool_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 /* mmap.c */
 int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma);
 void kvt_pool_zap(struct kvt_pool *pool, u32 addr);
+
+/* shrinker.c */
+int kvt_shrinker_init(void);
+void kvt_shrinker_exit(void);
+ssize_t kvt_shrinker_show(char *buf);
 
 /* sysfs.c */
 int kvt_sysfs_init(void);

@@ -508,6 +508,30 @@ struct kvt_pool **kvt_pools_get_named(unsigned int *nr)
 }
 
 /**
+ * kvt_pools_try_walk() - visit every named pool unless the registry is busy
+ * @fn: called on each pool with kvt_pools_lock held (the registry's
+ *	reference keeps the pool alive); a nonzero return ends the walk
+ * @arg: passed to @fn
+ *
+ * For memory reclaim (shrinker.c): it never sleeps on kvt_pools_lock, which
+ * a task may hold while it allocates.
+ *
+ * Return: -EBUSY if kvt_pools_lock was taken, else 0.
+ */
+int kvt_pools_try_walk(int (*fn)(struct kvt_pool *pool, void *arg), void *arg)
+{
+	struct kvt_pool *pool;
+
+	if (!mutex_trylock(&kvt_pools_lock))
+		return -EBUSY;
+	list_for_each_entry(pool, &kvt_pools, node)
+		if (fn(pool, arg))
+			break;
+	mutex_unlock(&kvt_pools_lock);
+	return 0;
+}
+
+/**
  * kvt_pools_put_named() - drop what kvt_pools_get_named() took
  * @pools: the array
  * @nr: its length

@@ -37,6 +37,14 @@ static ssize_t prefetch_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute kvt_prefetch_attr = __ATTR_RO(prefetch);
 
+static ssize_t shrinker_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return kvt_shrinker_show(buf);
+}
+
+static struct kobj_attribute kvt_shrinker_attr = __ATTR_RO(shrinker);
+
 /* struct kvt_pool_kobj - a pool's directory; removed before the pool dies */
 struct kvt_pool_kobj {
 	struct kobject kobj;
@@ -159,6 +167,8 @@ int kvt_sysfs_init(void)
 	ret = sysfs_create_file(kvt_kobj, &kvt_stat_attr.attr);
 	if (!ret)
 		ret = sysfs_create_file(kvt_kobj, &kvt_prefetch_attr.attr);
+	if (!ret)
+		ret = sysfs_create_file(kvt_kobj, &kvt_shrinker_attr.attr);
 	if (ret)
 		goto out_put_kobj;
 	kvt_pools_kobj = kobject_create_and_add("pools", kvt_kobj);

@@ -46,7 +46,11 @@ static void kvt_chunk_free(struct page *page, unsigned int order)
 
 static struct page *kvt_chunk_alloc(struct kvt_pool *pool, unsigned int order)
 {
-	gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_NOWARN;
+	/*
+	 * __GFP_RETRY_MAYFAIL: a pool at its memory cgroup's limit fails the
+	 * PUT with -ENOMEM instead of waking the cgroup's OOM killer.
+	 */
+	gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_NOWARN | __GFP_RETRY_MAYFAIL;
 	struct page *page;
 
 	if (order)

@@ -305,6 +305,42 @@ if loaded; then
 	fail "kvtier unloaded"
 fi
 dmesg_check "rmmod and teardown"
+
+# 5. Load/unload cycles (full runs, or KVTIER_TESTS naming "lifecycle"):
+#    each loads with the parameters above, creates a pool, refuses rmmod
+#    while a process holds it open, then unloads; afterwards no kvtier
+#    kmem cache is left and dmesg is clean.
+if [[ -z ${KVTIER_TESTS:-} || " $KVTIER_TESTS " == *" lifecycle "* ]] &&
+	[[ -x $top/tools/kvtierctl ]]; then
+	dmesg_mark "load/unload cycles"
+	cyc_ok=0
+	for i in $(seq 1 10); do
+		insmod "$ko" "${params[@]}" || break
+		"$top/tools/kvtierctl" create "kst.cycle.$i" --block-size 64K \
+			--capacity 64 >/dev/null || break
+		exec {hold}</dev/kvtier
+		if rmmod kvtier 2>/dev/null; then
+			exec {hold}<&-
+			break
+		fi
+		exec {hold}<&-
+		rmmod kvtier || break
+		cyc_ok=$i
+	done
+	if ((cyc_ok == 10)); then
+		pass "10 insmod/create/rmmod cycles, rmmod refused while open"
+	else
+		fail "insmod/create/rmmod cycles: cycle $((cyc_ok + 1)) failed"
+		loaded && rmmod kvtier
+	fi
+	if grep -qiE '^kvt|^kvtier' /proc/slabinfo 2>/dev/null ||
+		compgen -G '/sys/kernel/slab/kvt*' >/dev/null; then
+		fail "kvtier kmem caches left after unload"
+	else
+		pass "no kvtier kmem cache after unload"
+	fi
+	dmesg_check "load/unload cycles"
+fi
 # Taint bits that mean the kernel complained during the run: B bad page (5),
 # D died/oops (7), W warning (9), L soft lockup (14).
 taint=$(cat /proc/sys/kernel/tainted)

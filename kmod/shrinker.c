@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The shrinker: clean DRAM-tier memory back to the host under pressure.
+ *
+ * A clean block has a durable copy on NVMe (blk->nloc != KVT_NIL): its DRAM
+ * pages can go without losing anything, and a later GET, LOOKUP with load,
+ * prefetch or fault promotes it back. Under memory pressure the kernel asks
+ * this shrinker for such pages; it drops the DRAM copies of clean blocks
+ * from the cold end of each pool's replacement list, the way kvt_evict_one()
+ * does when a pool needs room. It never touches a dirty block (the only copy
+ * of acknowledged data), a pinned one (userspace holds its address), one a
+ * prefetch group holds, one a command is using, or one with I/O or a
+ * transition in flight.
+ *
+ * Reclaim may run in any task that allocates, including one that holds
+ * kvt_pools_lock (pool create) or a pool's map_sem for read (an mmap fault
+ * inserting pages): the shrinker only trylocks those and stops
+ * (SHRINK_STOP) when they are taken. It allocates nothing and waits for no
+ * I/O. It is not memory-cgroup aware: a tenant at its memory.max is not
+ * shrunk on its own behalf (its PUTs get -ENOMEM), only global pressure
+ * makes the pools give memory back.
+ *
+ * /sys/kernel/kvtier/shrinker shows what it did, in one line of columns:
+ * count calls, scan calls, scans stopped on a busy lock, blocks evicted,
+ * pages freed.
+ */
+#include <linux/mm.h>
+#include <linux/fs.h>
+#include <linux/shrinker.h>
+#include <linux/sysfs.h>
+#include <linux/atomic.h>
+#include "kvtier.h"
+
+/* Ineligible blocks skipped at the cold end of a list before giving up. */
+#define KVT_SHRINK_SKIP		256
+
+/* What the shrinker did, for sysfs and the tests. */
+static atomic64_t kvt_shrink_counts;
+static atomic64_t kvt_shrink_scans;
+static atomic64_t kvt_shrink_stops;
+static atomic64_t kvt_shrink_blocks;
+static atomic64_t kvt_shrink_pages;
+
+/* A clean block the shrinker may take the DRAM copy of. */
+static bool kvt_shrinkable(const struct kvt_block *blk)
+{
+	return blk->state == KVT_BLK_READY && kvt_in_dram(blk) &&
+	       blk->nloc != KVT_NIL && !blk->pins && !blk->hold &&
+	       !blk->users && !blk->flags;
+}
+
+static int kvt_shrink_count_pool(struct kvt_pool *pool, void *arg)
+{
+	unsigned long *count = arg;
+	u32 clean, busy;
+
+	/*
+	 * An estimate without a walk: DRAM blocks less dirty, pinned and
+	 * held ones (those may overlap, so this may count low; the scan
+	 * checks each block).
+	 */
+	spin_lock(&pool->lock);
+	clean = pool->nr_dram - min(pool->nr_dram, pool->nr_dirty);
+	busy = pool->nr_pinned + pool->nr_held + pool->nr_loading +
+	       pool->nr_wb;
+	clean -= min(clean, busy);
+	spin_unlock(&pool->lock);
+	*count += (unsigned long)clean * pool->pages_per_block;
+	return 0;
+}
+
+static unsigned long kvt_shrink_count(struct shrinker *s,
+				      struct shrink_control *sc)
+{
+	unsigned long count = 0;
+
+	atomic64_inc(&kvt_shrink_counts);
+	if (kvt_pools_try_walk(kvt_shrink_count_pool, &count))
+		return 0;
+	return count ?: SHRINK_EMPTY;
+}
+
+/* struct kvt_shrink - one scan's progress */
+struct kvt_shrink {
+	unsigned long want;	/* pages still to free */
+	unsigned long freed;	/* pages freed */
+	unsigned long scanned;	/* pages looked at */
+	bool contended;		/* a pool's map_sem was busy */
+};
+
+/* The coldest shrinkable block of a pool, or KVT_NIL. */
+static u32 kvt_shrink_victim(struct kvt_pool *pool, struct kvt_shrink *sk)
+	__must_hold(&pool->lock)
+{
+	u32 addr = pool->lru.tail;
+	unsigned int skipped = 0;
+
+	while (addr != KVT_NIL && skipped++ < KVT_SHRINK_SKIP) {
+		struct kvt_block *blk = &pool->blocks[addr];
+
+		sk->scanned += pool->pages_per_block;
+		if (kvt_shrinkable(blk) && !kvt_nvme_rescue(pool, addr))
+			return addr;
+		addr = blk->prev;
+	}
+	return KVT_NIL;
+}
+
+/*
+ * Faults hold map_sem for read while they insert pages, and may allocate
+ * (page tables) and so enter reclaim: evicting, which takes map_sem for
+ * write to wait them out, would wait for this very task. A successful
+ * trylock proves this task holds neither map_sem nor the mapping's
+ * i_mmap_rwsem (which the zap takes); waiting for other tasks is fine.
+ */
+static bool kvt_shrink_may_evict(struct kvt_pool *pool)
+{
+	struct address_space *mapping = pool->inode->i_mapping;
+
+	if (!down_write_trylock(&pool->map_sem))
+		return false;
+	up_write(&pool->map_sem);
+	if (!i_mmap_trylock_read(mapping))
+		return false;
+	i_mmap_unlock_read(mapping);
+	return true;
+}
+
+static int kvt_shrink_pool(struct kvt_pool *pool, void *arg)
+{
+	struct kvt_shrink *sk = arg;
+	u32 addr;
+
+	if (!READ_ONCE(pool->nr_nvme))
+		return 0;
+	if (!kvt_shrink_may_evict(pool)) {
+		sk->contended = true;
+		return 0;
+	}
+
+	spin_lock(&pool->lock);
+	while (sk->freed < sk->want) {
+		addr = kvt_shrink_victim(pool, sk);
+		if (addr == KVT_NIL)
+			break;
+		/* As kvt_evict_one(): off the list, busy while it goes. */
+		pool->blocks[addr].flags |= KVT_BF_EVICTING;
+		kvt_policy_remove(pool, addr);
+		spin_unlock(&pool->lock);
+		kvt_block_evict_dram(pool, addr);
+		sk->freed += pool->pages_per_block;
+		atomic64_inc(&kvt_shrink_blocks);
+		cond_resched();
+		spin_lock(&pool->lock);
+	}
+	spin_unlock(&pool->lock);
+	return sk->freed >= sk->want;
+}
+
+static unsigned long kvt_shrink_scan(struct shrinker *s,
+				     struct shrink_control *sc)
+{
+	struct kvt_shrink sk = { .want = sc->nr_to_scan };
+
+	atomic64_inc(&kvt_shrink_scans);
+	if (kvt_pools_try_walk(kvt_shrink_pool, &sk)) {
+		atomic64_inc(&kvt_shrink_stops);
+		return SHRINK_STOP;
+	}
+	sc->nr_scanned = sk.scanned;
+	atomic64_add(sk.freed, &kvt_shrink_pages);
+	if (!sk.freed && sk.contended) {
+		atomic64_inc(&kvt_shrink_stops);
+		return SHRINK_STOP;
+	}
+	return sk.freed;
+}
+
+static struct shrinker kvt_shrinker = {
+	.count_objects	= kvt_shrink_count,
+	.scan_objects	= kvt_shrink_scan,
+	.seeks		= DEFAULT_SEEKS,
+};
+
+/**
+ * kvt_shrinker_show() - the line of /sys/kernel/kvtier/shrinker
+ * @buf: the sysfs page
+ *
+ * Return: bytes written.
+ */
+ssize_t kvt_shrinker_show(char *buf)
+{
+	return sysfs_emit(buf, "%lld %lld %lld %lld %lld\n",
+			  atomic64_read(&kvt_shrink_counts),
+			  atomic64_read(&kvt_shrink_scans),
+			  atomic64_read(&kvt_shrink_stops),
+			  atomic64_read(&kvt_shrink_blocks),
+			  atomic64_read(&kvt_shrink_pages));
+}
+
+/**
+ * kvt_shrinker_init() - register the shrinker
+ *
+ * Return: 0 or -errno.
+ */
+int kvt_shrinker_init(void)
+{
+	return register_shrinker(&kvt_shrinker, "kvtier");
+}
+
+/**
+ * kvt_shrinker_exit() - unregister the shrinker; no scan runs after it
+ */
+void kvt_shrinker_exit(void)
+{
+	unregister_shrinker(&kvt_shrinker);
+}

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Lifecycle: processes killed with SIGKILL while they hold pins, mappings,
+ * io_uring commands in flight and pending prefetches leave nothing behind
+ * (no pin, no live prefetch group, the pool destroyable); the module
+ * refuses to unload while a pool fd or a mapping is open; a tenant at its
+ * memory cgroup limit gets -ENOMEM from PUT while another pool keeps
+ * working. Load/unload cycles are run by tools/vm/run-selftests.sh, which
+ * owns the module's parameters.
+ */
+#include <liburing.h>
+#include <sys/syscall.h>
+#include <sys/mount.h>
+#include "nvme_test.h"
+
+#define BS		(16 * KVT_KIB)
+#define CAP		256U
+#define K0		0x4c494645ULL	/* "LIFE" */
+
+static long long pf_live(void)
+{
+	char buf[4096], *p;
+	int n = kvt_read_file(KVT_SYSFS_DIR "/prefetch", buf, sizeof(buf));
+
+	if (n < 0)
+		return n;
+	p = strstr(buf, "live ");
+	return p ? atoll(p + 5) : -ENOENT;
+}
+
+/* Wait up to @secs for the live prefetch groups to reach 0. */
+static long long pf_live_settle(int secs)
+{
+	long long live = pf_live();
+	int i;
+
+	for (i = 0; live > 0 && i < secs * 10; i++) {
+		usleep(100000);
+		live = pf_live();
+	}
+	return live;
+}
+
+/* Child side: tell the parent it is ready, then wait to be killed. */
+static void __attribute__((noreturn)) ready_and_wait(int wfd)
+{
+	char c = 'r';
+
+	if (write(wfd, &c, 1) != 1)
+		_exit(3);
+	for (;;)
+		pause();
+}
+
+static int wait_ready(int rfd)
+{
+	char c;
+
+	return read(rfd, &c, 1) == 1 && c == 'r' ? 0 : -EIO;
+}
+
+static int kill9(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	return kvt_wait(pid) == 128 + SIGKILL ? 0 : -ECHILD;
+}
+
+static int put_range(int pfd, __u64 first, __u32 n, __u64 gen)
+{
+	char *buf = kvt_alloc(BS);
+	__u32 i;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n && !ret; i++) {
+		kvt_fill(buf, BS, K0, first + i, gen);
+		ret = kvt_put1(pfd, K0, first + i, buf, NULL);
+	}
+	kvt_free(buf, BS);
+	return ret;
+}
+
+FIXTURE(life) {
+	int ctl;
+	int pfd;
+	int pipe[2];
+	char name[KVTIER_NAME_MAX];
+};
+
+FIXTURE_SETUP(life)
+{
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	kvt_name(self->name, "life");
+	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, CAP);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, pipe(self->pipe));
+}
+
+FIXTURE_TEARDOWN(life)
+{
+	close(self->pipe[0]);
+	close(self->pipe[1]);
+	if (self->pfd >= 0)
+		close(self->pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	close(self->ctl);
+}
+
+/* After a kill: no pins, no live groups, data intact, destroyable. */
+static void after_kill(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(life) *self, __u32 nkeys)
+{
+	char *buf = kvt_alloc(BS);
+	__u64 gen;
+	__u32 i;
+	int ret;
+
+	ASSERT_NE(NULL, buf);
+	EXPECT_EQ(0, kvt_pinned(self->pfd));
+	EXPECT_EQ(0, pf_live_settle(10));
+	for (i = 0; i < nkeys; i++) {
+		ret = kvt_get1(self->pfd, K0, i, buf, NULL);
+		if (ret == -ENOENT)
+			continue;
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(-1, kvt_check(buf, BS, K0, i, &gen));
+	}
+	kvt_free(buf, BS);
+	close(self->pfd);
+	self->pfd = -1;
+	EXPECT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	EXPECT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+}
+
+/* Pins held and pages mapped by a killed process go with it. */
+TEST_F(life, kill_pins_and_mappings)
+{
+	int n;
+
+	ASSERT_EQ(0, put_range(self->pfd, 0, 64, 1));
+	for (n = 0; n < 4; n++) {
+		pid_t pid = kvt_fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			int fd = kvt_pool_open(self->ctl, self->name, 0);
+			volatile char *m;
+			__u32 i;
+
+			if (fd < 0)
+				_exit(1);
+			for (i = 0; i < 32; i++)
+				if (kvt_pin1(fd, K0, i))
+					_exit(2);
+			m = mmap(NULL, 64 * BS, PROT_READ, MAP_SHARED, fd, 0);
+			if (m == MAP_FAILED)
+				_exit(4);
+			for (i = 0; i < 64; i++)
+				(void)m[i * BS];
+			/* Another fd with pins, closed by the kill. */
+			if (kvt_pin1(dup(fd), K0, 40))
+				_exit(5);
+			ready_and_wait(self->pipe[1]);
+		}
+		ASSERT_EQ(0, wait_ready(self->pipe[0]));
+		EXPECT_LE(32, kvt_pinned(self->pfd));
+		ASSERT_EQ(0, kill9(pid));
+		EXPECT_EQ(0, kvt_pinned(self->pfd));
+	}
+	after_kill(_metadata, self, 64);
+}
+
+static struct io_uring_sqe *uring_cmd(struct io_uring *ring, int fd,
+				       __u32 op, void *arg, __u64 data)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct kvtier_uring_cmd *c;
+
+	if (!sqe)
+		return NULL;
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = op;
+	c = (struct kvtier_uring_cmd *)sqe->cmd;
+	memset(c, 0, sizeof(*c));
+	c->arg = (__u64)(uintptr_t)arg;
+	io_uring_sqe_set_data64(sqe, data);
+	return sqe;
+}
+
+/*
+ * A process killed with uring_cmds queued and in flight (PUT, GET, PIN
+ * batches it never reaps), over and over; the kill lands at a random
+ * point.
+ */
+TEST_F_TIMEOUT(life, kill_inflight_uring, 120)
+{
+	int n;
+
+	ASSERT_EQ(0, put_range(self->pfd, 0, 64, 1));
+	for (n = 0; n < 6; n++) {
+		pid_t pid = kvt_fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			static struct kvtier_block e[3][64];
+			static struct kvtier_batch b[3];
+			char *in = kvt_alloc(64 * BS), *out = kvt_alloc(64 * BS);
+			int fd = kvt_pool_open(self->ctl, self->name, 0);
+			struct io_uring ring;
+			__u64 round = 0;
+			__u32 i;
+
+			if (fd < 0 || !in || !out ||
+			    io_uring_queue_init(64, &ring, 0))
+				_exit(1);
+			for (i = 0; i < 64; i++) {
+				kvt_fill(in + i * BS, BS, K0, 64 + i, 2);
+				kvt_blk(&e[0][i], K0, 64 + i, in + i * BS);
+				kvt_blk(&e[1][i], K0, i, out + i * BS);
+				kvt_blk(&e[2][i], K0, i, NULL);
+			}
+			for (i = 0; i < 3; i++) {
+				memset(&b[i], 0, sizeof(b[i]));
+				b[i].blocks = (__u64)(uintptr_t)e[i];
+				b[i].count = 64;
+			}
+			b[0].flags = KVTIER_PUT_REPLACE;
+			for (;;) {
+				if (!uring_cmd(&ring, fd, KVTIER_IOC_PUT, &b[0], 0) ||
+				    !uring_cmd(&ring, fd, KVTIER_IOC_GET, &b[1], 1) ||
+				    !uring_cmd(&ring, fd, KVTIER_IOC_PIN, &b[2], 2))
+					break;
+				io_uring_submit(&ring);
+				if (round++ == 2 &&
+				    write(self->pipe[1], "r", 1) != 1)
+					_exit(3);
+				/* Reap some, leave the rest in flight. */
+				io_uring_cq_advance(&ring,
+						    io_uring_cq_ready(&ring));
+			}
+			for (;;)
+				pause();
+		}
+		ASSERT_EQ(0, wait_ready(self->pipe[0]));
+		usleep(1000 * (n * 7 % 20));
+		ASSERT_EQ(0, kill9(pid));
+		/* The ring's work is torn down asynchronously. */
+		for (int i = 0; i < 100 && kvt_pinned(self->pfd); i++)
+			usleep(100000);
+		EXPECT_EQ(0, kvt_pinned(self->pfd)) {
+			TH_LOG("round %d: pins left 10 s after the kill", n);
+		}
+	}
+	after_kill(_metadata, self, 128);
+}
+
+/* Pending prefetch groups of a killed process are cancelled and freed. */
+TEST_F(life, kill_pending_prefetch)
+{
+	struct kvtier_api api;
+	__u64 written;
+	int n;
+
+	n = kvt_ctl_open_raw();
+	ASSERT_LE(0, n);
+	ASSERT_EQ(0, kvt_api(n, 0, &api));
+	close(n);
+	if (!(api.supported & KVTIER_F_PREFETCH))
+		SKIP(return, "no KVTIER_F_PREFETCH");
+	if (access(nvt_dev(), F_OK))
+		SKIP(return, "no NVMe device: prefetches would not be pending");
+	/* A pool on NVMe whose blocks are mostly only there. */
+	close(self->pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	if (nvt_attached(self->ctl) >= 1)
+		ASSERT_EQ(0, nvt_detach_deadline(120));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, 16);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, put_range(self->pfd, 0, 128, 1));
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 120, &written));
+
+	for (n = 0; n < 4; n++) {
+		pid_t pid = kvt_fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			static struct kvtier_hint h[128];
+			struct kvtier_prefetch pf;
+			int fd = kvt_pool_open(self->ctl, self->name, 0);
+			__u32 g, i;
+
+			if (fd < 0)
+				_exit(1);
+			for (g = 0; g < 8; g++) {
+				memset(h, 0, sizeof(h));
+				for (i = 0; i < 16; i++) {
+					h[i].key[0] = K0;
+					h[i].key[1] = (g * 16 + i) % 128;
+				}
+				memset(&pf, 0, sizeof(pf));
+				pf.hints = (__u64)(uintptr_t)h;
+				pf.count = 16;
+				pf.group = g + 1;
+				pf.cookie = g;
+				pf.deadline_ns = 0;
+				pf.tier = KVTIER_TIER_DRAM;
+				if (kvt_ioctl(fd, KVTIER_IOC_PREFETCH, &pf))
+					_exit(2);
+			}
+			ready_and_wait(self->pipe[1]);
+		}
+		ASSERT_EQ(0, wait_ready(self->pipe[0]));
+		ASSERT_EQ(0, kill9(pid));
+	}
+	after_kill(_metadata, self, 128);
+	ASSERT_EQ(0, nvt_detach_deadline(120));
+}
+
+static int unload(void)
+{
+	return syscall(__NR_delete_module, "kvtier", O_NONBLOCK) ? -errno : 0;
+}
+
+/* While a pool fd or a mapping lives, the module cannot go. */
+TEST_F(life, unload_refused_while_in_use)
+{
+	void *m;
+	int ret;
+
+	ASSERT_EQ(0, put_range(self->pfd, 0, 4, 1));
+	m = mmap(NULL, 4 * BS, PROT_READ, MAP_SHARED, self->pfd, 0);
+	ASSERT_NE(MAP_FAILED, m);
+	(void)*(volatile char *)m;
+
+	/* ctl and pool fd open, and a mapping. */
+	ret = unload();
+	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY) {
+		TH_LOG("delete_module: %d", ret);
+	}
+	/* Only the pool fd and the mapping. */
+	close(self->ctl);
+	self->ctl = -1;
+	ret = unload();
+	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY);
+	/* Only the mapping. */
+	close(self->pfd);
+	self->pfd = -1;
+	ret = unload();
+	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY);
+	ASSERT_EQ(0, access(KVT_DEV, F_OK)) {
+		TH_LOG("the module went away under a mapping");
+	}
+	EXPECT_EQ(1, *(volatile char *)m == *(volatile char *)m);
+	munmap(m, 4 * BS);
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+}
+
+/* ---- memory cgroup ------------------------------------------------------ */
+
+#define CG_ROOT		"/sys/fs/cgroup"
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -errno;
+}
+
+/* A child cgroup with the memory controller, or -errno. */
+static int cg_setup(char *dir, size_t len)
+{
+	char buf[512];
+
+	if (access(CG_ROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", CG_ROOT, "cgroup2", 0, NULL))
+		return -ENODEV;
+	if (kvt_read_file(CG_ROOT "/cgroup.controllers", buf, sizeof(buf)) < 0 ||
+	    !strstr(buf, "memory"))
+		return -ENODEV;
+	write_str(CG_ROOT "/cgroup.subtree_control", "+memory");
+	snprintf(dir, len, CG_ROOT "/kvt-life-%d", getpid());
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(buf, sizeof(buf), "%s/memory.max", dir);
+	if (write_str(buf, "16M"))
+		return -ENODEV;
+	snprintf(buf, sizeof(buf), "%s/memory.swap.max", dir);
+	write_str(buf, "0");
+	return 0;
+}
+
+/*
+ * A tenant in a cgroup with memory.max = 16M creates a pool larger than
+ * that and PUTs until -ENOMEM; meanwhile the parent's pool (charged to
+ * the parent's cgroup) keeps taking PUTs and GETs.
+ */
+TEST_F(life, memcg_limit_enomem)
+{
+	char dir[256], procs[300], cname[KVTIER_NAME_MAX];
+	char *buf = kvt_alloc(BS);
+	int ret, code;
+	pid_t pid;
+	__u64 gen;
+	__u32 i;
+
+	ASSERT_NE(NULL, buf);
+	ret = cg_setup(dir, sizeof(dir));
+	if (ret)
+		SKIP(return, "no cgroup2 memory controller (%d)", ret);
+	kvt_name(cname, "lifecg");
+	pid = kvt_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		char pidstr[32];
+		int fd;
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+		snprintf(pidstr, sizeof(pidstr), "%d", getpid());
+		if (write_str(procs, pidstr))
+			_exit(10);
+		/* 64 MiB of blocks: four times the cgroup's limit. */
+		fd = kvt_pool_create(self->ctl, cname, BS, 4096, 4096);
+		if (fd < 0)
+			_exit(fd == -ENOMEM ? 0 : 11);
+		for (i = 0; i < 4096; i++) {
+			kvt_fill(buf, BS, K0, i, 1);
+			ret = kvt_put1(fd, K0, i, buf, NULL);
+			if (ret == -ENOMEM)
+				break;
+			if (ret)
+				_exit(12);
+		}
+		if (i == 4096)
+			_exit(13);
+		/* Still ENOMEM, and what went in is readable. */
+		if (kvt_put1(fd, K0, 5000, buf, NULL) != -ENOMEM)
+			_exit(14);
+		if (i && (kvt_get1(fd, K0, 0, buf, NULL) ||
+			  kvt_check(buf, BS, K0, 0, &gen) != -1))
+			_exit(15);
+		close(fd);
+		_exit(kvt_pool_destroy(self->ctl, cname) ? 16 : 0);
+	}
+	code = kvt_wait(pid);
+	EXPECT_EQ(0, code);
+	/* The parent's pool is unaffected. */
+	ASSERT_EQ(0, put_range(self->pfd, 0, 128, 7));
+	for (i = 0; i < 128; i++) {
+		ASSERT_EQ(0, kvt_get1(self->pfd, K0, i, buf, NULL));
+		ASSERT_EQ(-1, kvt_check(buf, BS, K0, i, &gen));
+		ASSERT_EQ(7ULL, gen);
+	}
+	kvt_pool_destroy(self->ctl, cname);
+	rmdir(dir);
+	kvt_free(buf, BS);
+}
+
+KVT_MAIN

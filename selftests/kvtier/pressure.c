@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory pressure: the shrinker (kmod/shrinker.c) gives back the DRAM
+ * pages of clean blocks (those with a durable NVMe copy) and nothing else.
+ *
+ * A pool on an attached NVMe device is filled and synced (clean), then a
+ * few more blocks are PUT and left dirty, and some clean ones pinned.
+ * Reclaim is triggered with /proc/sys/vm/drop_caches (which runs every
+ * shrinker) and then with a child that allocates until the kernel has to
+ * reclaim. Afterwards the pool's DRAM residency is lower, the shrinker's
+ * sysfs counters moved, the dirty and pinned blocks are still in DRAM and
+ * every block reads back with exact bytes.
+ *
+ * Needs the NVMe device (skips without it), root.
+ */
+#include "nvme_test.h"
+
+#define BS		(64 * KVT_KIB)
+#define NCLEAN		192U
+#define NDIRTY		16U
+#define NPIN		8U
+#define CAP		512U
+#define K0		0x5052455353ULL	/* "PRESS" */
+#define SHRINK_SYSFS	KVT_SYSFS_DIR "/shrinker"
+
+/* Shrinker columns: counts, scans, stops, blocks, pages. */
+static int shrink_cols(long long v[5])
+{
+	return kvt_read_cols(SHRINK_SYSFS, v, 5, 0) == 5 ? 0 : -EINVAL;
+}
+
+static int drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, "2", 1) != 1)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int tier_of(int pfd, __u64 k)
+{
+	struct kvtier_block b;
+	int ret = kvt_lookup1(pfd, K0, k, &b);
+
+	return ret ? ret : (int)b.tier;
+}
+
+FIXTURE(press) {
+	int ctl;
+	int pfd;
+	char name[KVTIER_NAME_MAX];
+	char *buf;
+};
+
+FIXTURE_SETUP(press)
+{
+	self->pfd = -1;
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	if (nvt_attached(self->ctl) >= 1)
+		ASSERT_EQ(0, nvt_detach_deadline(120));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	kvt_name(self->name, "press");
+	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, CAP);
+	ASSERT_LE(0, self->pfd);
+	self->buf = kvt_alloc(BS);
+	ASSERT_NE(NULL, self->buf);
+}
+
+FIXTURE_TEARDOWN(press)
+{
+	if (self->pfd >= 0)
+		close(self->pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	if (nvt_attached(self->ctl) >= 1)
+		nvt_detach_deadline(120);
+	close(self->ctl);
+}
+
+/* Fill: NCLEAN synced blocks, NPIN of them pinned, NDIRTY unsynced. */
+static int fill(int pfd, char *buf)
+{
+	__u64 written;
+	__u32 i;
+	int ret;
+
+	for (i = 0; i < NCLEAN; i++) {
+		kvt_fill(buf, BS, K0, i, 1);
+		ret = kvt_put1(pfd, K0, i, buf, NULL);
+		if (ret)
+			return ret;
+	}
+	ret = nvt_sync_deadline(pfd, 120, &written);
+	if (ret)
+		return ret;
+	for (i = 0; i < NPIN; i++) {
+		ret = kvt_pin1(pfd, K0, i);
+		if (ret)
+			return ret;
+	}
+	for (i = NCLEAN; i < NCLEAN + NDIRTY; i++) {
+		kvt_fill(buf, BS, K0, i, 2);
+		ret = kvt_put1(pfd, K0, i, buf, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* After reclaim: dirty and pinned in DRAM, everything exact. */
+static void verify(struct __test_metadata *_metadata, int pfd, char *buf)
+{
+	__u64 gen;
+	__u32 i;
+
+	for (i = 0; i < NPIN; i++)
+		EXPECT_EQ(KVTIER_TIER_DRAM, tier_of(pfd, i));
+	for (i = NCLEAN; i < NCLEAN + NDIRTY; i++)
+		EXPECT_EQ(KVTIER_TIER_DRAM, tier_of(pfd, i));
+	for (i = 0; i < NCLEAN + NDIRTY; i++) {
+		memset(buf, 0, BS);
+		ASSERT_EQ(0, kvt_get1(pfd, K0, i, buf, NULL));
+		gen = 0;
+		ASSERT_EQ(-1, kvt_check(buf, BS, K0, i, &gen)) {
+			TH_LOG("block %u corrupt", i);
+		}
+		ASSERT_EQ(i < NCLEAN ? 1ULL : 2ULL, gen);
+	}
+}
+
+/* drop_caches runs the shrinker: clean DRAM goes, nothing else does. */
+TEST_F(press, drop_caches_sheds_clean_only)
+{
+	struct kvtier_pool_stat st;
+	long long before[5], after[5];
+	long long res0;
+	int round;
+
+	ASSERT_EQ(0, fill(self->pfd, self->buf));
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	res0 = st.resident[KVTIER_TIER_DRAM];
+	ASSERT_EQ(NCLEAN + NDIRTY, res0);
+	ASSERT_EQ(NDIRTY, st.dirty);
+	ASSERT_EQ(0, shrink_cols(before));
+
+	for (round = 0; round < 5; round++) {
+		ASSERT_EQ(0, drop_caches());
+		if (kvt_resident(self->pfd) <= NDIRTY + NPIN)
+			break;
+	}
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	TH_LOG("resident %lld -> %llu after %d drop_caches; dirty %llu",
+	       res0, (unsigned long long)st.resident[KVTIER_TIER_DRAM],
+	       round + 1, (unsigned long long)st.dirty);
+	/* Everything clean and unpinned went. */
+	EXPECT_EQ(NDIRTY + NPIN, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_EQ(NDIRTY, st.dirty);
+	EXPECT_EQ(NPIN, st.pinned);
+	ASSERT_EQ(0, shrink_cols(after));
+	EXPECT_LE(before[0] + 1, after[0]);
+	EXPECT_LE(before[1] + 1, after[1]);
+	EXPECT_LE(before[3] + NCLEAN - NPIN, after[3]);
+	EXPECT_LE(before[4] + (long long)((NCLEAN - NPIN) * (BS / KVT_PAGE)),
+		  after[4]);
+	verify(_metadata, self->pfd, self->buf);
+}
+
+/*
+ * A child allocates and touches anonymous memory until the kernel must
+ * reclaim: the child is not OOM-killed, and nothing of the pool is lost
+ * whatever the shrinker was asked to give.
+ */
+TEST_F(press, allocation_pressure)
+{
+	long long before[5], after[5];
+	long long avail_kb = 0;
+	char line[256];
+	FILE *f;
+	pid_t pid;
+
+	ASSERT_EQ(0, fill(self->pfd, self->buf));
+	ASSERT_EQ(0, shrink_cols(before));
+	f = fopen("/proc/meminfo", "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lld kB", &avail_kb) == 1)
+			break;
+	fclose(f);
+	ASSERT_LT(64 * 1024, avail_kb);
+
+	pid = kvt_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* Up to just short of MemAvailable: reclaim has to run. */
+		size_t len = (size_t)avail_kb * 1024 - 16 * KVT_MIB, off;
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			_exit(2);
+		for (off = 0; off < len; off += KVT_PAGE)
+			p[off] = 1;
+		munmap(p, len);
+		_exit(0);
+	}
+	/* Not OOM-killed: kvtier's clean pages do not push the host over. */
+	EXPECT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(0, shrink_cols(after));
+	TH_LOG("shrinker: %lld scans, %lld blocks, resident now %lld",
+	       after[1] - before[1], after[3] - before[3],
+	       kvt_resident(self->pfd));
+	/* How much the shrinker is asked for is up to reclaim: logged. */
+	verify(_metadata, self->pfd, self->buf);
+}
+
+/* Without NVMe every block is dirty: the shrinker must not touch any. */
+FIXTURE(plain) {
+	int unused;
+};
+
+FIXTURE_SETUP(plain)
+{
+	self->unused = 0;
+}
+
+FIXTURE_TEARDOWN(plain)
+{
+}
+
+TEST_F(plain, no_nvme_nothing_dropped)
+{
+	char name[KVTIER_NAME_MAX];
+	long long before[5], after[5];
+	int ctl, pfd, i;
+	char *buf = kvt_alloc(BS);
+	__u64 gen;
+
+	ASSERT_NE(NULL, buf);
+	ctl = kvt_ctl_open();
+	ASSERT_LE(0, ctl);
+	if (nvt_attached(ctl) >= 1)
+		ASSERT_EQ(0, nvt_detach_deadline(120));
+	kvt_name(name, "pressdirty");
+	pfd = kvt_pool_create(ctl, name, BS, 64, 64);
+	ASSERT_LE(0, pfd);
+	for (i = 0; i < 64; i++) {
+		kvt_fill(buf, BS, K0, i, 3);
+		ASSERT_EQ(0, kvt_put1(pfd, K0, i, buf, NULL));
+	}
+	ASSERT_EQ(0, shrink_cols(before));
+	ASSERT_EQ(0, drop_caches());
+	ASSERT_EQ(0, drop_caches());
+	ASSERT_EQ(0, shrink_cols(after));
+	EXPECT_EQ(before[3], after[3]);
+	EXPECT_EQ(64, kvt_resident(pfd));
+	for (i = 0; i < 64; i++) {
+		ASSERT_EQ(0, kvt_get1(pfd, K0, i, buf, NULL));
+		ASSERT_EQ(-1, kvt_check(buf, BS, K0, i, &gen));
+		ASSERT_EQ(3ULL, gen);
+	}
+	close(pfd);
+	EXPECT_EQ(0, kvt_pool_destroy(ctl, name));
+	close(ctl);
+	kvt_free(buf, BS);
+}
+
+NVT_MAIN
