@@ -222,6 +222,28 @@ dkms-uninstall:
 
 .PHONY: install install-kmod install-user uninstall dkms-src dkms-install dkms-uninstall
 
+# ---- debug-kernel lane -----------------------------------------------------
+#
+#   make debug-kernel   build and cache (once per tools/vm/debug.config) a
+#                       guest kernel from linux-source-6.1 with KASAN, UBSAN,
+#                       lockdep, kmemleak and fault injection
+#                       (tools/vm/debug-kernel.sh; /var/cache/kvtier/debug-kernel/,
+#                       KVTIER_DEBUG_CACHE= elsewhere)
+#   make check-debug    check.sh's kmod, vm (+ kmemleak scan), persist and
+#                       crash steps on that kernel; builds it first if needed.
+#                       Logs in build/check-debug/debug/.
+# `make check` runs the lane too when the kernel is cached, else prints a
+# "check: SKIP: debug-kernel lane" line.
+debug-kernel: deps
+	tools/vm/debug-kernel.sh
+
+check-debug: debug-kernel
+	$(MAKE) lib tools selftests
+	KVTIER_DEBUG_REQUIRED=1 KVTIER_CHECK_LOGS=$(CURDIR)/build/check-debug \
+		MAKE="$(MAKE)" KVTIER_VM_FLAGS="$(VMFLAGS)" tools/vm/check.sh debug
+
+.PHONY: debug-kernel check-debug
+
 checkpatch:
 	@test -e build/ksrc/scripts/checkpatch.pl || tools/vm/deps.sh
 	tools/vm/check.sh style
@@ -231,6 +253,6 @@ clean:
 	-$(MAKE) -C lib clean
 	-$(MAKE) -C tools clean
 	-$(MAKE) -C selftests/kvtier clean
-	rm -rf build/check build/vm build/bench.txt
+	rm -rf build/check build/vm build/bench.txt build/check-debug build/vm-debug
 
 .PHONY: all deps kmod lib tools selftests check check-crash run bench checkpatch clean

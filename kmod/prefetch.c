@@ -920,7 +920,7 @@ int kvt_prefetch_eventfd(struct kvt_handle *h, struct kvtier_eventfd *e)
 ssize_t kvt_prefetch_read(struct kvt_handle *h, char __user *buf, size_t len,
 			  bool nonblock)
 {
-	struct kvtier_completion recs[16];
+	struct kvtier_completion recs[8];	/* 384 bytes of stack */
 	struct kvt_pf_fd *fd = &h->pf;
 	size_t want = min_t(size_t, len / sizeof(recs[0]), ARRAY_SIZE(recs));
 	size_t n = 0;

@@ -1561,7 +1561,7 @@ TEST_F(tier, replace_while_detached)
 }
 
 /* What the format document says is where it says. */
-TEST_F(tier, on_disk_layout)
+TEST_F_TIMEOUT(tier, on_disk_layout, 120)
 {
 	size_t tlen = NVT_POOL_SLOTS * sizeof(struct nvt_disk_pool);
 	struct nvt_disk_pool *table = kvt_alloc(tlen), *mine = NULL;
@@ -1738,7 +1738,7 @@ TEST_F(tier, corrupt_data_load_and_fault)
 }
 
 /* A region whose summary is corrupt is empty: its blocks are misses. */
-TEST_F(tier, corrupt_summary_drops_region)
+TEST_F_TIMEOUT(tier, corrupt_summary_drops_region, 120)
 {
 	__u64 in_region[NPUT] = { 0 };
 	struct nvt_loc loc;

@@ -18,9 +18,15 @@
 #     record corrupted between boots); each of its TAP lines is a case;
 #  5. crash: selftests/kvtier/nvme-crash.sh, power cuts (QEMU killed) during
 #     heavy demotion, three rounds (alone: `make check-crash`);
-#  6. checkpatch.pl --strict and kernel-doc on each kernel source file.
+#  6. checkpatch.pl --strict and kernel-doc on each kernel source file;
+#  7. debug: the debug-kernel lane, when tools/vm/debug-kernel.sh has the
+#     kernel of tools/vm/debug.config cached: steps kmod, vm (with a
+#     kmemleak scan), persist and crash again on that kernel (KASAN, UBSAN,
+#     lockdep, kmemleak), their counts added; else one visible
+#     "check: SKIP: debug-kernel lane" line (a skip, not a failure).
 #
 # Usage: check.sh [kmod] [build] [install] [vm] [persist] [crash] [style]
+#                 [debug]
 #        (no argument: all, in that order)
 #
 # Ends with exactly one line "kvtier: N passed, N failed, N skipped" and exits
@@ -28,7 +34,13 @@
 #
 # Environment: KDIR (kernel build tree), MAKE, KVTIER_VM_FLAGS (VM options,
 # default "--numa --cpus 2 --nvme 2"), KVTIER_VM_TIMEOUT (seconds, default
-# 1800), and whatever tools/vm/run-selftests.sh reads (KVTIER_PARAMS, ...).
+# 1800), KVTIER_CHECK_LOGS (log directory, default build/check), and whatever
+# tools/vm/run-selftests.sh reads (KVTIER_PARAMS, ...). The debug step:
+# KVTIER_DEBUG_REQUIRED=1 makes a missing debug kernel a failure (make
+# check-debug), KVTIER_CHECK_DEBUG=0 skips the lane (a SKIP line),
+# KVTIER_DEBUG_STEPS (default "kmod vm persist crash"),
+# KVTIER_DEBUG_VM_TIMEOUT (default 5400), KVTIER_DEBUG_TEST_TIMEOUT
+# (seconds per selftest binary, default 1200).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,16 +50,16 @@ kdir=${KDIR:-/lib/modules/$(tools/vm/kver)/build}
 make=${MAKE:-make}
 read -r -a vmflags <<<"${KVTIER_VM_FLAGS:---numa --cpus 2 --nvme 2}"
 vm_timeout=${KVTIER_VM_TIMEOUT:-1800}
-logs=$top/build/check
+logs=${KVTIER_CHECK_LOGS:-$top/build/check}
 rm -rf "$logs"
 mkdir -p "$logs"
 
 steps=("$@")
-((${#steps[@]})) || steps=(kmod build install vm persist crash style)
+((${#steps[@]})) || steps=(kmod build install vm persist crash style debug)
 for a in "${steps[@]}"; do
 	case $a in
-	kmod | build | install | vm | persist | style | crash) ;;
-	*) echo "usage: ${0##*/} [kmod] [build] [install] [vm] [persist] [style] [crash]" >&2; exit 2 ;;
+	kmod | build | install | vm | persist | style | crash | debug) ;;
+	*) echo "usage: ${0##*/} [kmod] [build] [install] [vm] [persist] [style] [crash] [debug]" >&2; exit 2 ;;
 	esac
 done
 
@@ -65,6 +77,11 @@ fail() {
 	nfail=$((nfail + 1))
 	failures+=("$1")
 	echo "check: FAIL: $1"
+}
+
+skip() {
+	nskip=$((nskip + 1))
+	echo "check: SKIP: $1"
 }
 
 section() {
@@ -142,8 +159,23 @@ step_vm() {
 		fail "selftests in the VM: not run, the module did not build"
 		return
 	fi
-	tools/vm/kvtier-vm "${vmflags[@]}" --timeout "$vm_timeout" -- \
-		tools/vm/run-selftests.sh || vmrc=$?
+	local cmd=tools/vm/run-selftests.sh tap
+	# On the debug kernel: forget the boot's kmemleak suspects first; after
+	# the selftests, the fail-nth walk (tools/vm/fail-nth.sh), then the
+	# kmemleak scan (kvtier.ko unloaded), see tools/vm/kmemleak.sh.
+	if [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
+		if ! cc -O2 -Wall -Werror -I uapi -o "$logs/fail-nth" tools/vm/fail-nth.c \
+			>"$logs/build-fail-nth.log" 2>&1; then
+			fail "fail-nth: tools/vm/fail-nth.c builds"
+			cat "$logs/build-fail-nth.log"
+		fi
+		cmd='tools/vm/kmemleak.sh clear; tools/vm/run-selftests.sh; rc=$?;'
+		cmd+=" tools/vm/fail-nth.sh $logs/fail-nth;"
+		# shellcheck disable=SC2016 # $rc is the guest shell's
+		cmd+=' tools/vm/kmemleak.sh check; exit $rc'
+		rm -f "$vmout/kmemleak.result" "$vmout/fail-nth.tap"
+	fi
+	tools/vm/kvtier-vm "${vmflags[@]}" --timeout "$vm_timeout" -- "$cmd" || vmrc=$?
 	cp "$vmdir/console.log" "$logs/vm-console.log" 2>/dev/null || true
 	cp -r "$vmout/selftests" "$logs/" 2>/dev/null || true
 	if [[ -s $counts ]] && read -r p f s <"$counts"; then
@@ -154,6 +186,23 @@ step_vm() {
 			mapfile -t -O "${#failures[@]}" failures < <(sed 's/^/VM: /' \
 				"$vmout/selftests.failures" 2>/dev/null)
 		fi
+	fi
+	if [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
+		cp "$vmout/kmemleak.txt" "$vmout"/fail-nth.* "$logs/" 2>/dev/null || true
+		tap=$vmout/fail-nth.tap
+		if [[ -s $tap ]]; then
+			npass=$((npass + $(grep -c '^ok ' "$tap" || true)))
+			nfail=$((nfail + $(grep -c '^not ok ' "$tap" || true)))
+			mapfile -t -O "${#failures[@]}" failures < <(grep '^not ok ' "$tap")
+		else
+			fail "fail-nth: no result (the VM run did not reach it)"
+		fi
+		case $(cat "$vmout/kmemleak.result" 2>/dev/null) in
+		ok\ *) pass "kmemleak: no suspected leak after the selftests" ;;
+		skip\ *) fail "kmemleak: $(cut -d' ' -f3- "$vmout/kmemleak.result")" ;;
+		not\ ok*) fail "kmemleak: $(cut -d' ' -f4- "$vmout/kmemleak.result")" ;;
+		*) fail "kmemleak: no scan result (the VM run did not reach it)" ;;
+		esac
 	fi
 	if [[ ! -e $vmout/selftests.done ]]; then
 		fail "selftests in the VM run to the end (VM status $vmrc; see the VM's messages above)"
@@ -234,6 +283,47 @@ step_style() {
 	done
 }
 
+# 7. The debug-kernel lane: the same module and tests on the kernel of
+# tools/vm/debug-kernel.sh, in a check.sh of its own (logs in
+# $logs/debug/, VM state in build/vm-debug/), its counts added to these.
+step_debug() {
+	local dir sublog=$logs/debug.log rc=0 line p f s dsteps
+
+	section "debug-kernel lane (tools/vm/debug.config)"
+	if [[ ${KVTIER_CHECK_DEBUG:-1} == 0 && ${KVTIER_DEBUG_REQUIRED:-0} != 1 ]]; then
+		skip "debug-kernel lane: not run, KVTIER_CHECK_DEBUG=0"
+		return
+	fi
+	if ! dir=$(tools/vm/debug-kernel.sh --path); then
+		if [[ ${KVTIER_DEBUG_REQUIRED:-0} == 1 ]]; then
+			fail "debug-kernel lane: no cached debug kernel (make debug-kernel)"
+		else
+			skip "debug-kernel lane: no cached debug kernel for tools/vm/debug.config, lane not run (make debug-kernel builds it, make check-debug runs it)"
+		fi
+		return
+	fi
+	echo "check: debug kernel $(cat "$dir/kernelrelease") from $dir"
+	read -r -a dsteps <<<"${KVTIER_DEBUG_STEPS:-kmod vm persist crash}"
+	KDIR=$dir/build KVTIER_VM_KERNEL=$dir/bzImage KVTIER_VM_MODULES=$dir/mod \
+		KVTIER_VM_DIR=$top/build/vm-debug KVTIER_CHECK_LOGS=$logs/debug \
+		KVTIER_DEBUG_LANE=1 \
+		KVTIER_VM_TIMEOUT=${KVTIER_DEBUG_VM_TIMEOUT:-5400} \
+		KVTIER_TEST_TIMEOUT=${KVTIER_DEBUG_TEST_TIMEOUT:-1200} \
+		"$top/tools/vm/check.sh" "${dsteps[@]}" 2>&1 | tee "$sublog" || rc=$?
+	line=$(grep -E '^kvtier: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$sublog" | tail -n 1 || true)
+	if [[ -z $line ]]; then
+		fail "debug-kernel lane: check.sh ran to the end (status $rc)"
+		return
+	fi
+	read -r p f s <<<"$(echo "$line" | tr -cs '0-9' ' ')"
+	npass=$((npass + p))
+	nfail=$((nfail + f))
+	nskip=$((nskip + s))
+	mapfile -t -O "${#failures[@]}" failures < <(sed -n '/^check: failures:$/,/^check: logs in/p' "$sublog" |
+		sed -n 's/^  /debug: /p')
+	((!rc || f)) || fail "debug-kernel lane exits 0 (status $rc)"
+}
+
 for a in "${steps[@]}"; do
 	"step_$a"
 done
@@ -243,6 +333,6 @@ if ((${#failures[@]})); then
 	echo "check: failures:"
 	printf '  %s\n' "${failures[@]}"
 fi
-echo "check: logs in build/check/ (the VM console: build/check/vm-console.log)"
+echo "check: logs in ${logs#"$top"/}/ (the VM console: ${logs#"$top"/}/vm-console.log)"
 echo "kvtier: $npass passed, $nfail failed, $nskip skipped"
 ((nfail == 0))
