@@ -241,11 +241,30 @@ void kvt_block_put_user(struct kvt_pool *pool, u32 addr)
 }
 
 /**
+ * kvt_block_evict_begin() - start taking a clean block's DRAM copy
+ * @pool: the pool, its lock held
+ * @addr: a READY block in DRAM with an NVMe copy, without users or flags
+ *
+ * The block leaves the replacement list and is KVT_BF_EVICTING, with a
+ * user reference of its own until kvt_block_evict_dram() ends: a DROP, a
+ * REPLACE or a lost NVMe copy in between unlinks it, and the eviction's
+ * end frees it, so its pages are freed once.
+ */
+void kvt_block_evict_begin(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	blk->flags |= KVT_BF_EVICTING;
+	blk->users++;
+	kvt_policy_remove(pool, addr);
+}
+
+/**
  * kvt_block_evict_dram() - drop the DRAM copy of a block that has an NVMe
  * copy
  * @pool: the pool
- * @addr: a READY block the caller marked KVT_BF_EVICTING (and took off the
- *	  replacement list) under pool->lock
+ * @addr: a block after kvt_block_evict_begin(), pool->lock not held
  */
 void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr)
 {
@@ -258,9 +277,8 @@ void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr)
 	blk->flags &= ~KVT_BF_EVICTING;
 	pool->nr_dram--;
 	pool->stats.evictions++;
-	spin_unlock(&pool->lock);
-	wake_up_all(&pool->wq);
 	trace_kvtier_block_demote(pool, addr);
+	kvt_block_put_user(pool, addr);
 }
 
 /**
@@ -276,13 +294,16 @@ void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr)
 	struct kvt_block *blk = &pool->blocks[addr];
 
 	lockdep_assert_held(&pool->lock);
-	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING)) {
+	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
 		blk->nloc = KVT_NIL;
 		pool->nr_nvme--;
 		pool->nr_dirty++;
 		return;
 	}
-	/* Only on NVMe, or being loaded: the load's end frees it. */
+	/*
+	 * Only on NVMe, or its DRAM copy is coming (a load) or going (an
+	 * eviction): the end of that frees it.
+	 */
 	kvt_block_unlink(pool, addr);
 	if (!blk->users) {
 		/* Nothing in DRAM: releasing it takes no sleeping lock. */

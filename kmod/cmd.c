@@ -75,8 +75,7 @@ static void kvt_evict_one(struct kvt_pool *pool, u32 victim)
 	struct kvt_block *blk = &pool->blocks[victim];
 
 	if (blk->nloc != KVT_NIL) {
-		blk->flags |= KVT_BF_EVICTING;
-		kvt_policy_remove(pool, victim);
+		kvt_block_evict_begin(pool, victim);
 		spin_unlock(&pool->lock);
 		kvt_block_evict_dram(pool, victim);
 	} else {

@@ -227,6 +227,7 @@ void kvt_block_index_free(struct kvt_pool *pool);
 u64 kvt_block_meta_bytes(struct kvt_pool *pool);
 void kvt_block_release(struct kvt_pool *pool, u32 addr);
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
+void kvt_block_evict_begin(struct kvt_pool *pool, u32 addr);
 void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr);
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
 		      u32 nloc, u32 ncrc, u32 *addrp);

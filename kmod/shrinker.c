@@ -143,9 +143,7 @@ static int kvt_shrink_pool(struct kvt_pool *pool, void *arg)
 		addr = kvt_shrink_victim(pool, sk);
 		if (addr == KVT_NIL)
 			break;
-		/* As kvt_evict_one(): off the list, busy while it goes. */
-		pool->blocks[addr].flags |= KVT_BF_EVICTING;
-		kvt_policy_remove(pool, addr);
+		kvt_block_evict_begin(pool, addr);
 		spin_unlock(&pool->lock);
 		kvt_block_evict_dram(pool, addr);
 		sk->freed += pool->pages_per_block;

@@ -98,7 +98,8 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 		addr = kvt_block_find(pool, key);
 		if (addr != KVT_NIL && pool->blocks[addr].ndev == nvme->index &&
 		    pool->blocks[addr].nloc == first + le32_to_cpu(rec->page)) {
-			if (!kvt_in_dram(&pool->blocks[addr]))
+			if (!kvt_in_dram(&pool->blocks[addr]) ||
+			    pool->blocks[addr].flags & KVT_BF_BUSY)
 				atomic64_inc(&nvme->lost_blocks);
 			kvt_block_forget_nvme(pool, addr);
 		}
@@ -503,7 +504,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 
 		e->rec = KVT_NIL;
 		spin_lock(&pool->lock);
-		if (pool->blocks[e->addr].state == KVT_BLK_READY)
+		if (pool->blocks[e->addr].state == KVT_BLK_READY &&
+		    !WARN_ON_ONCE(!kvt_in_dram(&pool->blocks[e->addr])))
 			e->rec = n++;
 		spin_unlock(&pool->lock);
 	}
@@ -706,6 +708,9 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 
 		prev = blk->prev;
 		if (blk->nloc != KVT_NIL || blk->flags || blk->users)
+			continue;
+		/* The list holds DRAM blocks only; writing one not there oopses. */
+		if (WARN_ON_ONCE(!kvt_in_dram(blk)))
 			continue;
 		/* It keeps its place; eviction skips it until it is clean. */
 		kvt_wb_queue(nvme, pool, addr, victims);

@@ -518,6 +518,61 @@ static inline int kvt_become(uid_t uid, gid_t gid)
 	return 0;
 }
 
+/* Whether @name contains one of the comma-separated words of @want. */
+static inline bool kvt_test_wanted(const char *want, const char *name)
+{
+	char word[128];
+
+	while (*want) {
+		size_t n = strcspn(want, ",");
+
+		if (n && n < sizeof(word)) {
+			memcpy(word, want, n);
+			word[n] = '\0';
+			if (strstr(name, word))
+				return true;
+		}
+		want += n + !!want[n];
+	}
+	return false;
+}
+
+/*
+ * KVTIER_TEST=WORD[,WORD...] runs only the tests whose "fixture.test" name
+ * contains one of the words (this harness has no filter of its own): for
+ * running some tests again while working on them.
+ */
+static inline void kvt_test_filter(void)
+{
+	const char *want = getenv("KVTIER_TEST");
+	struct __fixture_metadata *f;
+
+	if (!want || !*want)
+		return;
+	for (f = __fixture_list; f; f = f->next) {
+		struct __test_metadata *t = f->tests, *next, *tail = NULL;
+
+		f->tests = NULL;
+		for (; t; t = next) {
+			char full[512];
+
+			next = t->next;
+			snprintf(full, sizeof(full), "%s.%s", f->name, t->name);
+			if (!kvt_test_wanted(want, full))
+				continue;
+			t->next = NULL;
+			if (!tail) {
+				f->tests = t;
+			} else {
+				tail->next = t;
+				t->prev = tail;
+			}
+			tail = t;
+			f->tests->prev = tail;
+		}
+	}
+}
+
 /*
  * main(): skip the whole binary (exit 4) when the module is not loaded,
  * else run the harness. The constructor mirrors TEST_HARNESS_MAIN.
@@ -535,6 +590,7 @@ static inline int kvt_become(uid_t uid, gid_t gid)
 			ksft_print_header(); \
 			ksft_exit_skip(KVT_DEV " missing: kvtier not loaded\n"); \
 		} \
+		kvt_test_filter(); \
 		return test_harness_run(argc, argv); \
 	}
 

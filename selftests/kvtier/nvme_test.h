@@ -639,6 +639,7 @@ static inline bool nvt_dm_target(unsigned int mask)
 		} \
 		close(ctl); \
 		nvt_dm_probe(); \
+		kvt_test_filter(); \
 		return test_harness_run(argc, argv); \
 	}
 
