@@ -84,6 +84,10 @@ struct fz_shared {
 };
 
 static struct fz_shared *fz;
+
+/* Every thread, for telling their memory apart (see fz_own_blocks()). */
+static struct fz_thr *fz_thr_all;
+static int fz_nthr;
 static unsigned long long fz_seed;
 static const char *fz_dev;		/* NVMe drive, or NULL */
 static char fz_names[FZ_NAMES][KVTIER_NAME_MAX];
@@ -140,6 +144,8 @@ struct fz_key {
 	__u64 gen, maxgen;	/* last and largest generation PUT */
 	long epoch;		/* restore_epoch before the last change */
 	int pins;		/* pins thread 0 holds on it */
+	const char *gone;	/* what made it absent, at call gone_call */
+	long gone_call;
 };
 
 struct fz_thr {
@@ -353,7 +359,12 @@ static int fz_ioctl(struct fz_thr *t, enum fz_fdkind kind, int fd,
 
 /* ---- memory ------------------------------------------------------------ */
 
-/* @pages read-write pages followed by one unmapped guard page. */
+/*
+ * @pages read-write pages followed by one inaccessible guard page. The
+ * guard stays mapped (PROT_NONE): an unmapped one is a hole the next
+ * one-page mmap of another thread may fill, and a buffer straddling it
+ * would then be read whole, half of it another mapping's bytes.
+ */
 static char *guarded(size_t pages, int prot)
 {
 	char *p = mmap(NULL, (pages + 1) * KVT_PAGE, PROT_READ | PROT_WRITE,
@@ -361,7 +372,7 @@ static char *guarded(size_t pages, int prot)
 
 	if (p == MAP_FAILED)
 		return NULL;
-	munmap(p + pages * KVT_PAGE, KVT_PAGE);
+	mprotect(p + pages * KVT_PAGE, KVT_PAGE, PROT_NONE);
 	if (prot != (PROT_READ | PROT_WRITE))
 		mprotect(p, pages * KVT_PAGE, prot);
 	return p;
@@ -405,6 +416,17 @@ static __u64 bad_ptr(struct fz_thr *t, size_t len, bool ro)
 		return 0x8000000000000000ULL + rnd(t) % 4096;	/* noncanonical */
 	}
 	return (__u64)(uintptr_t)t->ro;		/* read-only */
+}
+
+/* The block size of the pool behind @fd now, 0 if it is none. */
+static __u64 fd_block_size(int fd)
+{
+	struct kvtier_pool_stat st;
+
+	memset(&st, 0, sizeof(st));
+	if (ioctl(fd, KVTIER_IOC_STAT, &st))
+		return 0;
+	return st.block_size;
 }
 
 /* ---- SIGBUS while touching mappings ------------------------------------ */
@@ -508,6 +530,41 @@ static void mutate(struct fz_thr *t, void *p, size_t size)
 }
 
 /*
+ * A mutated batch whose array pointer lands in another thread's entries
+ * would have the kernel act on that thread's valid entries: storing its
+ * buffers' bytes, whatever they hold now, under its keys, or writing
+ * blocks into buffers it is about to check. The kernel does what it is
+ * told there, and the byte checks would blame it. Such a pointer is made
+ * one that faults.
+ */
+static void fz_own_blocks(struct fz_thr *t, unsigned long cmd, void *arg,
+			  size_t size)
+{
+	unsigned int nr = _IOC_NR(cmd);
+	__u64 ptr;
+	int i;
+
+	if (_IOC_TYPE(cmd) != KVTIER_IOC_MAGIC || nr < 0x10 || nr > 0x15 ||
+	    size < sizeof(ptr))
+		return;
+	memcpy(&ptr, arg, sizeof(ptr));
+	for (i = 0; i < fz_nthr; i++) {
+		__u64 lo = (__u64)(uintptr_t)fz_thr_all[i].ents;
+		__u64 bl = (__u64)(uintptr_t)fz_thr_all[i].bufs;
+
+		if (&fz_thr_all[i] == t && !t->child)
+			continue;
+		if ((ptr + 4096 > lo && ptr < lo + ents_bytes() + 4096) ||
+		    (ptr + 4096 > bl &&
+		     ptr < bl + (__u64)FZ_NBUF * FZ_BS_MAX + 4096)) {
+			ptr = 8;
+			memcpy(arg, &ptr, sizeof(ptr));
+			return;
+		}
+	}
+}
+
+/*
  * Issue @cmd with the struct of @ksize bytes at t->arg, mutated or not, at
  * a pointer and with a size that may be wrong. The struct is read back into
  * @out; @normal says whether nothing was changed.
@@ -525,6 +582,8 @@ static int issue(struct fz_thr *t, enum fz_fdkind kind, int fd,
 	*normal = true;
 	if (pct(t, 15)) {
 		mutate(t, t->arg, ksize);
+		if (kind == FD_POOL)
+			fz_own_blocks(t, cmd, t->arg, ksize);
 		*normal = false;
 	}
 	if (pct(t, 6)) {
@@ -892,13 +951,21 @@ static void op_batch(struct fz_thr *t)
 	__u32 count, i, done, prefix;
 	bool in_prefix = true;
 	int slot = pick_slot(t);
-	__u64 bs;
+	__u64 bs, bs_seen = 0;
 	int fd, ret;
 
 	if (slot < 0)
 		return;
 	fd = t->s[slot].fd;
 	bs = t->s[slot].bs;
+	/*
+	 * A PUT through an fd number another thread has closed and reused
+	 * for a pool of another block size would store bytes from past the
+	 * buffer (the kernel takes what it is given): later GETs would then
+	 * see torn blocks that no kernel bug made. Skip it.
+	 */
+	if (nr == 0x10 && fd_block_size(fd) != bs)
+		return;
 	if (bs > FZ_BS_MAX)
 		bs = FZ_BS_MAX;	/* a mutated create: buffers too short */
 
@@ -971,7 +1038,15 @@ static void op_batch(struct fz_thr *t)
 		}
 		bad_ent = true;
 	}
+	/*
+	 * Another thread may close this fd and have its number reused by
+	 * another pool: the byte check below holds only if the fd is the
+	 * pool of that block size before and after the GET.
+	 */
+	bs_seen = nr == 0x11 ? fd_block_size(fd) : 0;
 	ret = issue(t, FD_POOL, fd, cmd, &b, sizeof(b), &out, &normal);
+	if (nr == 0x11 && fd_block_size(fd) != bs_seen)
+		bs_seen = 0;
 	if (b.blocks != (__u64)(uintptr_t)e && count && count <= FZ_ENTS)
 		memset(ents_tail(t, count / 2 + 1), 0,
 		       (count / 2 + 1) * sizeof(*e));
@@ -1015,6 +1090,7 @@ static void op_batch(struct fz_thr *t)
 				 t->s[slot].cap);
 		/* Any pool: a block GET returns is whole and of its key. */
 		if (nr == 0x11 && !shared && t->s[slot].bs <= FZ_BS_MAX &&
+		    bs_seen == bs &&
 		    kvt_check(buf_of(t, i), bs, e[i].key[0], e[i].key[1],
 			      NULL) != -1)
 			fz_failf(t, "GET key %#llx:%#llx (bs %llu, addr %llu): bytes of key %#llx:%#llx gen %llu, or torn",
@@ -1232,6 +1308,10 @@ static void or_seen(struct fz_thr *t, int k, const char *what, int st,
 		if (m->pins)
 			fz_failf(t, "oracle %s key %d: miss while pinned",
 				 what, k);
+		if (m->present) {
+			m->gone = what;
+			m->gone_call = t->call;
+		}
 		m->present = false;	/* gone for good (strict) */
 		return;
 	}
@@ -1239,8 +1319,8 @@ static void or_seen(struct fz_thr *t, int k, const char *what, int st,
 		return;
 	atomic_fetch_add(&fz->oracle_hits, 1);
 	if (!m->present && !or_lax(t, k)) {
-		fz_failf(t, "oracle %s key %d: present, but it was dropped or missed before",
-			 what, k);
+		fz_failf(t, "oracle %s key %d: present, but a %s at call %ld said it was gone",
+			 what, k, m->gone ?: "?", m->gone_call);
 		return;
 	}
 	m->present = true;
@@ -1431,6 +1511,10 @@ static void op_oracle(struct fz_thr *t)
 				fz_failf(t, "oracle DROP key %d: dropped a key that was gone",
 					 keys[i]);
 			if (!st || st == -ENOENT) {
+				if (m->present) {
+					m->gone = st ? "DROP (ENOENT)" : "DROP";
+					m->gone_call = t->call;
+				}
 				m->present = false;
 				m->epoch = epoch;
 			}
@@ -1743,6 +1827,8 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 	thr = mmap(NULL, nthr * sizeof(*thr), PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, thr);
+	fz_thr_all = thr;
+	fz_nthr = nthr;
 	for (i = 0; i < nthr; i++) {
 		ASSERT_EQ(0, thr_init(&thr[i], i));
 		thr[i].ncalls = calls / nthr + (i < calls % nthr);
