@@ -229,8 +229,10 @@ dkms-uninstall:
 #                       lockdep, kmemleak and fault injection
 #                       (tools/vm/debug-kernel.sh; /var/cache/kvtier/debug-kernel/,
 #                       KVTIER_DEBUG_CACHE= elsewhere)
-#   make check-debug    check.sh's kmod, vm (+ kmemleak scan), persist and
-#                       crash steps on that kernel; builds it first if needed.
+#   make check-debug    check.sh's kmod, vm (+ kmemleak scan), persist,
+#                       crash and smp steps on that kernel, with a
+#                       1,000,000-call fuzz burst (KVTIER_FUZZ_CALLS=);
+#                       builds the kernel first if needed.
 #                       Logs in build/check-debug/debug/.
 # `make check` runs the lane too when the kernel is cached, else prints a
 # "check: SKIP: debug-kernel lane" line.
@@ -239,6 +241,10 @@ debug-kernel: deps
 
 check-debug: debug-kernel
 	$(MAKE) lib tools selftests
+	KVTIER_FUZZ_CALLS=$${KVTIER_FUZZ_CALLS:-1000000} \
+	KVTIER_TEST_TIMEOUT_MIN=$${KVTIER_TEST_TIMEOUT_MIN:-7200} \
+	KVTIER_DEBUG_TEST_TIMEOUT=$${KVTIER_DEBUG_TEST_TIMEOUT:-7500} \
+	KVTIER_DEBUG_VM_TIMEOUT=$${KVTIER_DEBUG_VM_TIMEOUT:-14400} \
 	KVTIER_DEBUG_REQUIRED=1 KVTIER_CHECK_LOGS=$(CURDIR)/build/check-debug \
 		MAKE="$(MAKE)" KVTIER_VM_FLAGS="$(VMFLAGS)" tools/vm/check.sh debug
 

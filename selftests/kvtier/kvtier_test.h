@@ -540,13 +540,24 @@ static inline bool kvt_test_wanted(const char *want, const char *name)
 /*
  * KVTIER_TEST=WORD[,WORD...] runs only the tests whose "fixture.test" name
  * contains one of the words (this harness has no filter of its own): for
- * running some tests again while working on them.
+ * running some tests again while working on them. KVTIER_TEST_TIMEOUT_MIN
+ * raises every test's timeout to at least that many seconds (a slow kernel,
+ * a longer fuzz burst).
  */
 static inline void kvt_test_filter(void)
 {
 	const char *want = getenv("KVTIER_TEST");
+	const char *tmin = getenv("KVTIER_TEST_TIMEOUT_MIN");
 	struct __fixture_metadata *f;
+	int min = tmin ? atoi(tmin) : 0;
 
+	for (f = __fixture_list; f && min > 0; f = f->next) {
+		struct __test_metadata *t;
+
+		for (t = f->tests; t; t = t->next)
+			if (t->timeout < min)
+				t->timeout = min;
+	}
 	if (!want || !*want)
 		return;
 	for (f = __fixture_list; f; f = f->next) {

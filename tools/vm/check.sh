@@ -18,15 +18,18 @@
 #     record corrupted between boots); each of its TAP lines is a case;
 #  5. crash: selftests/kvtier/nvme-crash.sh, power cuts (QEMU killed) during
 #     heavy demotion, three rounds (alone: `make check-crash`);
+#  5b. smp: selftests/kvtier/smp-unload.sh, the stress on 4 vCPUs with the
+#     NVMe tier, and rmmod under load (stress, then the fuzzer) refused,
+#     then clean after SIGKILL of the load;
 #  6. checkpatch.pl --strict and kernel-doc on each kernel source file;
 #  7. debug: the debug-kernel lane, when tools/vm/debug-kernel.sh has the
 #     kernel of tools/vm/debug.config cached: steps kmod, vm (with a
-#     kmemleak scan), persist and crash again on that kernel (KASAN, UBSAN,
+#     kmemleak scan), persist, crash and smp again on that kernel (KASAN, UBSAN,
 #     lockdep, kmemleak), their counts added; else one visible
 #     "check: SKIP: debug-kernel lane" line (a skip, not a failure).
 #
-# Usage: check.sh [kmod] [build] [install] [vm] [persist] [crash] [style]
-#                 [debug]
+# Usage: check.sh [kmod] [build] [install] [vm] [persist] [crash] [smp]
+#                 [style] [debug]
 #        (no argument: all, in that order)
 #
 # Ends with exactly one line "kvtier: N passed, N failed, N skipped" and exits
@@ -38,7 +41,7 @@
 # tools/vm/run-selftests.sh reads (KVTIER_PARAMS, ...). The debug step:
 # KVTIER_DEBUG_REQUIRED=1 makes a missing debug kernel a failure (make
 # check-debug), KVTIER_CHECK_DEBUG=0 skips the lane (a SKIP line),
-# KVTIER_DEBUG_STEPS (default "kmod vm persist crash"),
+# KVTIER_DEBUG_STEPS (default "kmod vm persist crash smp"),
 # KVTIER_DEBUG_VM_TIMEOUT (default 5400), KVTIER_DEBUG_TEST_TIMEOUT
 # (seconds per selftest binary, default 1200).
 set -euo pipefail
@@ -55,11 +58,11 @@ rm -rf "$logs"
 mkdir -p "$logs"
 
 steps=("$@")
-((${#steps[@]})) || steps=(kmod build install vm persist crash style debug)
+((${#steps[@]})) || steps=(kmod build install vm persist crash smp style debug)
 for a in "${steps[@]}"; do
 	case $a in
-	kmod | build | install | vm | persist | style | crash | debug) ;;
-	*) echo "usage: ${0##*/} [kmod] [build] [install] [vm] [persist] [style] [crash] [debug]" >&2; exit 2 ;;
+	kmod | build | install | vm | persist | style | crash | smp | debug) ;;
+	*) echo "usage: ${0##*/} [kmod] [build] [install] [vm] [persist] [style] [crash] [smp] [debug]" >&2; exit 2 ;;
 	esac
 done
 
@@ -251,6 +254,10 @@ step_crash() {
 	run_tap_script crash selftests/kvtier/nvme-crash.sh
 }
 
+step_smp() {
+	run_tap_script smp selftests/kvtier/smp-unload.sh
+}
+
 # 6. Kernel style: checkpatch --strict and kernel-doc, one case per file.
 step_style() {
 	local cp=build/ksrc/scripts/checkpatch.pl kd=build/ksrc/scripts/kernel-doc
@@ -303,7 +310,7 @@ step_debug() {
 		return
 	fi
 	echo "check: debug kernel $(cat "$dir/kernelrelease") from $dir"
-	read -r -a dsteps <<<"${KVTIER_DEBUG_STEPS:-kmod vm persist crash}"
+	read -r -a dsteps <<<"${KVTIER_DEBUG_STEPS:-kmod vm persist crash smp}"
 	KDIR=$dir/build KVTIER_VM_KERNEL=$dir/bzImage KVTIER_VM_MODULES=$dir/mod \
 		KVTIER_VM_DIR=$top/build/vm-debug KVTIER_CHECK_LOGS=$logs/debug \
 		KVTIER_DEBUG_LANE=1 \
