@@ -260,17 +260,11 @@ void kvt_block_evict_begin(struct kvt_pool *pool, u32 addr)
 	kvt_policy_remove(pool, addr);
 }
 
-/**
- * kvt_block_evict_dram() - drop the DRAM copy of a block that has an NVMe
- * copy
- * @pool: the pool
- * @addr: a block after kvt_block_evict_begin(), pool->lock not held
- */
-void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr)
+/* The end of an eviction, the block's pages mapped nowhere. */
+static void kvt_block_evict_unmapped(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 
-	kvt_block_unmap(pool, addr);
 	kvt_dram_free(pool, blk);
 
 	spin_lock(&pool->lock);
@@ -279,6 +273,34 @@ void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr)
 	pool->stats.evictions++;
 	trace_kvtier_block_demote(pool, addr);
 	kvt_block_put_user(pool, addr);
+}
+
+/**
+ * kvt_block_evict_dram() - drop the DRAM copy of a block that has an NVMe
+ * copy
+ * @pool: the pool
+ * @addr: a block after kvt_block_evict_begin(), pool->lock not held
+ */
+void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr)
+{
+	kvt_block_unmap(pool, addr);
+	kvt_block_evict_unmapped(pool, addr);
+}
+
+/**
+ * kvt_block_evict_dram_locked() - kvt_block_evict_dram() for a caller that holds
+ * the pool's map_sem for write (no fault can be mapping the block)
+ * @pool: the pool
+ * @addr: a block after kvt_block_evict_begin(), pool->lock not held
+ *
+ * The shrinker's way: it takes map_sem with a trylock, so reclaim never
+ * waits for a fault that may itself be in reclaim.
+ */
+void kvt_block_evict_dram_locked(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held_write(&pool->map_sem);
+	kvt_pool_zap(pool, addr);
+	kvt_block_evict_unmapped(pool, addr);
 }
 
 /**

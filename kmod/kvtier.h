@@ -229,6 +229,7 @@ void kvt_block_release(struct kvt_pool *pool, u32 addr);
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
 void kvt_block_evict_begin(struct kvt_pool *pool, u32 addr);
 void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr);
+void kvt_block_evict_dram_locked(struct kvt_pool *pool, u32 addr);
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
 		      u32 nloc, u32 ncrc, u32 *addrp);
 void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr);

@@ -108,20 +108,25 @@ static u32 kvt_shrink_victim(struct kvt_pool *pool, struct kvt_shrink *sk)
 
 /*
  * Faults hold map_sem for read while they insert pages, and may allocate
- * (page tables) and so enter reclaim: evicting, which takes map_sem for
- * write to wait them out, would wait for this very task. A successful
- * trylock proves this task holds neither map_sem nor the mapping's
- * i_mmap_rwsem (which the zap takes); waiting for other tasks is fine.
+ * (page tables) and so enter reclaim: an eviction that waited for map_sem
+ * here could wait for this very task, or for one that waits for reclaim.
+ * So the shrinker takes map_sem only with a trylock and keeps it for write
+ * over its evictions of the pool: no fault can be mapping a block then,
+ * and kvt_block_evict_dram_locked() only zaps. The zap takes the
+ * mapping's i_mmap_rwsem for write; a successful trylock of it first
+ * proves this task does not hold it (reclaim from inside an mmap or
+ * munmap of this pool).
  */
-static bool kvt_shrink_may_evict(struct kvt_pool *pool)
+static bool kvt_shrink_lock(struct kvt_pool *pool)
 {
 	struct address_space *mapping = pool->inode->i_mapping;
 
 	if (!down_write_trylock(&pool->map_sem))
 		return false;
-	up_write(&pool->map_sem);
-	if (!i_mmap_trylock_read(mapping))
+	if (!i_mmap_trylock_read(mapping)) {
+		up_write(&pool->map_sem);
 		return false;
+	}
 	i_mmap_unlock_read(mapping);
 	return true;
 }
@@ -133,7 +138,7 @@ static int kvt_shrink_pool(struct kvt_pool *pool, void *arg)
 
 	if (!READ_ONCE(pool->nr_nvme))
 		return 0;
-	if (!kvt_shrink_may_evict(pool)) {
+	if (!kvt_shrink_lock(pool)) {
 		sk->contended = true;
 		return 0;
 	}
@@ -145,13 +150,14 @@ static int kvt_shrink_pool(struct kvt_pool *pool, void *arg)
 			break;
 		kvt_block_evict_begin(pool, addr);
 		spin_unlock(&pool->lock);
-		kvt_block_evict_dram(pool, addr);
+		kvt_block_evict_dram_locked(pool, addr);
 		sk->freed += pool->pages_per_block;
 		atomic64_inc(&kvt_shrink_blocks);
 		cond_resched();
 		spin_lock(&pool->lock);
 	}
 	spin_unlock(&pool->lock);
+	up_write(&pool->map_sem);
 	return sk->freed >= sk->want;
 }
 
