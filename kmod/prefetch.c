@@ -359,6 +359,19 @@ static void kvt_pf_post(struct kvt_pf_group *g, int status, u64 now)
 	bool late = g->due && now > g->due;
 
 	trace_kvtier_prefetch_end(g->pool, g->id, g->count, ready, status);
+	/* Counted before the record is seen: a reader's sysfs read agrees. */
+	atomic64_inc(&kvt_pf_stats.groups);
+	if (status == -ECANCELED)
+		atomic64_inc(&kvt_pf_stats.cancelled);
+	else if (status == -ETIME)
+		atomic64_inc(&kvt_pf_stats.expired);
+	else if (late)
+		atomic64_inc(&kvt_pf_stats.late);
+	else if (!status)
+		atomic64_inc(&kvt_pf_stats.on_time);
+	if (status == -EIO || status == -ENOSPC)
+		atomic64_inc(&kvt_pf_stats.failed);
+
 	spin_lock(&kvt_pf_lock);
 	/* Never full: groups live + records unread <= the ring's size. */
 	c = &fd->ring[(fd->rhead + fd->rlen) % KVTIER_PREFETCH_GROUPS_MAX];
@@ -377,18 +390,6 @@ static void kvt_pf_post(struct kvt_pf_group *g, int status, u64 now)
 		eventfd_signal(fd->efd, 1);
 	spin_unlock(&kvt_pf_lock);
 	wake_up_interruptible_poll(&fd->wq, EPOLLIN | EPOLLRDNORM);
-
-	atomic64_inc(&kvt_pf_stats.groups);
-	if (status == -ECANCELED)
-		atomic64_inc(&kvt_pf_stats.cancelled);
-	else if (status == -ETIME)
-		atomic64_inc(&kvt_pf_stats.expired);
-	else if (late)
-		atomic64_inc(&kvt_pf_stats.late);
-	else if (!status)
-		atomic64_inc(&kvt_pf_stats.on_time);
-	if (status == -EIO || status == -ENOSPC)
-		atomic64_inc(&kvt_pf_stats.failed);
 }
 
 /* End a group that has not ended: post it, keep it (holding) on active. */
