@@ -23,9 +23,10 @@
 #     then clean after SIGKILL of the load;
 #  6. checkpatch.pl --strict and kernel-doc on each kernel source file;
 #  7. debug: the debug-kernel lane, when tools/vm/debug-kernel.sh has the
-#     kernel of tools/vm/debug.config cached: steps kmod, vm (with a
-#     kmemleak scan), persist, crash and smp again on that kernel (KASAN, UBSAN,
-#     lockdep, kmemleak), their counts added; else one visible
+#     kernel of tools/vm/debug.config cached: steps kmod, vm (then, in the
+#     same boot, the fail-nth walk, I/O errors from fail_make_request and a
+#     kmemleak scan), persist, crash and smp again on that kernel (KASAN,
+#     UBSAN, lockdep, kmemleak), their counts added; else one visible
 #     "check: SKIP: debug-kernel lane" line (a skip, not a failure).
 #
 # Usage: check.sh [kmod] [build] [install] [vm] [persist] [crash] [smp]
@@ -153,7 +154,7 @@ step_build() {
 
 # 3. The selftests in the VM.
 step_vm() {
-	local vmdir=${KVTIER_VM_DIR:-$top/build/vm} vmrc=0 p=0 f=0 s=0
+	local vmdir=${KVTIER_VM_DIR:-$top/build/vm} vmrc=0 p=0 f=0 s=0 t tap
 	local vmout=$vmdir/out
 	local counts=$vmout/selftests.counts
 
@@ -164,19 +165,23 @@ step_vm() {
 	fi
 	local cmd=tools/vm/run-selftests.sh tap
 	# On the debug kernel: forget the boot's kmemleak suspects first; after
-	# the selftests, the fail-nth walk (tools/vm/fail-nth.sh), then the
-	# kmemleak scan (kvtier.ko unloaded), see tools/vm/kmemleak.sh.
+	# the selftests, the fail-nth walk (tools/vm/fail-nth.sh), the NVMe
+	# drive's I/O errors (tools/vm/fail-io.sh), then the kmemleak scan
+	# (kvtier.ko unloaded), see tools/vm/kmemleak.sh.
 	if [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
-		if ! cc -O2 -Wall -Werror -I uapi -o "$logs/fail-nth" tools/vm/fail-nth.c \
-			>"$logs/build-fail-nth.log" 2>&1; then
-			fail "fail-nth: tools/vm/fail-nth.c builds"
-			cat "$logs/build-fail-nth.log"
-		fi
+		for t in fail-nth fail-io; do
+			if ! cc -O2 -Wall -Werror -I uapi -o "$logs/$t" tools/vm/$t.c \
+				>"$logs/build-$t.log" 2>&1; then
+				fail "$t: tools/vm/$t.c builds"
+				cat "$logs/build-$t.log"
+			fi
+		done
 		cmd='tools/vm/kmemleak.sh clear; tools/vm/run-selftests.sh; rc=$?;'
 		cmd+=" tools/vm/fail-nth.sh $logs/fail-nth;"
+		cmd+=" tools/vm/fail-io.sh $logs/fail-io;"
 		# shellcheck disable=SC2016 # $rc is the guest shell's
 		cmd+=' tools/vm/kmemleak.sh check; exit $rc'
-		rm -f "$vmout/kmemleak.result" "$vmout/fail-nth.tap"
+		rm -f "$vmout/kmemleak.result" "$vmout/fail-nth.tap" "$vmout/fail-io.tap"
 	fi
 	tools/vm/kvtier-vm "${vmflags[@]}" --timeout "$vm_timeout" -- "$cmd" || vmrc=$?
 	cp "$vmdir/console.log" "$logs/vm-console.log" 2>/dev/null || true
@@ -191,15 +196,21 @@ step_vm() {
 		fi
 	fi
 	if [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
-		cp "$vmout/kmemleak.txt" "$vmout"/fail-nth.* "$logs/" 2>/dev/null || true
-		tap=$vmout/fail-nth.tap
-		if [[ -s $tap ]]; then
-			npass=$((npass + $(grep -c '^ok ' "$tap" || true)))
-			nfail=$((nfail + $(grep -c '^not ok ' "$tap" || true)))
-			mapfile -t -O "${#failures[@]}" failures < <(grep '^not ok ' "$tap")
-		else
-			fail "fail-nth: no result (the VM run did not reach it)"
-		fi
+		cp "$vmout/kmemleak.txt" "$vmout"/fail-nth.* "$vmout"/fail-io.* \
+			"$logs/" 2>/dev/null || true
+		for t in fail-nth fail-io; do
+			tap=$vmout/$t.tap
+			if [[ -s $tap ]]; then
+				npass=$((npass + $(grep -c '^ok ' "$tap" || true)))
+				nfail=$((nfail + $(grep -c '^not ok ' "$tap" || true)))
+				mapfile -t -O "${#failures[@]}" failures < <(grep '^not ok ' "$tap")
+				# Its last line says whether dmesg stayed clean.
+				grep -qE '^(not )?ok .*: dmesg clean' "$tap" ||
+					fail "$t: ran to the end (no dmesg line in $t.tap)"
+			else
+				fail "$t: no result (the VM run did not reach it)"
+			fi
+		done
 		case $(cat "$vmout/kmemleak.result" 2>/dev/null) in
 		ok\ *) pass "kmemleak: no suspected leak after the selftests" ;;
 		skip\ *) fail "kmemleak: $(cut -d' ' -f3- "$vmout/kmemleak.result")" ;;
