@@ -159,6 +159,8 @@ struct kvt_pool {
 	u32 nr_wb;			/* blocks being written to NVMe */
 	u32 nr_dirty;			/* READY DRAM blocks without one */
 	u64 wb_errors;			/* writes to NVMe that failed */
+	u64 wb_lost;			/* dirty blocks dropped on a failed write */
+	u64 wb_lost_seen;		/* wb_lost when SYNC last reported it */
 	u32 nr_loading;			/* blocks being read from NVMe */
 	u32 io_events;			/* NVMe reads and writes that ended */
 	wait_queue_head_t wq;		/* KVT_BF_* flags and nr_wb drop */

@@ -34,6 +34,7 @@
 #define KVT_WRITE_QD		4	/* segment writes in flight */
 /* Blocks in use with a copy in the next 1/8 of the log to reclaim: rewritten */
 #define KVT_RESCUE_SHARE	8
+#define KVT_READ_TRIES		3	/* tries of a block read that fails */
 
 /**
  * kvt_rec_seed() - where the crc of a record starts
@@ -249,9 +250,14 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 			pool->wb_errors++;
 		if (status && e->victim && !blk->pins && !blk->hold &&
 		    blk->users == 1) {
-			/* A victim that cannot be demoted is dropped. */
+			/*
+			 * A victim that cannot be demoted is dropped: its
+			 * acknowledged bytes are lost, and the next SYNC
+			 * says so.
+			 */
 			kvt_block_unlink(pool, e->addr);
 			pool->stats.evictions++;
+			pool->wb_lost++;
 		}
 	}
 	kvt_block_put_user(pool, e->addr);
@@ -769,7 +775,21 @@ struct kvt_rd {
 	u32 nloc;
 	u32 crc;
 	u8 ndev;
+	u8 tries;		/* reads submitted */
 };
+
+/* Read the block's copy into its DRAM pages; kvt_rd_done() runs after. */
+static void kvt_rd_submit(struct kvt_rd *rd)
+{
+	struct kvt_pool *pool = rd->pool;
+	struct bio *bio;
+
+	rd->tries++;
+	bio = kvt_io_bio(&rd->io, REQ_OP_READ,
+			 KVT_SECTORS(kvt_loc_bytes(rd->nloc)));
+	kvt_io_submit(&rd->io, kvt_io_add_block(&rd->io, bio, pool,
+						&pool->blocks[rd->addr]));
+}
 
 static void kvt_rd_done(struct work_struct *work)
 {
@@ -780,6 +800,20 @@ static void kvt_rd_done(struct work_struct *work)
 	bool ok = false;
 	u64 seq = 0;
 	u32 r;
+
+	/*
+	 * An I/O error may be transient (a reset, a path that failed over):
+	 * read again before giving up on an acknowledged block. The block
+	 * is still LOADING with its pages, and the device cannot go away
+	 * while this read counts in nvme->inflight. A copy that reads but
+	 * does not verify is not read again.
+	 */
+	if (rd->io.status && rd->tries < KVT_READ_TRIES) {
+		rd->io.status = 0;
+		atomic_set(&rd->io.pending, 1);
+		kvt_rd_submit(rd);
+		return;
+	}
 
 	/* A location from another device (attached since) is out of range. */
 	if (kvt_loc_bytes(rd->nloc) >= KVT_DATA_OFF) {
@@ -834,7 +868,6 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	struct kvt_block *blk = &pool->blocks[addr];
 	struct kvt_nvme *nvme;
 	struct kvt_rd *rd;
-	struct bio *bio;
 	int ret;
 
 	blk->flags |= KVT_BF_LOADING;
@@ -879,10 +912,7 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	kvt_io_init(&rd->io, nvme, kvt_rd_done);
 	rd->pool = pool;
 	rd->addr = addr;
-
-	bio = kvt_io_bio(&rd->io, REQ_OP_READ,
-			 KVT_SECTORS(kvt_loc_bytes(rd->nloc)));
-	kvt_io_submit(&rd->io, kvt_io_add_block(&rd->io, bio, pool, blk));
+	kvt_rd_submit(rd);
 	return 0;
 
 out_free_dram:
@@ -938,9 +968,15 @@ static int kvt_nvme_totals(struct kvt_pool *pool, u64 *regions,
  * @pool: the pool
  * @written: out: blocks written
  *
+ * Like fsync(2) after a writeback error, a SYNC that runs to its end
+ * reports -EIO once when a failed write dropped a dirty block of the pool
+ * since the previous such SYNC (an eviction that could not demote its
+ * victim): PUTs it acknowledged are not all there.
+ *
  * Return: 0; -ENODEV without a device; -EFBIG if the pool's blocks do not
  * fit in a region; -ENOSPC if the devices cannot hold them all; -EIO if a
- * block could not be written; -EINTR if killed while waiting.
+ * block could not be written, by this call or by an eviction since the
+ * last SYNC; -EINTR if killed while waiting.
  */
 int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 {
@@ -1004,6 +1040,10 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 		spin_lock(&pool->lock);
 		*written = pool->stats.demotions - before;
 		ret = pool->wb_errors != errors ? -EIO : 0;
+		if ((ret || !queued) && pool->wb_lost != pool->wb_lost_seen) {
+			pool->wb_lost_seen = pool->wb_lost;
+			ret = -EIO;
+		}
 		spin_unlock(&pool->lock);
 		if (ret || !queued)
 			return ret;

@@ -285,7 +285,10 @@ int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st);
  *
  * Return: 0; -ENODEV when no NVMe tier is attached; -EBADF on a read-only
  * handle; -EFBIG when the pool's blocks are larger than a region of the
- * device; -EIO when a block could not be written; -EINTR when killed while
+ * device; -EIO when a block could not be written, or when a failed write
+ * since the previous kvt_sync() dropped a block that was not yet durable
+ * (an eviction could not demote it: acknowledged PUTs are lost; reported
+ * once, as fsync(2) reports a writeback error); -EINTR when killed while
  * waiting.
  */
 int kvt_sync(struct kvt_pool *pool, uint64_t *written);

@@ -15,11 +15,20 @@
  *      a documented one (PUT: 0, -ENOSPC, -ENOMEM, -EIO; GET: 0, -ENOENT,
  *      -EIO, -ENOMEM, -ENOSPC; SYNC: 0, -EIO, -ENOSPC) and every GET that
  *      returns 0 must hold the bytes of the key's last acknowledged PUT.
- *      A block whose copy could not be read is a miss from then on (it is
+ *      A block whose copy could not be read (three tries) is a miss from then on (it is
  *      never served half read), so misses are counted, not failed.
  *   3. faults off: every key exact or a miss; PUT keys 600..699, SYNC must
- *      return 0, all 100 exact; detach and attach again (no format): the
- *      log written through the faults replays, keys 600..699 exact.
+ *      return 0, all 100 exact;
+ *   4. exactly one bio fails ("# fail1": probability 100, times 1) while a
+ *      GET loads a block only on NVMe: the read is tried again and the GET
+ *      returns the exact bytes (a transient error loses nothing);
+ *   5. every bio fails ("# failall") while 48 more keys are PUT into the 16
+ *      DRAM blocks: evictions cannot demote their dirty victims and drop
+ *      them, so some acknowledged PUTs are lost; the next SYNC must say so
+ *      with -EIO (as fsync(2) reports a writeback error), the one after
+ *      return 0, and the blocks that stayed be exact;
+ *   6. detach and attach again (no format): the log written through the
+ *      faults replays, keys 600..699 exact.
  *
  * Prints TAP; exit 0 when all passed, 1 otherwise.
  */
@@ -39,12 +48,13 @@
 #define BS		(16 * 1024)
 #define CAP		1024
 #define DRAM		16
-#define NKEYS		700
+#define NKEYS		700	/* keys 0..699; 700..747 for step 5 */
+#define NLOST		48
 #define K0		0xf417ULL
 #define ROUNDS		4
 
 static int ctl = -1, pfd = -1, ntest, nfail;
-static uint64_t gen[NKEYS];		/* last acknowledged PUT, 0: none */
+static uint64_t gen[NKEYS + NLOST];		/* last acknowledged PUT, 0: none */
 static char buf[BS];
 
 static void tap(int ok, const char *fmt, ...)
@@ -112,6 +122,23 @@ static int one(unsigned long cmd, uint64_t k, __u32 flags)
 	if (ioctl(pfd, cmd, &bt))
 		return -errno;
 	return b.status;
+}
+
+/* The tier a key's block is in (LOOKUP, no load), or -errno. */
+static int tier_of(uint64_t k)
+{
+	struct kvtier_block b;
+	struct kvtier_batch bt;
+
+	memset(&b, 0, sizeof(b));
+	b.key[0] = K0;
+	b.key[1] = k;
+	memset(&bt, 0, sizeof(bt));
+	bt.blocks = (uintptr_t)&b;
+	bt.count = 1;
+	if (ioctl(pfd, KVTIER_IOC_LOOKUP, &bt))
+		return -errno;
+	return b.status ? b.status : (int)b.tier;
 }
 
 static int put(uint64_t k, uint64_t g)
@@ -244,7 +271,7 @@ int main(void)
 	struct kvtier_api api;
 	unsigned long long err0, err1;
 	unsigned int k, r, put_bad = 0, sync_bad = 0, puts_ok = 0, syncs_ok = 0;
-	unsigned int wrong = 0, misses = 0, eios = 0, other = 0;
+	unsigned int wrong = 0, misses = 0, eios = 0, other = 0, acked, lost;
 	int ret, first_bad = 0;
 	struct tally t;
 
@@ -318,6 +345,51 @@ int main(void)
 	tap(!ret, "SYNC after the faults returns 0 (%d)", ret);
 	get_all(600, NKEYS, &t);
 	tap(t.exact == 100, "keys 600..699 exact (%u)", t.exact);
+
+	/* 4. Exactly one bio fails: a block read is tried again, not lost. */
+	for (k = 600; k < NKEYS && tier_of(k) != KVTIER_TIER_NVME; k++)
+		;
+	tap(k < NKEYS, "a key only on NVMe (%u)", k);
+	if (k < NKEYS) {
+		err0 = io_errors();
+		handshake("fail1");
+		memset(buf, 0xa5, BS);
+		ret = one(KVTIER_IOC_GET, k, 0);
+		handshake("disarm");
+		err1 = io_errors();
+		tap(err1 == err0 + 1, "its first read failed (%llu I/O errors)",
+		    err1 - err0);
+		tap(!ret && !check(k, gen[k]),
+		    "the GET read it again: exact, not a miss (%d)", ret);
+	}
+
+	/* 5. Every write fails: evictions drop dirty victims; SYNC says so. */
+	handshake("failall");
+	for (k = NKEYS, acked = 0, put_bad = 0; k < NKEYS + NLOST; k++) {
+		ret = put(k, 9);
+		if (!ret)
+			acked++;
+		else if (!in(ret, ok_put, 4) && !put_bad++)
+			first_bad = ret;
+	}
+	handshake("disarm");
+	get_all(NKEYS, NKEYS + NLOST, &t);
+	lost = t.miss;
+	ret = sync_pool();
+	printf("# every write failing: %u of %u PUTs acknowledged, %u of them lost\n",
+	       acked, NLOST, t.miss);
+	tap(!put_bad && !t.wrong && !t.eio && !t.other,
+	    "PUTs while every write fails: documented statuses, no wrong bytes (%u, %u, %u, %u)",
+	    put_bad, t.wrong, t.eio, t.other);
+	tap(t.miss > 0, "failed demotions dropped acknowledged blocks (%u)",
+	    t.miss);
+	tap(ret == -EIO, "the SYNC after that returns -EIO (%d)", ret);
+	ret = sync_pool();
+	tap(!ret, "the SYNC after it returns 0 (%d)", ret);
+	get_all(NKEYS, NKEYS + NLOST, &t);
+	tap(t.exact == acked - lost && !t.wrong,
+	    "the %u blocks that stayed are exact (%u exact, %u miss, %u wrong)",
+	    acked - lost, t.exact, t.miss, t.wrong);
 	close(pfd);
 	ret = detach();
 	tap(!ret, "detach (%d)", ret);

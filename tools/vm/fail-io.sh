@@ -7,7 +7,8 @@
 #
 # Sets fail_make_request to fail FAIL_IO_PCT percent (default 10) of the
 # bios of the drive (FAIL_IO_DEV, default /dev/nvme0n1; its make-it-fail
-# set) while BIN says "# arm" and until it says "# disarm"; loads kvtier.ko
+# set) while BIN says "# arm" and until it says "# disarm" (at "# fail1":
+# only the next bio; at "# failall": every bio); loads kvtier.ko
 # ($KVTIER_KO, $KVTIER_PARAMS); unloads it after; dmesg since the start
 # must hold no kernel complaint (the block layer's own I/O error lines are
 # expected). TAP lines on stdout and in $KVTIER_VM_OUT/fail-io.tap; exit 1
@@ -66,9 +67,23 @@ while IFS= read -r line <&"$rfd"; do
 		echo "# fail_make_request: $pct% of the bios of $dev fail"
 		echo arm >&"$wfd"
 		;;
+	"# fail1")
+		echo 1 >"$fmr/times"
+		echo 100 >"$fmr/probability"
+		echo 1 >"$mif"
+		echo "# fail_make_request: the next bio of $dev fails"
+		echo fail1 >&"$wfd"
+		;;
+	"# failall")
+		echo 100 >"$fmr/probability"
+		echo 1 >"$mif"
+		echo "# fail_make_request: every bio of $dev fails"
+		echo failall >&"$wfd"
+		;;
 	"# disarm")
 		echo 0 >"$mif"
 		echo 0 >"$fmr/probability"
+		echo -1 >"$fmr/times"
 		echo disarm >&"$wfd"
 		;;
 	"ok "* | "not ok "*) say "$line" ;;

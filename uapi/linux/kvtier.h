@@ -327,7 +327,9 @@ struct kvtier_pool_stat {
  * Returns once every block that was in the pool when the call started is
  * on NVMe (or gone). -ENODEV without an attached device; -EFBIG if the
  * pool's blocks are larger than a region; -ENOSPC if the device cannot take
- * them; -EIO on a write error; -EBADF on a read-only fd.
+ * them; -EIO on a write error, by this call or by an eviction since the
+ * last SYNC that had to drop a block not yet durable (reported once, as
+ * fsync(2) reports a writeback error); -EBADF on a read-only fd.
  */
 struct kvtier_sync {
 	__u32 flags;
