@@ -401,15 +401,17 @@ static inline int nvt_pool_id(const char *path, const char *name, __u64 *id)
 }
 
 /*
- * Find key (@k0, @k1) of pool @pool_id (0: any pool) in the segments of the
- * regions of the store on @path whose summary carries the store's uuid (from
- * its superblock); a region's segments follow one another while they carry
- * the first one's seq and nonce. The newest copy (highest seq, then the
- * later segment) is returned in @loc. 0, -ENOENT when no region records the
- * key, or -errno.
+ * Find keys (@k0, @k1 + j), j < @n, of pool @pool_id (0: any pool) in the
+ * segments of the regions of the store on @path whose summary carries the
+ * store's uuid (from its superblock), in one scan; a region's segments
+ * follow one another while they carry the first one's seq and nonce. The
+ * newest copy of each (highest seq, then the later segment) is returned in
+ * @locs[j] (copies 0: not found). 0 when every key was found, -ENOENT when
+ * one was not, or -errno.
  */
-static inline int nvt_find_block_of(const char *path, __u64 pool_id,
-				    __u64 k0, __u64 k1, struct nvt_loc *loc)
+static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
+				     __u64 k0, __u64 k1, __u32 n,
+				     struct nvt_loc *locs)
 {
 	struct nvt_disk_region *dr;
 	struct nvt_disk_sb sb;
@@ -417,7 +419,7 @@ static inline int nvt_find_block_of(const char *path, __u64 pool_id,
 	__u32 r, i, max_recs;
 	int ret;
 
-	memset(loc, 0, sizeof(*loc));
+	memset(locs, 0, n * sizeof(*locs));
 	ret = nvt_read_sb(path, &sb);
 	if (ret)
 		return ret;
@@ -430,7 +432,6 @@ static inline int nvt_find_block_of(const char *path, __u64 pool_id,
 	dr = kvt_alloc(slen);
 	if (!dr)
 		return -ENOMEM;
-	ret = -ENOENT;
 	for (r = 0; r < sb.nr_regions; r++) {
 		__u64 roff = NVT_DATA_OFF + (__u64)r * sb.region_bytes;
 		__u64 rpages = sb.region_bytes / NVT_DISK_PAGE, seq = 0, nonce = 0;
@@ -458,10 +459,12 @@ static inline int nvt_find_block_of(const char *path, __u64 pool_id,
 			nonce = dr->nonce;
 			for (i = 0; i < dr->nr; i++) {
 				const struct nvt_disk_rec *rec = &dr->recs[i];
+				struct nvt_loc *loc;
 
-				if (rec->key[0] != k0 || rec->key[1] != k1 ||
+				if (rec->key[0] != k0 || rec->key[1] - k1 >= n ||
 				    (pool_id && rec->pool_id != pool_id))
 					continue;
+				loc = &locs[rec->key[1] - k1];
 				loc->copies++;
 				if (loc->seq > dr->seq ||
 				    (loc->seq == dr->seq && loc->seg_off > soff))
@@ -475,15 +478,24 @@ static inline int nvt_find_block_of(const char *path, __u64 pool_id,
 						(__u64)rec->page * NVT_DISK_PAGE;
 				loc->pages = rec->pages;
 				loc->pool_id = rec->pool_id;
-				ret = 0;
 			}
 			seg = dr->seg_pages ? dr->seg_pages : rpages;
 			page += seg;
 		}
 	}
+	for (i = 0; i < n; i++)
+		if (!locs[i].copies)
+			ret = -ENOENT;
 out:
 	kvt_free(dr, slen);
 	return ret;
+}
+
+/* One key: nvt_find_blocks_of() with @n 1. */
+static inline int nvt_find_block_of(const char *path, __u64 pool_id,
+				    __u64 k0, __u64 k1, struct nvt_loc *loc)
+{
+	return nvt_find_blocks_of(path, pool_id, k0, k1, 1, loc);
 }
 
 static inline int nvt_find_block(const char *path, __u64 k0, __u64 k1,
