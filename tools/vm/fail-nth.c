@@ -20,9 +20,26 @@
  *                nothing.
  *   GET          4 stored blocks: an entry with status 0 has the right
  *                bytes, and a GET after it returns all 4 intact.
+ *   POOL_OPEN    failed: a second open works.
+ *   POOL_DESTROY succeeded: the pool no longer opens; failed: it does.
+ *   LOOKUP       4 stored blocks: entries 0 say DRAM; all 4 intact after.
+ *   DROP         4 blocks: an entry that said 0 is a miss after, one that
+ *                failed still reads back exact.
+ *   PIN, UNPIN   4 blocks: the pool's pinned count moved by the entries
+ *                that said 0, and a DROP after gives -EBUSY exactly for
+ *                the blocks that are pinned by what the entries said.
+ *   STAT         the counters read right when it returns 0.
+ *   PREFETCH     4 resident blocks: a call that returned 0 completes
+ *                (status 0, 4 ready, its group and cookie); a failed one
+ *                leaves no completion.
+ *   NVME_ATTACH  (formatting FAIL_NTH_DEV, default /dev/nvme0n1) a call
+ *                that said 0 attached (detach works); a failed one left
+ *                the device free (attach works after).
+ *   SYNC         4 dirty blocks on a pool over that device: a second SYNC
+ *                returns 0 and leaves nothing dirty, all 4 intact.
  *
- * Prints TAP, one line per command; exit 0 when all passed, 1 otherwise,
- * 4 (skip) without fail-nth or /dev/kvtier.
+ * Prints TAP, one line per command, then the plan; exit 0 when all
+ * passed, 1 otherwise, 4 (skip) without fail-nth or /dev/kvtier.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -291,10 +309,408 @@ static int walk_get(int pfd)
 	return n - 1;
 }
 
+/* The pool's counters; 0 or -errno. */
+static int stat_of(int pfd, struct kvtier_pool_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	return ioctl(pfd, KVTIER_IOC_STAT, st) ? -errno : 0;
+}
+
+/* PUT keys {k0, 0..NB-1} with their pattern; 0 when all were stored. */
+static int put_all(int pfd, uint64_t k0)
+{
+	for (int i = 0; i < NB; i++)
+		fill(bufs[i], k0, i);
+	if (batch(pfd, KVTIER_IOC_PUT, k0, 1))
+		return -1;
+	for (int i = 0; i < NB; i++)
+		if (blk[i].status)
+			return -1;
+	return 0;
+}
+
+/*
+ * GET keys {k0, 0..NB-1}: bit i of the result set when entry i returned
+ * its exact bytes, -1 when the call failed; entries that are not exact
+ * must be misses (-ENOENT), else "wrong" is set.
+ */
+static int get_mask(int pfd, uint64_t k0, int *wrong)
+{
+	int mask = 0;
+
+	memset(bufs, 0, sizeof(bufs));
+	if (batch(pfd, KVTIER_IOC_GET, k0, 1))
+		return -1;
+	for (int i = 0; i < NB; i++) {
+		char want[BS];
+
+		fill(want, k0, i);
+		if (!blk[i].status && !memcmp(bufs[i], want, BS))
+			mask |= 1 << i;
+		else if (blk[i].status != -ENOENT)
+			*wrong = 1;
+	}
+	return mask;
+}
+
+/* The call's result as entry statuses: -ENOMEM for all when it failed. */
+static void statuses(int ret, int st[NB])
+{
+	for (int i = 0; i < NB; i++)
+		st[i] = ret ? ret : blk[i].status;
+}
+
+static int walk_open(void)
+{
+	int n, ret, left;
+	struct kvtier_pool_open o;
+
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		memset(&o, 0, sizeof(o));
+		snprintf((char *)o.name, sizeof(o.name), "failnth-p");
+		arm(n);
+		ret = ioctl(ctl, KVTIER_IOC_POOL_OPEN, &o) ? -errno : 0;
+		left = disarm();
+		if (!clean(ret))
+			fail("N=%d: POOL_OPEN returned %s", n, strerror(-ret));
+		else if (!ret)
+			close(o.fd);
+		else if (pool_open("failnth-p"))
+			fail("N=%d: POOL_OPEN after a failed one fails", n);
+		if (left) {
+			if (ret)
+				fail("N=%d (no injection): POOL_OPEN %s", n, strerror(-ret));
+			return n - 1;
+		}
+	}
+	return n - 1;
+}
+
+static int walk_destroy(void)
+{
+	int n, ret, left, fd;
+
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		if (pool_create("failnth-d", &fd)) {
+			fail("N=%d: setup: create", n);
+			break;
+		}
+		close(fd);
+		arm(n);
+		ret = pool_destroy("failnth-d");
+		left = disarm();
+		if (!clean(ret))
+			fail("N=%d: POOL_DESTROY returned %s", n, strerror(-ret));
+		else if (!ret && pool_open("failnth-d") != -ENOENT)
+			fail("N=%d: destroyed, but the pool still opens", n);
+		else if (ret && pool_open("failnth-d"))
+			fail("N=%d: a failed destroy took the pool away", n);
+		pool_destroy("failnth-d");
+		if (left) {
+			if (ret)
+				fail("N=%d (no injection): POOL_DESTROY %s", n, strerror(-ret));
+			return n - 1;
+		}
+	}
+	return n - 1;
+}
+
+/* LOOKUP of 4 stored blocks: entries 0 say DRAM; all intact after. */
+static int walk_lookup(int pfd)
+{
+	const uint64_t k0 = 0x4c4f4f4b00000000ULL;
+	int n, ret, left, st[NB], wrong = 0;
+
+	if (put_all(pfd, k0)) {
+		fail("setup: PUT of the blocks to LOOKUP failed");
+		return 0;
+	}
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		arm(n);
+		ret = batch(pfd, KVTIER_IOC_LOOKUP, k0, 0);
+		left = disarm();
+		statuses(ret, st);
+		for (int i = 0; i < NB; i++) {
+			if (!clean(st[i]))
+				fail("N=%d: LOOKUP entry %d status %d", n, i, st[i]);
+			else if (!st[i] && blk[i].tier != KVTIER_TIER_DRAM)
+				fail("N=%d: LOOKUP entry %d tier %u", n, i, blk[i].tier);
+			else if (left && st[i])
+				fail("N=%d (no injection): LOOKUP entry %d %d", n, i, st[i]);
+		}
+		if (get_mask(pfd, k0, &wrong) != (1 << NB) - 1 || wrong)
+			fail("N=%d: the blocks are not all intact after LOOKUP", n);
+		if (left)
+			return n - 1;
+	}
+	return n - 1;
+}
+
+/* DROP of 4 blocks: gone exactly when the entry said 0. */
+static int walk_drop(int pfd)
+{
+	int n, ret, left, st[NB], mask, wrong = 0;
+
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		uint64_t k0 = 0x44524f5000000000ULL + n;
+
+		if (put_all(pfd, k0)) {
+			fail("N=%d: setup: PUT", n);
+			break;
+		}
+		arm(n);
+		ret = batch(pfd, KVTIER_IOC_DROP, k0, 0);
+		left = disarm();
+		statuses(ret, st);
+		mask = get_mask(pfd, k0, &wrong);
+		for (int i = 0; i < NB; i++) {
+			if (!clean(st[i]))
+				fail("N=%d: DROP entry %d status %d", n, i, st[i]);
+			else if (!st[i] && mask >= 0 && (mask & (1 << i)))
+				fail("N=%d: DROP entry %d said 0, the block is there", n, i);
+			else if (st[i] && mask >= 0 && !(mask & (1 << i)))
+				fail("N=%d: DROP entry %d failed, the block is gone", n, i);
+		}
+		if (mask < 0 || wrong)
+			fail("N=%d: GET after DROP: %s", n, mask < 0 ? "failed" : "wrong bytes");
+		batch(pfd, KVTIER_IOC_DROP, k0, 0);
+		if (left)
+			return n - 1;
+	}
+	return n - 1;
+}
+
+/*
+ * PIN (unpin 0) or UNPIN (unpin 1) of 4 blocks; a pinned block cannot be
+ * dropped (-EBUSY), so a DROP after the call tells each block's state.
+ */
+static int walk_pin(int pfd, int unpin)
+{
+	unsigned long cmd = unpin ? KVTIER_IOC_UNPIN : KVTIER_IOC_PIN;
+	struct kvtier_pool_stat st0, st1;
+	int n, ret, left, st[NB];
+
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		uint64_t k0 = (unpin ? 0x554e50494e000000ULL :
+				       0x50494e0000000000ULL) + n;
+
+		if (put_all(pfd, k0) ||
+		    (unpin && (batch(pfd, KVTIER_IOC_PIN, k0, 0) ||
+			       blk[0].status || blk[3].status))) {
+			fail("N=%d: setup", n);
+			break;
+		}
+		if (stat_of(pfd, &st0)) {
+			fail("N=%d: STAT", n);
+			break;
+		}
+		arm(n);
+		ret = batch(pfd, cmd, k0, 0);
+		left = disarm();
+		statuses(ret, st);
+		if (stat_of(pfd, &st1))
+			fail("N=%d: STAT after", n);
+		else {
+			long long moved = 0;
+
+			for (int i = 0; i < NB; i++)
+				moved += !st[i];
+			if ((long long)st1.pinned - (long long)st0.pinned !=
+			    (unpin ? -moved : moved))
+				fail("N=%d: %d entries said 0, pinned went %llu -> %llu",
+				     n, (int)moved, (unsigned long long)st0.pinned,
+				     (unsigned long long)st1.pinned);
+		}
+		/* Pinned now: those PIN said 0 to, or UNPIN did not. */
+		ret = batch(pfd, KVTIER_IOC_DROP, k0, 0);
+		for (int i = 0; i < NB && !ret; i++) {
+			int pinned = unpin ? st[i] != 0 : st[i] == 0;
+			int want = pinned ? -EBUSY : 0;
+
+			if (!clean(st[i]))
+				fail("N=%d: %s entry %d status %d", n,
+				     unpin ? "UNPIN" : "PIN", i, st[i]);
+			else if (blk[i].status != want)
+				fail("N=%d: %s entry %d said %d, DROP gives %d not %d",
+				     n, unpin ? "UNPIN" : "PIN", i, st[i],
+				     blk[i].status, want);
+		}
+		if (ret)
+			fail("N=%d: DROP after: %s", n, strerror(-ret));
+		/* Unpin what is left, drop it. */
+		for (int i = 0; i < 4; i++)
+			batch(pfd, KVTIER_IOC_UNPIN, k0, 0);
+		batch(pfd, KVTIER_IOC_DROP, k0, 0);
+		if (left)
+			return n - 1;
+	}
+	return n - 1;
+}
+
+static int walk_stat(int pfd)
+{
+	struct kvtier_pool_stat st;
+	int n, ret, left;
+
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		arm(n);
+		ret = stat_of(pfd, &st);
+		left = disarm();
+		if (!clean(ret))
+			fail("N=%d: STAT returned %s", n, strerror(-ret));
+		else if (!ret && (st.capacity != 64 || st.block_size != BS))
+			fail("N=%d: STAT says capacity %u block size %llu", n,
+			     st.capacity, (unsigned long long)st.block_size);
+		if (left)
+			return n - 1;
+	}
+	return n - 1;
+}
+
+/* PREFETCH of 4 resident blocks: a group that ends 0, or no group. */
+static int walk_prefetch(int pfd)
+{
+	const uint64_t k0 = 0x5046000000000000ULL;
+	struct kvtier_hint h[NB];
+	struct kvtier_prefetch pf;
+	struct kvtier_completion c;
+	struct pollfd pfds;
+	int n, ret, left, r;
+
+	if (put_all(pfd, k0)) {
+		fail("setup: PUT of the blocks to prefetch failed");
+		return 0;
+	}
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		memset(h, 0, sizeof(h));
+		for (int i = 0; i < NB; i++) {
+			h[i].key[0] = k0;
+			h[i].key[1] = i;
+		}
+		memset(&pf, 0, sizeof(pf));
+		pf.hints = (uintptr_t)h;
+		pf.count = NB;
+		pf.group = n;
+		pf.cookie = 0xc0c0 + n;
+		pf.tier = KVTIER_TIER_DRAM;
+		arm(n);
+		ret = ioctl(pfd, KVTIER_IOC_PREFETCH, &pf) ? -errno : 0;
+		left = disarm();
+		pfds.fd = pfd;
+		pfds.events = POLLIN;
+		r = poll(&pfds, 1, ret ? 100 : 10000);
+		if (!clean(ret)) {
+			fail("N=%d: PREFETCH returned %s", n, strerror(-ret));
+		} else if (ret && r) {
+			fail("N=%d: a failed PREFETCH left a completion", n);
+		} else if (!ret && r != 1) {
+			fail("N=%d: no completion within 10 s", n);
+		} else if (!ret) {
+			memset(&c, 0, sizeof(c));
+			if (read(pfd, &c, sizeof(c)) != sizeof(c))
+				fail("N=%d: read of the completion: %s", n, strerror(errno));
+			else if (c.group != (uint64_t)n || c.cookie != pf.cookie ||
+				 c.status || c.ready != NB)
+				fail("N=%d: completion group %llu status %d ready %u",
+				     n, (unsigned long long)c.group, c.status, c.ready);
+		}
+		if (left)
+			return n - 1;
+	}
+	return n - 1;
+}
+
+static const char *nvme_dev(void)
+{
+	return getenv("FAIL_NTH_DEV") ?: "/dev/nvme0n1";
+}
+
+static int nvme_attach(uint32_t flags)
+{
+	struct kvtier_nvme_attach a;
+
+	memset(&a, 0, sizeof(a));
+	a.path = (uintptr_t)nvme_dev();
+	a.flags = flags;
+	return ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a) ? -errno : 0;
+}
+
+static int nvme_detach(void)
+{
+	struct kvtier_nvme_detach d;
+
+	memset(&d, 0, sizeof(d));
+	return ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d) ? -errno : 0;
+}
+
+/* NVME_ATTACH (formatting): attached, or not and attachable after. */
+static int walk_attach(void)
+{
+	int n, ret, left;
+
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		arm(n);
+		ret = nvme_attach(KVTIER_NVME_FORMAT);
+		left = disarm();
+		if (!clean(ret))
+			fail("N=%d: NVME_ATTACH returned %s", n, strerror(-ret));
+		else if (!ret && nvme_detach())
+			fail("N=%d: NVME_ATTACH said 0, detach fails", n);
+		else if (ret && nvme_attach(KVTIER_NVME_FORMAT))
+			fail("N=%d: attach after a failed one fails", n);
+		else if (ret)
+			nvme_detach();
+		if (left) {
+			if (ret)
+				fail("N=%d (no injection): NVME_ATTACH %s", n, strerror(-ret));
+			return n - 1;
+		}
+	}
+	return n - 1;
+}
+
+/* SYNC of 4 dirty blocks: nothing dirty after a second SYNC, all exact. */
+static int walk_sync(int pfd)
+{
+	struct kvtier_pool_stat st;
+	struct kvtier_sync sy;
+	int n, ret, left, wrong = 0;
+
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		uint64_t k0 = 0x53594e4300000000ULL + n;
+
+		if (put_all(pfd, k0)) {
+			fail("N=%d: setup: PUT", n);
+			break;
+		}
+		memset(&sy, 0, sizeof(sy));
+		arm(n);
+		ret = ioctl(pfd, KVTIER_IOC_SYNC, &sy) ? -errno : 0;
+		left = disarm();
+		if (!clean(ret))
+			fail("N=%d: SYNC returned %s", n, strerror(-ret));
+		memset(&sy, 0, sizeof(sy));
+		if (ioctl(pfd, KVTIER_IOC_SYNC, &sy))
+			fail("N=%d: the SYNC after: %s", n, strerror(errno));
+		else if (stat_of(pfd, &st) || st.dirty)
+			fail("N=%d: %llu dirty after two SYNCs", n,
+			     (unsigned long long)st.dirty);
+		if (get_mask(pfd, k0, &wrong) != (1 << NB) - 1 || wrong)
+			fail("N=%d: the blocks are not all intact after SYNC", n);
+		batch(pfd, KVTIER_IOC_DROP, k0, 0);
+		if (left) {
+			if (ret)
+				fail("N=%d (no injection): SYNC %s", n, strerror(-ret));
+			return n - 1;
+		}
+	}
+	return n - 1;
+}
+
 int main(void)
 {
 	struct kvtier_api a;
-	int pfd, points, failed;
+	int pfd, points, failed, ntests = 3;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
@@ -333,7 +749,39 @@ int main(void)
 	report("GET", points);
 	failed |= !!bad;
 
+#define WALK(name, call)			\
+	do {					\
+		bad = 0;			\
+		points = (call);		\
+		report(name, points);		\
+		failed |= !!bad;		\
+		ntests++;			\
+	} while (0)
+
+	WALK("POOL_OPEN", walk_open());
+	WALK("POOL_DESTROY", walk_destroy());
+	WALK("LOOKUP", walk_lookup(pfd));
+	WALK("DROP", walk_drop(pfd));
+	WALK("PIN", walk_pin(pfd, 0));
+	WALK("UNPIN", walk_pin(pfd, 1));
+	WALK("STAT", walk_stat(pfd));
+	WALK("PREFETCH", walk_prefetch(pfd));
 	close(pfd);
 	pool_destroy("failnth-p");
+
+	/* The NVMe tier: attach, then SYNC on a pool over it. */
+	nvme_detach();
+	WALK("NVME_ATTACH", walk_attach());
+	if (nvme_attach(KVTIER_NVME_FORMAT) || pool_create("failnth-s", &pfd)) {
+		printf("not ok - fail-nth SYNC: no NVMe tier or pool for it\n");
+		failed = 1;
+		ntests++;
+	} else {
+		WALK("SYNC", walk_sync(pfd));
+		close(pfd);
+		pool_destroy("failnth-s");
+	}
+	nvme_detach();
+	printf("1..%d\n", ntests);
 	return failed;
 }
