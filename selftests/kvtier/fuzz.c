@@ -305,6 +305,18 @@ static bool errno_ok(enum fz_fdkind kind, unsigned long cmd, int err)
 	case 0x17:
 		return err == ENODEV || err == EBADF || err == EIO ||
 		       err == EFBIG || err == EINTR || err == ENOSPC;
+	case 0x18:	/* PREFETCH */
+		return err == EOPNOTSUPP || err == ETIME || err == ENOMEM ||
+		       err == EAGAIN || err == EEXIST;
+	case 0x19:	/* CANCEL */
+		return err == ENOENT;
+	case 0x1a:	/* EVENTFD */
+		return err == EBADF;
+	case 0x1b:	/* HBM_ATTACH */
+		return err == EBADF || err == EBUSY || err == ENOSPC ||
+		       err == ENOMEM || err == EMFILE || err == ENFILE;
+	case 0x1d:	/* ADOPT */
+		return err == EBADF || err == ENOMEM;
 	}
 	return false;
 }
