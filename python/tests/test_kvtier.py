@@ -536,8 +536,14 @@ class TestPrefetchNvme(unittest.TestCase):
 
     def test_cancel_late_expires(self):
         self.param("prefetch_qd", 1)
-        self.pool.prefetch(self.keys[:96], group=51, cancel_late=True,
-                           deadline_ns=kvtier.now_ns() + 2000000)
+        try:
+            self.pool.prefetch(self.keys[:96], group=51, cancel_late=True,
+                               deadline_ns=kvtier.now_ns() + 2000000)
+        except kvtier.Error as e:
+            # The 2 ms passed before the call reached the kernel (the
+            # debug kernel under load): refused with ETIME, as documented.
+            self.assertEqual(e.errno, errno.ETIME)
+            return
         c = self.pool.wait_group(51, 10 * SEC_MS)
         self.assertEqual(c.status, -errno.ETIME)
         self.assertLess(c.ready, 96)
