@@ -95,17 +95,5 @@ brc=$?
 exec {rfd}<&- {wfd}>&-
 echo 0 >"$mif"
 echo 0 >"$fmr/probability"
-grep -qE '^1\.\.[0-9]+$' "$log" ||
-	say "not ok - fail-io: $bin ran to its end (no TAP plan, exit $brc)"
-if err=$(rmmod kvtier 2>&1); then
-	say "ok - fail-io: rmmod kvtier after the faults"
-else
-	say "not ok - fail-io: rmmod kvtier after the faults: $err"
-fi
-if dmesg | sed -n "/$mark/,\$p" | grep -qE "$bad_re"; then
-	say "not ok - fail-io: dmesg clean during the faults"
-	dmesg | sed -n "/$mark/,\$p" | grep -E -m1 -A30 "$bad_re"
-else
-	say "ok - fail-io: dmesg clean during the faults"
-fi
+fault_script_end fail-io faults "$log" "$bin" "$brc" "$mark" "$bad_re"
 ! grep -q '^not ok ' "$tap"

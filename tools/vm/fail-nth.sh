@@ -56,17 +56,5 @@ brc=$?
 cat "$log"
 grep -E '^(not )?ok ' "$log" >>"$tap"
 nfail=$(grep -c '^not ok ' "$tap")
-grep -qE '^1\.\.[0-9]+$' "$log" ||
-	say "not ok - fail-nth: $bin ran to its end (no TAP plan, exit $brc)"
-if err=$(rmmod kvtier 2>&1); then
-	say "ok - fail-nth: rmmod kvtier after the walk"
-else
-	say "not ok - fail-nth: rmmod kvtier after the walk: $err"
-fi
-if dmesg | sed -n "/$mark/,\$p" | grep -qE "$bad_re"; then
-	say "not ok - fail-nth: dmesg clean during the walk"
-	dmesg | sed -n "/$mark/,\$p" | grep -E -m1 -A30 "$bad_re"
-else
-	say "ok - fail-nth: dmesg clean during the walk"
-fi
+fault_script_end fail-nth walk "$log" "$bin" "$brc" "$mark" "$bad_re"
 ((nfail == 0))

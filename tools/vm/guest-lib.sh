@@ -14,3 +14,25 @@ kvtier_deps() {
 kvtier_load() {
 	kvtier_deps "$1" && insmod "$@"
 }
+
+# fault_script_end NAME WHAT LOG BIN STATUS MARK RE: the end both fault
+# scripts (fail-nth.sh, fail-io.sh) share: BIN's TAP plan in LOG, rmmod
+# kvtier, and dmesg since the line MARK free of RE. Reports through the
+# caller's say().
+fault_script_end() {
+	local name=$1 what=$2 log=$3 bin=$4 brc=$5 mark=$6 re=$7 err
+
+	grep -qE '^1\.\.[0-9]+$' "$log" ||
+		say "not ok - $name: $bin ran to its end (no TAP plan, exit $brc)"
+	if err=$(rmmod kvtier 2>&1); then
+		say "ok - $name: rmmod kvtier after the $what"
+	else
+		say "not ok - $name: rmmod kvtier after the $what: $err"
+	fi
+	if dmesg | sed -n "/$mark/,\$p" | grep -qE "$re"; then
+		say "not ok - $name: dmesg clean during the $what"
+		dmesg | sed -n "/$mark/,\$p" | grep -E -m1 -A30 "$re"
+	else
+		say "ok - $name: dmesg clean during the $what"
+	fi
+}
