@@ -595,14 +595,21 @@ void kvt_nvme_write_work(struct work_struct *work)
 		}
 		kvt_io_init(&wbr->io, nvme, kvt_wbr_done);
 
+		/*
+		 * Counted before blocks leave the queue: detach waits for an
+		 * empty queue and nothing in flight, and must not see both
+		 * while this segment is between the two.
+		 */
+		atomic_inc(&nvme->inflight);
 		ret = kvt_segment_next(nvme, wbr);
 		if (ret <= 0) {
 			kvfree(wbr->summary);
 			kvfree(wbr);
+			if (atomic_dec_and_test(&nvme->inflight))
+				wake_up_all(&nvme->idle);
 			return;
 		}
 		atomic_inc(&nvme->writes);
-		atomic_inc(&nvme->inflight);
 		kvt_wbr_submit(wbr);
 	}
 }
