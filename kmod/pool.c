@@ -98,15 +98,37 @@ u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity)
 	return (u64)dram_blocks * block_size + kvt_block_index_bytes(capacity);
 }
 
-/* Early check, before the index is allocated; decided under the lock. */
-static int kvt_pool_budget_check(const struct kvtier_pool_create *pc)
+/*
+ * Take a new pool's share of the dram_mb budget before its index is
+ * allocated: creates running at once must not allocate more than the
+ * budget between them, even for a moment. kvt_pool_unreserve() gives it
+ * back; so does kvt_pool_free() for a pool that was named.
+ */
+static int kvt_pool_reserve(u64 dram)
 {
-	u32 dram_blocks = pc->dram_blocks ?: pc->capacity;
+	int ret = 0;
 
-	if (kvt_pool_dram_bytes(dram_blocks, pc->block_size, pc->capacity) >
-	    kvt_dram_budget - READ_ONCE(kvt_dram_reserved))
-		return -ENOSPC;
-	return 0;
+	mutex_lock(&kvt_pools_lock);
+	if (dram > kvt_dram_budget - kvt_dram_reserved)
+		ret = -ENOSPC;
+	else
+		kvt_dram_reserved += dram;
+	mutex_unlock(&kvt_pools_lock);
+	return ret;
+}
+
+static void kvt_pool_unreserve(u64 dram)
+{
+	mutex_lock(&kvt_pools_lock);
+	kvt_dram_reserved -= dram;
+	mutex_unlock(&kvt_pools_lock);
+}
+
+/* What a pool asked for will reserve: its DRAM share and its index. */
+static u64 kvt_pool_create_bytes(const struct kvtier_pool_create *pc)
+{
+	return kvt_pool_dram_bytes(pc->dram_blocks ?: pc->capacity,
+				   pc->block_size, pc->capacity);
 }
 
 static void kvt_pool_free(struct kref *ref)
@@ -302,35 +324,73 @@ out_free:
 	return ERR_PTR(ret);
 }
 
-/* Free a pool that never entered the registry. */
+/* Free a pool that never entered the registry, and its reservation. */
 static void kvt_pool_discard(struct kvt_pool *pool)
 {
+	kvt_pool_unreserve(kvt_pool_dram_bytes(pool->dram_blocks,
+					       pool->block_size,
+					       pool->capacity));
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);
 	kmem_cache_free(kvt_pool_cache, pool);
 }
 
-/* Whether one more pool of @dram reserved bytes may exist; lock held. */
-static int kvt_pool_admit(u64 dram)
+/* Whether one more pool may exist (its bytes are reserved); lock held. */
+static int kvt_pool_admit(void)
 {
 	lockdep_assert_held(&kvt_pools_lock);
 	if (kvt_nr_pools >= kvt_max_pools)
 		return -EMFILE;
-	if (dram > kvt_dram_budget - kvt_dram_reserved)
-		return -ENOSPC;
 	return 0;
 }
 
 /* Give an admitted pool its name; the registry holds its initial ref. */
-static void kvt_pool_name(struct kvt_pool *pool, u64 dram)
+static void kvt_pool_name(struct kvt_pool *pool)
 {
 	lockdep_assert_held(&kvt_pools_lock);
 	kvt_nr_pools++;
-	kvt_dram_reserved += dram;
 	pool->named = true;
 	list_add_tail(&pool->node, &kvt_pools);
 	kvt_sysfs_pool_add(pool);
+}
+
+/* Check access to a registered pool and take a reference; lock held. */
+static int kvt_pool_get_access(struct kvt_pool *pool, bool rdonly)
+{
+	int ret;
+
+	lockdep_assert_held(&kvt_pools_lock);
+	ret = kvt_pool_permission(pool, rdonly ? MAY_READ :
+				  MAY_READ | MAY_WRITE);
+	if (!ret)
+		kref_get(&pool->ref);
+	return ret;
+}
+
+/* A new file of a pool held by kvt_pool_get_access(), which lets it go. */
+static struct file *kvt_pool_file_put(struct kvt_pool *pool, bool rdonly)
+{
+	struct file *file = kvt_pool_new_file(pool, rdonly);
+
+	kvt_pool_put(pool);
+	return file;
+}
+
+/* A new file of the pool named @name: -ENOENT, -EACCES, -ENOMEM. */
+static struct file *kvt_pool_open_named(const char *name, bool rdonly)
+{
+	struct kvt_pool *pool;
+	int ret = -ENOENT;
+
+	mutex_lock(&kvt_pools_lock);
+	pool = kvt_pool_lookup(name);
+	if (pool)
+		ret = kvt_pool_get_access(pool, rdonly);
+	mutex_unlock(&kvt_pools_lock);
+	if (ret)
+		return ERR_PTR(ret);
+	return kvt_pool_file_put(pool, rdonly);
 }
 
 /**
@@ -351,39 +411,40 @@ struct file *kvt_pool_create(struct kvtier_pool_create *pc)
 	ret = kvt_pool_create_check(pc);
 	if (ret)
 		return ERR_PTR(ret);
-	if (!(pc->flags & KVTIER_POOL_OPEN_EXISTING)) {
-		ret = kvt_pool_budget_check(pc);
-		if (ret)
-			return ERR_PTR(ret);
+	/* An existing pool is opened without allocating a new one first. */
+	if (pc->flags & KVTIER_POOL_OPEN_EXISTING) {
+		file = kvt_pool_open_named(pc->name, rdonly);
+		if (file != ERR_PTR(-ENOENT))
+			return file;
 	}
 
+	dram = kvt_pool_create_bytes(pc);
+	ret = kvt_pool_reserve(dram);
+	if (ret)
+		return ERR_PTR(ret);
 	pool = kvt_pool_alloc(pc);
-	if (IS_ERR(pool))
+	if (IS_ERR(pool)) {
+		kvt_pool_unreserve(dram);
 		return ERR_CAST(pool);
-	dram = kvt_pool_dram_bytes(pool->dram_blocks, pool->block_size,
-				   pool->capacity);
+	}
 
 	kvt_nvme_lock_table();
 	mutex_lock(&kvt_pools_lock);
 	old = kvt_pool_lookup(pool->name);
 	if (old) {
+		/* Created by another caller meanwhile. */
 		ret = -EEXIST;
 		if (!(pc->flags & KVTIER_POOL_OPEN_EXISTING))
 			goto out_unlock;
-		ret = kvt_pool_permission(old, rdonly ? MAY_READ :
-					  MAY_READ | MAY_WRITE);
-		if (!ret)
-			kref_get(&old->ref);
+		ret = kvt_pool_get_access(old, rdonly);
 		mutex_unlock(&kvt_pools_lock);
 		kvt_nvme_unlock_table();
 		kvt_pool_discard(pool);
 		if (ret)
 			return ERR_PTR(ret);
-		file = kvt_pool_new_file(old, rdonly);
-		kvt_pool_put(old);
-		return file;
+		return kvt_pool_file_put(old, rdonly);
 	}
-	ret = kvt_pool_admit(dram);
+	ret = kvt_pool_admit();
 	if (ret)
 		goto out_unlock;
 	/* With an NVMe tier, the pool is recorded there and persists. */
@@ -391,7 +452,7 @@ struct file *kvt_pool_create(struct kvtier_pool_create *pc)
 	if (ret)
 		goto out_unlock;
 
-	kvt_pool_name(pool, dram);
+	kvt_pool_name(pool);
 	/*
 	 * The registry keeps the initial reference; take ours before the
 	 * name is visible to a concurrent destroy.
@@ -423,8 +484,6 @@ out_unlock:
 struct file *kvt_pool_open(struct kvtier_pool_open *po)
 {
 	bool rdonly = po->flags & KVTIER_POOL_RDONLY;
-	struct kvt_pool *pool;
-	struct file *file;
 	int ret;
 
 	ret = kvt_name_check(po->name);
@@ -434,23 +493,7 @@ struct file *kvt_pool_open(struct kvtier_pool_open *po)
 	    memchr_inv(po->reserved, 0, sizeof(po->reserved)))
 		return ERR_PTR(-EINVAL);
 
-	mutex_lock(&kvt_pools_lock);
-	pool = kvt_pool_lookup(po->name);
-	if (!pool) {
-		mutex_unlock(&kvt_pools_lock);
-		return ERR_PTR(-ENOENT);
-	}
-	ret = kvt_pool_permission(pool, rdonly ? MAY_READ :
-				  MAY_READ | MAY_WRITE);
-	if (!ret)
-		kref_get(&pool->ref);
-	mutex_unlock(&kvt_pools_lock);
-	if (ret)
-		return ERR_PTR(ret);
-
-	file = kvt_pool_new_file(pool, rdonly);
-	kvt_pool_put(pool);
-	return file;
+	return kvt_pool_open_named(po->name, rdonly);
 }
 
 static void kvt_pool_unname(struct kvt_pool *pool)
@@ -579,29 +622,31 @@ struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 
 	strscpy(pc.name, name, sizeof(pc.name));
 	ret = kvt_pool_create_check(&pc);
-	if (!ret)
-		ret = kvt_pool_budget_check(&pc);
+	if (ret)
+		return ERR_PTR(ret);
+	dram = kvt_pool_create_bytes(&pc);
+	ret = kvt_pool_reserve(dram);
 	if (ret)
 		return ERR_PTR(ret);
 	pool = kvt_pool_alloc(&pc);
-	if (IS_ERR(pool))
+	if (IS_ERR(pool)) {
+		kvt_pool_unreserve(dram);
 		return pool;
+	}
 	pool->id = id;
 	pool->uid = uid;
 	pool->gid = gid;
 	pool->table_slot[dev] = slot;
 	pool->persistent = true;
-	dram = kvt_pool_dram_bytes(pool->dram_blocks, pool->block_size,
-				   pool->capacity);
 
 	mutex_lock(&kvt_pools_lock);
 	ret = -EEXIST;
 	if (kvt_pool_lookup(pool->name))
 		goto out_unlock;
-	ret = kvt_pool_admit(dram);
+	ret = kvt_pool_admit();
 	if (ret)
 		goto out_unlock;
-	kvt_pool_name(pool, dram);
+	kvt_pool_name(pool);
 	mutex_unlock(&kvt_pools_lock);
 	return pool;
 

@@ -5,8 +5,9 @@
  * (no pin, no live prefetch group, the pool destroyable); the module
  * refuses to unload while a pool fd or a mapping is open; a tenant at its
  * memory cgroup limit gets -ENOMEM from PUT while another pool keeps
- * working. Load/unload cycles are run by tools/vm/run-selftests.sh, which
- * owns the module's parameters.
+ * working; creating pools never allocates more than the dram_mb budget,
+ * even for a moment (memory.peak of a cgroup). Load/unload cycles are run
+ * by tools/vm/run-selftests.sh, which owns the module's parameters.
  */
 #include <liburing.h>
 #include <sys/syscall.h>
@@ -375,8 +376,8 @@ static int write_str(const char *path, const char *s)
 	return n == (ssize_t)strlen(s) ? 0 : -errno;
 }
 
-/* A child cgroup with the memory controller, or -errno. */
-static int cg_setup(char *dir, size_t len)
+/* A child cgroup @tag with the memory controller and @max, or -errno. */
+static int cg_make(char *dir, size_t len, const char *tag, const char *max)
 {
 	char buf[512];
 
@@ -387,15 +388,51 @@ static int cg_setup(char *dir, size_t len)
 	    !strstr(buf, "memory"))
 		return -ENODEV;
 	write_str(CG_ROOT "/cgroup.subtree_control", "+memory");
-	snprintf(dir, len, CG_ROOT "/kvt-life-%d", getpid());
+	snprintf(dir, len, CG_ROOT "/kvt-%s-%d", tag, getpid());
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return -errno;
 	snprintf(buf, sizeof(buf), "%s/memory.max", dir);
-	if (write_str(buf, "16M"))
+	if (write_str(buf, max))
 		return -ENODEV;
 	snprintf(buf, sizeof(buf), "%s/memory.swap.max", dir);
 	write_str(buf, "0");
 	return 0;
+}
+
+static int cg_setup(char *dir, size_t len)
+{
+	return cg_make(dir, len, "life", "16M");
+}
+
+/* Move the calling process into cgroup @dir; 0 or -errno. */
+static int cg_enter(const char *dir)
+{
+	char procs[300], pidstr[32];
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	snprintf(pidstr, sizeof(pidstr), "%d", getpid());
+	return write_str(procs, pidstr);
+}
+
+/* The most memory cgroup @dir was ever charged, in bytes, or -errno. */
+static long long cg_peak(const char *dir)
+{
+	char path[300], buf[64];
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/memory.peak", dir);
+	ret = kvt_read_file(path, buf, sizeof(buf));
+	return ret < 0 ? ret : strtoll(buf, NULL, 10);
+}
+
+/* What kvt_block_index_bytes() charges for @capacity blocks. */
+static long long index_bytes(__u32 capacity)
+{
+	unsigned int bits = 4;
+
+	while ((1ULL << bits) < capacity)
+		bits++;
+	return (long long)capacity * 56 + (4LL << bits);
 }
 
 /*
@@ -462,6 +499,89 @@ TEST_F(life, memcg_limit_enomem)
 	kvt_pool_destroy(self->ctl, cname);
 	rmdir(dir);
 	kvt_free(buf, BS);
+}
+
+/*
+ * A create takes its share of the budget before it allocates the index:
+ * one that would open an existing pool allocates nothing, and creates
+ * running at once never hold more index memory than the budget allows
+ * (they used to allocate first and be refused after, together enough to
+ * OOM the host). The index is charged to the creator's cgroup, so its
+ * memory.peak shows what was allocated, even for a moment.
+ */
+TEST_F(life, create_reserves_before_allocating)
+{
+	char dir[256], cname[KVTIER_NAME_MAX];
+	long long mb, idx, peak;
+	__u32 cap;
+	int i, ret, code;
+	pid_t pid[4];
+
+	ret = cg_make(dir, sizeof(dir), "resv", "max");
+	if (ret || cg_peak(dir) < 0)
+		SKIP(return, "no cgroup2 memory controller with memory.peak (%d)",
+		     ret);
+	ASSERT_EQ(0, kvt_param("dram_mb", &mb));
+
+	/* OPEN_EXISTING of the fixture's pool, asking for the largest index. */
+	pid[0] = kvt_fork();
+	ASSERT_LE(0, pid[0]);
+	if (pid[0] == 0) {
+		struct kvtier_pool_create c;
+		struct kvtier_pool_stat st;
+		int fd;
+
+		if (cg_enter(dir))
+			_exit(10);
+		kvt_create_init(&c, self->name, BS, KVTIER_CAPACITY_MAX, 1);
+		c.flags = KVTIER_POOL_OPEN_EXISTING;
+		fd = kvt_create(self->ctl, &c);
+		if (fd < 0)
+			_exit(11);
+		if (kvt_stat(fd, &st) || st.capacity != CAP)
+			_exit(12);
+		_exit(cg_peak(dir) < (16LL << 20) ? 0 : 13);
+	}
+	code = kvt_wait(pid[0]);
+	EXPECT_EQ(0, code) TH_LOG("peak %lld MiB (an index of %u blocks is %lld MiB)",
+				  cg_peak(dir) >> 20,
+				  (unsigned int)KVTIER_CAPACITY_MAX,
+				  index_bytes(KVTIER_CAPACITY_MAX) >> 20);
+	rmdir(dir);
+
+	/* Four creates at once, each of an index of over half the budget. */
+	ASSERT_EQ(0, cg_make(dir, sizeof(dir), "resv4", "max"));
+	for (cap = 1024; index_bytes(cap + cap / 16) <= mb * 3 / 5 << 20;)
+		cap += cap / 16;
+	idx = index_bytes(cap);
+	for (i = 0; i < 4; i++) {
+		pid[i] = kvt_fork();
+		ASSERT_LE(0, pid[i]);
+		if (pid[i] == 0) {
+			int round, fd;
+
+			if (cg_enter(dir))
+				_exit(10);
+			kvt_name(cname, "resv");
+			for (round = 0; round < 3; round++) {
+				fd = kvt_pool_create(self->ctl, cname, KVT_PAGE,
+						     cap, 1);
+				if (fd < 0 && fd != -ENOSPC)
+					_exit(11);
+				if (fd >= 0) {
+					close(fd);
+					kvt_pool_destroy(self->ctl, cname);
+				}
+			}
+			_exit(0);
+		}
+	}
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(0, kvt_wait(pid[i]));
+	peak = cg_peak(dir);
+	EXPECT_GT(idx + idx / 2, peak) TH_LOG("peak %lld MiB, one index %lld MiB",
+					      peak >> 20, idx >> 20);
+	rmdir(dir);
 }
 
 KVT_MAIN
