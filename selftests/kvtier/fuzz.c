@@ -146,6 +146,12 @@ struct fz_key {
 	int pins;		/* pins thread 0 holds on it */
 	const char *gone;	/* what made it absent, at call gone_call */
 	long gone_call;
+	struct {		/* the last commands on it, for failures */
+		long call, epoch, nvme;
+		char op;
+		int st;
+	} h[8];
+	unsigned int nh;
 };
 
 struct fz_thr {
@@ -991,7 +997,16 @@ static void op_batch(struct fz_thr *t)
 		shared = true;
 		break;
 	case 2:
+		/*
+		 * A count the kernel refuses, unless issue() mutates it into
+		 * one it takes: then more entries than buffers go in, so
+		 * they share buffer 0 and key 7 like the big batches above
+		 * (entry i and i + FZ_NBUF would otherwise share a buffer
+		 * holding only the later one's key: a PUT storing one key's
+		 * bytes under another, blamed on the kernel by later GETs).
+		 */
 		count = rn(t, 2) ? 0 : KVTIER_BATCH_MAX + 1 + rn(t, 4);
+		shared = count > 0;
 		break;
 	default:
 		count = 1 + rn(t, FZ_NBUF);
@@ -1309,6 +1324,39 @@ static bool or_lax(struct fz_thr *t, int k)
 	return atomic_load(&fz->restore_epoch) != t->keys[k].epoch;
 }
 
+/* Note a command's status on oracle key @k, for or_history(). */
+static void or_note(struct fz_thr *t, int k, char op, int st)
+{
+	struct fz_key *m = &t->keys[k];
+	unsigned int i = m->nh++ % ARRAY_SIZE(m->h);
+
+	m->h[i].call = t->call;
+	m->h[i].op = op;
+	m->h[i].st = st;
+	m->h[i].epoch = atomic_load(&fz->restore_epoch);
+	m->h[i].nvme = atomic_load(&fz->attaches) +
+		       atomic_load(&fz->detaches);
+}
+
+/* Print the last commands on oracle key @k (thread 0: never killed). */
+static void or_history(struct fz_thr *t, int k)
+{
+	struct fz_key *m = &t->keys[k];
+	unsigned int i, n = m->nh < ARRAY_SIZE(m->h) ? m->nh :
+			    ARRAY_SIZE(m->h);
+
+	fprintf(stderr, "# oracle key %d, its last commands (call op status restore_epoch nvme_ops):",
+		k);
+	for (i = m->nh - n; i < m->nh; i++) {
+		unsigned int j = i % ARRAY_SIZE(m->h);
+
+		fprintf(stderr, " %ld:%c:%d:%ld:%ld", m->h[j].call,
+			m->h[j].op, m->h[j].st, m->h[j].epoch, m->h[j].nvme);
+	}
+	fprintf(stderr, "; now %ld:%ld\n", atomic_load(&fz->restore_epoch),
+		atomic_load(&fz->attaches) + atomic_load(&fz->detaches));
+}
+
 /* Check what GET, LOOKUP, PIN or a mapping said about key @k. */
 static void or_seen(struct fz_thr *t, int k, const char *what, int st,
 		    const void *buf)
@@ -1316,6 +1364,7 @@ static void or_seen(struct fz_thr *t, int k, const char *what, int st,
 	struct fz_key *m = &t->keys[k];
 	__u64 gen = 0;
 
+	or_note(t, k, what[0], st);
 	if (st == -ENOENT) {
 		if (m->pins)
 			fz_failf(t, "oracle %s key %d: miss while pinned",
@@ -1333,6 +1382,7 @@ static void or_seen(struct fz_thr *t, int k, const char *what, int st,
 	if (!m->present && !or_lax(t, k)) {
 		fz_failf(t, "oracle %s key %d: present, but a %s at call %ld said it was gone",
 			 what, k, m->gone ?: "?", m->gone_call);
+		or_history(t, k);
 		return;
 	}
 	m->present = true;
@@ -1400,6 +1450,7 @@ static void or_put(struct fz_thr *t, const int *keys, int n, long epoch)
 		struct fz_key *m = &t->keys[keys[i]];
 		int st = e[i].status;
 
+		or_note(t, keys[i], flags ? 'R' : 'P', st);
 		if (i == bad && st != -EFAULT && st != -EEXIST &&
 		    st != -EBUSY)
 			fz_failf(t, "oracle PUT key %d from a bad buffer: %d",
@@ -1416,10 +1467,11 @@ static void or_put(struct fz_thr *t, const int *keys, int n, long epoch)
 			if (flags)
 				fz_failf(t, "oracle PUT REPLACE key %d: EEXIST",
 					 keys[i]);
-			else if (!m->present && !or_lax(t, keys[i]))
+			else if (!m->present && !or_lax(t, keys[i])) {
 				fz_failf(t, "oracle PUT key %d: EEXIST, but it was dropped or missed before",
 					 keys[i]);
-			else
+				or_history(t, keys[i]);
+			} else
 				m->present = true;
 		} else if (st == -EBUSY) {
 			if (!flags || !m->pins)
@@ -1513,6 +1565,7 @@ static void op_oracle(struct fz_thr *t)
 			struct fz_key *m = &t->keys[keys[i]];
 			int st = e[i].status;
 
+			or_note(t, keys[i], 'D', st);
 			if (st == -EBUSY && !m->pins)
 				fz_failf(t, "oracle DROP key %d: EBUSY, not pinned",
 					 keys[i]);
