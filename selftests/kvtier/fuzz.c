@@ -77,8 +77,11 @@ struct fz_shared {
 	atomic_long child_calls;
 	atomic_long forks, kills;
 	atomic_long attaches, detaches;
-	/* Bumped before an attach that may bring back blocks of a store. */
-	atomic_long restore_epoch;
+	/*
+	 * Bumped before and after an attach that may bring back blocks of
+	 * a store; restoring counts such attaches under way.
+	 */
+	atomic_long restore_epoch, restoring;
 	atomic_long oracle_ops, oracle_hits;
 	struct fz_fail fail[FZ_FAILS];
 };
@@ -884,15 +887,19 @@ static void op_nvme(struct fz_thr *t)
 		mutate(t, &a.flags, sizeof(a) - offsetof(typeof(a), flags));
 		a.flags |= KVTIER_NVME_FORMAT * rn(t, 2);
 	}
-	if (!(a.flags & KVTIER_NVME_FORMAT))
+	if (!(a.flags & KVTIER_NVME_FORMAT)) {
+		atomic_fetch_add(&fz->restoring, 1);
 		atomic_fetch_add(&fz->restore_epoch, 1);
+	}
 	pthread_mutex_lock(&fz_nvme_lock);
 	ret = fz_ioctl(t, FD_CTL, t->ctl, KVTIER_IOC_NVME_ATTACH, &a);
 	pthread_mutex_unlock(&fz_nvme_lock);
 	if (!ret)
 		atomic_fetch_add(&fz->attaches, 1);
-	if (!(a.flags & KVTIER_NVME_FORMAT))
+	if (!(a.flags & KVTIER_NVME_FORMAT)) {
 		atomic_fetch_add(&fz->restore_epoch, 1);
+		atomic_fetch_sub(&fz->restoring, 1);
+	}
 }
 
 /* Any ioctl number on any fd, with a random argument. */
@@ -1316,12 +1323,15 @@ static void op_fork(struct fz_thr *t)
 
 /*
  * Whether key @k may show an older generation, or come back after it went:
- * an attach without format happened since its last change, and may have
- * replayed its records (DROP and REPLACE are not logged; nvme-format.rst).
+ * an attach without format happened since its last change, or is under
+ * way, and may have replayed its records (DROP and REPLACE are not logged;
+ * nvme-format.rst). A change made while an attach replays does not stop
+ * the replay from bringing the key back after it.
  */
 static bool or_lax(struct fz_thr *t, int k)
 {
-	return atomic_load(&fz->restore_epoch) != t->keys[k].epoch;
+	return atomic_load(&fz->restoring) ||
+	       atomic_load(&fz->restore_epoch) != t->keys[k].epoch;
 }
 
 /* Note a command's status on oracle key @k, for or_history(). */
@@ -1556,8 +1566,19 @@ static void op_oracle(struct fz_thr *t)
 		if (or_batch(t, KVTIER_IOC_LOOKUP, keys, n,
 			     rn(t, 4) & KVT_LOOKUP_FLAGS))
 			return;
+		/*
+		 * Every entry comes from one look at the index; a load
+		 * (KVTIER_LOOKUP_LOAD) that fails after it makes its entry
+		 * a miss, and a later entry of the same key keeps the hit:
+		 * the hits happened first.
+		 */
 		for (i = 0; i < n; i++)
-			or_seen(t, keys[i], "LOOKUP", e[i].status, NULL);
+			if (!e[i].status)
+				or_seen(t, keys[i], "LOOKUP", 0, NULL);
+		for (i = 0; i < n; i++)
+			if (e[i].status)
+				or_seen(t, keys[i], "LOOKUP", e[i].status,
+					NULL);
 	} else if (op < 88) {
 		if (or_batch(t, KVTIER_IOC_DROP, keys, n, 0))
 			return;
