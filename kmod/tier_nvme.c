@@ -34,6 +34,7 @@
 #define KVT_WRITE_QD		4	/* segment writes in flight */
 /* Blocks in use with a copy in the next 1/8 of the log to reclaim: rewritten */
 #define KVT_RESCUE_SHARE	8
+#define KVT_READ_TRIES		3	/* tries of a block read that fails */
 
 /**
  * kvt_rec_seed() - where the crc of a record starts
@@ -781,6 +782,7 @@ struct kvt_rd {
 	u32 nloc;
 	u32 crc;
 	u8 ndev;
+	u8 tries;		/* reads submitted */
 };
 
 /* Read the block's copy into its DRAM pages; kvt_rd_done() runs after. */
@@ -789,6 +791,7 @@ static void kvt_rd_submit(struct kvt_rd *rd)
 	struct kvt_pool *pool = rd->pool;
 	struct bio *bio;
 
+	rd->tries++;
 	bio = kvt_io_bio(&rd->io, REQ_OP_READ,
 			 KVT_SECTORS(kvt_loc_bytes(rd->nloc)));
 	kvt_io_submit(&rd->io, kvt_io_add_block(&rd->io, bio, pool,
@@ -804,6 +807,20 @@ static void kvt_rd_done(struct work_struct *work)
 	bool ok = false;
 	u64 seq = 0;
 	u32 r;
+
+	/*
+	 * An I/O error may be transient (a reset, a path that failed over):
+	 * read again before giving up on an acknowledged block. The block
+	 * is still LOADING with its pages, and the device cannot go away
+	 * while this read counts in nvme->inflight. A copy that reads but
+	 * does not verify is not read again.
+	 */
+	if (rd->io.status && rd->tries < KVT_READ_TRIES) {
+		rd->io.status = 0;
+		atomic_set(&rd->io.pending, 1);
+		kvt_rd_submit(rd);
+		return;
+	}
 
 	/* A location from another device (attached since) is out of range. */
 	if (kvt_loc_bytes(rd->nloc) >= KVT_DATA_OFF) {
