@@ -83,8 +83,10 @@ struct kvt_nvme {
 
 /*
  * The attached devices. Readers in the I/O paths take kvt_nvme_qlock to see
- * them and count themselves in ->inflight before they drop the lock; detach
- * clears a slot under the lock and then waits for ->inflight to drain.
+ * them and count themselves in ->inflight before they drop the lock; the
+ * writer counts a segment in the section that takes its blocks off the
+ * queue. Detach clears a slot under the lock and then waits until the
+ * queue is empty and ->inflight drained, both read under the lock.
  */
 extern struct kvt_nvme *kvt_nvmes[KVTIER_NVME_MAX];
 extern spinlock_t kvt_nvme_qlock;	/* kvt_nvmes[] and their queues */

@@ -824,6 +824,23 @@ static void kvt_nvme_sync_one(struct kvt_pool *pool)
 		pr_warn("pool %s: not every block reached NVMe\n", pool->name);
 }
 
+/*
+ * Nothing queued for @nvme and no I/O of its in flight. Both are read in
+ * one kvt_nvme_qlock section, the one in which the writer takes blocks off
+ * the queue and counts its segment in flight: read apart, the queue could
+ * be seen empty just after a segment left it and the count as it was just
+ * before (a detach then freed the workqueue under that segment's bios).
+ */
+static bool kvt_nvme_idle(struct kvt_nvme *nvme)
+{
+	bool idle;
+
+	spin_lock(&kvt_nvme_qlock);
+	idle = !nvme->qlen && !atomic_read(&nvme->inflight);
+	spin_unlock(&kvt_nvme_qlock);
+	return idle;
+}
+
 /* Detach one device; kvt_nvme_lock held, and released meanwhile. */
 static void kvt_nvme_detach_one(struct kvt_nvme *nvme)
 {
@@ -858,7 +875,7 @@ static void kvt_nvme_detach_one(struct kvt_nvme *nvme)
 	spin_unlock(&kvt_nvme_qlock);
 	/* Queued blocks are still written; wait for every I/O to end. */
 	queue_work(nvme->wq, &nvme->write_work);
-	wait_event(nvme->idle, !atomic_read(&nvme->inflight) && !nvme->qlen);
+	wait_event(nvme->idle, kvt_nvme_idle(nvme));
 	flush_workqueue(nvme->wq);
 	kvt_nvme_forget(nvme);
 	pr_info("detached device %u\n", nvme->index);

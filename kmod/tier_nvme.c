@@ -423,7 +423,8 @@ static int kvt_region_next(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
  * region. Segments of one region are written one at a time, so a segment's
  * summary is never durable before the summaries of those before it.
  *
- * Return: 1 with a segment to submit, 0 with nothing to do now, -ENOSPC.
+ * Return: 1 with a segment to submit, counted in nvme->inflight; 0 with
+ * nothing to do now; -ENOSPC.
  */
 static int kvt_segment_next(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
 {
@@ -480,6 +481,12 @@ static int kvt_segment_next(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
 		ret = -ENOSPC;
 		goto out_unlock;
 	}
+	/*
+	 * Counted in flight in the same kvt_nvme_qlock section that takes
+	 * the blocks off the queue: kvt_nvme_idle() never sees the queue
+	 * empty with this segment not counted yet.
+	 */
+	atomic_inc(&nvme->inflight);
 	rg->used += wbr->pages;
 	rg->state = KVT_REGION_WRITING;
 	wbr->seq = rg->seq;
@@ -596,18 +603,11 @@ void kvt_nvme_write_work(struct work_struct *work)
 		}
 		kvt_io_init(&wbr->io, nvme, kvt_wbr_done);
 
-		/*
-		 * Counted before blocks leave the queue: detach waits for an
-		 * empty queue and nothing in flight, and must not see both
-		 * while this segment is between the two.
-		 */
-		atomic_inc(&nvme->inflight);
+		/* A segment it returns is counted in nvme->inflight. */
 		ret = kvt_segment_next(nvme, wbr);
 		if (ret <= 0) {
 			kvfree(wbr->summary);
 			kvfree(wbr);
-			if (atomic_dec_and_test(&nvme->inflight))
-				wake_up_all(&nvme->idle);
 			return;
 		}
 		atomic_inc(&nvme->writes);
