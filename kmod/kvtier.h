@@ -323,6 +323,26 @@ void kvt_pool_zap(struct kvt_pool *pool, u32 addr);
 /* shrinker.c */
 int kvt_shrinker_init(void);
 void kvt_shrinker_exit(void);
+
+/* fault.c */
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+bool kvt_should_fail_writer(size_t size);
+void kvt_fault_init(void);
+void kvt_fault_exit(void);
+#else
+static inline bool kvt_should_fail_writer(size_t size)
+{
+	return false;
+}
+
+static inline void kvt_fault_init(void)
+{
+}
+
+static inline void kvt_fault_exit(void)
+{
+}
+#endif
 ssize_t kvt_shrinker_show(char *buf);
 
 /* sysfs.c */

@@ -387,15 +387,17 @@ static int __init kvt_init(void)
 	if (ret)
 		goto out_nvme_detach;
 
+	kvt_fault_init();
 	ret = misc_register(&kvt_misc);
 	if (ret)
-		goto out_shrinker_exit;
+		goto out_fault_exit;
 
 	pr_info("api %u, dram_mb=%u numa_node=%d max_pools=%u\n",
 		KVTIER_API_VERSION, dram_mb, kvt_numa_node, kvt_max_pools);
 	return 0;
 
-out_shrinker_exit:
+out_fault_exit:
+	kvt_fault_exit();
 	kvt_shrinker_exit();
 out_nvme_detach:
 	kvt_nvme_detach(NULL);
@@ -409,6 +411,7 @@ out_fs_exit:
 static void __exit kvt_exit(void)
 {
 	misc_deregister(&kvt_misc);
+	kvt_fault_exit();
 	kvt_shrinker_exit();
 	/* Persistent pools are written back, to come back at the next load. */
 	kvt_nvme_detach(NULL);

@@ -8,6 +8,7 @@
 #define _KVTIER_NVME_H
 
 #include <linux/blkdev.h>
+#include <linux/mempool.h>
 #include <linux/workqueue.h>
 #include "kvtier.h"
 #include "nvme_format.h"
@@ -67,6 +68,9 @@ struct kvt_nvme {
 
 	struct workqueue_struct *wq;
 	struct work_struct write_work;
+	/* The writer's memory of one segment, when the allocator has none. */
+	mempool_t *wbr_reserve;
+	mempool_t *summary_reserve;
 	atomic_t writes;		/* region writes in flight */
 	atomic_t inflight;		/* I/O contexts alive */
 	wait_queue_head_t idle;		/* inflight reaches zero */
@@ -127,5 +131,7 @@ u32 kvt_seg_pages(struct kvt_nvme *nvme, struct kvt_disk_region *dr);
 u32 kvt_rec_seed(u64 pool_id, const u64 *key, u64 seq);
 u32 kvt_block_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed);
 void kvt_nvme_write_work(struct work_struct *work);
+int kvt_nvme_writer_init(struct kvt_nvme *nvme);
+void kvt_nvme_writer_exit(struct kvt_nvme *nvme);
 
 #endif /* _KVTIER_NVME_H */

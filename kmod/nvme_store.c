@@ -661,6 +661,7 @@ static void kvt_nvme_free(struct kvt_nvme *nvme)
 {
 	if (nvme->wq)
 		destroy_workqueue(nvme->wq);
+	kvt_nvme_writer_exit(nvme);
 	kvfree(nvme->queue);
 	kvfree(nvme->regions);
 	blkdev_put(nvme->bdev, FMODE_READ | FMODE_WRITE | FMODE_EXCL);
@@ -781,7 +782,8 @@ int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 				     GFP_KERNEL);
 	nvme->wq = alloc_workqueue("kvtier-nvme%d", WQ_UNBOUND | WQ_MEM_RECLAIM,
 				   0, index);
-	if (!nvme->regions || !nvme->queue || !nvme->wq)
+	if (!nvme->regions || !nvme->queue || !nvme->wq ||
+	    kvt_nvme_writer_init(nvme))
 		goto out_free;
 
 	ret = kvt_nvme_load_pools(nvme);

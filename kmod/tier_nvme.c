@@ -227,6 +227,100 @@ struct kvt_wbr {
 	struct kvt_wb_entry ents[];
 };
 
+/*
+ * The writer's memory comes from the page allocator when it can, else from
+ * the device's reserve of one segment (mempools made at attach): a segment
+ * written from the reserve returns it when it ends, so when no segment of
+ * the device is in flight the reserve is full and the writer goes on. A
+ * writer that only waited for memory could wait for ever: the memory it
+ * needs may be what its writes would let eviction free, and a detach
+ * waits for its queue to drain.
+ */
+static void *kvt_wb_mem_alloc(gfp_t gfp, void *size)
+{
+	if (kvt_should_fail_writer((size_t)size))
+		return NULL;
+	return kvmalloc((size_t)size, gfp);
+}
+
+static void kvt_wb_mem_free(void *p, void *size)
+{
+	kvfree(p);
+}
+
+static size_t kvt_wbr_bytes(struct kvt_nvme *nvme)
+{
+	return struct_size((struct kvt_wbr *)NULL, ents, nvme->max_recs);
+}
+
+/*
+ * Fresh memory (no warning on failure: there is the reserve), or the
+ * reserve's without waiting; NULL if neither.
+ */
+static void *kvt_wb_mem_get(mempool_t *reserve, size_t size)
+{
+	return kvt_wb_mem_alloc(GFP_NOIO | __GFP_NOWARN, (void *)size) ?:
+	       mempool_alloc(reserve, GFP_NOWAIT);
+}
+
+/**
+ * kvt_nvme_writer_init() - make a device's reserve of writer memory
+ * @nvme: a device being attached, its geometry known
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int kvt_nvme_writer_init(struct kvt_nvme *nvme)
+{
+	nvme->wbr_reserve = mempool_create(1, kvt_wb_mem_alloc,
+					   kvt_wb_mem_free,
+					   (void *)kvt_wbr_bytes(nvme));
+	nvme->summary_reserve = mempool_create(1, kvt_wb_mem_alloc,
+					       kvt_wb_mem_free,
+					       (void *)kvt_summary_bytes(nvme));
+	if (!nvme->wbr_reserve || !nvme->summary_reserve) {
+		kvt_nvme_writer_exit(nvme);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/**
+ * kvt_nvme_writer_exit() - free the reserve, once no writer runs
+ * @nvme: the device
+ */
+void kvt_nvme_writer_exit(struct kvt_nvme *nvme)
+{
+	mempool_destroy(nvme->summary_reserve);
+	mempool_destroy(nvme->wbr_reserve);
+	nvme->summary_reserve = NULL;
+	nvme->wbr_reserve = NULL;
+}
+
+static void kvt_wbr_free(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
+{
+	if (wbr->summary)
+		mempool_free(wbr->summary, nvme->summary_reserve);
+	mempool_free(wbr, nvme->wbr_reserve);
+}
+
+static struct kvt_wbr *kvt_wbr_alloc(struct kvt_nvme *nvme)
+{
+	size_t size = kvt_wbr_bytes(nvme);
+	struct kvt_wbr *wbr;
+
+	wbr = kvt_wb_mem_get(nvme->wbr_reserve, size);
+	if (!wbr)
+		return NULL;
+	memset(wbr, 0, size);
+	wbr->summary = kvt_wb_mem_get(nvme->summary_reserve,
+				      kvt_summary_bytes(nvme));
+	if (!wbr->summary) {
+		kvt_wbr_free(nvme, wbr);
+		return NULL;
+	}
+	return wbr;
+}
+
 static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 			  u8 ndev, u32 nloc, u32 crc, int status)
 {
@@ -334,8 +428,8 @@ static void kvt_wbr_done(struct work_struct *work)
 			      wbr->io.status);
 		kvt_pool_put(e->pool);
 	}
-	kvfree(wbr->summary);
-	kvfree(wbr);
+	/* Back to the reserve first: the writer may need it to go on. */
+	kvt_wbr_free(nvme, wbr);
 	atomic_dec(&nvme->writes);
 	queue_work(nvme->wq, &nvme->write_work);
 	/* Detach flushes nvme->wq after this, so nvme outlives the wake. */
@@ -582,7 +676,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
  * @work: the device's write_work
  *
  * Packs queued blocks into segments and submits them, KVT_WRITE_QD at most
- * in flight; each completion queues it again.
+ * in flight; each completion queues it again. Out of memory with segments
+ * in flight, it stops until one ends; with none, the reserve serves.
  */
 void kvt_nvme_write_work(struct work_struct *work)
 {
@@ -592,22 +687,15 @@ void kvt_nvme_write_work(struct work_struct *work)
 	int ret;
 
 	while (atomic_read(&nvme->writes) < KVT_WRITE_QD) {
-		wbr = kvzalloc(struct_size(wbr, ents, nvme->max_recs),
-			       GFP_NOIO);
+		wbr = kvt_wbr_alloc(nvme);
 		if (!wbr)
 			return;
-		wbr->summary = kvmalloc(kvt_summary_bytes(nvme), GFP_NOIO);
-		if (!wbr->summary) {
-			kvfree(wbr);
-			return;
-		}
 		kvt_io_init(&wbr->io, nvme, kvt_wbr_done);
 
 		/* A segment it returns is counted in nvme->inflight. */
 		ret = kvt_segment_next(nvme, wbr);
 		if (ret <= 0) {
-			kvfree(wbr->summary);
-			kvfree(wbr);
+			kvt_wbr_free(nvme, wbr);
 			return;
 		}
 		atomic_inc(&nvme->writes);

@@ -5,12 +5,14 @@
  * and mmap faults, SYNC, detach and attach again, the on-disk format, the
  * integrity checks (a corrupted, misplaced or unreadable copy is a miss,
  * never wrong bytes), faults injected with device-mapper (dm-flakey, the
- * error target, dm-delay) and a device too small for what is written.
+ * error target, dm-delay), a device too small for what is written, and a
+ * segment writer out of memory (the debug kernel's fail_writer point).
  *
  * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
  * destroys; skipped when the device is missing. Persistence across module
  * reload and reboot is tested by nvme-persist.sh and nvme-crash.sh.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <sys/sysmacros.h>
@@ -884,6 +886,50 @@ TEST_F(attach, block_larger_than_region)
 
 /* ==== the tier: demotion, promotion, SYNC, detach and attach =========== */
 
+/*
+ * The writer's fault injection point (kmod/fault.c): present only on a
+ * kernel with CONFIG_FAULT_INJECTION_DEBUG_FS (the debug-kernel lane).
+ */
+#define FAIL_WRITER	"/sys/kernel/debug/kvtier/fail_writer/"
+
+/* Set one of its knobs; 0 or -errno. */
+static int fail_writer_set(const char *knob, long long v)
+{
+	char path[128], s[32];
+	int fd, n, ret = 0;
+
+	snprintf(path, sizeof(path), FAIL_WRITER "%s", knob);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(s, sizeof(s), "%lld\n", v);
+	if (write(fd, s, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Read one; the value, or LLONG_MIN. */
+static long long fail_writer_get(const char *knob)
+{
+	char path[128], s[32];
+	long long v = LLONG_MIN;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), FAIL_WRITER "%s", knob);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return v;
+	n = read(fd, s, sizeof(s) - 1);
+	if (n > 0) {
+		s[n] = 0;
+		v = strtoll(s, NULL, 10);
+	}
+	close(fd);
+	return v;
+}
+
 FIXTURE(tier) {
 	int ctl, pfd;
 	char name[KVTIER_NAME_MAX];
@@ -902,6 +948,8 @@ FIXTURE_SETUP(tier)
 {
 	new_salt();
 	self->pfd = -1;
+	/* A test that timed out may have left writer failures on. */
+	fail_writer_set("probability", 0);
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	nvt_reset(self->ctl);
@@ -1895,6 +1943,49 @@ TEST_F(tier, misplaced_copy_is_miss)
 	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 1, 1));
 	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
 	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+}
+
+/*
+ * Every fresh allocation of the segment writer fails: it goes on from the
+ * device's reserve, one segment at a time. Evictions still demote instead
+ * of dropping, SYNC ends, every block comes back exact and detach does not
+ * wait for ever (a writer that gave up left its queue full and them all
+ * waiting). Needs the fail_writer point; skipped without it.
+ */
+TEST_F_TIMEOUT(tier, writer_out_of_memory, 180)
+{
+	const long long times = 1000000;
+	struct kvtier_pool_stat st;
+	long long left;
+	struct tally t;
+	int put, sync;
+
+	if (access(FAIL_WRITER "times", W_OK))
+		SKIP(return, "no %s: kernel without CONFIG_FAULT_INJECTION_DEBUG_FS",
+		     FAIL_WRITER);
+	ASSERT_EQ(0, fail_writer_set("verbose", 0));
+	ASSERT_EQ(0, fail_writer_set("interval", 1));
+	ASSERT_EQ(0, fail_writer_set("times", times));
+	ASSERT_EQ(0, fail_writer_set("probability", 100));
+	put = put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0);
+	sync = put ? put : nvt_sync_deadline(self->pfd, 60, NULL);
+	left = fail_writer_get("times");
+	ASSERT_EQ(0, fail_writer_set("probability", 0));
+	ASSERT_EQ(0, put);
+	ASSERT_EQ(0, sync);
+	/* Failures were injected: every segment came from the reserve. */
+	EXPECT_LT(left, times);
+	EXPECT_LE(0, left);
+	TH_LOG("%lld writer allocations failed", times - left);
+
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_EQ(0U, st.dirty);
+	EXPECT_LE(NCOLD, st.demotions);
+	EXPECT_EQ(NPUT, st.resident[KVTIER_TIER_NVME]);
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0, nvt_detach_deadline(60));
 }
 
 /* ==== several devices ==================================================== */

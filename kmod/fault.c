@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Fault injection points, for kernels built with
+ * CONFIG_FAULT_INJECTION_DEBUG_FS (the debug-kernel lane); without it they
+ * compile to nothing (kvtier.h).
+ *
+ * Each point is a directory under /sys/kernel/debug/kvtier/ with the usual
+ * fault_attr knobs: probability, interval, times, space, verbose
+ * (Documentation/fault-injection/fault-injection.rst). Failures of calls
+ * made by a task are injected with fail-nth; these points reach what runs
+ * in no caller's context:
+ *
+ *   fail_writer	the segment writer's allocations of fresh memory
+ *			(its reserve, taken at attach, is never failed)
+ */
+#include <linux/debugfs.h>
+#include <linux/fault-inject.h>
+#include "kvtier.h"
+
+static DECLARE_FAULT_ATTR(kvt_fail_writer);
+static struct dentry *kvt_fault_dir;
+
+/**
+ * kvt_should_fail_writer() - whether an allocation of the writer fails
+ * @size: the bytes it asks for
+ *
+ * Return: true to fail it.
+ */
+bool kvt_should_fail_writer(size_t size)
+{
+	return should_fail(&kvt_fail_writer, size);
+}
+
+/**
+ * kvt_fault_init() - create the points' debugfs files
+ *
+ * A point that cannot be created is only missing: no error.
+ */
+void kvt_fault_init(void)
+{
+	kvt_fault_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	fault_create_debugfs_attr("fail_writer", kvt_fault_dir,
+				  &kvt_fail_writer);
+}
+
+/**
+ * kvt_fault_exit() - remove them
+ */
+void kvt_fault_exit(void)
+{
+	debugfs_remove_recursive(kvt_fault_dir);
+}
