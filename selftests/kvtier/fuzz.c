@@ -172,7 +172,6 @@ struct fz_thr {
 	char *arg;		/* FZ_ARG_PAGES pages, guard page after */
 	char *gap;		/* a PROT_NONE page, never readable */
 	__u64 gen;
-	__u32 ents_hw;		/* entries written so far, at most */
 	/* thread 0: the oracle pool */
 	int ofd;
 	struct fz_key keys[OR_KEYS];
@@ -973,7 +972,7 @@ static void op_batch(struct fz_thr *t)
 	bool shared = false, normal, bad_ent = false;
 	struct kvtier_block *e;
 	struct kvtier_batch b, out;
-	__u32 count, i, done, prefix;
+	__u32 count, written, i, done, prefix;
 	bool in_prefix = true;
 	int slot = pick_slot(t);
 	__u64 bs, bs_seen = 0;
@@ -1020,7 +1019,8 @@ static void op_batch(struct fz_thr *t)
 		break;
 	}
 	e = t->ents;
-	for (i = 0; i < count && i < FZ_ENTS; i++) {
+	written = count < FZ_ENTS ? count : FZ_ENTS;
+	for (i = 0; i < written; i++) {
 		__u64 k0 = shared && nr == 0x10 ? 7 : fz_key0(t);
 
 		kvt_blk(&e[i], k0, 0, NULL);
@@ -1044,12 +1044,11 @@ static void op_batch(struct fz_thr *t)
 	}
 	/*
 	 * No stale entry past the batch: a mutated count would send it,
-	 * with a buffer that now holds another key's bytes.
+	 * with a buffer that now holds another key's bytes. Whoever wrote
+	 * it: a batch of a refused count (FZ_ENTS entries), the oracle.
 	 */
-	if (t->ents_hw > count && count <= FZ_ENTS)
-		memset(&e[count], 0, (t->ents_hw - count) * sizeof(*e));
-	if (count <= FZ_ENTS && count > t->ents_hw)
-		t->ents_hw = count;
+	if (written < FZ_ENTS)
+		memset(&e[written], 0, (FZ_ENTS - written) * sizeof(*e));
 	memset(&b, 0, sizeof(b));
 	b.blocks = (__u64)(uintptr_t)e;
 	b.count = count;
