@@ -585,6 +585,21 @@ static void fz_own_blocks(struct fz_thr *t, unsigned long cmd, void *arg,
 }
 
 /*
+ * The read-only page back to zeros after a call read its struct there.
+ * Left holding it, a raw call handed that page (op_raw, bad_ptr()) would
+ * run the command again on whatever the thread's entry array holds by
+ * then: a PUT of a GET batch's keys with the buffers an older PUT filled,
+ * storing those bytes under the new keys as told, which later GETs blamed
+ * on the kernel ("GET returned another key's bytes").
+ */
+static void ro_clear(struct fz_thr *t)
+{
+	mprotect(t->ro, KVT_PAGE, PROT_READ | PROT_WRITE);
+	memset(t->ro, 0, KVT_PAGE);
+	mprotect(t->ro, KVT_PAGE, PROT_READ);
+}
+
+/*
  * Issue @cmd with the struct of @ksize bytes at t->arg, mutated or not, at
  * a pointer and with a size that may be wrong. The struct is read back into
  * @out; @normal says whether nothing was changed.
@@ -655,6 +670,8 @@ static int issue(struct fz_thr *t, enum fz_fdkind kind, int fd,
 		}
 	}
 	ret = fz_ioctl(t, kind, fd, cmd, p);
+	if (p == t->ro)
+		ro_clear(t);
 	if (p != t->arg)
 		*normal = false;
 	/* What the kernel wrote back: a new fd must not be lost. */
