@@ -5,13 +5,13 @@
  * compile to nothing (kvtier.h).
  *
  * Each point is a directory under /sys/kernel/debug/kvtier/ with the usual
- * fault_attr knobs: probability, interval, times, space, verbose
- * (Documentation/fault-injection/fault-injection.rst). Failures of calls
- * made by a task are injected with fail-nth; these points reach what runs
- * in no caller's context:
+ * fault_attr knobs: probability, interval, times, space, verbose (0 here by
+ * default; Documentation/fault-injection/fault-injection.rst). Failures of
+ * calls made by a task are injected with fail-nth, which counts these
+ * points too; they also reach what runs in no caller's context:
  *
- *   fail_writer	the segment writer's allocations of fresh memory
- *			(its reserve, taken at attach, is never failed)
+ *   fail_writer	allocations of the segment writer's memory: fresh
+ *			ones in its worker, and its reserve's at attach
  */
 #include <linux/debugfs.h>
 #include <linux/fault-inject.h>
@@ -38,6 +38,11 @@ bool kvt_should_fail_writer(size_t size)
  */
 void kvt_fault_init(void)
 {
+	/*
+	 * Silent unless asked: fail-nth walks every fault point of a call,
+	 * these too, and a stack trace per failure is noise in dmesg.
+	 */
+	kvt_fail_writer.verbose = 0;
 	kvt_fault_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	fault_create_debugfs_attr("fail_writer", kvt_fault_dir,
 				  &kvt_fail_writer);
