@@ -416,6 +416,22 @@ static inline int kvt_read_file(const char *path, char *buf, size_t len)
 	return (int)n;
 }
 
+/* Write a number to a sysfs or debugfs file; 0 or -errno. */
+static inline int kvt_write_num(const char *path, long long val)
+{
+	char buf[32];
+	int fd, n, ret = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%lld", val);
+	if (write(fd, buf, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 /* A module parameter as a number; 0 or -errno. */
 static inline int kvt_param(const char *name, long long *val)
 {

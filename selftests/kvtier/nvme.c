@@ -895,39 +895,20 @@ TEST_F(attach, block_larger_than_region)
 /* Set one of its knobs; 0 or -errno. */
 static int fail_writer_set(const char *knob, long long v)
 {
-	char path[128], s[32];
-	int fd, n, ret = 0;
+	char path[128];
 
 	snprintf(path, sizeof(path), FAIL_WRITER "%s", knob);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = snprintf(s, sizeof(s), "%lld\n", v);
-	if (write(fd, s, n) != n)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return kvt_write_num(path, v);
 }
 
 /* Read one; the value, or LLONG_MIN. */
 static long long fail_writer_get(const char *knob)
 {
-	char path[128], s[32];
-	long long v = LLONG_MIN;
-	ssize_t n;
-	int fd;
+	char path[128];
+	long long v;
 
 	snprintf(path, sizeof(path), FAIL_WRITER "%s", knob);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return v;
-	n = read(fd, s, sizeof(s) - 1);
-	if (n > 0) {
-		s[n] = 0;
-		v = strtoll(s, NULL, 10);
-	}
-	close(fd);
-	return v;
+	return kvt_read_cols(path, &v, 1, 0) == 1 ? v : LLONG_MIN;
 }
 
 FIXTURE(tier) {

@@ -32,18 +32,10 @@ static __u64 now_ns(void)
 /* Write a module parameter; 0 or -errno. */
 static int set_param(const char *name, long long val)
 {
-	char path[256], buf[32];
-	int fd, n, ret = 0;
+	char path[256];
 
 	snprintf(path, sizeof(path), KVT_PARAM_DIR "/%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = snprintf(buf, sizeof(buf), "%lld", val);
-	if (write(fd, buf, n) != n)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return kvt_write_num(path, val);
 }
 
 /* A counter of /sys/kernel/kvtier/prefetch ("name value" lines). */
