@@ -9,6 +9,8 @@
 # results share, which the host turns into TAP lines after the boot.
 
 : "${top:?set top before sourcing nvme-lib.sh}"
+# shellcheck source=SCRIPTDIR/../../tools/vm/bad-re.sh
+. "$top/tools/vm/bad-re.sh"
 
 # Used by the scripts that source this file.
 # shellcheck disable=SC2034
@@ -99,7 +101,7 @@ lock_dir() {
 
 # console_clean: no kernel complaint in the last boot's console log.
 console_clean() {
-	local re='Oops:|BUG:|WARNING:|general protection fault|Kernel panic|KASAN:|UBSAN:|Call Trace:|INFO: task .* blocked'
+	local re=$kvtier_bad_re
 	if grep -qE "$re" "$vmdir/console.log"; then
 		grep -nE -A20 "$re" "$vmdir/console.log" | head -n 60 | sed 's/^/# /'
 		return 1
@@ -142,7 +144,7 @@ g_dmesg_mark() {
 }
 
 g_dmesg_clean() {
-	local re='BUG:|WARNING:|circular locking|Objects remaining|kvtier:.*leak|Oops|general protection|KASAN|UBSAN|INFO: task .* blocked'
+	local re=$kvtier_bad_re
 	local slice
 	slice=$(dmesg | awk -v m="nvme-scripts: mark $g_mark" 'on { print } index($0, m) { on = 1 }')
 	if grep -qE "$re" <<<"$slice"; then

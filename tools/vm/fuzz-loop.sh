@@ -23,7 +23,7 @@ ko=${KVTIER_KO:-$top/kmod/kvtier.ko}
 read -r -a params <<<"${KVTIER_PARAMS:-dram_mb=512}"
 fuzz=$top/selftests/kvtier/fuzz
 out=${KVTIER_VM_OUT:-/tmp}/fuzz-loop.out
-re='BUG|WARNING|Oops|general protection|KASAN|UBSAN|lockdep|circular locking|Call Trace'
+re=$kvtier_bad_re
 failed=0
 
 for ((i = 1; i <= runs; i++)); do

@@ -3,6 +3,9 @@
 #
 # Helpers for the scripts that run inside the kvtier VM; source it.
 
+# shellcheck source=SCRIPTDIR/bad-re.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bad-re.sh"
+
 # kvtier_deps KO: modprobe the modules KO depends on (insmod does not).
 kvtier_deps() {
 	local deps
@@ -15,12 +18,12 @@ kvtier_load() {
 	kvtier_deps "$1" && insmod "$@"
 }
 
-# fault_script_end NAME WHAT LOG BIN STATUS MARK RE: the end both fault
+# fault_script_end NAME WHAT LOG BIN STATUS MARK: the end both fault
 # scripts (fail-nth.sh, fail-io.sh) share: BIN's TAP plan in LOG, rmmod
-# kvtier, and dmesg since the line MARK free of RE. Reports through the
-# caller's say().
+# kvtier, and dmesg since the line MARK free of kernel complaints
+# ($kvtier_bad_re). Reports through the caller's say().
 fault_script_end() {
-	local name=$1 what=$2 log=$3 bin=$4 brc=$5 mark=$6 re=$7 err
+	local name=$1 what=$2 log=$3 bin=$4 brc=$5 mark=$6 re=$kvtier_bad_re err
 
 	grep -qE '^1\.\.[0-9]+$' "$log" ||
 		say "not ok - $name: $bin ran to its end (no TAP plan, exit $brc)"

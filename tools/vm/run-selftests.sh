@@ -83,7 +83,7 @@ loaded() {
 
 # dmesg is checked in slices: each slice starts at a marker line written
 # into the kernel log.
-bad_re='BUG:|WARNING:|circular locking|Objects remaining|kvtier:.*leak|Oops|general protection|KASAN|UBSAN|INFO: task .* blocked|soft lockup|detected stall'
+bad_re=$kvtier_bad_re
 mark=0
 
 dmesg_mark() {
