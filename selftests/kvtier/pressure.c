@@ -6,10 +6,11 @@
  * A pool on an attached NVMe device is filled and synced (clean), then a
  * few more blocks are PUT and left dirty, and some clean ones pinned.
  * Reclaim is triggered with /proc/sys/vm/drop_caches (which runs every
- * shrinker) and then with a child that allocates until the kernel has to
- * reclaim. Afterwards the pool's DRAM residency is lower, the shrinker's
- * sysfs counters moved, the dirty and pinned blocks are still in DRAM and
- * every block reads back with exact bytes.
+ * shrinker) and then with a child that allocates past MemAvailable until
+ * reclaim has asked the shrinker for the pool's pages (they are not
+ * counted in MemAvailable). Afterwards the pool's DRAM residency is lower,
+ * the shrinker's sysfs counters moved, the dirty and pinned blocks are
+ * still in DRAM and every block reads back with exact bytes.
  *
  * Needs the NVMe device (skips without it), root.
  */
@@ -22,6 +23,8 @@
 #define CAP		512U
 #define K0		0x5052455353ULL	/* "PRESS" */
 #define SHRINK_SYSFS	KVT_SYSFS_DIR "/shrinker"
+/* How far past MemAvailable allocation_pressure's child may go. */
+#define CHILD_EXTRA	(256 * KVT_MIB)
 
 /* Shrinker columns: counts, scans, stops, blocks, pages. */
 static int shrink_cols(long long v[5])
@@ -172,8 +175,10 @@ TEST_F(press, drop_caches_sheds_clean_only)
 
 /*
  * A child allocates and touches anonymous memory until the kernel must
- * reclaim: the child is not OOM-killed, and nothing of the pool is lost
- * whatever the shrinker was asked to give.
+ * reclaim: the child is not OOM-killed, the shrinker gave back clean
+ * blocks of the pool (its counters moved and the pool's DRAM residency
+ * fell by no more than the blocks it says it evicted), and nothing of the
+ * pool is lost.
  *
  * The pool is mapped and every block faulted in first: a fault allocates
  * page tables while it holds the pool's map_sem, so reclaim (kswapd, or
@@ -185,7 +190,7 @@ TEST_F(press, drop_caches_sheds_clean_only)
 TEST_F(press, allocation_pressure)
 {
 	long long before[5], after[5];
-	long long avail_kb = 0;
+	long long avail_kb = 0, res0, res1;
 	char line[256];
 	char *map;
 	FILE *f;
@@ -197,6 +202,8 @@ TEST_F(press, allocation_pressure)
 	ASSERT_NE(MAP_FAILED, map);
 	for (i = 0; i < NCLEAN + NDIRTY; i++)
 		(void)*(volatile char *)(map + (size_t)i * BS);
+	res0 = kvt_resident(self->pfd);
+	ASSERT_EQ(NCLEAN + NDIRTY, res0);
 	ASSERT_EQ(0, shrink_cols(before));
 	f = fopen("/proc/meminfo", "r");
 	ASSERT_NE(NULL, f);
@@ -209,25 +216,59 @@ TEST_F(press, allocation_pressure)
 	pid = kvt_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		/* Up to just short of MemAvailable: reclaim has to run. */
-		size_t len = (size_t)avail_kb * 1024 - 16 * KVT_MIB, off;
+		/*
+		 * Up to just short of MemAvailable, then a MiB at a time
+		 * until the shrinker has given back a block. kvtier's pages
+		 * are not in MemAvailable, so reclaim runs out of other
+		 * things to take and must ask the shrinker (at the latest
+		 * before the OOM killer, which takes this child first). A
+		 * shrinker that frees nothing ends in OOM or exit 3.
+		 */
+		size_t first = (size_t)avail_kb * 1024 - 16 * KVT_MIB;
+		size_t len = first + 16 * KVT_MIB + CHILD_EXTRA, off;
 		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			       -1, 0);
+		long long now[5];
 
-		if (p == MAP_FAILED)
+		if (p == MAP_FAILED ||
+		    kvt_write_num("/proc/self/oom_score_adj", 1000))
 			_exit(2);
-		for (off = 0; off < len; off += KVT_PAGE)
+		for (off = 0; off < len; off += KVT_PAGE) {
+			if (off >= first && !(off % KVT_MIB)) {
+				if (shrink_cols(now))
+					_exit(2);
+				if (now[3] > before[3])
+					_exit(0);
+			}
 			p[off] = 1;
-		munmap(p, len);
-		_exit(0);
+		}
+		_exit(3);
 	}
-	/* Not OOM-killed: kvtier's clean pages do not push the host over. */
+	/*
+	 * Not OOM-killed, and stopped because the shrinker gave a block
+	 * back (exit 3: it never did, though the child went past
+	 * MemAvailable).
+	 */
 	EXPECT_EQ(0, kvt_wait(pid));
 	ASSERT_EQ(0, shrink_cols(after));
-	TH_LOG("shrinker: %lld scans, %lld blocks, resident now %lld",
+	res1 = kvt_resident(self->pfd);
+	TH_LOG("shrinker: %lld scans, %lld blocks, %lld pages; resident %lld -> %lld",
 	       after[1] - before[1], after[3] - before[3],
-	       kvt_resident(self->pfd));
-	/* How much the shrinker is asked for is up to reclaim: logged. */
+	       after[4] - before[4], res0, res1);
+	/*
+	 * How much is up to reclaim, but it asked, and the shrinker freed
+	 * clean blocks of this pool: nothing else evicts here (the pool's
+	 * DRAM holds all of its capacity), so every block that left DRAM
+	 * was one the shrinker counted, and never a dirty or pinned one.
+	 */
+	EXPECT_LT(before[1], after[1]);
+	ASSERT_LT(before[3], after[3]);
+	EXPECT_EQ((after[3] - before[3]) * (long long)(BS / KVT_PAGE),
+		  after[4] - before[4]);
+	ASSERT_GT(res0, res1);
+	EXPECT_LE(res0 - res1, after[3] - before[3]);
+	EXPECT_LE(NDIRTY + NPIN, res1);
 	verify(_metadata, self->pfd, self->buf);
 	for (i = 0; i < NCLEAN + NDIRTY; i++) {
 		__u64 gen = 0;
