@@ -12,69 +12,12 @@
 #include <sys/eventfd.h>
 #include <sys/wait.h>
 
-#include "nvme_test.h"
+#include "prefetch_test.h"
 
 #define BS	(64 * KVT_KIB)
 #define CAP	1024U
 #define DRAM	32U
 #define NPUT	160U		/* keys 0..NPUT-1, generation 1 */
-#define K0	0x7072656665746368ULL	/* "prefetch" */
-#define SEC	1000000000ULL
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * SEC + ts.tv_nsec;
-}
-
-/* Write a module parameter; 0 or -errno. */
-static int set_param(const char *name, long long val)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), KVT_PARAM_DIR "/%s", name);
-	return kvt_write_num(path, val);
-}
-
-/* A counter of /sys/kernel/kvtier/prefetch ("name value" lines). */
-static long long pf_stat(const char *name)
-{
-	char buf[2048], *p;
-	size_t len = strlen(name);
-
-	if (kvt_read_file(KVT_SYSFS_DIR "/prefetch", buf, sizeof(buf)) < 0)
-		return -1;
-	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (!strncmp(p, name, len) && p[len] == ' ')
-			return strtoll(p + len + 1, NULL, 10);
-	return -1;
-}
-
-static void hint_keys(struct kvtier_hint *h, __u64 first, __u32 n)
-{
-	__u32 i;
-
-	memset(h, 0, n * sizeof(*h));
-	for (i = 0; i < n; i++) {
-		h[i].key[0] = K0;
-		h[i].key[1] = first + i;
-	}
-}
-
-static void pf_init(struct kvtier_prefetch *pf, struct kvtier_hint *h,
-		    __u32 n, __u64 group, __u64 deadline, __u32 flags)
-{
-	memset(pf, 0, sizeof(*pf));
-	pf->hints = (__u64)(uintptr_t)h;
-	pf->count = n;
-	pf->group = group;
-	pf->cookie = group * 1000 + 7;
-	pf->deadline_ns = deadline;
-	pf->flags = flags;
-	pf->tier = KVTIER_TIER_DRAM;
-}
 
 /* PREFETCH keys first..first+n-1 as group @group; the ioctl's result. */
 static int prefetch(int pfd, __u64 first, __u32 n, __u64 group,
@@ -93,23 +36,6 @@ static int prefetch(int pfd, __u64 first, __u32 n, __u64 group,
 		*out = pf;
 	free(h);
 	return ret;
-}
-
-/* One completion record within @ms; 0, -ETIMEDOUT or -errno. */
-static int completion(int pfd, struct kvtier_completion *c, int ms)
-{
-	struct pollfd p = { .fd = pfd, .events = POLLIN };
-	ssize_t n;
-	int ret = poll(&p, 1, ms);
-
-	if (ret < 0)
-		return -errno;
-	if (!ret)
-		return -ETIMEDOUT;
-	n = read(pfd, c, sizeof(*c));
-	if (n < 0)
-		return -errno;
-	return n == sizeof(*c) ? 0 : -EIO;
 }
 
 static int key_tier(int pfd, __u64 k)
@@ -294,88 +220,6 @@ TEST_F(pf, hints_by_address)
 	EXPECT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, 5));
 }
 
-/* Bad arguments: exact errnos, nothing queued. */
-TEST_F(pf, bad_arguments)
-{
-	struct kvtier_hint h[2];
-	struct kvtier_prefetch pf;
-	struct kvtier_cancel cn;
-	struct kvtier_eventfd ev;
-	char small[8];
-	int p[2];
-
-	hint_keys(h, 0, 2);
-	pf_init(&pf, h, 0, 5, 0, 0);
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf_init(&pf, h, KVTIER_BATCH_MAX + 1, 5, 0, 0);
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf_init(&pf, h, 2, 0, 0, 0);
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf_init(&pf, h, 2, 5, 0, 1U << 7);
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf_init(&pf, h, 2, 5, 0, 0);
-	pf.tier = KVTIER_TIER_NVME;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf.tier = KVTIER_TIER_NONE;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf.tier = KVTIER_NR_TIERS;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf.tier = KVTIER_TIER_HBM;
-	EXPECT_EQ(-EOPNOTSUPP, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf_init(&pf, h, 2, 5, 0, 0);
-	pf.priority = KVTIER_PRIO_MAX + 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf_init(&pf, h, 2, 5, 0, 0);
-	pf.reserved[1] = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	/* A deadline already past, with cancel-at-deadline semantics. */
-	pf_init(&pf, h, 2, 5, now_ns() - SEC, KVTIER_PREFETCH_CANCEL_LATE);
-	EXPECT_EQ(-ETIME, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	pf_init(&pf, h, 2, 5, 0, 0);
-	pf.hints = (__u64)(uintptr_t)kvt_unmapped_addr();
-	EXPECT_EQ(-EFAULT, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
-	EXPECT_EQ(0, pf_stat("live"));
-
-	memset(&cn, 0, sizeof(cn));
-	cn.group = 12345;
-	EXPECT_EQ(-ENOENT, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
-	cn.flags = KVTIER_CANCEL_ALL;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
-	memset(&cn, 0, sizeof(cn));
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
-	cn.group = 1;
-	cn.flags = 2;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
-	memset(&cn, 0, sizeof(cn));
-	cn.flags = KVTIER_CANCEL_ALL;
-	EXPECT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
-	EXPECT_EQ(0U, cn.cancelled);
-
-	memset(&ev, 0, sizeof(ev));
-	ev.fd = 12345;
-	EXPECT_EQ(-EBADF, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
-	ASSERT_EQ(0, pipe(p));
-	ev.fd = p[0];
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
-	close(p[0]);
-	close(p[1]);
-	ev.fd = -2;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
-	ev.fd = -1;
-	ev.flags = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
-	ev.flags = 0;
-	EXPECT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
-
-	/* read(2): whole records only; nothing there and O_NONBLOCK. */
-	EXPECT_EQ(-1, read(self->pfd, small, sizeof(small)));
-	EXPECT_EQ(EINVAL, errno);
-	ASSERT_EQ(0, fcntl(self->pfd, F_SETFL, O_NONBLOCK));
-	EXPECT_EQ(-1, read(self->pfd, self->buf, 4096));
-	EXPECT_EQ(EAGAIN, errno);
-}
-
-/* Two groups at once: the earlier deadline is staged first. */
 TEST_F(pf, earliest_deadline_first)
 {
 	struct kvtier_completion c[2];
