@@ -535,18 +535,33 @@ class TestPrefetchNvme(unittest.TestCase):
                          [(41, -errno.ECANCELED), (42, -errno.ECANCELED)])
 
     def test_cancel_late_expires(self):
+        # Queue depth 1 and a blocker queued first (every block only on
+        # NVMe, no deadline: it orders as now), so the group waits behind
+        # 128 reads. A deadline that passed before the call reached the
+        # kernel is refused with ETIME, as documented, and nothing is
+        # queued: then it is sent again with twice the time, so every run
+        # reaches the expiry.
         self.param("prefetch_qd", 1)
-        try:
-            self.pool.prefetch(self.keys[:96], group=51, cancel_late=True,
-                               deadline_ns=kvtier.now_ns() + 2000000)
-        except kvtier.Error as e:
-            # The 2 ms passed before the call reached the kernel (the
-            # debug kernel under load): refused with ETIME, as documented.
-            self.assertEqual(e.errno, errno.ETIME)
-            return
-        c = self.pool.wait_group(51, 10 * SEC_MS)
+        expired = prefetch_stat("expired")
+        self.pool.prefetch(self.keys[:128], group=50)
+        wait_ns = 2000000
+        while True:
+            deadline = kvtier.now_ns() + wait_ns
+            try:
+                self.pool.prefetch(self.keys[:96], group=51,
+                                   cancel_late=True, deadline_ns=deadline)
+                break
+            except kvtier.Error as e:
+                self.assertEqual(e.errno, errno.ETIME)
+                self.assertEqual(prefetch_stat("expired"), expired)
+                wait_ns *= 2
+                self.assertLessEqual(wait_ns, NS_PER_S)
+        c = self.pool.wait_group(51, 60 * SEC_MS)
+        self.assertIsNotNone(c)
         self.assertEqual(c.status, -errno.ETIME)
         self.assertLess(c.ready, 96)
+        self.assertGreaterEqual(c.end_ns, deadline)
+        self.assertEqual(prefetch_stat("expired"), expired + 1)
 
     def test_request_ready_stages_prefix(self):
         # 12 blocks, within the protection bound (50% of a DRAM share of
