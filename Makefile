@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# kvtier: top-level build and test entry points. See README.md.
+# kvtier: top-level build and test entry points. See README.md and
+# Documentation/dev/testing.rst.
 #
 #   make            build the module, the library, the tools and the selftests
 #   make deps       install the Debian packages and kernel-tree files needed

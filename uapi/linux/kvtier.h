@@ -5,10 +5,16 @@
  * Two kinds of file descriptor carry this interface:
  *
  *  - the control fd, from open("/dev/kvtier"), takes KVTIER_IOC_API first
- *    and then the pool commands (create, open, destroy);
+ *    and then the pool commands (POOL_CREATE, POOL_OPEN, POOL_DESTROY) and
+ *    the NVMe tier's (NVME_ATTACH, NVME_DETACH, NVME_STAT);
  *  - a pool fd, returned by KVTIER_IOC_POOL_CREATE or KVTIER_IOC_POOL_OPEN,
- *    takes the block commands (PUT, GET, LOOKUP, DROP, PIN, UNPIN, STAT) and
- *    mmap(2).
+ *    takes the block commands (PUT, GET, LOOKUP, DROP, PIN, UNPIN, STAT,
+ *    SYNC), the prefetch commands (PREFETCH, CANCEL, EVENTFD), the HBM
+ *    tier's (HBM_ATTACH, HBM_STAT, ADOPT), mmap(2), read(2)/poll(2) of
+ *    prefetch completions, and IORING_OP_URING_CMD.
+ *
+ * HBM_ATTACH with KVTIER_HBM_USER also returns a third kind, the mover fd
+ * (read(2) and write(2) of struct kvtier_move and struct kvtier_moved).
  *
  * Rules every command follows (Documentation/userspace-api.rst):
  *  - unknown ioctl number: -ENOTTY;
