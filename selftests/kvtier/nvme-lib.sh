@@ -23,26 +23,8 @@ ko=${KVTIER_KO:-$top/kmod/kvtier.ko}
 
 # ---- host: TAP ----------------------------------------------------------
 
-tap_n=0
-tap_failed=0
-
-tap_ok() {
-	tap_n=$((tap_n + 1))
-	echo "ok $tap_n $*"
-}
-
-tap_not_ok() {
-	tap_n=$((tap_n + 1))
-	tap_failed=$((tap_failed + 1))
-	echo "not ok $tap_n $*"
-}
-
-# tap_check NAME COMMAND...: one result from a command's status.
-tap_check() {
-	local name=$1
-	shift
-	if "$@"; then tap_ok "$name"; else tap_not_ok "$name"; fi
-}
+# shellcheck source=SCRIPTDIR/../../tools/vm/tap.sh
+. "$top/tools/vm/tap.sh"
 
 # tap_import FILE WHAT: the guest's "ok NAME"/"not ok NAME" lines as
 # results; other lines are diagnostics ("# ..."). WHAT names the boot when
@@ -57,12 +39,6 @@ tap_import() {
 		*) echo "# $l" ;;
 		esac
 	done <"$1"
-}
-
-tap_end() {
-	echo "1..$tap_n"
-	echo "# $((tap_n - tap_failed)) passed, $tap_failed failed"
-	((tap_failed == 0))
 }
 
 # ---- host: build and boot ----------------------------------------------

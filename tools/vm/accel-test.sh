@@ -24,16 +24,13 @@ export KVTIER_VM_CACHE=$base/cache
 export FAKE_KVM_LOG=$base/kvm-runs
 unset KVTIER_VM_ACCEL KVTIER_VM_KVM_PROOF_TIMEOUT
 
-n=0
-failed=0
+# shellcheck source=SCRIPTDIR/tap.sh
+. "$top/tools/vm/tap.sh"
 ok() {
-	n=$((n + 1))
-	echo "ok $n - $*"
+	tap_ok "- $*"
 }
 not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n - $*"
+	tap_not_ok "- $*"
 	sed 's/^/# /' "$base/err"
 }
 
@@ -67,8 +64,6 @@ ran_under() {
 verdict() {
 	cat "$KVTIER_VM_CACHE"/accel/* 2>/dev/null
 }
-
-echo "1..9"
 
 run kvm internal-error fresh
 if ((rc == 125 && secs < 15)) && grep -q "KVM internal error. Suberror: 1; emulation failure" "$base/err" &&
@@ -139,4 +134,4 @@ else
 	not_ok "KVTIER_VM_ACCEL=tcg never tries KVM (status $rc, $(kvm_runs) KVM runs)"
 fi
 
-((failed == 0))
+tap_end
