@@ -739,7 +739,12 @@ struct kvtier_moved {
 	__u64 buf;
 };
 
-#define KVTIER_IOC_MAGIC	0xB8
+/*
+ * 0xBC has no entry in Documentation/userspace-api/ioctl/ioctl-number.rst
+ * (Linux 6.1, nor later ones as of this writing); see
+ * Documentation/userspace-api.rst.
+ */
+#define KVTIER_IOC_MAGIC	0xBC
 
 /* Control fd. */
 #define KVTIER_IOC_API		_IOWR(KVTIER_IOC_MAGIC, 0x00, struct kvtier_api)
