@@ -514,12 +514,30 @@ static u32 kvt_batch_flags(unsigned int nr)
 	return 0;
 }
 
-static struct kvtier_block *kvt_batch_copy_in(const struct kvtier_batch *b,
-					      unsigned int nr)
+/* The entries of ADOPT are struct kvtier_adopt, of the others kvtier_block. */
+static size_t kvt_batch_esize(unsigned int nr)
+{
+	if (nr == _IOC_NR(KVTIER_IOC_ADOPT))
+		return sizeof(struct kvtier_adopt);
+	return sizeof(struct kvtier_block);
+}
+
+static bool kvt_entry_bad(unsigned int nr, const void *ent)
 {
 	bool has_buf = nr == _IOC_NR(KVTIER_IOC_PUT) ||
 		       nr == _IOC_NR(KVTIER_IOC_GET);
-	struct kvtier_block *ents;
+	const struct kvtier_adopt *a = ent;
+	const struct kvtier_block *e = ent;
+
+	if (nr == _IOC_NR(KVTIER_IOC_ADOPT))
+		return a->reserved;
+	return e->reserved || has_buf != !!e->buf;
+}
+
+static void *kvt_batch_copy_in(const struct kvtier_batch *b, unsigned int nr)
+{
+	size_t esize = kvt_batch_esize(nr);
+	void *ents;
 	u32 i;
 
 	if (!b->count || b->count > KVTIER_BATCH_MAX ||
@@ -528,11 +546,11 @@ static struct kvtier_block *kvt_batch_copy_in(const struct kvtier_batch *b,
 		return ERR_PTR(-EINVAL);
 
 	ents = vmemdup_user(u64_to_user_ptr(b->blocks),
-			    array_size(b->count, sizeof(*ents)));
+			    array_size(b->count, esize));
 	if (IS_ERR(ents))
 		return ents;
 	for (i = 0; i < b->count; i++) {
-		if (ents[i].reserved || has_buf != !!ents[i].buf) {
+		if (kvt_entry_bad(nr, ents + i * esize)) {
 			kvfree(ents);
 			return ERR_PTR(-EINVAL);
 		}
@@ -542,11 +560,25 @@ static struct kvtier_block *kvt_batch_copy_in(const struct kvtier_batch *b,
 	 * (writing back what is there) before anything is done.
 	 */
 	if (copy_to_user(u64_to_user_ptr(b->blocks), ents,
-			 array_size(b->count, sizeof(*ents)))) {
+			 array_size(b->count, esize))) {
 		kvfree(ents);
 		return ERR_PTR(-EFAULT);
 	}
 	return ents;
+}
+
+/* ADOPT: blocks made in device memory (each in HBM at once). */
+static u32 kvt_adopt(struct kvt_pool *pool, struct kvtier_adopt *ents,
+		     u32 count)
+{
+	u32 i, done = 0;
+
+	for (i = 0; i < count; i++) {
+		ents[i].addr = KVTIER_ADDR_NONE;
+		ents[i].status = kvt_hbm_adopt(pool, &ents[i]);
+		done += !ents[i].status;
+	}
+	return done;
 }
 
 static int kvt_batch(struct kvt_handle *h, unsigned int nr,
@@ -559,13 +591,18 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	int status;
 
 	if (h->rdonly && (nr == _IOC_NR(KVTIER_IOC_PUT) ||
-			  nr == _IOC_NR(KVTIER_IOC_DROP)))
+			  nr == _IOC_NR(KVTIER_IOC_DROP) ||
+			  nr == _IOC_NR(KVTIER_IOC_ADOPT)))
 		return -EBADF;
 
 	ents = kvt_batch_copy_in(b, nr);
 	if (IS_ERR(ents))
 		return PTR_ERR(ents);
 
+	if (nr == _IOC_NR(KVTIER_IOC_ADOPT)) {
+		done = kvt_adopt(pool, (struct kvtier_adopt *)ents, b->count);
+		goto out_copy;
+	}
 	if (nr == _IOC_NR(KVTIER_IOC_LOOKUP)) {
 		kvt_lookup(pool, ents, b->count, b->flags, &done);
 		goto out_copy;
@@ -619,7 +656,7 @@ out_copy:
 	b->done = done;
 	status = 0;
 	if (copy_to_user(u64_to_user_ptr(b->blocks), ents,
-			 array_size(b->count, sizeof(*ents))))
+			 array_size(b->count, kvt_batch_esize(nr))))
 		status = -EFAULT;
 	kvfree(ents);
 	return status;
@@ -709,8 +746,8 @@ static bool kvt_cmd_may_block(unsigned int nr, const struct kvtier_batch *b)
 long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		  bool nonblock)
 {
+	const struct kvt_cmd_info *ci = kvt_cmd_info(cmd, false);
 	unsigned int nr = _IOC_NR(cmd);
-	size_t usize = _IOC_SIZE(cmd);
 	union {
 		struct kvtier_batch batch;
 		struct kvtier_pool_stat stat;
@@ -721,46 +758,11 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		struct kvtier_hbm_attach hattach;
 		struct kvtier_hbm_stat hstat;
 	} u;
-	size_t ksize;
 	int ret;
 
-	if (_IOC_TYPE(cmd) != KVTIER_IOC_MAGIC ||
-	    _IOC_DIR(cmd) != (_IOC_READ | _IOC_WRITE))
+	if (!ci)
 		return -ENOTTY;
-	switch (nr) {
-	case _IOC_NR(KVTIER_IOC_PUT) ... _IOC_NR(KVTIER_IOC_UNPIN):
-		ksize = sizeof(u.batch);
-		break;
-	case _IOC_NR(KVTIER_IOC_STAT):
-		ksize = sizeof(u.stat);
-		break;
-	case _IOC_NR(KVTIER_IOC_SYNC):
-		ksize = sizeof(u.sync);
-		break;
-	case _IOC_NR(KVTIER_IOC_PREFETCH):
-		ksize = sizeof(u.prefetch);
-		break;
-	case _IOC_NR(KVTIER_IOC_CANCEL):
-		ksize = sizeof(u.cancel);
-		break;
-	case _IOC_NR(KVTIER_IOC_EVENTFD):
-		ksize = sizeof(u.eventfd);
-		break;
-	case _IOC_NR(KVTIER_IOC_HBM_ATTACH):
-		ksize = sizeof(u.hattach);
-		break;
-	case _IOC_NR(KVTIER_IOC_HBM_STAT):
-		ksize = sizeof(u.hstat);
-		break;
-	case _IOC_NR(KVTIER_IOC_ADOPT):
-		ksize = sizeof(u.batch);
-		break;
-	default:
-		return -ENOTTY;
-	}
-	if (usize < ksize)
-		return -EINVAL;
-	ret = copy_struct_from_user(&u, ksize, uarg, usize);
+	ret = kvt_arg_in(ci, cmd, &u, uarg);
 	if (ret)
 		return ret;
 	if (nonblock && kvt_cmd_may_block(nr, &u.batch))
@@ -788,18 +790,13 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 	case _IOC_NR(KVTIER_IOC_HBM_STAT):
 		ret = kvt_hbm_stat_cmd(h->pool, &u.hstat);
 		break;
-	case _IOC_NR(KVTIER_IOC_ADOPT):
-		ret = kvt_hbm_adopt_cmd(h, &u.batch);
-		break;
 	default:
 		ret = kvt_batch(h, nr, &u.batch);
 		break;
 	}
 	if (ret)
 		return ret;
-	if (copy_to_user(uarg, &u, ksize))
-		return -EFAULT;
-	return 0;
+	return kvt_arg_out(ci, cmd, uarg, &u);
 }
 
 /**

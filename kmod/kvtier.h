@@ -194,6 +194,25 @@ struct kvt_handle {
 };
 
 /* main.c */
+
+/**
+ * struct kvt_cmd_info - what every command of both kinds of fd has in common
+ * @cmd:	the ioctl number: its _IOC_SIZE is the struct's size in this
+ *		kernel, its _IOC_DIR has _IOC_READ when it writes results back
+ * @ver0:	size of the struct's first version (KVTIER_*_SIZE_VER0)
+ * @ctl:	a command of the control fd (else of a pool fd)
+ */
+struct kvt_cmd_info {
+	unsigned int cmd;
+	unsigned int ver0;
+	bool ctl;
+};
+
+const struct kvt_cmd_info *kvt_cmd_info(unsigned int cmd, bool ctl);
+int kvt_arg_in(const struct kvt_cmd_info *ci, unsigned int cmd, void *karg,
+	       void __user *uarg);
+int kvt_arg_out(const struct kvt_cmd_info *ci, unsigned int cmd,
+		void __user *uarg, const void *karg);
 extern int kvt_numa_node;
 extern unsigned int kvt_max_pools;
 extern u64 kvt_dram_budget;
@@ -301,6 +320,7 @@ void kvt_prefetch_exit(void);
 struct kvt_hbm;
 struct kvtier_hbm_attach;
 struct kvtier_hbm_stat;
+struct kvtier_adopt;
 u32 kvt_hbm_where(struct kvt_pool *pool, u32 addr);
 bool kvt_hbm_live(struct kvt_pool *pool);
 u32 kvt_hbm_used(struct kvt_pool *pool);
@@ -310,7 +330,7 @@ int kvt_hbm_stage(struct kvt_pool *pool, u32 addr, bool start);
 void kvt_hbm_pool_free(struct kvt_pool *pool);
 int kvt_hbm_attach_cmd(struct kvt_handle *h, struct kvtier_hbm_attach *a);
 int kvt_hbm_stat_cmd(struct kvt_pool *pool, struct kvtier_hbm_stat *st);
-int kvt_hbm_adopt_cmd(struct kvt_handle *h, struct kvtier_batch *b);
+int kvt_hbm_adopt(struct kvt_pool *pool, struct kvtier_adopt *e);
 
 /* uring.c */
 struct io_uring_cmd;

@@ -123,40 +123,104 @@ static int kvt_api(struct kvt_ctl *ctl, struct kvtier_api *api)
 	return 0;
 }
 
-/*
- * Size of each control command's struct in this kernel. A caller may pass
- * a larger struct (a newer header) whose unknown tail is zero.
+/* Every command of the control fd and of a pool fd. */
+static const struct kvt_cmd_info kvt_cmds[] = {
+	{ KVTIER_IOC_API, KVTIER_API_SIZE_VER0, true },
+	{ KVTIER_IOC_POOL_CREATE, KVTIER_POOL_CREATE_SIZE_VER0, true },
+	{ KVTIER_IOC_POOL_OPEN, KVTIER_POOL_OPEN_SIZE_VER0, true },
+	{ KVTIER_IOC_POOL_DESTROY, KVTIER_POOL_DESTROY_SIZE_VER0, true },
+	{ KVTIER_IOC_NVME_ATTACH, KVTIER_NVME_ATTACH_SIZE_VER0, true },
+	{ KVTIER_IOC_NVME_DETACH, KVTIER_NVME_DETACH_SIZE_VER0, true },
+	{ KVTIER_IOC_NVME_STAT, KVTIER_NVME_STAT_SIZE_VER0, true },
+	{ KVTIER_IOC_PUT, KVTIER_BATCH_SIZE_VER0, false },
+	{ KVTIER_IOC_GET, KVTIER_BATCH_SIZE_VER0, false },
+	{ KVTIER_IOC_LOOKUP, KVTIER_BATCH_SIZE_VER0, false },
+	{ KVTIER_IOC_DROP, KVTIER_BATCH_SIZE_VER0, false },
+	{ KVTIER_IOC_PIN, KVTIER_BATCH_SIZE_VER0, false },
+	{ KVTIER_IOC_UNPIN, KVTIER_BATCH_SIZE_VER0, false },
+	{ KVTIER_IOC_STAT, KVTIER_POOL_STAT_SIZE_VER0, false },
+	{ KVTIER_IOC_SYNC, KVTIER_SYNC_SIZE_VER0, false },
+	{ KVTIER_IOC_PREFETCH, KVTIER_PREFETCH_SIZE_VER0, false },
+	{ KVTIER_IOC_CANCEL, KVTIER_CANCEL_SIZE_VER0, false },
+	{ KVTIER_IOC_EVENTFD, KVTIER_EVENTFD_SIZE_VER0, false },
+	{ KVTIER_IOC_HBM_ATTACH, KVTIER_HBM_ATTACH_SIZE_VER0, false },
+	{ KVTIER_IOC_HBM_STAT, KVTIER_HBM_STAT_SIZE_VER0, false },
+	{ KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false },
+};
+
+/**
+ * kvt_cmd_info() - look a command up
+ * @cmd: the ioctl number (or io_uring cmd_op)
+ * @ctl: for the control fd (else for a pool fd)
+ *
+ * Return: the command's entry, or NULL for a number this kind of fd does
+ * not take: another magic, an unknown number, another direction.
  */
-static size_t kvt_ctl_size(unsigned int nr)
+const struct kvt_cmd_info *kvt_cmd_info(unsigned int cmd, bool ctl)
 {
-	switch (nr) {
-	case _IOC_NR(KVTIER_IOC_API):
-		return sizeof(struct kvtier_api);
-	case _IOC_NR(KVTIER_IOC_POOL_CREATE):
-		return sizeof(struct kvtier_pool_create);
-	case _IOC_NR(KVTIER_IOC_POOL_OPEN):
-		return sizeof(struct kvtier_pool_open);
-	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):
-		return sizeof(struct kvtier_pool_destroy);
-	case _IOC_NR(KVTIER_IOC_NVME_ATTACH):
-		return sizeof(struct kvtier_nvme_attach);
-	case _IOC_NR(KVTIER_IOC_NVME_DETACH):
-		return sizeof(struct kvtier_nvme_detach);
-	case _IOC_NR(KVTIER_IOC_NVME_STAT):
-		return sizeof(struct kvtier_nvme_stat);
+	unsigned int i;
+
+	if (_IOC_TYPE(cmd) != KVTIER_IOC_MAGIC)
+		return NULL;
+	for (i = 0; i < ARRAY_SIZE(kvt_cmds); i++) {
+		const struct kvt_cmd_info *ci = &kvt_cmds[i];
+
+		if (_IOC_NR(cmd) == _IOC_NR(ci->cmd))
+			return ci->ctl == ctl &&
+			       _IOC_DIR(cmd) == _IOC_DIR(ci->cmd) ? ci : NULL;
 	}
+	return NULL;
+}
+
+/**
+ * kvt_arg_in() - copy a command's struct in, before the command does anything
+ * @ci: the command
+ * @cmd: its ioctl number, whose _IOC_SIZE is the size of the caller's struct
+ * @karg: out: the kernel's copy, _IOC_SIZE(@ci->cmd) bytes
+ * @uarg: the caller's struct
+ *
+ * Every size from the first version's up is taken: a shorter struct's
+ * missing fields read as zero, a longer one's tail must be zero (what
+ * copy_struct_from_user() does). A command that writes results back
+ * first writes back what it read, so that an argument it could not write
+ * fails here, with nothing done, and never after the command took effect.
+ *
+ * Return: 0; -EINVAL for a struct smaller than the first version; -E2BIG
+ * for a nonzero tail; -EFAULT when @uarg cannot be read, or written.
+ */
+int kvt_arg_in(const struct kvt_cmd_info *ci, unsigned int cmd, void *karg,
+	       void __user *uarg)
+{
+	size_t usize = _IOC_SIZE(cmd);
+	int ret;
+
+	if (usize < ci->ver0)
+		return -EINVAL;
+	ret = copy_struct_from_user(karg, _IOC_SIZE(ci->cmd), uarg, usize);
+	if (ret)
+		return ret;
+	if ((_IOC_DIR(ci->cmd) & _IOC_READ) && kvt_arg_out(ci, cmd, uarg, karg))
+		return -EFAULT;
 	return 0;
 }
 
-static unsigned int kvt_ctl_dir(unsigned int nr)
+/**
+ * kvt_arg_out() - write a command's results back
+ * @ci: the command
+ * @cmd: its ioctl number
+ * @uarg: the caller's struct
+ * @karg: the kernel's copy
+ *
+ * Writes as much of the struct as both sides know.
+ *
+ * Return: 0 or -EFAULT.
+ */
+int kvt_arg_out(const struct kvt_cmd_info *ci, unsigned int cmd,
+		void __user *uarg, const void *karg)
 {
-	switch (nr) {
-	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):
-	case _IOC_NR(KVTIER_IOC_NVME_ATTACH):
-	case _IOC_NR(KVTIER_IOC_NVME_DETACH):
-		return _IOC_WRITE;
-	}
-	return _IOC_READ | _IOC_WRITE;
+	if (copy_to_user(uarg, karg, min(_IOC_SIZE(cmd), _IOC_SIZE(ci->cmd))))
+		return -EFAULT;
+	return 0;
 }
 
 static int kvt_ctl_nvme_attach(struct kvtier_nvme_attach *na)
@@ -220,8 +284,9 @@ static int __init kvt_nvme_attach_param(void)
  * Install a new pool file as an O_CLOEXEC fd once its number has reached
  * userspace, so a fault on the way out leaves no fd behind.
  */
-static int kvt_ctl_new_fd(void __user *uarg, void *karg, size_t ksize,
-			  __s32 *fdp, struct file *file)
+static int kvt_ctl_new_fd(const struct kvt_cmd_info *ci, unsigned int cmd,
+			  void __user *uarg, void *karg, __s32 *fdp,
+			  struct file *file)
 {
 	int fd;
 
@@ -234,7 +299,7 @@ static int kvt_ctl_new_fd(void __user *uarg, void *karg, size_t ksize,
 		return fd;
 	}
 	*fdp = fd;
-	if (copy_to_user(uarg, karg, ksize)) {
+	if (kvt_arg_out(ci, cmd, uarg, karg)) {
 		put_unused_fd(fd);
 		fput(file);
 		return -EFAULT;
@@ -246,11 +311,10 @@ static int kvt_ctl_new_fd(void __user *uarg, void *karg, size_t ksize,
 static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 			  unsigned long arg)
 {
+	const struct kvt_cmd_info *ci = kvt_cmd_info(cmd, true);
 	struct kvt_ctl *ctl = file->private_data;
 	void __user *uarg = (void __user *)arg;
 	unsigned int nr = _IOC_NR(cmd);
-	size_t ksize = kvt_ctl_size(nr);
-	size_t usize = _IOC_SIZE(cmd);
 	union {
 		struct kvtier_api api;
 		struct kvtier_pool_create create;
@@ -262,25 +326,11 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 	} u;
 	int ret;
 
-	if (_IOC_TYPE(cmd) != KVTIER_IOC_MAGIC || !ksize ||
-	    _IOC_DIR(cmd) != kvt_ctl_dir(nr))
+	if (!ci)
 		return -ENOTTY;
-	if (usize < ksize)
-		return -EINVAL;
-
-	ret = copy_struct_from_user(&u, ksize, uarg, usize);
+	ret = kvt_arg_in(ci, cmd, &u, uarg);
 	if (ret)
 		return ret;
-	/*
-	 * Commands that change something and then write results back: make
-	 * sure the results can go back first (writing back what is there),
-	 * so that -EFAULT means nothing happened.
-	 */
-	if ((nr == _IOC_NR(KVTIER_IOC_API) ||
-	     nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) ||
-	     nr == _IOC_NR(KVTIER_IOC_POOL_OPEN)) &&
-	    copy_to_user(uarg, &u, ksize))
-		return -EFAULT;
 
 	mutex_lock(&ctl->lock);
 	if (nr != _IOC_NR(KVTIER_IOC_API) && !ctl->api_done) {
@@ -293,11 +343,11 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 		ret = kvt_api(ctl, &u.api);
 		break;
 	case _IOC_NR(KVTIER_IOC_POOL_CREATE):
-		ret = kvt_ctl_new_fd(uarg, &u.create, sizeof(u.create),
-				     &u.create.fd, kvt_pool_create(&u.create));
+		ret = kvt_ctl_new_fd(ci, cmd, uarg, &u, &u.create.fd,
+				     kvt_pool_create(&u.create));
 		goto out_unlock;
 	case _IOC_NR(KVTIER_IOC_POOL_OPEN):
-		ret = kvt_ctl_new_fd(uarg, &u.open, sizeof(u.open), &u.open.fd,
+		ret = kvt_ctl_new_fd(ci, cmd, uarg, &u, &u.open.fd,
 				     kvt_pool_open(&u.open));
 		goto out_unlock;
 	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):
@@ -313,8 +363,8 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 		ret = kvt_nvme_stat(&u.nstat);
 		break;
 	}
-	if (!ret && copy_to_user(uarg, &u, ksize))
-		ret = -EFAULT;
+	if (!ret)
+		ret = kvt_arg_out(ci, cmd, uarg, &u);
 out_unlock:
 	mutex_unlock(&ctl->lock);
 	return ret;

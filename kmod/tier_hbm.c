@@ -551,8 +551,16 @@ int kvt_hbm_stat_cmd(struct kvt_pool *pool, struct kvtier_hbm_stat *st)
 	return 0;
 }
 
-/* Adopt one block; pool->lock not held. */
-static int kvt_adopt_one(struct kvt_pool *pool, struct kvtier_adopt *e)
+/**
+ * kvt_hbm_adopt() - take one block made in device memory (an ADOPT entry)
+ * @pool: the pool, its lock not held
+ * @e: the entry, checked; @e->addr is set on success
+ *
+ * Return: 0; -ENODEV without a live device tier; -EINVAL for a slot past
+ * the arena; -EBUSY for a slot in use; -EEXIST for a key in the pool;
+ * -ENOSPC, -ENOMEM, -EINTR when no DRAM can be had for it.
+ */
+int kvt_hbm_adopt(struct kvt_pool *pool, struct kvtier_adopt *e)
 {
 	struct kvt_hbm_copy *c;
 	struct kvt_hbm *hbm;
@@ -632,46 +640,5 @@ static int kvt_adopt_one(struct kvt_pool *pool, struct kvtier_adopt *e)
 out_unlock:
 	spin_unlock(&pool->lock);
 	kfree(c);
-	return ret;
-}
-
-/**
- * kvt_hbm_adopt_cmd() - KVTIER_IOC_ADOPT
- * @h: the pool file's handle
- * @b: the batch, copied in; @b->done is filled
- *
- * Return: 0 once every entry has its status; -EINVAL, -EFAULT, -EBADF.
- */
-int kvt_hbm_adopt_cmd(struct kvt_handle *h, struct kvtier_batch *b)
-{
-	struct kvtier_adopt *ents;
-	size_t len;
-	u32 i, done = 0;
-	int ret = 0;
-
-	if (!b->count || b->count > KVTIER_BATCH_MAX || b->flags || b->__pad ||
-	    memchr_inv(b->reserved, 0, sizeof(b->reserved)))
-		return -EINVAL;
-	if (h->rdonly)
-		return -EBADF;
-	len = array_size(b->count, sizeof(*ents));
-	ents = vmemdup_user(u64_to_user_ptr(b->blocks), len);
-	if (IS_ERR(ents))
-		return PTR_ERR(ents);
-	for (i = 0; i < b->count; i++) {
-		if (ents[i].reserved) {
-			kvfree(ents);
-			return -EINVAL;
-		}
-	}
-	for (i = 0; i < b->count; i++) {
-		ents[i].addr = KVTIER_ADDR_NONE;
-		ents[i].status = kvt_adopt_one(h->pool, &ents[i]);
-		done += !ents[i].status;
-	}
-	b->done = done;
-	if (copy_to_user(u64_to_user_ptr(b->blocks), ents, len))
-		ret = -EFAULT;
-	kvfree(ents);
 	return ret;
 }

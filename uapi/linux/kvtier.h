@@ -19,10 +19,13 @@
  * Rules every command follows (Documentation/userspace-api.rst):
  *  - unknown ioctl number: -ENOTTY;
  *  - a nonzero reserved field, padding or unknown flag bit: -EINVAL;
- *  - a struct larger than the kernel knows is accepted only if the tail
- *    it does not know is zero (else -E2BIG); smaller than the first
- *    version: -EINVAL;
- *  - user pointers travel as __u64; a bad one: -EFAULT;
+ *  - the struct's size is the ioctl number's _IOC_SIZE: every size from
+ *    the first version's (KVTIER_*_SIZE_VER0) up is taken; a smaller one
+ *    is -EINVAL, fields the caller's struct lacks read as zero, and a
+ *    tail the kernel does not know must be zero (else -E2BIG);
+ *  - user pointers travel as __u64; a bad one: -EFAULT. A command that
+ *    writes results back checks first that it can: an argument it cannot
+ *    write is -EFAULT with nothing done;
  *  - time is CLOCK_MONOTONIC nanoseconds.
  */
 #ifndef _UAPI_LINUX_KVTIER_H
@@ -744,6 +747,26 @@ struct kvtier_moved {
  * (Linux 6.1, nor later ones as of this writing); see
  * Documentation/userspace-api.rst.
  */
+/*
+ * The size of the first version of each command's struct: a caller built
+ * against this header or any later one passes at least this much.
+ */
+#define KVTIER_API_SIZE_VER0		96
+#define KVTIER_POOL_CREATE_SIZE_VER0	128
+#define KVTIER_POOL_OPEN_SIZE_VER0	88
+#define KVTIER_POOL_DESTROY_SIZE_VER0	88
+#define KVTIER_NVME_ATTACH_SIZE_VER0	48
+#define KVTIER_NVME_DETACH_SIZE_VER0	24
+#define KVTIER_NVME_STAT_SIZE_VER0	152
+#define KVTIER_BATCH_SIZE_VER0		40
+#define KVTIER_POOL_STAT_SIZE_VER0	216
+#define KVTIER_SYNC_SIZE_VER0		32
+#define KVTIER_PREFETCH_SIZE_VER0	72
+#define KVTIER_CANCEL_SIZE_VER0		40
+#define KVTIER_EVENTFD_SIZE_VER0	24
+#define KVTIER_HBM_ATTACH_SIZE_VER0	32
+#define KVTIER_HBM_STAT_SIZE_VER0	96
+
 #define KVTIER_IOC_MAGIC	0xBC
 
 /* Control fd. */

@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier selftests: the rules every command follows that are not about one
+ * command.
+ *
+ *  - size: every command takes every struct size from its first version's
+ *    (KVTIER_*_SIZE_VER0) up: one byte less is -EINVAL before the struct
+ *    is read, and a nonzero byte past what the kernel knows is -E2BIG.
+ *  - ro: a pool-fd command whose argument struct cannot be written back
+ *    fails with -EFAULT before it does anything. Each case puts a valid
+ *    argument on a page mapped PROT_READ, expects -EFAULT, and shows that
+ *    the command had no effect.
+ */
+#include <sys/eventfd.h>
+
+#include "prefetch_test.h"
+
+#define AB_CAP		16U
+
+/* A copy of @len bytes of @src on a page of its own, mapped read-only. */
+static void *ro_copy(const void *src, size_t len)
+{
+	char *p = mmap(NULL, KVT_PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, src, len);
+	if (mprotect(p, KVT_PAGE, PROT_READ)) {
+		munmap(p, KVT_PAGE);
+		return NULL;
+	}
+	return p;
+}
+
+static void batch_init(struct kvtier_batch *b, void *ents, __u32 count,
+		       __u32 flags)
+{
+	memset(b, 0, sizeof(*b));
+	b->blocks = (__u64)(uintptr_t)ents;
+	b->count = count;
+	b->flags = flags;
+}
+
+static int hbm_attach_emul(int pfd, __u32 slots)
+{
+	struct kvtier_hbm_attach a;
+
+	memset(&a, 0, sizeof(a));
+	a.backend = KVTIER_HBM_EMUL;
+	a.slots = slots;
+	return kvt_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a);
+}
+
+static int hbm_stat(int pfd, struct kvtier_hbm_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	return kvt_ioctl(pfd, KVTIER_IOC_HBM_STAT, st);
+}
+
+static void adopt_init(struct kvtier_adopt *e, __u64 k, __u32 slot)
+{
+	memset(e, 0, sizeof(*e));
+	e->key[0] = K0;
+	e->key[1] = k;
+	e->slot = slot;
+}
+
+/* ---- size: the first version's size and up ---------------------------- */
+
+FIXTURE(size) {
+	int ctl, pfd;
+	char name[KVTIER_NAME_MAX];
+};
+
+FIXTURE_VARIANT(size) {
+	unsigned long cmd;
+	size_t ver0;
+	bool ctl;		/* a control-fd command */
+};
+
+#define SIZE_VARIANT(n, c, v, is_ctl)					\
+	FIXTURE_VARIANT_ADD(size, n) { .cmd = (c), .ver0 = (v), .ctl = (is_ctl) }
+
+SIZE_VARIANT(api, KVTIER_IOC_API, KVTIER_API_SIZE_VER0, true);
+SIZE_VARIANT(pool_create, KVTIER_IOC_POOL_CREATE,
+	     KVTIER_POOL_CREATE_SIZE_VER0, true);
+SIZE_VARIANT(pool_open, KVTIER_IOC_POOL_OPEN, KVTIER_POOL_OPEN_SIZE_VER0,
+	     true);
+SIZE_VARIANT(pool_destroy, KVTIER_IOC_POOL_DESTROY,
+	     KVTIER_POOL_DESTROY_SIZE_VER0, true);
+SIZE_VARIANT(nvme_attach, KVTIER_IOC_NVME_ATTACH,
+	     KVTIER_NVME_ATTACH_SIZE_VER0, true);
+SIZE_VARIANT(nvme_detach, KVTIER_IOC_NVME_DETACH,
+	     KVTIER_NVME_DETACH_SIZE_VER0, true);
+SIZE_VARIANT(nvme_stat, KVTIER_IOC_NVME_STAT, KVTIER_NVME_STAT_SIZE_VER0,
+	     true);
+SIZE_VARIANT(put, KVTIER_IOC_PUT, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(get, KVTIER_IOC_GET, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(lookup, KVTIER_IOC_LOOKUP, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(drop, KVTIER_IOC_DROP, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(pin, KVTIER_IOC_PIN, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(unpin, KVTIER_IOC_UNPIN, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(stat, KVTIER_IOC_STAT, KVTIER_POOL_STAT_SIZE_VER0, false);
+SIZE_VARIANT(sync, KVTIER_IOC_SYNC, KVTIER_SYNC_SIZE_VER0, false);
+SIZE_VARIANT(prefetch, KVTIER_IOC_PREFETCH, KVTIER_PREFETCH_SIZE_VER0,
+	     false);
+SIZE_VARIANT(cancel, KVTIER_IOC_CANCEL, KVTIER_CANCEL_SIZE_VER0, false);
+SIZE_VARIANT(eventfd, KVTIER_IOC_EVENTFD, KVTIER_EVENTFD_SIZE_VER0, false);
+SIZE_VARIANT(hbm_attach, KVTIER_IOC_HBM_ATTACH, KVTIER_HBM_ATTACH_SIZE_VER0,
+	     false);
+SIZE_VARIANT(hbm_stat, KVTIER_IOC_HBM_STAT, KVTIER_HBM_STAT_SIZE_VER0,
+	     false);
+SIZE_VARIANT(adopt, KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false);
+
+FIXTURE_SETUP(size)
+{
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	kvt_name(self->name, "size");
+	self->pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	ASSERT_LE(0, self->pfd);
+	/* this header's struct is at least the first version */
+	ASSERT_LE(variant->ver0, (size_t)_IOC_SIZE(variant->cmd));
+}
+
+FIXTURE_TEARDOWN(size)
+{
+	close(self->pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	close(self->ctl);
+}
+
+static int size_ioctl(FIXTURE_DATA(size) *self,
+		      const FIXTURE_VARIANT(size) *variant, size_t size,
+		      void *arg)
+{
+	return kvt_ioctl(variant->ctl ? self->ctl : self->pfd,
+			 kvt_resize(variant->cmd, size), arg);
+}
+
+/* One byte short: refused on the size alone, the struct is not read. */
+TEST_F(size, below_ver0)
+{
+	ASSERT_EQ(-EINVAL, size_ioctl(self, variant, variant->ver0 - 1,
+				      kvt_unmapped_addr()));
+}
+
+/* The first version's size is taken: the struct is read (and faults). */
+TEST_F(size, ver0)
+{
+	ASSERT_EQ(-EFAULT, size_ioctl(self, variant, variant->ver0,
+				      kvt_unmapped_addr()));
+}
+
+/* A nonzero byte past the kernel's struct: -E2BIG, whatever the rest. */
+TEST_F(size, tail_nonzero)
+{
+	size_t len = _IOC_SIZE(variant->cmd) + 8;
+	char *buf = calloc(1, len);
+
+	ASSERT_NE(NULL, buf);
+	buf[len - 1] = 1;
+	ASSERT_EQ(-E2BIG, size_ioctl(self, variant, len, buf));
+	free(buf);
+}
+
+/* ---- ro: an argument that cannot be written back ---------------------- */
+
+FIXTURE(ro) {
+	int ctl, pfd;
+	char name[KVTIER_NAME_MAX];
+	char *buf;
+	void *page;			/* the read-only copy, if any */
+};
+
+FIXTURE_SETUP(ro)
+{
+	self->page = NULL;
+	self->ctl = kvt_ctl_open();
+	ASSERT_LE(0, self->ctl);
+	kvt_name(self->name, "ro");
+	self->pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, AB_CAP,
+				    AB_CAP);
+	ASSERT_LE(0, self->pfd);
+	self->buf = kvt_alloc(KVT_PAGE);
+	ASSERT_NE(NULL, self->buf);
+	kvt_fill(self->buf, KVT_PAGE, K0, 1, 1);
+}
+
+FIXTURE_TEARDOWN(ro)
+{
+	if (self->page)
+		munmap(self->page, KVT_PAGE);
+	close(self->pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	kvt_free(self->buf, KVT_PAGE);
+	close(self->ctl);
+}
+
+/* @cmd with a read-only copy of @arg; the ioctl's 0 or -errno. */
+static int ro_ioctl(FIXTURE_DATA(ro) *self, unsigned long cmd,
+		    const void *arg, size_t len)
+{
+	self->page = ro_copy(arg, len);
+	if (!self->page)
+		return -ENOMEM;
+	return kvt_ioctl(self->pfd, cmd, self->page);
+}
+
+/* A one-entry batch of @cmd on key (K0, k), read-only; 0 or -errno. */
+static int ro_batch1(FIXTURE_DATA(ro) *self, unsigned long cmd, __u64 k,
+		     const void *buf, __u32 flags, struct kvtier_block *e)
+{
+	struct kvtier_batch b;
+
+	kvt_blk(e, K0, k, buf);
+	batch_init(&b, e, 1, flags);
+	return ro_ioctl(self, cmd, &b, sizeof(b));
+}
+
+static long long ro_counter(FIXTURE_DATA(ro) *self, size_t off)
+{
+	struct kvtier_pool_stat st;
+
+	if (kvt_stat(self->pfd, &st))
+		return -1;
+	return *(__u64 *)((char *)&st + off);
+}
+
+#define RO_STAT(self, field) \
+	ro_counter(self, offsetof(struct kvtier_pool_stat, field))
+
+TEST_F(ro, put)
+{
+	struct kvtier_block e;
+
+	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_PUT, 1, self->buf, 0,
+				     &e));
+	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+	ASSERT_EQ(0, RO_STAT(self, puts));
+	/* the entry was not answered either */
+	ASSERT_EQ(0x7eadbeef, e.status);
+}
+
+TEST_F(ro, get)
+{
+	struct kvtier_block e;
+	char *mine = kvt_alloc(KVT_PAGE);
+
+	ASSERT_NE(NULL, mine);
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_GET, 1, mine, 0, &e));
+	ASSERT_EQ(0, RO_STAT(self, gets));
+	ASSERT_EQ(0, RO_STAT(self, hits));
+	ASSERT_EQ(0, RO_STAT(self, bytes_out));
+	kvt_free(mine, KVT_PAGE);
+}
+
+TEST_F(ro, lookup)
+{
+	struct kvtier_block e;
+
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_LOOKUP, 1, NULL,
+				     KVTIER_LOOKUP_TOUCH, &e));
+	ASSERT_EQ(0, RO_STAT(self, hits));
+	ASSERT_EQ(0x7eadbeef, e.status);
+}
+
+TEST_F(ro, drop)
+{
+	struct kvtier_block e;
+
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_DROP, 1, NULL, 0, &e));
+	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 1, NULL));
+	ASSERT_EQ(0, RO_STAT(self, drops));
+}
+
+TEST_F(ro, pin)
+{
+	struct kvtier_block e;
+
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_PIN, 1, NULL, 0, &e));
+	ASSERT_EQ(0, kvt_pinned(self->pfd));
+	/* no pin held by this fd: UNPIN says so */
+	ASSERT_EQ(-EINVAL, kvt_unpin1(self->pfd, K0, 1));
+}
+
+TEST_F(ro, unpin)
+{
+	struct kvtier_block e;
+
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kvt_pin1(self->pfd, K0, 1));
+	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_UNPIN, 1, NULL, 0, &e));
+	ASSERT_EQ(1, kvt_pinned(self->pfd));
+	ASSERT_EQ(-EBUSY, kvt_drop1(self->pfd, K0, 1));
+	ASSERT_EQ(0, kvt_unpin1(self->pfd, K0, 1));
+}
+
+TEST_F(ro, stat)
+{
+	struct kvtier_pool_stat st;
+
+	memset(&st, 0, sizeof(st));
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_STAT, &st, sizeof(st)));
+}
+
+/* Without an NVMe tier SYNC would say -ENODEV: the argument comes first. */
+TEST_F(ro, sync)
+{
+	struct kvtier_sync sy;
+	long long dirty;
+
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	dirty = RO_STAT(self, dirty);
+	memset(&sy, 0, sizeof(sy));
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_SYNC, &sy, sizeof(sy)));
+	ASSERT_EQ(dirty, RO_STAT(self, dirty));
+}
+
+TEST_F(ro, prefetch)
+{
+	struct kvtier_hint h[1];
+	struct kvtier_prefetch pf;
+	struct kvtier_completion c;
+	long long hints = pf_stat("hints"), groups = pf_stat("groups");
+
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	hint_keys(h, 1, 1);
+	pf_init(&pf, h, 1, 1, 0, 0);
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_PREFETCH, &pf,
+				    sizeof(pf)));
+	/* no group was queued: none ends */
+	ASSERT_EQ(-ETIMEDOUT, completion(self->pfd, &c, 1000));
+	ASSERT_EQ(hints, pf_stat("hints"));
+	ASSERT_EQ(groups, pf_stat("groups"));
+}
+
+/*
+ * A group kept live by a user HBM arena whose mover never moves: a refused
+ * CANCEL leaves it live (its id is taken), a CANCEL that works ends it.
+ */
+TEST_F(ro, cancel)
+{
+	struct kvtier_hbm_attach a;
+	struct kvtier_hint h[1];
+	struct kvtier_prefetch pf;
+	struct kvtier_cancel c;
+
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	memset(&a, 0, sizeof(a));
+	a.backend = KVTIER_HBM_USER;
+	a.slots = 4;
+	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_HBM_ATTACH, &a));
+	ASSERT_LE(0, a.mover_fd);
+	hint_keys(h, 1, 1);
+	pf_init(&pf, h, 1, 9, 0, 0);
+	pf.tier = KVTIER_TIER_HBM;
+	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	memset(&c, 0, sizeof(c));
+	c.group = 9;
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_CANCEL, &c, sizeof(c)));
+	/* group 9 is still live */
+	pf_init(&pf, h, 1, 9, 0, 0);
+	pf.tier = KVTIER_TIER_HBM;
+	ASSERT_EQ(-EEXIST, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	/* a CANCEL that can write back is taken (the group ended or not) */
+	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &c));
+	close(a.mover_fd);
+}
+
+TEST_F(ro, eventfd)
+{
+	struct kvtier_eventfd e;
+	struct kvtier_hint h[1];
+	struct kvtier_prefetch pf;
+	struct kvtier_completion c;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	__u64 n;
+
+	ASSERT_LE(0, efd);
+	memset(&e, 0, sizeof(e));
+	e.fd = efd;
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_EVENTFD, &e, sizeof(e)));
+	/* a completion does not signal it: it was not registered */
+	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	hint_keys(h, 1, 1);
+	pf_init(&pf, h, 1, 1, 0, 0);
+	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(0, completion(self->pfd, &c, 10000));
+	ASSERT_EQ(-1, read(efd, &n, sizeof(n)));
+	ASSERT_EQ(EAGAIN, errno);
+	close(efd);
+}
+
+TEST_F(ro, hbm_attach)
+{
+	struct kvtier_hbm_attach a;
+	struct kvtier_hbm_stat st;
+
+	memset(&a, 0, sizeof(a));
+	a.backend = KVTIER_HBM_EMUL;
+	a.slots = 4;
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_HBM_ATTACH, &a,
+				    sizeof(a)));
+	ASSERT_EQ(0, hbm_stat(self->pfd, &st));
+	ASSERT_EQ(0U, st.attached);
+	ASSERT_EQ(0U, st.slots);
+	/* and not -EBUSY: there is no arena */
+	ASSERT_EQ(0, hbm_attach_emul(self->pfd, 4));
+}
+
+TEST_F(ro, hbm_stat)
+{
+	struct kvtier_hbm_stat st;
+
+	ASSERT_EQ(0, hbm_attach_emul(self->pfd, 4));
+	memset(&st, 0, sizeof(st));
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_HBM_STAT, &st,
+				    sizeof(st)));
+}
+
+TEST_F(ro, adopt)
+{
+	struct kvtier_hbm_stat st;
+	struct kvtier_adopt e;
+	struct kvtier_batch b;
+
+	ASSERT_EQ(0, hbm_attach_emul(self->pfd, 4));
+	adopt_init(&e, 1, 0);
+	batch_init(&b, &e, 1, 0);
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_ADOPT, &b, sizeof(b)));
+	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+	ASSERT_EQ(0, hbm_stat(self->pfd, &st));
+	ASSERT_EQ(0ULL, st.adopted);
+	ASSERT_EQ(0U, st.used);
+}
+
+/* ADOPT's entries go through the batch path: read-only entries, nothing. */
+TEST_F(ro, adopt_entries)
+{
+	struct kvtier_hbm_stat st;
+	struct kvtier_adopt e;
+	struct kvtier_batch b;
+
+	ASSERT_EQ(0, hbm_attach_emul(self->pfd, 4));
+	adopt_init(&e, 1, 0);
+	self->page = ro_copy(&e, sizeof(e));
+	ASSERT_NE(NULL, self->page);
+	batch_init(&b, self->page, 1, 0);
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->pfd, KVTIER_IOC_ADOPT, &b));
+	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+	ASSERT_EQ(0, hbm_stat(self->pfd, &st));
+	ASSERT_EQ(0ULL, st.adopted);
+	ASSERT_EQ(0U, st.used);
+}
+
+KVT_MAIN
