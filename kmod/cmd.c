@@ -594,6 +594,8 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 			  nr == _IOC_NR(KVTIER_IOC_DROP) ||
 			  nr == _IOC_NR(KVTIER_IOC_ADOPT)))
 		return -EBADF;
+	if (replace && !(h->features & KVTIER_F_REPLACE))
+		return -EOPNOTSUPP;
 
 	ents = kvt_batch_copy_in(b, nr);
 	if (IS_ERR(ents))
@@ -762,6 +764,8 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 
 	if (!ci)
 		return -ENOTTY;
+	if (ci->feature & ~h->features)
+		return -EOPNOTSUPP;
 	ret = kvt_arg_in(ci, cmd, &u, uarg);
 	if (ret)
 		return ret;

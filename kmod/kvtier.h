@@ -188,6 +188,7 @@ struct kvt_pf_fd {
 struct kvt_handle {
 	struct kvt_pool *pool;
 	bool rdonly;
+	u64 features;		/* KVTIER_F_* of the control fd that made it */
 	struct mutex pin_lock;	/* protects pins */
 	struct xarray pins;	/* address -> pin count (xa value) */
 	struct kvt_pf_fd pf;
@@ -201,11 +202,13 @@ struct kvt_handle {
  *		kernel, its _IOC_DIR has _IOC_READ when it writes results back
  * @ver0:	size of the struct's first version (KVTIER_*_SIZE_VER0)
  * @ctl:	a command of the control fd (else of a pool fd)
+ * @feature:	the KVTIER_F_* bit it needs, 0 for the handshake
  */
 struct kvt_cmd_info {
 	unsigned int cmd;
 	unsigned int ver0;
 	bool ctl;
+	u64 feature;
 };
 
 const struct kvt_cmd_info *kvt_cmd_info(unsigned int cmd, bool ctl);

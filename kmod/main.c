@@ -73,7 +73,7 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 struct kvt_ctl {
 	struct mutex lock;	/* serializes the handshake against commands */
 	bool api_done;
-	u64 features;
+	u64 features;		/* negotiated: what this fd may use */
 };
 
 static int kvt_ctl_open(struct inode *inode, struct file *file)
@@ -104,13 +104,13 @@ static int kvt_api(struct kvt_ctl *ctl, struct kvtier_api *api)
 	if (api->api != KVTIER_API_VERSION || api->flags || api->__pad ||
 	    !kvt_zeroed(api->reserved, sizeof(api->reserved)))
 		return -EINVAL;
-	if (api->features & ~KVTIER_F_ALL)
-		return -EINVAL;
 	if (ctl->api_done)
 		return -EBUSY;
 
+	/* Unknown bits are features this kernel does not have: not given. */
 	ctl->api_done = true;
-	ctl->features = api->features;
+	ctl->features = api->features & KVTIER_F_ALL;
+	api->features = ctl->features;
 
 	/* Only inputs are kept; every output is set here. */
 	api->supported = KVTIER_F_ALL;
@@ -125,27 +125,37 @@ static int kvt_api(struct kvt_ctl *ctl, struct kvtier_api *api)
 
 /* Every command of the control fd and of a pool fd. */
 static const struct kvt_cmd_info kvt_cmds[] = {
-	{ KVTIER_IOC_API, KVTIER_API_SIZE_VER0, true },
-	{ KVTIER_IOC_POOL_CREATE, KVTIER_POOL_CREATE_SIZE_VER0, true },
-	{ KVTIER_IOC_POOL_OPEN, KVTIER_POOL_OPEN_SIZE_VER0, true },
-	{ KVTIER_IOC_POOL_DESTROY, KVTIER_POOL_DESTROY_SIZE_VER0, true },
-	{ KVTIER_IOC_NVME_ATTACH, KVTIER_NVME_ATTACH_SIZE_VER0, true },
-	{ KVTIER_IOC_NVME_DETACH, KVTIER_NVME_DETACH_SIZE_VER0, true },
-	{ KVTIER_IOC_NVME_STAT, KVTIER_NVME_STAT_SIZE_VER0, true },
-	{ KVTIER_IOC_PUT, KVTIER_BATCH_SIZE_VER0, false },
-	{ KVTIER_IOC_GET, KVTIER_BATCH_SIZE_VER0, false },
-	{ KVTIER_IOC_LOOKUP, KVTIER_BATCH_SIZE_VER0, false },
-	{ KVTIER_IOC_DROP, KVTIER_BATCH_SIZE_VER0, false },
-	{ KVTIER_IOC_PIN, KVTIER_BATCH_SIZE_VER0, false },
-	{ KVTIER_IOC_UNPIN, KVTIER_BATCH_SIZE_VER0, false },
-	{ KVTIER_IOC_STAT, KVTIER_POOL_STAT_SIZE_VER0, false },
-	{ KVTIER_IOC_SYNC, KVTIER_SYNC_SIZE_VER0, false },
-	{ KVTIER_IOC_PREFETCH, KVTIER_PREFETCH_SIZE_VER0, false },
-	{ KVTIER_IOC_CANCEL, KVTIER_CANCEL_SIZE_VER0, false },
-	{ KVTIER_IOC_EVENTFD, KVTIER_EVENTFD_SIZE_VER0, false },
-	{ KVTIER_IOC_HBM_ATTACH, KVTIER_HBM_ATTACH_SIZE_VER0, false },
-	{ KVTIER_IOC_HBM_STAT, KVTIER_HBM_STAT_SIZE_VER0, false },
-	{ KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false },
+	{ KVTIER_IOC_API, KVTIER_API_SIZE_VER0, true, 0 },
+	{ KVTIER_IOC_POOL_CREATE, KVTIER_POOL_CREATE_SIZE_VER0,
+	  true, KVTIER_F_POOLS },
+	{ KVTIER_IOC_POOL_OPEN, KVTIER_POOL_OPEN_SIZE_VER0,
+	  true, KVTIER_F_POOLS },
+	{ KVTIER_IOC_POOL_DESTROY, KVTIER_POOL_DESTROY_SIZE_VER0,
+	  true, KVTIER_F_POOLS },
+	{ KVTIER_IOC_NVME_ATTACH, KVTIER_NVME_ATTACH_SIZE_VER0,
+	  true, KVTIER_F_NVME },
+	{ KVTIER_IOC_NVME_DETACH, KVTIER_NVME_DETACH_SIZE_VER0,
+	  true, KVTIER_F_NVME },
+	{ KVTIER_IOC_NVME_STAT, KVTIER_NVME_STAT_SIZE_VER0,
+	  true, KVTIER_F_NVME },
+	{ KVTIER_IOC_PUT, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_POOLS },
+	{ KVTIER_IOC_GET, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_POOLS },
+	{ KVTIER_IOC_LOOKUP, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_POOLS },
+	{ KVTIER_IOC_DROP, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_POOLS },
+	{ KVTIER_IOC_PIN, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_POOLS },
+	{ KVTIER_IOC_UNPIN, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_POOLS },
+	{ KVTIER_IOC_STAT, KVTIER_POOL_STAT_SIZE_VER0, false, KVTIER_F_POOLS },
+	{ KVTIER_IOC_SYNC, KVTIER_SYNC_SIZE_VER0, false, KVTIER_F_NVME },
+	{ KVTIER_IOC_PREFETCH, KVTIER_PREFETCH_SIZE_VER0,
+	  false, KVTIER_F_PREFETCH },
+	{ KVTIER_IOC_CANCEL, KVTIER_CANCEL_SIZE_VER0,
+	  false, KVTIER_F_PREFETCH },
+	{ KVTIER_IOC_EVENTFD, KVTIER_EVENTFD_SIZE_VER0,
+	  false, KVTIER_F_PREFETCH },
+	{ KVTIER_IOC_HBM_ATTACH, KVTIER_HBM_ATTACH_SIZE_VER0,
+	  false, KVTIER_F_HBM },
+	{ KVTIER_IOC_HBM_STAT, KVTIER_HBM_STAT_SIZE_VER0, false, KVTIER_F_HBM },
+	{ KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_HBM },
 };
 
 /**
@@ -284,15 +294,19 @@ static int __init kvt_nvme_attach_param(void)
  * Install a new pool file as an O_CLOEXEC fd once its number has reached
  * userspace, so a fault on the way out leaves no fd behind.
  */
-static int kvt_ctl_new_fd(const struct kvt_cmd_info *ci, unsigned int cmd,
-			  void __user *uarg, void *karg, __s32 *fdp,
-			  struct file *file)
+static int kvt_ctl_new_fd(struct kvt_ctl *ctl, const struct kvt_cmd_info *ci,
+			  unsigned int cmd, void __user *uarg, void *karg,
+			  __s32 *fdp, struct file *file)
 {
+	struct kvt_handle *h;
 	int fd;
 
 	if (IS_ERR(file))
 		return PTR_ERR(file);
 
+	/* The pool fd can do what its control fd negotiated, no more. */
+	h = file->private_data;
+	h->features = ctl->features;
 	fd = get_unused_fd_flags(O_CLOEXEC);
 	if (fd < 0) {
 		fput(file);
@@ -337,17 +351,24 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 		ret = -EINVAL;
 		goto out_unlock;
 	}
+	if ((ci->feature & ~ctl->features) ||
+	    (nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) &&
+	     u.create.numa_node != NUMA_NO_NODE &&
+	     !(ctl->features & KVTIER_F_NUMA))) {
+		ret = -EOPNOTSUPP;
+		goto out_unlock;
+	}
 
 	switch (nr) {
 	case _IOC_NR(KVTIER_IOC_API):
 		ret = kvt_api(ctl, &u.api);
 		break;
 	case _IOC_NR(KVTIER_IOC_POOL_CREATE):
-		ret = kvt_ctl_new_fd(ci, cmd, uarg, &u, &u.create.fd,
+		ret = kvt_ctl_new_fd(ctl, ci, cmd, uarg, &u, &u.create.fd,
 				     kvt_pool_create(&u.create));
 		goto out_unlock;
 	case _IOC_NR(KVTIER_IOC_POOL_OPEN):
-		ret = kvt_ctl_new_fd(ci, cmd, uarg, &u, &u.open.fd,
+		ret = kvt_ctl_new_fd(ctl, ci, cmd, uarg, &u, &u.open.fd,
 				     kvt_pool_open(&u.open));
 		goto out_unlock;
 	case _IOC_NR(KVTIER_IOC_POOL_DESTROY):

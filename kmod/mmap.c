@@ -92,7 +92,8 @@ static const struct vm_operations_struct kvt_vm_ops = {
  * @file: a pool file
  * @vma: the new mapping
  *
- * Return: 0; -EACCES for a writable mapping; -EINVAL past the last block.
+ * Return: 0; -EOPNOTSUPP when the pool fd's control fd did not negotiate
+ * KVTIER_F_MMAP; -EACCES for a writable mapping; -EINVAL past the last block.
  */
 int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -100,6 +101,8 @@ int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma)
 	struct kvt_pool *pool = h->pool;
 	u64 end = (u64)pool->capacity * pool->pages_per_block;
 
+	if (!(h->features & KVTIER_F_MMAP))
+		return -EOPNOTSUPP;
 	if (vma->vm_flags & VM_WRITE)
 		return -EACCES;
 	if (vma->vm_pgoff > end || vma_pages(vma) > end - vma->vm_pgoff)

@@ -747,7 +747,8 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	ret = kvt_pf_check(pf);
 	if (ret)
 		return ret;
-	if (pf->tier == KVTIER_TIER_HBM && !kvt_hbm_live(h->pool))
+	if (pf->tier == KVTIER_TIER_HBM && (!(h->features & KVTIER_F_HBM) ||
+					    !kvt_hbm_live(h->pool)))
 		return -EOPNOTSUPP;
 	len = array_size(pf->count, sizeof(*uh));
 	uh = vmemdup_user(u64_to_user_ptr(pf->hints), len);

@@ -21,7 +21,8 @@
  * @issue_flags: IO_URING_F_*
  *
  * Return: the command's result (the CQE's res); -EOPNOTSUPP for an
- * operation not taken here; -EINVAL for a nonzero reserved field; -EAGAIN
+ * operation not taken here, or on a pool fd whose control fd did not
+ * negotiate KVTIER_F_URING; -EINVAL for a nonzero reserved field; -EAGAIN
  * to be reissued where it may block.
  */
 int kvt_pool_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
@@ -39,6 +40,8 @@ int kvt_pool_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	default:
 		return -EOPNOTSUPP;
 	}
+	if (!(h->features & KVTIER_F_URING))
+		return -EOPNOTSUPP;
 	if (READ_ONCE(c->reserved))
 		return -EINVAL;
 	return kvt_pool_cmd(h, ioucmd->cmd_op, u64_to_user_ptr(arg),

@@ -45,27 +45,28 @@ static int kvt_handshake(uint64_t features, int *fdp, struct kvtier_api *api)
 int kvt_open(struct kvt_ctx **ctxp, uint64_t features)
 {
 	struct kvt_ctx *ctx;
-	int ret, fd;
+	int ret;
 
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
 
-	if (features == KVT_FEATURES_ALL) {
-		/* A second handshake on one fd is -EBUSY: probe on another. */
-		ret = kvt_handshake(0, &fd, &ctx->api);
-		if (ret)
-			goto out_free_ctx;
-		close(fd);
-		features = ctx->api.supported;
-	}
-
+	/*
+	 * The kernel keeps the bits it knows of those asked for and answers
+	 * with them: KVT_FEATURES_ALL (~0) gets all it has, in one handshake.
+	 */
 	ret = kvt_handshake(features, &ctx->fd, &ctx->api);
 	if (ret)
 		goto out_free_ctx;
+	if (features != KVT_FEATURES_ALL && ctx->api.features != features) {
+		ret = -EOPNOTSUPP;
+		goto out_close_fd;
+	}
 	*ctxp = ctx;
 	return 0;
 
+out_close_fd:
+	close(ctx->fd);
 out_free_ctx:
 	free(ctx);
 	return ret;

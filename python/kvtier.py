@@ -668,7 +668,9 @@ def open(features=FEATURES_ALL):  # pylint: disable=redefined-builtin
     """Open /dev/kvtier and negotiate @features: a Context.
 
     Raises Error: ENOENT (module not loaded), EACCES (not in the group
-    that owns /dev/kvtier), EINVAL (a feature this kernel lacks).
+    that owns /dev/kvtier), EOPNOTSUPP (a feature this kernel lacks).
+    The context and its pools can use the negotiated features only: the
+    others raise EOPNOTSUPP.
     """
     return Context(features)
 

@@ -1319,7 +1319,7 @@ int main(int argc, char **argv)
 		return help ? 0 : 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	ret = kvt_open(&ctx, KVTIER_F_POOLS | KVTIER_F_MMAP);
+	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
 	if (ret) {
 		fprintf(stderr, "%s: /dev/kvtier: %s\n", prog, strerror(-ret));
 		return 1;

@@ -479,7 +479,8 @@ static int cmd_create(int argc, char **argv)
 	p.block_size = bs;
 	p.capacity = cap;
 
-	ret = open_ctx(&ctx, KVTIER_F_POOLS);
+	ret = open_ctx(&ctx, KVTIER_F_POOLS |
+		       (p.numa_node != -1 ? KVTIER_F_NUMA : 0));
 	if (ret)
 		return ret;
 	ret = kvt_pool_create(ctx, &p, &pool);

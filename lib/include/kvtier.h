@@ -42,7 +42,15 @@ struct kvt_map;
 
 /**
  * KVT_FEATURES_ALL - pass to kvt_open() to negotiate every feature the
- * running kernel supports (the library probes them first).
+ * running kernel supports (the kernel keeps the bits it has).
+ *
+ * Every function of a context or of a pool opened through it that needs a
+ * feature the context did not negotiate returns -EOPNOTSUPP and does
+ * nothing: kvt_pool_create() with a numa_node (KVTIER_F_NUMA), PUT with
+ * KVTIER_PUT_REPLACE (KVTIER_F_REPLACE), kvt_sync() and the NVMe functions
+ * (KVTIER_F_NVME), kvt_prefetch(), its cancel and eventfd functions
+ * (KVTIER_F_PREFETCH), the kvt_ring_*() commands (KVTIER_F_URING),
+ * kvt_map() (KVTIER_F_MMAP), and the HBM functions (KVTIER_F_HBM).
  */
 #define KVT_FEATURES_ALL	(~0ULL)
 
@@ -87,12 +95,16 @@ struct kvt_pool_params {
  * @features:	KVTIER_F_* bits the caller requires, or KVT_FEATURES_ALL for
  *		whatever the kernel supports.
  *
- * Opens the control device O_RDWR | O_CLOEXEC and issues KVTIER_IOC_API with
- * KVTIER_API_VERSION and @features.
+ * Opens the control device O_RDWR | O_CLOEXEC once and issues KVTIER_IOC_API
+ * with KVTIER_API_VERSION and @features. The context and the pools opened
+ * through it can use the features negotiated (kvt_api_info()'s
+ * struct kvtier_api.features) and no others: a command of another fails
+ * with -EOPNOTSUPP.
  *
- * Return: 0, or -ENOENT when the module is not loaded, -EINVAL when the
- * kernel does not know a requested feature bit or API version, -ENOMEM,
- * or another -errno from open(2)/ioctl(2).
+ * Return: 0, or -ENOENT when the module is not loaded, -EOPNOTSUPP when
+ * the kernel lacks a feature in @features (other than KVT_FEATURES_ALL),
+ * -EINVAL when it does not speak KVTIER_API_VERSION, -ENOMEM, or another
+ * -errno from open(2)/ioctl(2).
  */
 int kvt_open(struct kvt_ctx **ctxp, uint64_t features);
 
@@ -591,8 +603,8 @@ int kvt_drop1(struct kvt_pool *pool, const struct kvt_key *key);
  * take it away under the reader.
  *
  * Return: 0; -EINVAL when the range is empty or beyond the capacity;
- * -EOVERFLOW when it does not fit the address space; -ENOMEM; another
- * -errno from mmap(2).
+ * -EOVERFLOW when it does not fit the address space; -EOPNOTSUPP without
+ * KVTIER_F_MMAP; -ENOMEM; another -errno from mmap(2).
  */
 int kvt_map(struct kvt_pool *pool, uint64_t first, uint64_t count,
 	    struct kvt_map **mapp);
@@ -738,7 +750,8 @@ struct kvt_prefetch_args {
  * from eviction until used (a GET, a PIN, a LOOKUP with TOUCH, a fault).
  *
  * Return: 0; -EINVAL (count, flags, group 0, tier, priority); -EOPNOTSUPP
- * (HBM target on a pool without a device tier); -ETIME (KVTIER_PREFETCH_CANCEL_LATE and a deadline past); -EEXIST
+ * (HBM target on a pool without a device tier; the context did not
+ * negotiate KVTIER_F_PREFETCH, or KVTIER_F_HBM for an HBM target); -ETIME (KVTIER_PREFETCH_CANCEL_LATE and a deadline past); -EEXIST
  * (group id live); -EAGAIN (KVTIER_PREFETCH_GROUPS_MAX groups live or
  * completions unread); -EFAULT; -ENOMEM.
  */

@@ -212,9 +212,24 @@ static void test_open(void)
 	CHECK(kvt_ctx_fd(c) >= 0);
 	kvt_close(c);
 
-	/* an unknown feature bit is refused */
-	CHECK_EQ(kvt_open(&c, 1ULL << 62), -EINVAL);
+	/* a feature the kernel lacks is refused, on the one open */
+	CHECK_EQ(kvt_open(&c, KVTIER_F_POOLS | 1ULL << 62), -EOPNOTSUPP);
 	kvt_close(NULL);
+
+	/* a pool of a context without a feature cannot use it */
+	CHECK_EQ(kvt_open(&c, KVTIER_F_POOLS), 0);
+	{
+		struct kvt_pool_params pp;
+		struct kvt_pool *p;
+		struct kvtier_hbm_stat hs;
+
+		kvt_pool_params_init(&pp, "kvt-test.nofeat", 4096, 4);
+		CHECK_EQ(kvt_pool_create(c, &pp, &p), 0);
+		CHECK_EQ(kvt_hbm_stat(p, &hs), -EOPNOTSUPP);
+		CHECK_EQ(kvt_pool_destroy(c, "kvt-test.nofeat"), 0);
+		kvt_pool_close(p);
+	}
+	kvt_close(c);
 }
 
 static void test_pool_lifecycle(void)

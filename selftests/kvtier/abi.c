@@ -3,6 +3,10 @@
  * kvtier selftests: the rules every command follows that are not about one
  * command.
  *
+ *  - feat: KVTIER_IOC_API's negotiated features are what an fd may use. A
+ *    command, flag or fd operation of a feature the control fd did not
+ *    negotiate is -EOPNOTSUPP, on that control fd and on the pool fds it
+ *    made; one feature left out a case, and nothing done.
  *  - size: every command takes every struct size from its first version's
  *    (KVTIER_*_SIZE_VER0) up: one byte less is -EINVAL before the struct
  *    is read, and a nonzero byte past what the kernel knows is -E2BIG.
@@ -12,6 +16,7 @@
  *    the command had no effect.
  */
 #include <sys/eventfd.h>
+#include <liburing.h>
 
 #include "prefetch_test.h"
 
@@ -64,6 +69,387 @@ static void adopt_init(struct kvtier_adopt *e, __u64 k, __u32 slot)
 	e->key[0] = K0;
 	e->key[1] = k;
 	e->slot = slot;
+}
+
+/* ---- feat: commands of features not negotiated ------------------------ */
+
+FIXTURE(feat) {
+	int all;			/* control fd with every feature */
+	char name[KVTIER_NAME_MAX];	/* the test's pool */
+	char *buf;
+};
+
+FIXTURE_SETUP(feat)
+{
+	self->all = kvt_ctl_open();
+	ASSERT_LE(0, self->all);
+	kvt_name(self->name, "feat");
+	self->buf = kvt_alloc(KVT_PAGE);
+	ASSERT_NE(NULL, self->buf);
+}
+
+FIXTURE_TEARDOWN(feat)
+{
+	kvt_pool_destroy(self->all, self->name);
+	kvt_free(self->buf, KVT_PAGE);
+	close(self->all);
+}
+
+/* A control fd that negotiated @features (and checked it got them). */
+static int ctl_with(__u64 features)
+{
+	struct kvtier_api a;
+	int fd = kvt_ctl_open_raw();
+
+	if (fd < 0)
+		return fd;
+	if (kvt_api(fd, features, &a) || a.features != features) {
+		close(fd);
+		return -EPROTO;
+	}
+	return fd;
+}
+
+/* The test's pool through a control fd with @features; its fd or -errno. */
+static int pool_with(FIXTURE_DATA(feat) *self, __u64 features)
+{
+	int ctl = ctl_with(features), pfd;
+
+	if (ctl < 0)
+		return ctl;
+	pfd = kvt_pool_create(ctl, self->name, KVT_PAGE, AB_CAP, AB_CAP);
+	close(ctl);
+	return pfd;
+}
+
+/* Unknown bits are not refused: the kernel does not have them, that is all. */
+TEST_F(feat, unknown_bits_masked)
+{
+	struct kvtier_api a;
+	int ctl = kvt_ctl_open_raw();
+
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, kvt_api(ctl, KVTIER_F_POOLS | 1ULL << 63, &a));
+	ASSERT_EQ(KVTIER_F_POOLS, a.features);
+	close(ctl);
+}
+
+TEST_F(feat, all_ones_gets_supported)
+{
+	struct kvtier_api a;
+	int ctl = kvt_ctl_open_raw();
+
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, kvt_api(ctl, ~0ULL, &a));
+	ASSERT_EQ(a.supported, a.features);
+	ASSERT_EQ(KVT_F_V1, a.features & KVT_F_V1);
+	close(ctl);
+}
+
+TEST_F(feat, no_pools_create)
+{
+	int ctl = ctl_with(0);
+
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(-EOPNOTSUPP, kvt_pool_create(ctl, self->name, KVT_PAGE,
+					       AB_CAP, AB_CAP));
+	ASSERT_EQ(-ENOENT, kvt_pool_open(self->all, self->name, 0));
+	close(ctl);
+}
+
+TEST_F(feat, no_pools_open)
+{
+	int ctl = ctl_with(0), pfd;
+
+	ASSERT_LE(0, ctl);
+	pfd = kvt_pool_create(self->all, self->name, KVT_PAGE, AB_CAP, AB_CAP);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(-EOPNOTSUPP, kvt_pool_open(ctl, self->name, 0));
+	close(pfd);
+	close(ctl);
+}
+
+TEST_F(feat, no_pools_destroy)
+{
+	int ctl = ctl_with(0), pfd;
+
+	ASSERT_LE(0, ctl);
+	pfd = kvt_pool_create(self->all, self->name, KVT_PAGE, AB_CAP, AB_CAP);
+	ASSERT_LE(0, pfd);
+	close(pfd);
+	ASSERT_EQ(-EOPNOTSUPP, kvt_pool_destroy(ctl, self->name));
+	pfd = kvt_pool_open(self->all, self->name, 0);
+	ASSERT_LE(0, pfd);
+	close(pfd);
+	close(ctl);
+}
+
+TEST_F(feat, no_numa_create)
+{
+	struct kvtier_pool_create c;
+	int ctl = ctl_with(KVTIER_F_POOLS), pfd;
+
+	ASSERT_LE(0, ctl);
+	kvt_create_init(&c, self->name, KVT_PAGE, AB_CAP, AB_CAP);
+	c.numa_node = 0;
+	ASSERT_EQ(-EOPNOTSUPP, kvt_create(ctl, &c));
+	ASSERT_EQ(-ENOENT, kvt_pool_open(self->all, self->name, 0));
+	c.numa_node = -1;
+	pfd = kvt_create(ctl, &c);
+	ASSERT_LE(0, pfd);
+	close(pfd);
+	close(ctl);
+}
+
+TEST_F(feat, no_nvme_stat)
+{
+	struct kvtier_nvme_stat st;
+	int ctl = ctl_with(KVTIER_F_POOLS);
+
+	ASSERT_LE(0, ctl);
+	memset(&st, 0, sizeof(st));
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, &st));
+	ASSERT_EQ(0, kvt_ioctl(self->all, KVTIER_IOC_NVME_STAT, &st));
+	close(ctl);
+}
+
+TEST_F(feat, no_nvme_attach)
+{
+	struct kvtier_nvme_attach na;
+	int ctl = ctl_with(KVTIER_F_POOLS);
+
+	ASSERT_LE(0, ctl);
+	memset(&na, 0, sizeof(na));
+	na.path = (__u64)(uintptr_t)"/nonexistent";
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &na));
+	close(ctl);
+}
+
+TEST_F(feat, no_nvme_detach)
+{
+	struct kvtier_nvme_detach nd;
+	struct kvtier_nvme_stat before, after;
+	int ctl = ctl_with(KVTIER_F_POOLS);
+
+	ASSERT_LE(0, ctl);
+	memset(&before, 0, sizeof(before));
+	ASSERT_EQ(0, kvt_ioctl(self->all, KVTIER_IOC_NVME_STAT, &before));
+	memset(&nd, 0, sizeof(nd));
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &nd));
+	memset(&after, 0, sizeof(after));
+	ASSERT_EQ(0, kvt_ioctl(self->all, KVTIER_IOC_NVME_STAT, &after));
+	ASSERT_EQ(before.attached, after.attached);
+	close(ctl);
+}
+
+TEST_F(feat, no_nvme_sync)
+{
+	struct kvtier_sync sy;
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+
+	ASSERT_LE(0, pfd);
+	memset(&sy, 0, sizeof(sy));
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &sy));
+	close(pfd);
+}
+
+TEST_F(feat, no_replace_put)
+{
+	char *mine = kvt_alloc(KVT_PAGE);
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+	__u64 gen = 0;
+
+	ASSERT_LE(0, pfd);
+	ASSERT_NE(NULL, mine);
+	kvt_fill(self->buf, KVT_PAGE, K0, 1, 1);
+	ASSERT_EQ(0, kvt_put1(pfd, K0, 1, self->buf, NULL));
+	kvt_fill(self->buf, KVT_PAGE, K0, 1, 2);
+	ASSERT_EQ(-EOPNOTSUPP, kvt_replace1(pfd, K0, 1, self->buf, NULL));
+	/* the block has its first bytes */
+	ASSERT_EQ(0, kvt_get1(pfd, K0, 1, mine, NULL));
+	ASSERT_EQ(-1, kvt_check(mine, KVT_PAGE, K0, 1, &gen));
+	ASSERT_EQ(1ULL, gen);
+	kvt_free(mine, KVT_PAGE);
+	close(pfd);
+}
+
+TEST_F(feat, no_mmap)
+{
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+	void *p;
+
+	ASSERT_LE(0, pfd);
+	p = mmap(NULL, KVT_PAGE, PROT_READ, MAP_SHARED, pfd, 0);
+	ASSERT_EQ(MAP_FAILED, p);
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	close(pfd);
+}
+
+TEST_F(feat, no_uring)
+{
+	struct kvtier_block e;
+	struct kvtier_batch b;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct kvtier_uring_cmd *c;
+	struct io_uring ring;
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+
+	ASSERT_LE(0, pfd);
+	if (io_uring_queue_init(4, &ring, 0))
+		SKIP(goto out_close, "no io_uring");
+	kvt_blk(&e, K0, 1, NULL);
+	batch_init(&b, &e, 1, 0);
+	sqe = io_uring_get_sqe(&ring);
+	ASSERT_NE(NULL, sqe);
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, pfd, NULL, 0, 0);
+	sqe->cmd_op = KVTIER_IOC_LOOKUP;
+	c = (struct kvtier_uring_cmd *)sqe->cmd;
+	memset(c, 0, sizeof(*c));
+	c->arg = (__u64)(uintptr_t)&b;
+	ASSERT_EQ(1, io_uring_submit(&ring));
+	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+	ASSERT_EQ(-EOPNOTSUPP, cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	/* the entry was not answered */
+	ASSERT_EQ(0x7eadbeef, e.status);
+	io_uring_queue_exit(&ring);
+out_close:
+	close(pfd);
+}
+
+TEST_F(feat, no_prefetch)
+{
+	struct kvtier_hint h[1];
+	struct kvtier_prefetch pf;
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+	long long hints = pf_stat("hints");
+
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, kvt_put1(pfd, K0, 0, self->buf, NULL));
+	hint_keys(h, 0, 1);
+	pf_init(&pf, h, 1, 1, 0, 0);
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(hints, pf_stat("hints"));
+	close(pfd);
+}
+
+TEST_F(feat, no_prefetch_cancel)
+{
+	struct kvtier_cancel c;
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+
+	ASSERT_LE(0, pfd);
+	memset(&c, 0, sizeof(c));
+	c.flags = KVTIER_CANCEL_ALL;
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_CANCEL, &c));
+	close(pfd);
+}
+
+TEST_F(feat, no_prefetch_eventfd)
+{
+	struct kvtier_eventfd e;
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	ASSERT_LE(0, pfd);
+	ASSERT_LE(0, efd);
+	memset(&e, 0, sizeof(e));
+	e.fd = efd;
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_EVENTFD, &e));
+	close(efd);
+	close(pfd);
+}
+
+/* The pool fd keeps its control fd's set after that fd is closed. */
+TEST_F(feat, pool_fd_inherits)
+{
+	struct kvtier_hint h[1];
+	struct kvtier_prefetch pf;
+	struct kvtier_completion c;
+	int limited = pool_with(self, KVTIER_F_POOLS), full;
+
+	ASSERT_LE(0, limited);
+	ASSERT_EQ(0, kvt_put1(limited, K0, 0, self->buf, NULL));
+	hint_keys(h, 0, 1);
+	pf_init(&pf, h, 1, 1, 0, 0);
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(limited, KVTIER_IOC_PREFETCH, &pf));
+	/* the same pool through a control fd that has PREFETCH */
+	full = kvt_pool_open(self->all, self->name, 0);
+	ASSERT_LE(0, full);
+	ASSERT_EQ(0, kvt_ioctl(full, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(0, completion(full, &c, 10000));
+	ASSERT_EQ(0, c.status);
+	close(full);
+	close(limited);
+}
+
+TEST_F(feat, no_hbm_attach)
+{
+	struct kvtier_hbm_stat st;
+	int pfd = pool_with(self, KVTIER_F_POOLS | KVTIER_F_PREFETCH), full;
+
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(-EOPNOTSUPP, hbm_attach_emul(pfd, 4));
+	full = kvt_pool_open(self->all, self->name, 0);
+	ASSERT_LE(0, full);
+	ASSERT_EQ(0, hbm_stat(full, &st));
+	ASSERT_EQ(0U, st.attached);
+	close(full);
+	close(pfd);
+}
+
+TEST_F(feat, no_hbm_stat)
+{
+	struct kvtier_hbm_stat st;
+	int pfd = pool_with(self, KVTIER_F_POOLS | KVTIER_F_PREFETCH);
+
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(-EOPNOTSUPP, hbm_stat(pfd, &st));
+	close(pfd);
+}
+
+TEST_F(feat, no_hbm_adopt)
+{
+	struct kvtier_adopt e;
+	struct kvtier_batch b;
+	struct kvtier_hbm_stat st;
+	int pfd = pool_with(self, KVTIER_F_POOLS | KVTIER_F_PREFETCH), full;
+
+	ASSERT_LE(0, pfd);
+	full = kvt_pool_open(self->all, self->name, 0);
+	ASSERT_LE(0, full);
+	ASSERT_EQ(0, hbm_attach_emul(full, 4));
+	adopt_init(&e, 1, 0);
+	batch_init(&b, &e, 1, 0);
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_ADOPT, &b));
+	ASSERT_EQ(-ENOENT, kvt_lookup1(full, K0, 1, NULL));
+	ASSERT_EQ(0, hbm_stat(full, &st));
+	ASSERT_EQ(0ULL, st.adopted);
+	close(full);
+	close(pfd);
+}
+
+/* PREFETCH to HBM is of KVTIER_F_HBM, even where the pool has an arena. */
+TEST_F(feat, no_hbm_prefetch_tier)
+{
+	struct kvtier_hint h[1];
+	struct kvtier_prefetch pf;
+	int pfd = pool_with(self, KVTIER_F_POOLS | KVTIER_F_PREFETCH), full;
+	long long hints = pf_stat("hints");
+
+	ASSERT_LE(0, pfd);
+	full = kvt_pool_open(self->all, self->name, 0);
+	ASSERT_LE(0, full);
+	ASSERT_EQ(0, hbm_attach_emul(full, 4));
+	ASSERT_EQ(0, kvt_put1(pfd, K0, 0, self->buf, NULL));
+	hint_keys(h, 0, 1);
+	pf_init(&pf, h, 1, 1, 0, 0);
+	pf.tier = KVTIER_TIER_HBM;
+	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(hints, pf_stat("hints"));
+	close(full);
+	close(pfd);
 }
 
 /* ---- size: the first version's size and up ---------------------------- */

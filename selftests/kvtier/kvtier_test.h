@@ -122,7 +122,7 @@ static inline int kvt_ctl_open(void)
 
 	if (fd < 0)
 		return fd;
-	ret = kvt_api(fd, 0, NULL);
+	ret = kvt_api(fd, KVT_F_KNOWN, NULL);
 	if (ret) {
 		close(fd);
 		return ret;

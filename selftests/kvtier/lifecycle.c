@@ -266,7 +266,7 @@ TEST_F(life, kill_pending_prefetch)
 
 	n = kvt_ctl_open_raw();
 	ASSERT_LE(0, n);
-	ASSERT_EQ(0, kvt_api(n, 0, &api));
+	ASSERT_EQ(0, kvt_api(n, KVT_F_KNOWN, &api));
 	close(n);
 	if (!(api.supported & KVTIER_F_PREFETCH))
 		SKIP(return, "no KVTIER_F_PREFETCH");

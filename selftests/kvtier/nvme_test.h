@@ -644,7 +644,7 @@ static inline bool nvt_dm_target(unsigned int mask)
 				       nvt_dev()); \
 		} \
 		ctl = kvt_ctl_open_raw(); \
-		if (ctl < 0 || kvt_api(ctl, 0, &api) || \
+		if (ctl < 0 || kvt_api(ctl, KVT_F_KNOWN, &api) || \
 		    !(api.supported & KVTIER_F_NVME)) { \
 			ksft_print_header(); \
 			ksft_exit_skip("kvtier without KVTIER_F_NVME\n"); \

@@ -278,6 +278,7 @@ int main(void)
 	ctl = open("/dev/kvtier", O_RDWR | O_CLOEXEC);
 	memset(&api, 0, sizeof(api));
 	api.api = KVTIER_API_VERSION;
+	api.features = ~0ULL;		/* all the kernel has */
 	if (ctl < 0 || ioctl(ctl, KVTIER_IOC_API, &api)) {
 		tap(0, "open /dev/kvtier and handshake: %s", strerror(errno));
 		return 1;

@@ -723,6 +723,7 @@ int main(void)
 	}
 	memset(&a, 0, sizeof(a));
 	a.api = KVTIER_API_VERSION;
+	a.features = ~0ULL;		/* all the kernel has */
 	if (ioctl(ctl, KVTIER_IOC_API, &a)) {
 		perror("KVTIER_IOC_API");
 		return 1;

@@ -26,6 +26,8 @@
  *  - user pointers travel as __u64; a bad one: -EFAULT. A command that
  *    writes results back checks first that it can: an argument it cannot
  *    write is -EFAULT with nothing done;
+ *  - a command of a feature not negotiated by KVTIER_IOC_API on the
+ *    control fd (a pool fd has its control fd's set): -EOPNOTSUPP;
  *  - time is CLOCK_MONOTONIC nanoseconds.
  */
 #ifndef _UAPI_LINUX_KVTIER_H
@@ -89,8 +91,11 @@
  * struct kvtier_api - the handshake, first command on a control fd
  * @api:	in: KVTIER_API_VERSION the caller speaks; out: unchanged.
  * @flags:	in: must be 0.
- * @features:	in: feature bits the caller requires (unknown ones: -EINVAL);
- *		out: the negotiated set (what the caller asked for).
+ * @features:	in: feature bits the caller wants (~0ULL: all there are);
+ *		out: the negotiated set, those of them this kernel supports.
+ *		Only these work on this fd and the pool fds it makes; the
+ *		commands, flags and fd operations of any other fail with
+ *		-EOPNOTSUPP.
  * @supported:	out: every feature bit this kernel supports.
  * @ioctls:	out: bit (1 << _IOC_NR(cmd)) set for each supported command.
  * @block_size_max: out: largest block size a pool may have, in bytes.
