@@ -163,6 +163,8 @@ static ssize_t kvt_mover_read(struct file *file, char __user *buf, size_t len,
 			cmds[n].slot = c->slot;
 			cmds[n].addr = c->addr;
 			cmds[n].bytes = hbm->pool->block_size;
+			cmds[n].flags = 0;
+			memset(cmds[n].reserved, 0, sizeof(cmds[n].reserved));
 			list_move_tail(&c->node, &mv->taken);
 			n++;
 		}

@@ -754,6 +754,13 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	uh = vmemdup_user(u64_to_user_ptr(pf->hints), len);
 	if (IS_ERR(uh))
 		return PTR_ERR(uh);
+	for (i = 0; i < pf->count; i++) {
+		if (uh[i].flags ||
+		    memchr_inv(uh[i].reserved, 0, sizeof(uh[i].reserved))) {
+			ret = -EINVAL;
+			goto out_free_hints;
+		}
+	}
 	ret = -ENOMEM;
 	g = kvzalloc(struct_size(g, hints, pf->count), GFP_KERNEL_ACCOUNT);
 	if (!g)

@@ -190,8 +190,12 @@ int kvt_mover_run(struct kvt_mover *m, int timeout_ms)
 			dram = m->stage;
 			r[0].buf = (uintptr_t)m->stage;
 		}
-		r[nr].status = m->copy(m->arg, cmd[i].op, cmd[i].slot, dram,
-				       cmd[i].bytes);
+		/* A flag this mover does not know: a copy it cannot do. */
+		if (cmd[i].flags)
+			r[nr].status = -EOPNOTSUPP;
+		else
+			r[nr].status = m->copy(m->arg, cmd[i].op, cmd[i].slot,
+					       dram, cmd[i].bytes);
 		if (r[nr].status)
 			r[nr].buf = 0;
 		nr++;

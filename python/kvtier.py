@@ -154,7 +154,7 @@ class _NvmeStat(ctypes.Structure):
 class _Hint(ctypes.Structure):
     """struct kvtier_hint"""
     _fields_ = [("key", _u64 * 2), ("addr", _u64), ("status", _s32),
-                ("tier", _u32)]
+                ("tier", _u32), ("flags", _u32), ("reserved", _u32 * 3)]
 
 
 class _Completion(ctypes.Structure):
@@ -199,7 +199,7 @@ assert ctypes.sizeof(_Adopt) == 40
 assert ctypes.sizeof(_Api) == 96
 assert ctypes.sizeof(_PoolStat) == 216
 assert ctypes.sizeof(_NvmeStat) == 152
-assert ctypes.sizeof(_Hint) == 32
+assert ctypes.sizeof(_Hint) == 48
 assert ctypes.sizeof(_Completion) == 48
 assert ctypes.sizeof(_PrefetchArgs) == 40
 

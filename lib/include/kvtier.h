@@ -749,9 +749,10 @@ struct kvt_prefetch_args {
  * kvt_pool_fd(), or an eventfd, kvt_eventfd()). Staged blocks are protected
  * from eviction until used (a GET, a PIN, a LOOKUP with TOUCH, a fault).
  *
- * Return: 0; -EINVAL (count, flags, group 0, tier, priority); -EOPNOTSUPP
- * (HBM target on a pool without a device tier; the context did not
- * negotiate KVTIER_F_PREFETCH, or KVTIER_F_HBM for an HBM target); -ETIME (KVTIER_PREFETCH_CANCEL_LATE and a deadline past); -EEXIST
+ * Return: 0; -EINVAL (count, flags, group 0, tier, priority, a hint's flags
+ * or reserved nonzero: fill hints with kvt_hint_set()); -EOPNOTSUPP (HBM
+ * target on a pool without a device tier; the context did not negotiate
+ * KVTIER_F_PREFETCH, or KVTIER_F_HBM for an HBM target); -ETIME (KVTIER_PREFETCH_CANCEL_LATE and a deadline past); -EEXIST
  * (group id live); -EAGAIN (KVTIER_PREFETCH_GROUPS_MAX groups live or
  * completions unread); -EFAULT; -ENOMEM.
  */
@@ -969,6 +970,9 @@ int kvt_mover_open(struct kvt_pool *pool, int mover_fd, kvt_mover_copy_fn fn,
  *
  * Call it in a loop (a thread of the runtime). A copy that takes longer
  * than the hbm_timeout_ms module parameter detaches the arena.
+ *
+ * A command with a flag this library does not know is reported failed
+ * (-EOPNOTSUPP) without calling the copy function.
  *
  * Return: copies done (0 when the wait ended without one); -EPIPE once the
  * arena is detached; another -errno (a report the kernel refused, after a

@@ -169,6 +169,17 @@ static void rj_deadline_past(struct kvtier_prefetch *pf)
 	pf->deadline_ns = now_ns() - SEC;
 }
 
+/* A flag in the second hint: hints have none yet. */
+static void rj_hint_flags(struct kvtier_prefetch *pf)
+{
+	((struct kvtier_hint *)(uintptr_t)pf->hints)[1].flags = 1;
+}
+
+static void rj_hint_reserved(struct kvtier_prefetch *pf)
+{
+	((struct kvtier_hint *)(uintptr_t)pf->hints)[1].reserved[2] = 1;
+}
+
 static void rj_hints_null(struct kvtier_prefetch *pf)
 {
 	pf->hints = 0;
@@ -220,6 +231,12 @@ FIXTURE_VARIANT_ADD(pf_reject, reserved1) {
 };
 FIXTURE_VARIANT_ADD(pf_reject, deadline_past) {
 	.bad = rj_deadline_past, .err = -ETIME,
+};
+FIXTURE_VARIANT_ADD(pf_reject, hint_flags) {
+	.bad = rj_hint_flags, .err = -EINVAL,
+};
+FIXTURE_VARIANT_ADD(pf_reject, hint_reserved) {
+	.bad = rj_hint_reserved, .err = -EINVAL,
 };
 FIXTURE_VARIANT_ADD(pf_reject, hints_null) {
 	.bad = rj_hints_null, .err = -EFAULT,
@@ -275,6 +292,7 @@ TEST_F(pf_reject, refused)
 		ASSERT_EQ(0xa5a5a5a5U, self->h[i].tier);
 	}
 	/* Without the bad field: taken, both blocks resident. */
+	rj_hints(self->h);
 	pf_init(&self->pf, self->h, 2, 5, 0, 0);
 	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &self->pf));
 	ASSERT_EQ(2U, self->pf.resident);

@@ -465,6 +465,8 @@ struct kvtier_nvme_stat {
  * @status:	out: 0 (queued, or resident already); -ENOENT: no such block,
  *		the hint is dropped (the group goes on without it).
  * @tier:	out: where the block is now (KVTIER_TIER_*).
+ * @flags:	in: must be 0 (-EINVAL).
+ * @reserved:	must be 0 (-EINVAL).
  *
  * Hints are given in chain order: the first block of the request's prefix
  * first. A group's completion reports how long a prefix is resident.
@@ -474,6 +476,8 @@ struct kvtier_hint {
 	__u64 addr;
 	__s32 status;
 	__u32 tier;
+	__u32 flags;
+	__u32 reserved[3];
 };
 
 /* PREFETCH flags. */
@@ -719,6 +723,9 @@ struct kvtier_adopt {
  * @addr:	the block address: the DRAM side is the pool mmap at
  *		@addr * @bytes (TO_DEV reads it there).
  * @bytes:	the block size.
+ * @flags:	0 (a flag will be set only for a mover that asked for it
+ *		when its arena was attached).
+ * @reserved:	0.
  */
 struct kvtier_move {
 	__u64 seq;
@@ -726,6 +733,8 @@ struct kvtier_move {
 	__u32 slot;
 	__u64 addr;
 	__u64 bytes;
+	__u32 flags;
+	__u32 reserved[3];
 };
 
 /**
