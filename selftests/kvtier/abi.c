@@ -81,6 +81,7 @@ FIXTURE(feat) {
 
 FIXTURE_SETUP(feat)
 {
+	kvt_setup(_metadata);
 	self->all = kvt_ctl_open();
 	ASSERT_LE(0, self->all);
 	kvt_name(self->name, "feat");
@@ -501,6 +502,7 @@ SIZE_VARIANT(adopt, KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false);
 
 FIXTURE_SETUP(size)
 {
+	kvt_setup(_metadata);
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kvt_name(self->name, "size");
@@ -562,6 +564,7 @@ FIXTURE(ro) {
 
 FIXTURE_SETUP(ro)
 {
+	kvt_setup(_metadata);
 	self->page = NULL;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -845,4 +848,4 @@ TEST_F(ro, adopt_entries)
 	ASSERT_EQ(0U, st.used);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

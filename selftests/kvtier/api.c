@@ -62,6 +62,8 @@ FIXTURE(api) {
 
 FIXTURE_SETUP(api)
 {
+	kvt_setup(_metadata);
+
 	self->ctl = kvt_ctl_open_raw();
 	ASSERT_LE(0, self->ctl);
 	kvt_name(self->name, "api");
@@ -540,4 +542,4 @@ TEST_F(api, bad_arg_pointer)
 	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

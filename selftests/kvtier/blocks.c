@@ -18,6 +18,8 @@ FIXTURE(blocks) {
 
 FIXTURE_SETUP(blocks)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -692,6 +694,8 @@ FIXTURE_SETUP(reject)
 	__u32 done;
 	int i;
 
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -965,4 +969,4 @@ TEST_F(reject, size_larger_zero_tail)
 	ASSERT_EQ(0, self->e[1].status);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

@@ -19,6 +19,8 @@ FIXTURE(evict) {
 
 FIXTURE_SETUP(evict)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -388,4 +390,4 @@ TEST_F(evict, pins_vanish_on_sigkill)
 	close(pipefd[0]);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

@@ -1845,6 +1845,8 @@ FIXTURE_SETUP(fuzz)
 	struct stat st;
 	int i;
 
+	kvt_setup(_metadata);
+
 	fz_seed = fz_env("KVTIER_FUZZ_SEED",
 			 (unsigned long long)time(NULL) * 1000003ULL ^ getpid());
 	fz = mmap(NULL, sizeof(*fz), PROT_READ | PROT_WRITE,
@@ -2282,4 +2284,4 @@ TEST_F_TIMEOUT(fuzz, nvme_detach_race, 240)
 	}
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

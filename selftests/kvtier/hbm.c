@@ -244,6 +244,8 @@ FIXTURE_SETUP(hbm)
 {
 	int mfd = -1;
 
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->mv.fd = -1;
 	self->user = variant->backend == KVTIER_HBM_USER;
@@ -521,4 +523,4 @@ TEST_F(hbm, mover_timeout)
 	EXPECT_EQ(0U, st.attached);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

@@ -168,6 +168,8 @@ FIXTURE(iso) {
 
 FIXTURE_SETUP(iso)
 {
+	kvt_setup(_metadata);
+
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kvt_name(self->name, "iso");
@@ -253,6 +255,8 @@ FIXTURE(modes) {
 
 FIXTURE_SETUP(modes)
 {
+	kvt_setup(_metadata);
+
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kvt_name(self->name, "isom");
@@ -919,4 +923,4 @@ TEST_F(iso, sysfs_pool_files_root_only)
 	EXPECT_EQ(0, as(&TENANT_A, child_sysfs, self->name));
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

@@ -91,6 +91,8 @@ FIXTURE(life) {
 
 FIXTURE_SETUP(life)
 {
+	kvt_setup(_metadata);
+
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kvt_name(self->name, "life");
@@ -613,4 +615,4 @@ TEST_F(life, create_reserves_before_allocating)
 	rmdir(dir);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

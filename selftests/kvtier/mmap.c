@@ -82,6 +82,8 @@ FIXTURE_VARIANT_ADD(mmap, b2m) { .block_size = 2 * KVT_MIB };
 
 FIXTURE_SETUP(mmap)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->map = NULL;
 	self->map_len = CAP * variant->block_size;
@@ -706,6 +708,8 @@ FIXTURE(mrace) {
 
 FIXTURE_SETUP(mrace)
 {
+	kvt_setup(_metadata);
+
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kvt_name(self->name, "mrace");
@@ -815,6 +819,8 @@ FIXTURE(numa) {
 
 FIXTURE_SETUP(numa)
 {
+	kvt_setup(_metadata);
+
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 }
@@ -859,4 +865,4 @@ TEST_F(numa, node1_get)
 	close(pfd);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

@@ -21,6 +21,8 @@ FIXTURE(mp) {
 
 FIXTURE_SETUP(mp)
 {
+	kvt_setup(_metadata);
+
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kvt_name(self->name, "mp");
@@ -692,4 +694,4 @@ TEST_F_TIMEOUT(mp, name_race, 60)
 	ASSERT_EQ(a[3], b[3]);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

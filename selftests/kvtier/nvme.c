@@ -280,6 +280,8 @@ FIXTURE(attach) {
 
 FIXTURE_SETUP(attach)
 {
+	nvt_setup_check(_metadata);
+
 	new_salt();
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -927,6 +929,8 @@ FIXTURE_VARIANT_ADD(tier, b64k) { .block_size = 64 * KVT_KIB };
 
 FIXTURE_SETUP(tier)
 {
+	nvt_setup_check(_metadata);
+
 	new_salt();
 	self->pfd = -1;
 	/* A test that timed out may have left writer failures on. */
@@ -1984,6 +1988,8 @@ FIXTURE(multi) {
 
 FIXTURE_SETUP(multi)
 {
+	nvt_setup_check(_metadata);
+
 	new_salt();
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
@@ -2171,6 +2177,8 @@ FIXTURE_SETUP(wrap)
 {
 	char table[256];
 
+	nvt_setup_check(_metadata);
+
 	new_salt();
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
@@ -2262,6 +2270,8 @@ FIXTURE(dm) {
 
 FIXTURE_SETUP(dm)
 {
+	nvt_setup_check(_metadata);
+
 	new_salt();
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
@@ -2623,6 +2633,8 @@ FIXTURE_SETUP(full)
 {
 	char table[256];
 
+	nvt_setup_check(_metadata);
+
 	new_salt();
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
@@ -2795,6 +2807,8 @@ FIXTURE_SETUP(replay)
 {
 	char table[256];
 	struct stat st;
+
+	nvt_setup_check(_metadata);
 
 	new_salt();
 	self->ctl = kvt_ctl_open();
@@ -3081,4 +3095,4 @@ TEST_F_TIMEOUT(replay, every_power_cut, 600)
 	ASSERT_EQ(0U, failed);
 }
 
-NVT_MAIN
+TEST_HARNESS_MAIN

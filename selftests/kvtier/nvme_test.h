@@ -585,8 +585,8 @@ static inline bool nvt_dm_exists(const char *name)
 }
 
 /*
- * The device-mapper targets the tests use, probed once by NVT_MAIN (which
- * loads their modules) before the tests fork, as a mask of NVT_DM_*.
+ * The device-mapper targets the tests use, as a mask of NVT_DM_*: probed
+ * (their modules loaded) by the first nvt_dm_target() of a test process.
  */
 #define NVT_DM_LINEAR	(1U << 0)
 #define NVT_DM_ERROR	(1U << 1)
@@ -594,6 +594,7 @@ static inline bool nvt_dm_exists(const char *name)
 #define NVT_DM_DELAY	(1U << 3)
 
 static unsigned int nvt_dm_targets;
+static bool nvt_dm_probed;
 
 static inline void nvt_dm_probe(void)
 {
@@ -601,6 +602,7 @@ static inline void nvt_dm_probe(void)
 					      "delay" };
 	unsigned int i;
 
+	nvt_dm_probed = true;
 	if (nvt_sh("command -v dmsetup >/dev/null") != 0)
 		return;
 	nvt_sh("modprobe -a dm-mod dm-flakey dm-delay >/dev/null 2>&1");
@@ -613,46 +615,34 @@ static inline void nvt_dm_probe(void)
 /* Whether device-mapper target @mask (NVT_DM_*) can be used. */
 static inline bool nvt_dm_target(unsigned int mask)
 {
+	if (!nvt_dm_probed)
+		nvt_dm_probe();
 	return (nvt_dm_targets & mask) == mask;
 }
 
-/* ---- skip the binary when the device is missing ------------------------ */
+/* ---- skip when the device is missing ------------------------------------ */
 
 /*
- * main(): like KVT_MAIN, and also skip (exit 4) when the NVMe device is
- * missing or the module has no NVMe tier.
+ * The first thing of every FIXTURE_SETUP() of the NVMe tests: kvt_setup()
+ * (kvtier_test.h), then skip the case when the NVMe device is missing or
+ * the module has no NVMe tier.
  */
-#define NVT_MAIN \
-	static void __attribute__((constructor)) \
-	__constructor_order_last(void) \
-	{ \
-		if (!__constructor_order) \
-			__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD; \
-	} \
-	int main(int argc, char **argv) \
-	{ \
-		struct kvtier_api api; \
-		struct stat st; \
-		int ctl; \
-		if (access(KVT_DEV, F_OK)) { \
-			ksft_print_header(); \
-			ksft_exit_skip(KVT_DEV " missing: kvtier not loaded\n"); \
-		} \
-		if (stat(nvt_dev(), &st) || !S_ISBLK(st.st_mode)) { \
-			ksft_print_header(); \
-			ksft_exit_skip("%s missing: boot the VM with --nvme 1\n", \
-				       nvt_dev()); \
-		} \
-		ctl = kvt_ctl_open_raw(); \
-		if (ctl < 0 || kvt_api(ctl, KVT_F_KNOWN, &api) || \
-		    !(api.supported & KVTIER_F_NVME)) { \
-			ksft_print_header(); \
-			ksft_exit_skip("kvtier without KVTIER_F_NVME\n"); \
-		} \
-		close(ctl); \
-		nvt_dm_probe(); \
-		kvt_test_filter(); \
-		return test_harness_run(argc, argv); \
-	}
+static inline void nvt_setup_check(struct __test_metadata *_metadata)
+{
+	struct kvtier_api api;
+	struct stat st;
+	int ctl, ret;
+
+	kvt_setup(_metadata);
+	if (stat(nvt_dev(), &st) || !S_ISBLK(st.st_mode))
+		KVT_SETUP_SKIP("%s missing: boot the VM with --nvme 1",
+			       nvt_dev());
+	ctl = kvt_ctl_open_raw();
+	ret = ctl < 0 ? ctl : kvt_api(ctl, KVT_F_KNOWN, &api);
+	if (ctl >= 0)
+		close(ctl);
+	if (ret || !(api.supported & KVTIER_F_NVME))
+		KVT_SETUP_SKIP("kvtier without KVTIER_F_NVME");
+}
 
 #endif /* KVTIER_NVME_TEST_H */

@@ -104,6 +104,8 @@ FIXTURE_VARIANT_ADD(policy, dram1) {
 
 FIXTURE_SETUP(policy)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -604,4 +606,4 @@ TEST_F(policy, same_decisions)
 	       self->sim.nops, (unsigned long long)evictions);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

@@ -16,6 +16,8 @@ FIXTURE(pool) {
 
 FIXTURE_SETUP(pool)
 {
+	kvt_setup(_metadata);
+
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kvt_name(self->name, "pool");
@@ -631,6 +633,8 @@ FIXTURE_VARIANT_ADD(bsize, b2m) { .block_size = 2 * KVT_MIB, .count = 4 };
 
 FIXTURE_SETUP(bsize)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -758,4 +762,4 @@ TEST_F_TIMEOUT(pool, block_64m, 180)
 	kvt_free(out, bs);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

@@ -91,6 +91,8 @@ FIXTURE(pf) {
 
 FIXTURE_SETUP(pf)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -750,4 +752,4 @@ TEST_F(pf, uring_exit_in_flight)
 		ASSERT_EQ(0, get_check(self->pfd, self->buf, i));
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

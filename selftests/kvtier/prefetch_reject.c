@@ -260,6 +260,8 @@ static void rj_hints(struct kvtier_hint *h)
 
 FIXTURE_SETUP(pf_reject)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -398,6 +400,8 @@ FIXTURE_VARIANT_ADD(cancel_reject, reserved1) {
 FIXTURE_SETUP(cancel_reject)
 {
 	struct kvtier_completion c;
+
+	kvt_setup(_metadata);
 
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
@@ -549,6 +553,8 @@ FIXTURE_SETUP(efd_reject)
 {
 	struct kvtier_eventfd ev;
 
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -606,6 +612,8 @@ FIXTURE(pf_fd) {
 
 FIXTURE_SETUP(pf_fd)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -679,4 +687,4 @@ TEST_F(pf_fd, read_empty_nonblock)
 
 /* Two groups at once: the earlier deadline is staged first. */
 
-KVT_MAIN
+TEST_HARNESS_MAIN

@@ -62,6 +62,8 @@ FIXTURE(press) {
 
 FIXTURE_SETUP(press)
 {
+	nvt_setup_check(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -291,6 +293,8 @@ FIXTURE(plain) {
 
 FIXTURE_SETUP(plain)
 {
+	nvt_setup_check(_metadata);
+
 	self->unused = 0;
 }
 
@@ -335,4 +339,4 @@ TEST_F(plain, no_nvme_nothing_dropped)
 	kvt_free(buf, BS);
 }
 
-NVT_MAIN
+TEST_HARNESS_MAIN

@@ -223,6 +223,8 @@ FIXTURE(stress) {
 
 FIXTURE_SETUP(stress)
 {
+	kvt_setup(_metadata);
+
 	self->unused = 0;
 }
 
@@ -302,4 +304,4 @@ TEST_F_TIMEOUT(stress, random_verified_ops, 900)
 	close(ctl);
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN

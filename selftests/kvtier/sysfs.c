@@ -31,6 +31,8 @@ FIXTURE(sysfs) {
 
 FIXTURE_SETUP(sysfs)
 {
+	kvt_setup(_metadata);
+
 	self->pfd = -1;
 	self->ctl = kvt_ctl_open();
 	ASSERT_LE(0, self->ctl);
@@ -384,4 +386,4 @@ TEST_F(sysfs, name_with_dots)
 	ASSERT_EQ(0, access(dir, F_OK));
 }
 
-KVT_MAIN
+TEST_HARNESS_MAIN
