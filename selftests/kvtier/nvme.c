@@ -12,289 +12,26 @@
  * destroys; skipped when the device is missing. Persistence across module
  * reload and reboot is tested by nvme-persist.sh and nvme-crash.sh.
  */
-#include <limits.h>
-#include <pthread.h>
-#include <setjmp.h>
-#include <sys/sysmacros.h>
-
-#include "nvme_test.h"
-
-#define CAP		256U
-#define DRAM		8U
-#define NPUT		64U		/* blocks PUT by most tests */
-#define NCOLD		(NPUT - DRAM)	/* of which at least this many demoted */
-#define K0		0x6e766d6574657374ULL	/* "nvmetest" */
-
-/* Device-mapper devices these tests create (and remove). */
-#define DM_HOLD		"kvt-nvt-hold"
-#define DM_FAULT	"kvt-nvt-dm"
-#define DM_SMALL	"kvt-nvt-small"
-#define DM_ERR		"kvt-nvt-err"
-#define DM_BASE		"kvt-nvt-base"
-#define DM_LW		"kvt-nvt-lw"
-#define DM_M0		"kvt-nvt-m0"	/* slices of the second drive */
-#define DM_M1		"kvt-nvt-m1"
-#define DM_M2		"kvt-nvt-m2"
-#define DM_M3		"kvt-nvt-m3"
-
-/* ---- helpers ------------------------------------------------------------ */
-
-/*
- * Generations are salted per test, so bytes left on the device by an
- * earlier test (same keys, same places) never pass for this test's blocks.
- */
-static __u64 salt;
-#define GEN(g)	((__u64)(g) ^ salt)
-
-static void new_salt(void)
-{
-	salt = kvt_mix((__u64)getpid() << 32 ^ (__u64)(nvt_now() * 1e6)) << 8;
-}
-
-/* PUT keys first..first+n-1 of generation @gen; 0 or the first bad status. */
-static int put_range(int pfd, void *buf, __u64 bs, __u64 first, __u64 n,
-		     __u64 gen, __u32 flags)
-{
-	__u64 k;
-	int ret;
-
-	for (k = first; k < first + n; k++) {
-		kvt_fill(buf, bs, K0, k, GEN(gen));
-		ret = kvt_one(pfd, KVTIER_IOC_PUT, K0, k, buf, flags, NULL);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* GET key @k: 0 with the exact bytes of @gen, -EILSEQ on wrong bytes. */
-static int get_check(int pfd, void *buf, __u64 bs, __u64 k, __u64 gen)
-{
-	int ret;
-
-	memset(buf, 0xa5, bs);
-	ret = kvt_get1(pfd, K0, k, buf, NULL);
-	if (ret)
-		return ret;
-	return kvt_check_gen(buf, bs, K0, k, GEN(gen)) == -1 ? 0 : -EILSEQ;
-}
-
-struct tally {
-	unsigned int exact, miss, eio, wrong, other;
-	int first_other;
-};
-
-/* GET every key of a range and count the outcomes. */
-static void tally_range(int pfd, void *buf, __u64 bs, __u64 first, __u64 n,
-			__u64 gen, struct tally *t, int *status)
-{
-	__u64 k;
-
-	memset(t, 0, sizeof(*t));
-	for (k = first; k < first + n; k++) {
-		int ret = get_check(pfd, buf, bs, k, gen);
-
-		if (status)
-			status[k - first] = ret;
-		if (!ret)
-			t->exact++;
-		else if (ret == -ENOENT)
-			t->miss++;
-		else if (ret == -EIO)
-			t->eio++;
-		else if (ret == -EILSEQ)
-			t->wrong++;
-		else if (!t->other++)
-			t->first_other = ret;
-	}
-}
-
-/* LOOKUP keys first..first+n-1 into @b; the batch result. */
-static int lookup_range(int pfd, struct kvtier_block *b, __u64 first,
-			__u32 n, __u32 flags, __u32 *done)
-{
-	__u32 i;
-
-	for (i = 0; i < n; i++)
-		kvt_blk(&b[i], K0, first + i, NULL);
-	return kvt_batch(pfd, KVTIER_IOC_LOOKUP, b, n, flags, done);
-}
-
-/* The tier a key is in by LOOKUP (without touching), or -errno. */
-static int key_tier(int pfd, __u64 k)
-{
-	struct kvtier_block b;
-	int ret = kvt_lookup1(pfd, K0, k, &b);
-
-	return ret ? ret : (int)b.tier;
-}
-
-/*
- * PUT new keys (*@next on, generation 1) until key @k has left DRAM; at
- * most 8 x DRAM of them (eviction order is the module's business). 0 once
- * it is out, -EBUSY if it stayed, or a PUT's status.
- */
-static int push_out(int pfd, void *buf, __u64 bs, __u64 k, __u64 *next)
-{
-	unsigned int i;
-	int ret;
-
-	for (i = 0; i < 8 * DRAM; i++) {
-		if (key_tier(pfd, k) != KVTIER_TIER_DRAM)
-			return 0;
-		ret = put_range(pfd, buf, bs, (*next)++, 1, 1, 0);
-		if (ret)
-			return ret;
-	}
-	return key_tier(pfd, k) == KVTIER_TIER_DRAM ? -EBUSY : 0;
-}
-
-static long long pool_stat_u64(int pfd, size_t off)
-{
-	struct kvtier_pool_stat st;
-	int ret = kvt_stat(pfd, &st);
-
-	return ret ? ret : (long long)*(__u64 *)((char *)&st + off);
-}
-
-#define PSTAT(fd, field) \
-	pool_stat_u64(fd, offsetof(struct kvtier_pool_stat, field))
-#define RES_DRAM(fd)	PSTAT(fd, resident[KVTIER_TIER_DRAM])
-#define RES_NVME(fd)	PSTAT(fd, resident[KVTIER_TIER_NVME])
-
-static long long nvme_stat_u64(int ctl, size_t off)
-{
-	struct kvtier_nvme_stat st;
-	int ret = nvt_nstat(ctl, &st);
-
-	return ret ? ret : (long long)*(__u64 *)((char *)&st + off);
-}
-
-/* A __u64 field of struct kvtier_nvme_stat. */
-#define NSTAT(ctl, field) \
-	nvme_stat_u64(ctl, offsetof(struct kvtier_nvme_stat, field))
-
-/* nr_regions, or -errno. */
-static long long nvme_nr_regions(int ctl)
-{
-	struct kvtier_nvme_stat st;
-	int ret = nvt_nstat(ctl, &st);
-
-	return ret ? ret : (long long)st.nr_regions;
-}
-
-/* Sectors of a block device, for dm tables; or -errno. */
-static long long dev_sectors(const char *path)
-{
-	long long bytes = nvt_dev_bytes(path);
-
-	return bytes < 0 ? bytes : bytes / 512;
-}
-
-/* A linear table over the first @sectors of the device under test. */
-static void linear_table(char *t, size_t len, long long sectors)
-{
-	snprintf(t, len, "0 %lld linear %s 0", sectors, nvt_dev());
-}
-
-/*
- * Leave nothing from an earlier test: the device detached (the fault
- * devices healed first, so detach can write) and our dm devices gone.
- */
-static void nvt_reset(int ctl)
-{
-	/* In removal order: holders before what they hold. */
-	static const char * const names[] = { DM_LW, DM_FAULT, DM_SMALL,
-					      DM_HOLD, DM_ERR, DM_BASE,
-					      DM_M0, DM_M1, DM_M2, DM_M3 };
-	char table[256];
-	long long s;
-	unsigned int i;
-
-	/* The only one that may have a failing table. */
-	if (nvt_dm_exists(DM_FAULT)) {
-		s = dev_sectors("/dev/mapper/" DM_FAULT);
-		if (s > 0) {
-			linear_table(table, sizeof(table), s);
-			nvt_dm_reload(DM_FAULT, table);
-		}
-	}
-	if (nvt_attached(ctl) >= 1)
-		nvt_detach_deadline(120);
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (nvt_dm_exists(names[i]))
-			nvt_dm_remove(names[i]);
-}
-
-/* Superblock uuid of the device under test (zero if none). */
-static void sb_uuid(__u8 uuid[16])
-{
-	struct nvt_disk_sb sb;
-
-	memset(uuid, 0, 16);
-	if (!nvt_read_sb(nvt_dev(), &sb))
-		memcpy(uuid, sb.uuid, 16);
-}
-
-/* ---- SIGBUS probing of a mapping ----------------------------------------- */
-
-static sigjmp_buf probe_env;
-static volatile sig_atomic_t probe_armed;
-
-static void probe_handler(int sig)
-{
-	if (probe_armed) {
-		probe_armed = 0;
-		siglongjmp(probe_env, sig);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* Copy from a mapping: 0 if it read, else the signal (SIGBUS) it got. */
-static int probe_read(const void *map, void *out, size_t len)
-{
-	struct sigaction sa;
-	int sig;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = probe_handler;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, NULL))
-		return -errno;
-	sig = sigsetjmp(probe_env, 1);
-	if (sig)
-		return sig;
-	probe_armed = 1;
-	memcpy(out, map, len);
-	probe_armed = 0;
-	return 0;
-}
+#include "nvme_fixture.h"
 
 /* ==== attach, detach, NVMe stat, SYNC: every rejection =================== */
 
 FIXTURE(attach) {
-	int ctl;
-	char *page;	/* one 4 KiB page */
+	struct nvt_fix;		/* buf: one 4 KiB page */
+};
+
+static const struct nvt_cfg attach_cfg = {
+	.block_size = NVT_DISK_PAGE,
 };
 
 FIXTURE_SETUP(attach)
 {
-	nvt_setup_check(_metadata);
-
-	new_salt();
-	self->ctl = kvt_ctl_open();
-	ASSERT_LE(0, self->ctl);
-	nvt_reset(self->ctl);
-	self->page = kvt_alloc(NVT_DISK_PAGE);
-	ASSERT_NE(NULL, self->page);
+	nvt_setup(_metadata, NVT_FIX(self), &attach_cfg);
 }
 
 FIXTURE_TEARDOWN(attach)
 {
-	nvt_reset(self->ctl);
-	kvt_free(self->page, NVT_DISK_PAGE);
-	close(self->ctl);
+	nvt_teardown(NVT_FIX(self));
 }
 
 TEST_F(attach, api_advertises_nvme)
@@ -422,13 +159,13 @@ TEST_F(attach, foreign_content_emediumtype)
 
 	ASSERT_NE(NULL, back);
 	for (i = 0; i < NVT_DISK_PAGE; i++)
-		self->page[i] = (char)(i * 37 + 11);
-	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), 0, self->page, NVT_DISK_PAGE));
+		self->buf[i] = (char)(i * 37 + 11);
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), 0, self->buf, NVT_DISK_PAGE));
 
 	ASSERT_EQ(-EMEDIUMTYPE, nvt_attach(self->ctl, nvt_dev(), 0, 0));
 	ASSERT_EQ(0, nvt_attached(self->ctl));
 	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), 0, back, NVT_DISK_PAGE));
-	ASSERT_EQ(0, memcmp(self->page, back, NVT_DISK_PAGE));
+	ASSERT_EQ(0, memcmp(self->buf, back, NVT_DISK_PAGE));
 
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
 	ASSERT_EQ(1, nvt_attached(self->ctl));
@@ -468,8 +205,8 @@ TEST_F(attach, blank_device_formats)
 	/* A pool table full of junk, then a zero first page. */
 	memset(table, 0xff, tlen);
 	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
-	memset(self->page, 0, NVT_DISK_PAGE);
-	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), 0, self->page, NVT_DISK_PAGE));
+	memset(self->buf, 0, NVT_DISK_PAGE);
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), 0, self->buf, NVT_DISK_PAGE));
 
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
 	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
@@ -818,7 +555,7 @@ TEST_F(attach, sync_without_device_enodev)
 	ASSERT_LE(0, pfd);
 	/* An empty pool. */
 	EXPECT_EQ(-ENODEV, nvt_sync(pfd, NULL));
-	ASSERT_EQ(0, put_range(pfd, self->page, KVT_PAGE, 0, 4, 1, 0));
+	ASSERT_EQ(0, put_range(pfd, self->buf, KVT_PAGE, 0, 4, 1, 0));
 	EXPECT_EQ(-ENODEV, nvt_sync(pfd, NULL));
 	close(pfd);
 	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
@@ -834,7 +571,7 @@ TEST_F(attach, sync_bad_fields_einval)
 	kvt_name(name, "syncbad");
 	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, put_range(pfd, self->page, KVT_PAGE, 0, 4, 1, 0));
+	ASSERT_EQ(0, put_range(pfd, self->buf, KVT_PAGE, 0, 4, 1, 0));
 
 	memset(&s, 0, sizeof(s));
 	s.flags = 1;
@@ -888,79 +625,33 @@ TEST_F(attach, block_larger_than_region)
 
 /* ==== the tier: demotion, promotion, SYNC, detach and attach =========== */
 
-/*
- * The writer's fault injection point (kmod/fault.c): present only on a
- * kernel with CONFIG_FAULT_INJECTION_DEBUG_FS (the debug-kernel lane).
- */
-#define FAIL_WRITER	"/sys/kernel/debug/kvtier/fail_writer/"
-
-/* Set one of its knobs; 0 or -errno. */
-static int fail_writer_set(const char *knob, long long v)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), FAIL_WRITER "%s", knob);
-	return kvt_write_num(path, v);
-}
-
-/* Read one; the value, or LLONG_MIN. */
-static long long fail_writer_get(const char *knob)
-{
-	char path[128];
-	long long v;
-
-	snprintf(path, sizeof(path), FAIL_WRITER "%s", knob);
-	return kvt_read_cols(path, &v, 1, 0) == 1 ? v : LLONG_MIN;
-}
 
 FIXTURE(tier) {
-	int ctl, pfd;
-	char name[KVTIER_NAME_MAX];
-	__u64 bs;
-	char *buf, *out;	/* one block each */
+	struct nvt_fix;		/* buf, out: one block each */
 };
+
+/* The device attached, a pool of CAP blocks, DRAM of them in DRAM. */
+#define TIER_CFG(block) {						\
+	.block_size = (block), .out = true, .writer_ok = true,		\
+	.tag = "nvme", .capacity = CAP, .dram_blocks = DRAM,		\
+	.attach = true, .reattach = true,				\
+}
 
 FIXTURE_VARIANT(tier) {
-	__u64 block_size;
+	struct nvt_cfg cfg;
 };
 
-FIXTURE_VARIANT_ADD(tier, b4k) { .block_size = 4 * KVT_KIB };
-FIXTURE_VARIANT_ADD(tier, b64k) { .block_size = 64 * KVT_KIB };
+FIXTURE_VARIANT_ADD(tier, b4k) { .cfg = TIER_CFG(4 * KVT_KIB) };
+FIXTURE_VARIANT_ADD(tier, b64k) { .cfg = TIER_CFG(64 * KVT_KIB) };
 
 FIXTURE_SETUP(tier)
 {
-	nvt_setup_check(_metadata);
-
-	new_salt();
-	self->pfd = -1;
-	/* A test that timed out may have left writer failures on. */
-	fail_writer_set("probability", 0);
-	self->ctl = kvt_ctl_open();
-	ASSERT_LE(0, self->ctl);
-	nvt_reset(self->ctl);
-	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
-	self->bs = variant->block_size;
-	kvt_name(self->name, "nvme");
-	self->pfd = kvt_pool_create(self->ctl, self->name, self->bs, CAP, DRAM);
-	ASSERT_LE(0, self->pfd);
-	self->buf = kvt_alloc(self->bs);
-	self->out = kvt_alloc(self->bs);
-	ASSERT_NE(NULL, self->buf);
-	ASSERT_NE(NULL, self->out);
+	nvt_setup(_metadata, NVT_FIX(self), &variant->cfg);
 }
 
 FIXTURE_TEARDOWN(tier)
 {
-	if (self->pfd >= 0)
-		close(self->pfd);
-	/* Destroyed while attached, so its pool table slot is cleared. */
-	if (nvt_attached(self->ctl) != 1)
-		nvt_attach(self->ctl, nvt_dev(), 0, 0);
-	kvt_pool_destroy(self->ctl, self->name);
-	nvt_reset(self->ctl);
-	kvt_free(self->buf, self->bs);
-	kvt_free(self->out, self->bs);
-	close(self->ctl);
+	nvt_teardown(NVT_FIX(self));
 }
 
 /* Evicted blocks go to NVMe and come back exact on GET. */
@@ -1980,43 +1671,23 @@ TEST_F_TIMEOUT(tier, writer_out_of_memory, 180)
 #define MULTI_N		600U
 
 FIXTURE(multi) {
-	int ctl, pfd;
-	char name[KVTIER_NAME_MAX];
-	char *buf;
-	bool skip;
+	struct nvt_fix;
+};
+
+/* Both devices attached, a pool of 2048 blocks. */
+static const struct nvt_cfg multi_cfg = {
+	.block_size = MULTI_BS, .tag = "multi", .capacity = 2048,
+	.dram_blocks = DRAM, .attach = true, .dev2 = DEV2, .attach2 = true,
 };
 
 FIXTURE_SETUP(multi)
 {
-	nvt_setup_check(_metadata);
-
-	new_salt();
-	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
-	ASSERT_LE(0, self->ctl);
-	nvt_reset(self->ctl);
-	self->buf = kvt_alloc(MULTI_BS);
-	ASSERT_NE(NULL, self->buf);
-	kvt_name(self->name, "multi");
-	if (access(DEV2, F_OK) || !strcmp(nvt_dev(), DEV2)) {
-		self->skip = true;
-		return;
-	}
-	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
-	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, KVTIER_NVME_FORMAT, 0));
-	self->pfd = kvt_pool_create(self->ctl, self->name, MULTI_BS, 2048,
-				    DRAM);
-	ASSERT_LE(0, self->pfd);
+	nvt_setup(_metadata, NVT_FIX(self), &multi_cfg);
 }
 
 FIXTURE_TEARDOWN(multi)
 {
-	if (self->pfd >= 0)
-		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	nvt_reset(self->ctl);
-	kvt_free(self->buf, MULTI_BS);
-	close(self->ctl);
+	nvt_teardown(NVT_FIX(self));
 }
 
 static int nstat_dev(int ctl, __u32 index, struct kvtier_nvme_stat *ns)
@@ -2042,8 +1713,6 @@ TEST_F_TIMEOUT(multi, demotion_spreads, 240)
 	struct kvtier_nvme_stat all, d0, d1;
 	struct tally t;
 
-	if (self->skip)
-		SKIP(return, DEV2 " missing");
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
 			       0));
 	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
@@ -2075,8 +1744,6 @@ TEST_F_TIMEOUT(multi, detach_one_attach_again, 240)
 {
 	struct tally t;
 
-	if (self->skip)
-		SKIP(return, DEV2 " missing");
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
 			       0));
 	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
@@ -2105,8 +1772,6 @@ TEST_F_TIMEOUT(multi, pool_recorded_on_new_device, 240)
 {
 	struct tally t;
 
-	if (self->skip)
-		SKIP(return, DEV2 " missing");
 	ASSERT_EQ(0, detach_path(self->ctl, DEV2));
 	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, KVTIER_NVME_FORMAT, 0));
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
@@ -2133,8 +1798,6 @@ TEST_F(multi, device_limit)
 	char table[256], path[64];
 	unsigned int i;
 
-	if (self->skip)
-		SKIP(return, DEV2 " missing");
 	if (!nvt_dm_target(NVT_DM_ERROR))
 		SKIP(return, "no device-mapper");
 	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), 0, 0));
@@ -2162,48 +1825,29 @@ TEST_F(multi, device_limit)
 /* ==== a log that wraps round: a small device ============================ */
 
 FIXTURE(wrap) {
-	int ctl, pfd;
-	char name[KVTIER_NAME_MAX];
-	char *buf;
+	struct nvt_fix;
 };
 
 #define WRAP_MIB	64	/* device size */
 #define WRAP_BS		(64 * KVT_KIB)
 #define WRAP_DRAM	32U
 #define WRAP_HOT	16U
-#define WRAP_PATH	"/dev/mapper/" DM_SMALL
+
+/* A 64 MiB dm device with 1 MiB regions; a pool of 4096 blocks. */
+static const struct nvt_cfg wrap_cfg = {
+	.block_size = WRAP_BS, .tag = "wrap", .capacity = 4096,
+	.dram_blocks = WRAP_DRAM, .dm = DM_SMALL, .dm_mib = WRAP_MIB,
+	.attach = true, .region_kib = 1024,
+};
 
 FIXTURE_SETUP(wrap)
 {
-	char table[256];
-
-	nvt_setup_check(_metadata);
-
-	new_salt();
-	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
-	ASSERT_LE(0, self->ctl);
-	nvt_reset(self->ctl);
-	self->buf = kvt_alloc(WRAP_BS);
-	ASSERT_NE(NULL, self->buf);
-	linear_table(table, sizeof(table), WRAP_MIB * 2048LL);
-	ASSERT_EQ(0, nvt_dm_create(DM_SMALL, table));
-	ASSERT_EQ(0, nvt_attach(self->ctl, WRAP_PATH, KVTIER_NVME_FORMAT,
-				1024));
-	kvt_name(self->name, "wrap");
-	self->pfd = kvt_pool_create(self->ctl, self->name, WRAP_BS, 4096,
-				    WRAP_DRAM);
-	ASSERT_LE(0, self->pfd);
+	nvt_setup(_metadata, NVT_FIX(self), &wrap_cfg);
 }
 
 FIXTURE_TEARDOWN(wrap)
 {
-	if (self->pfd >= 0)
-		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	nvt_reset(self->ctl);
-	kvt_free(self->buf, WRAP_BS);
-	close(self->ctl);
+	nvt_teardown(NVT_FIX(self));
 }
 
 /*
@@ -2257,56 +1901,30 @@ TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 /* ==== faults injected with device-mapper ================================ */
 
 FIXTURE(dm) {
-	int ctl, pfd;
-	char name[KVTIER_NAME_MAX];
-	long long sectors;
-	char linear[256];
-	char *buf;
-	bool skip;
+	struct nvt_fix;		/* sectors, linear: of DM_FAULT */
 };
 
 #define DM_BS	(16 * KVT_KIB)
 #define DM_PATH	"/dev/mapper/" DM_FAULT
 
+/*
+ * DM_FAULT, linear over the whole device, attached; a pool of 512 blocks.
+ * The tests swap its table; the teardown puts the linear one back.
+ */
+static const struct nvt_cfg dm_cfg = {
+	.block_size = DM_BS, .tag = "dm", .capacity = 512, .dram_blocks = DRAM,
+	.dm_need = NVT_DM_FLAKEY | NVT_DM_ERROR, .dm = DM_FAULT,
+	.attach = true, .reattach = true, .heal = true,
+};
+
 FIXTURE_SETUP(dm)
 {
-	nvt_setup_check(_metadata);
-
-	new_salt();
-	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
-	ASSERT_LE(0, self->ctl);
-	nvt_reset(self->ctl);
-	self->buf = kvt_alloc(DM_BS);
-	ASSERT_NE(NULL, self->buf);
-	if (!nvt_dm_target(NVT_DM_FLAKEY) || !nvt_dm_target(NVT_DM_ERROR)) {
-		self->skip = true;
-		return;
-	}
-	self->sectors = dev_sectors(nvt_dev());
-	ASSERT_LT(0, self->sectors);
-	linear_table(self->linear, sizeof(self->linear), self->sectors);
-	ASSERT_EQ(0, nvt_dm_create(DM_FAULT, self->linear));
-	ASSERT_EQ(0, nvt_attach(self->ctl, DM_PATH, KVTIER_NVME_FORMAT, 0));
-	kvt_name(self->name, "dm");
-	self->pfd = kvt_pool_create(self->ctl, self->name, DM_BS, 512, DRAM);
-	ASSERT_LE(0, self->pfd);
+	nvt_setup(_metadata, NVT_FIX(self), &dm_cfg);
 }
 
 FIXTURE_TEARDOWN(dm)
 {
-	if (nvt_dm_exists(DM_FAULT))
-		nvt_dm_reload(DM_FAULT, self->linear);
-	if (self->pfd >= 0)
-		close(self->pfd);
-	if (!self->skip) {
-		if (nvt_attached(self->ctl) != 1)
-			nvt_attach(self->ctl, DM_PATH, 0, 0);
-		kvt_pool_destroy(self->ctl, self->name);
-	}
-	nvt_reset(self->ctl);
-	kvt_free(self->buf, DM_BS);
-	close(self->ctl);
+	nvt_teardown(NVT_FIX(self));
 }
 
 /* A flakey table that is always down, with @features. */
@@ -2334,8 +1952,6 @@ TEST_F_TIMEOUT(dm, write_errors, 240)
 	struct tally t;
 	unsigned int i;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	written = NSTAT(self->ctl, bytes_written);
 	demoted = NSTAT(self->ctl, bytes_demoted);
 	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
@@ -2374,8 +1990,6 @@ TEST_F_TIMEOUT(dm, read_errors_are_misses, 240)
 	struct tally t;
 	unsigned int i;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
 	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
 	ASSERT_EQ(0, dm_flakey(self, "0"));
@@ -2405,8 +2019,6 @@ TEST_F_TIMEOUT(dm, dropped_writes_are_misses, 240)
 {
 	struct tally t;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	ASSERT_EQ(0, dm_flakey(self, "1 drop_writes"));
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
 	EXPECT_LE(NCOLD, PSTAT(self->pfd, demotions));
@@ -2431,8 +2043,6 @@ TEST_F_TIMEOUT(dm, corrupted_reads_are_misses, 240)
 	struct tally t;
 	char *raw;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
 	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
 	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 0, &loc));
@@ -2463,8 +2073,6 @@ TEST_F_TIMEOUT(dm, unreadable_block_is_miss, 240)
 	char table[1024];
 	int len;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
 	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
 	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 5));
@@ -2496,8 +2104,6 @@ TEST_F_TIMEOUT(dm, device_fails_while_attached, 240)
 	struct tally t;
 	unsigned int i;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
 	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
 	snprintf(table, sizeof(table), "0 %lld error", self->sectors);
@@ -2531,8 +2137,6 @@ TEST_F_TIMEOUT(dm, detach_with_write_errors, 240)
 {
 	unsigned int i;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, DRAM - 2, 1, 0));
 	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
 	ASSERT_EQ(0, nvt_detach_deadline(15));
@@ -2547,8 +2151,6 @@ TEST_F_TIMEOUT(dm, sync_write_errors_eio, 240)
 {
 	__u64 written = 0;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, DRAM - 2, 1, 0));
 	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
 	ASSERT_EQ(-EIO, nvt_sync_deadline(self->pfd, 15, NULL));
@@ -2590,8 +2192,6 @@ TEST_F_TIMEOUT(dm, readable_while_written, 240)
 	double t0, t1;
 	unsigned int i;
 
-	if (self->skip)
-		SKIP(return, "no dm-flakey");
 	if (!nvt_dm_target(NVT_DM_DELAY))
 		SKIP(return, "no dm-delay");
 	/* Reads at once, writes after 3 s. */
@@ -2619,49 +2219,28 @@ TEST_F_TIMEOUT(dm, readable_while_written, 240)
 /* ==== a device too small for what is written ============================ */
 
 FIXTURE(full) {
-	int ctl, pfd;
-	char name[KVTIER_NAME_MAX];
-	char *buf;
-	bool skip;
+	struct nvt_fix;
 };
 
 #define FULL_BS		(16 * KVT_KIB)
 #define FULL_MIB	12
-#define FULL_PATH	"/dev/mapper/" DM_SMALL
+
+/* A 12 MiB dm device with 1 MiB regions; the tests make the pool. */
+static const struct nvt_cfg full_cfg = {
+	.block_size = FULL_BS, .tag = "full", .dm_need = NVT_DM_LINEAR,
+	.dm = DM_SMALL, .dm_mib = FULL_MIB, .attach = true,
+	.region_kib = 1024,
+};
 
 FIXTURE_SETUP(full)
 {
-	char table[256];
-
-	nvt_setup_check(_metadata);
-
-	new_salt();
-	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
-	ASSERT_LE(0, self->ctl);
-	nvt_reset(self->ctl);
-	self->buf = kvt_alloc(FULL_BS);
-	ASSERT_NE(NULL, self->buf);
-	if (!nvt_dm_target(NVT_DM_LINEAR)) {
-		self->skip = true;
-		return;
-	}
-	linear_table(table, sizeof(table), FULL_MIB * KVT_MIB / 512);
-	ASSERT_EQ(0, nvt_dm_create(DM_SMALL, table));
-	ASSERT_EQ(0, nvt_attach(self->ctl, FULL_PATH, KVTIER_NVME_FORMAT, 1024));
+	nvt_setup(_metadata, NVT_FIX(self), &full_cfg);
 	ASSERT_EQ(FULL_MIB - 1, nvme_nr_regions(self->ctl));
-	kvt_name(self->name, "full");
 }
 
 FIXTURE_TEARDOWN(full)
 {
-	if (self->pfd >= 0)
-		close(self->pfd);
-	if (!self->skip)
-		kvt_pool_destroy(self->ctl, self->name);
-	nvt_reset(self->ctl);
-	kvt_free(self->buf, FULL_BS);
-	close(self->ctl);
+	nvt_teardown(NVT_FIX(self));
 }
 
 /* Twice the device: old blocks are lost to reclaim, PUT never fails. */
@@ -2672,8 +2251,6 @@ TEST_F_TIMEOUT(full, wraps_and_reclaims, 300)
 	unsigned int i, newest;
 	struct tally t;
 
-	if (self->skip)
-		SKIP(return, "no device-mapper");
 	self->pfd = kvt_pool_create(self->ctl, self->name, FULL_BS, 2048, dram);
 	ASSERT_LE(0, self->pfd);
 	for (i = 0; i < n; i++) {
@@ -2734,8 +2311,6 @@ TEST_F_TIMEOUT(full, sync_more_than_fits_enospc, 300)
 	const unsigned int n = 1024;
 	struct tally t;
 
-	if (self->skip)
-		SKIP(return, "no device-mapper");
 	self->pfd = kvt_pool_create(self->ctl, self->name, FULL_BS, n, n);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, FULL_BS, 0, n, 1, 0));
@@ -2795,41 +2370,29 @@ struct lw_op {
 #define LW_POOL		"kst-nvt-replay"
 
 FIXTURE(replay) {
-	int ctl;
-	char *buf;
+	struct nvt_fix;
 	struct lw_op *ops;
 	unsigned int nr_ops;
 	char *zero;		/* LW_DEV_MIB of zeroes */
-	bool skip;
+};
+
+/* DM_BASE: the first LW_DEV_MIB of the device; the log on LW_LOGDEV. */
+static const struct nvt_cfg replay_cfg = {
+	.block_size = LW_BS, .dm_need = NVT_DM_LINEAR,
+	.dm_extra = "log-writes", .dm = DM_BASE, .dm_mib = LW_DEV_MIB,
+	.dev2 = LW_LOGDEV,
 };
 
 FIXTURE_SETUP(replay)
 {
 	char table[256];
-	struct stat st;
 
-	nvt_setup_check(_metadata);
-
-	new_salt();
-	self->ctl = kvt_ctl_open();
-	ASSERT_LE(0, self->ctl);
-	nvt_reset(self->ctl);
-	self->buf = kvt_alloc(LW_BS);
-	ASSERT_NE(NULL, self->buf);
+	nvt_setup(_metadata, NVT_FIX(self), &replay_cfg);
 	self->ops = calloc(LW_MAX, sizeof(*self->ops));
 	ASSERT_NE(NULL, self->ops);
-	if (stat(LW_LOGDEV, &st) || !S_ISBLK(st.st_mode) ||
-	    !nvt_dm_target(NVT_DM_LINEAR) ||
-	    nvt_sh("modprobe dm-log-writes >/dev/null 2>&1 && "
-		   "dmsetup targets | grep -qw '^log-writes'")) {
-		self->skip = true;
-		return;
-	}
 	self->zero = kvt_alloc(LW_DEV_MIB * KVT_MIB);
 	ASSERT_NE(NULL, self->zero);
 	memset(self->zero, 0, LW_DEV_MIB * KVT_MIB);
-	linear_table(table, sizeof(table), LW_DEV_MIB * KVT_MIB / 512);
-	ASSERT_EQ(0, nvt_dm_create(DM_BASE, table));
 	/* Initial content: zeroes; an empty log. */
 	ASSERT_EQ(0, nvt_raw_write(LW_BASE_PATH, 0, self->zero,
 				   LW_DEV_MIB * KVT_MIB));
@@ -2843,15 +2406,13 @@ FIXTURE_TEARDOWN(replay)
 {
 	unsigned int i;
 
-	nvt_reset(self->ctl);
 	if (self->ops)
 		for (i = 0; i < self->nr_ops; i++)
 			free(self->ops[i].data);
 	free(self->ops);
-	kvt_free(self->buf, LW_BS);
 	if (self->zero)
 		kvt_free(self->zero, LW_DEV_MIB * KVT_MIB);
-	close(self->ctl);
+	nvt_teardown(NVT_FIX(self));
 }
 
 static int lw_mark(const char *what)
@@ -3036,8 +2597,6 @@ TEST_F_TIMEOUT(replay, every_power_cut, 600)
 	unsigned int n, first = 0, failed = 0;
 	int pfd, marks = 0;
 
-	if (self->skip)
-		SKIP(return, "needs " LW_LOGDEV " (--nvme 2) and dm-log-writes");
 	/* The workload, through the logging device. */
 	ASSERT_EQ(0, nvt_attach(self->ctl, LW_PATH, KVTIER_NVME_FORMAT, 1024));
 	pfd = kvt_pool_create(self->ctl, LW_POOL, LW_BS, 64, 64);
