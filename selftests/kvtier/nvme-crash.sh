@@ -20,7 +20,8 @@
 # for exact bytes only: the log may have wrapped over them since.
 # The drive is blank for round 1 and carries the earlier rounds' pools after.
 # (A power cut after every single write of a smaller workload, torn writes
-# included, is replayed deterministically by nvme.c: replay.every_power_cut.)
+# included, is replayed deterministically by nvme_faults.c:
+# replay.every_power_cut.)
 #
 # Prints "ok N name" / "not ok N name" lines and a plan "1..N"; exits 1 if
 # anything failed. Environment: KVTIER_KO, KVTIER_VM_DIR,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers for the kvtier NVMe tier tests (nvme.c) and their helper program
+ * Helpers for the kvtier NVMe tier tests (nvme_attach.c, nvme_tier.c and
+ * nvme_faults.c, through nvme_fixture.h) and their helper program
  * (nvme_tool.c), on top of kvtier_test.h.
  *
  *  - the NVMe ioctls (attach, detach, NVMe stat, SYNC) as 0/-errno calls;

@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier NVMe tier (KVTIER_F_NVME), the commands: attach and each of its
+ * rejections, the geometry FORMAT writes, the device held exclusively,
+ * detach, NVMe stat and SYNC with their bad fields, blocks larger than a
+ * region.
+ *
+ * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
+ * destroys; the cases are skipped when the device is missing. The tier
+ * itself is tested by nvme_tier, faults and odd devices by nvme_faults,
+ * persistence across module reload and reboot by nvme-persist.sh and
+ * nvme-crash.sh.
+ */
+#include "nvme_fixture.h"
+
+/* ==== attach, detach, NVMe stat, SYNC: every rejection =================== */
+
+FIXTURE(attach) {
+	struct nvt_fix;		/* buf: one 4 KiB page */
+};
+
+static const struct nvt_cfg attach_cfg = {
+	.block_size = NVT_DISK_PAGE,
+};
+
+FIXTURE_SETUP(attach)
+{
+	nvt_setup(_metadata, NVT_FIX(self), &attach_cfg);
+}
+
+FIXTURE_TEARDOWN(attach)
+{
+	nvt_teardown(NVT_FIX(self));
+}
+
+TEST_F(attach, api_advertises_nvme)
+{
+	struct kvtier_api api;
+	int ctl = kvt_ctl_open_raw();
+
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, kvt_api(ctl, KVTIER_F_NVME, &api));
+	EXPECT_EQ(KVTIER_F_NVME, api.features);
+	EXPECT_TRUE(!!(api.supported & KVTIER_F_NVME));
+	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_NVME_ATTACH))));
+	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_NVME_DETACH))));
+	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_NVME_STAT))));
+	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_SYNC))));
+	close(ctl);
+}
+
+/* The NVMe commands follow the ioctl rules: handshake, fd kind, sizes. */
+TEST_F(attach, ioctl_rules)
+{
+	struct {
+		struct kvtier_nvme_attach a;
+		__u64 tail;
+	} big;
+	struct kvtier_nvme_attach a;
+	struct kvtier_sync sy;
+	char name[KVTIER_NAME_MAX];
+	int raw, pfd;
+
+	/* Before KVTIER_IOC_API: -EINVAL. */
+	raw = kvt_ctl_open_raw();
+	ASSERT_LE(0, raw);
+	ASSERT_EQ(-EINVAL, nvt_attach(raw, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(-EINVAL, nvt_detach(raw));
+	close(raw);
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+
+	/* Smaller than v1: -EINVAL; larger with a nonzero tail: -E2BIG. */
+	memset(&a, 0, sizeof(a));
+	a.path = (__u64)(uintptr_t)nvt_dev();
+	a.flags = KVTIER_NVME_FORMAT;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+							   sizeof(a) - 8), &a));
+	memset(&big, 0, sizeof(big));
+	big.a = a;
+	big.tail = 1;
+	ASSERT_EQ(-E2BIG, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+							  sizeof(big)), &big));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	big.tail = 0;
+	ASSERT_EQ(0, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+						     sizeof(big)), &big));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+
+	/* SYNC is a pool command, ATTACH a control command. */
+	memset(&sy, 0, sizeof(sy));
+	ASSERT_EQ(-ENOTTY, kvt_ioctl(self->ctl, KVTIER_IOC_SYNC, &sy));
+	kvt_name(name, "rules");
+	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(-ENOTTY, kvt_ioctl(pfd, KVTIER_IOC_NVME_ATTACH, &a));
+	ASSERT_EQ(-EINVAL, kvt_ioctl(pfd, kvt_resize(KVTIER_IOC_SYNC,
+						     sizeof(sy) - 8), &sy));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/* Without CAP_SYS_ADMIN: -EPERM, and nothing is written to the device. */
+TEST_F(attach, nonroot_eperm)
+{
+	__u8 before[16], after[16];
+	pid_t pid;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	sb_uuid(before);
+
+	pid = kvt_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int ctl;
+
+		if (kvt_become(65534, 65534))
+			_exit(10);
+		ctl = kvt_ctl_open();
+		if (ctl < 0)
+			_exit(11);
+		if (nvt_attach(ctl, nvt_dev(), 0, 0) != -EPERM)
+			_exit(12);
+		if (nvt_attach(ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0) != -EPERM)
+			_exit(13);
+		if (nvt_detach(ctl) != -EPERM)
+			_exit(14);
+		_exit(0);
+	}
+	ASSERT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	sb_uuid(after);
+	ASSERT_EQ(0, memcmp(before, after, 16));
+
+	/* Detach of an attached device by an unprivileged user. */
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	pid = kvt_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int ctl;
+
+		if (kvt_become(1000, 1000))
+			_exit(10);
+		ctl = kvt_ctl_open();
+		if (ctl < 0)
+			_exit(11);
+		_exit(nvt_detach(ctl) == -EPERM ? 0 : 12);
+	}
+	ASSERT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+}
+
+/* Foreign content: -EMEDIUMTYPE and untouched; FORMAT takes it. */
+TEST_F(attach, foreign_content_emediumtype)
+{
+	char *back = kvt_alloc(NVT_DISK_PAGE);
+	unsigned int i;
+
+	ASSERT_NE(NULL, back);
+	for (i = 0; i < NVT_DISK_PAGE; i++)
+		self->buf[i] = (char)(i * 37 + 11);
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), 0, self->buf, NVT_DISK_PAGE));
+
+	ASSERT_EQ(-EMEDIUMTYPE, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), 0, back, NVT_DISK_PAGE));
+	ASSERT_EQ(0, memcmp(self->buf, back, NVT_DISK_PAGE));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	/* Its own store is not foreign. */
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	kvt_free(back, NVT_DISK_PAGE);
+}
+
+/* A kvtier superblock whose checksum fails is foreign too. */
+TEST_F(attach, corrupt_superblock_emediumtype)
+{
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	/* One bit of the uuid (offset 16). */
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), 16, 0x01));
+	ASSERT_EQ(-EMEDIUMTYPE, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), 16, 0x01));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+}
+
+/* A blank device is formatted with the documented geometry. */
+TEST_F(attach, blank_device_formats)
+{
+	long long bytes = nvt_dev_bytes(nvt_dev());
+	struct kvtier_nvme_stat ns;
+	struct nvt_disk_sb sb;
+	size_t tlen = NVT_POOL_SLOTS * 256;
+	char *table = kvt_alloc(tlen);
+	__u8 zero[16] = { 0 };
+	size_t i;
+
+	ASSERT_LT(0, bytes);
+	ASSERT_NE(NULL, table);
+	/* A pool table full of junk, then a zero first page. */
+	memset(table, 0xff, tlen);
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
+	memset(self->buf, 0, NVT_DISK_PAGE);
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), 0, self->buf, NVT_DISK_PAGE));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	EXPECT_EQ(1U, ns.attached);
+	EXPECT_EQ((__u64)bytes, ns.dev_bytes);
+	EXPECT_EQ(4 * KVT_MIB, ns.region_bytes);
+	EXPECT_EQ((bytes - NVT_DATA_OFF) / (4 * KVT_MIB), ns.nr_regions);
+	EXPECT_EQ(ns.nr_regions, ns.free_regions);
+	EXPECT_NE(0, memcmp(ns.uuid, zero, 16));
+	EXPECT_EQ(0U, ns.lost_blocks);
+	EXPECT_EQ(0U, ns.io_errors);
+
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	EXPECT_EQ(2U, sb.version);
+	EXPECT_EQ(0, memcmp(sb.uuid, ns.uuid, 16));
+	EXPECT_EQ((__u64)bytes, sb.dev_bytes);
+	EXPECT_EQ(ns.region_bytes, sb.region_bytes);
+	EXPECT_EQ(ns.nr_regions, sb.nr_regions);
+	EXPECT_EQ(NVT_POOL_SLOTS, sb.pool_slots);
+	EXPECT_EQ(NVT_POOL_TABLE_OFF, sb.pool_table_off);
+	EXPECT_EQ(NVT_DATA_OFF, sb.data_off);
+	EXPECT_EQ(NVT_DISK_PAGE, sb.page_bytes);
+
+	/* The junk pool table was wiped. */
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
+	for (i = 0; i < tlen; i++)
+		if (table[i])
+			break;
+	EXPECT_EQ(tlen, i);
+	kvt_free(table, tlen);
+}
+
+/* The superblock's generation grows at every attach. */
+TEST_F(attach, generation_increments)
+{
+	struct nvt_disk_sb sb;
+	__u64 gen;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	gen = sb.generation;
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	ASSERT_EQ(gen + 1, sb.generation);
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	ASSERT_EQ(gen + 2, sb.generation);
+}
+
+/* FORMAT with each valid region size: the geometry follows. */
+TEST_F(attach, format_region_sizes)
+{
+	static const __u32 kib[] = { 0, 1024, 2048, 16384, 65536 };
+	long long bytes = nvt_dev_bytes(nvt_dev());
+	struct kvtier_nvme_stat ns;
+	unsigned int i;
+
+	ASSERT_LT(0, bytes);
+	for (i = 0; i < sizeof(kib) / sizeof(kib[0]); i++) {
+		__u64 rb = (kib[i] ? kib[i] : 4096) * KVT_KIB;
+
+		if ((__u64)bytes < NVT_DATA_OFF + 2 * rb)
+			continue;
+		ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(),
+					KVTIER_NVME_FORMAT, kib[i]));
+		ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+		EXPECT_EQ(rb, ns.region_bytes);
+		EXPECT_EQ((bytes - NVT_DATA_OFF) / rb, ns.nr_regions);
+		ASSERT_EQ(0, nvt_detach(self->ctl));
+		/* Attached again without FORMAT, it keeps that geometry. */
+		ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+		ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+		EXPECT_EQ(rb, ns.region_bytes);
+		ASSERT_EQ(0, nvt_detach(self->ctl));
+	}
+}
+
+TEST_F(attach, bad_flags_einval)
+{
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(), 1U << 1, 0));
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(), 1U << 31, 0));
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(),
+				      KVTIER_NVME_FORMAT | 1U << 7, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+TEST_F(attach, region_kib_without_format_einval)
+{
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(), 0, 1024));
+	/* Even the default size: it must be 0 without FORMAT. */
+	ASSERT_EQ(-EINVAL, nvt_attach(self->ctl, nvt_dev(), 0, 4096));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+/* Bad region sizes: -EINVAL, and the store on the device is untouched. */
+TEST_F(attach, bad_region_kib_einval)
+{
+	static const __u32 bad[] = { 1, 512, 1000, 1023, 1536, 3072, 4095,
+				     65535, 131072, 1U << 31 };
+	__u8 before[16], after[16];
+	unsigned int i;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	sb_uuid(before);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int ret = nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT,
+				     bad[i]);
+
+		if (ret != -EINVAL)
+			TH_LOG("region_kib %u: %d", bad[i], ret);
+		ASSERT_EQ(-EINVAL, ret);
+		ASSERT_EQ(0, nvt_attached(self->ctl));
+	}
+	sb_uuid(after);
+	ASSERT_EQ(0, memcmp(before, after, 16));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+}
+
+TEST_F(attach, reserved_nonzero_einval)
+{
+	struct kvtier_nvme_attach a;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		memset(&a, 0, sizeof(a));
+		a.path = (__u64)(uintptr_t)nvt_dev();
+		a.flags = KVTIER_NVME_FORMAT;
+		a.reserved[i] = 1;
+		ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	}
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+TEST_F(attach, bad_path)
+{
+	struct kvtier_nvme_attach a;
+
+	memset(&a, 0, sizeof(a));
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	a.path = (__u64)(uintptr_t)kvt_unmapped_addr();
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	ASSERT_EQ(-ENOENT, nvt_attach(self->ctl, "/nonexistent/kvtier", 0, 0));
+	ASSERT_EQ(-ENOTBLK, nvt_attach(self->ctl, "/dev/null", 0, 0));
+	ASSERT_EQ(-ENOTBLK, nvt_attach(self->ctl, "/proc/version", 0, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+/* A second attach: -EBUSY, even with FORMAT, which must not format. */
+TEST_F(attach, second_attach_ebusy)
+{
+	struct kvtier_nvme_stat ns;
+	__u8 disk[16];
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT,
+				     1024));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+	sb_uuid(disk);
+	ASSERT_EQ(0, memcmp(ns.uuid, disk, 16));
+	ASSERT_EQ((long long)(4 * KVT_MIB), NSTAT(self->ctl, region_bytes));
+}
+
+/* A device held by a device-mapper table: -EBUSY. */
+TEST_F(attach, device_in_use_ebusy)
+{
+	char table[256];
+
+	if (!nvt_dm_target(NVT_DM_LINEAR))
+		SKIP(return, "no device-mapper");
+	linear_table(table, sizeof(table), 8192);
+	ASSERT_EQ(0, nvt_dm_create(DM_HOLD, table));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_dm_remove(DM_HOLD));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+}
+
+/* An attached device is held exclusively. */
+TEST_F(attach, attached_device_is_exclusive)
+{
+	char table[256];
+	int fd;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	fd = open(nvt_dev(), O_RDONLY | O_EXCL | O_CLOEXEC);
+	ASSERT_EQ(-1, fd);
+	ASSERT_EQ(EBUSY, errno);
+	if (nvt_dm_target(NVT_DM_LINEAR)) {
+		linear_table(table, sizeof(table), 8192);
+		ASSERT_NE(0, nvt_dm_create(DM_HOLD, table));
+		nvt_dm_remove(DM_HOLD);
+	}
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	fd = open(nvt_dev(), O_RDONLY | O_EXCL | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	close(fd);
+}
+
+/* Too small for the superblock, the table and two regions: -ENOSPC. */
+TEST_F(attach, too_small_enospc)
+{
+	char table[256];
+
+	if (!nvt_dm_target(NVT_DM_LINEAR))
+		SKIP(return, "no device-mapper");
+	/* 2 MiB: 1 MiB of header and one 1 MiB region. */
+	linear_table(table, sizeof(table), 4096);
+	ASSERT_EQ(0, nvt_dm_create(DM_SMALL, table));
+	ASSERT_EQ(-ENOSPC, nvt_attach(self->ctl, "/dev/mapper/" DM_SMALL,
+				      KVTIER_NVME_FORMAT, 1024));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+/* A device whose every I/O fails: attach reports -EIO. */
+TEST_F(attach, unreadable_device_eio)
+{
+	char table[256];
+	long long s = dev_sectors(nvt_dev());
+
+	if (!nvt_dm_target(NVT_DM_ERROR))
+		SKIP(return, "no dm error target");
+	ASSERT_LT(0, s);
+	snprintf(table, sizeof(table), "0 %lld error", s);
+	ASSERT_EQ(0, nvt_dm_create(DM_ERR, table));
+	ASSERT_EQ(-EIO, nvt_attach(self->ctl, "/dev/mapper/" DM_ERR, 0, 0));
+	ASSERT_EQ(-EIO, nvt_attach(self->ctl, "/dev/mapper/" DM_ERR,
+				   KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+TEST_F(attach, detach_none_enodev)
+{
+	ASSERT_EQ(-ENODEV, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(-ENODEV, nvt_detach(self->ctl));
+}
+
+TEST_F(attach, detach_bad_fields_einval)
+{
+	struct kvtier_nvme_detach d;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	memset(&d, 0, sizeof(d));
+	d.flags = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	memset(&d, 0, sizeof(d));
+	d.__pad = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	memset(&d, 0, sizeof(d));
+	d.reserved = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	/* A path: unreadable, not a device, a device not attached. */
+	memset(&d, 0, sizeof(d));
+	d.path = (__u64)(uintptr_t)kvt_unmapped_addr();
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	d.path = (__u64)(uintptr_t)"/nonexistent/kvtier";
+	ASSERT_EQ(-ENOENT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	d.path = (__u64)(uintptr_t)"/dev/null";
+	ASSERT_EQ(-ENOTBLK, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	d.path = (__u64)(uintptr_t)"/dev/nvme1n1";
+	if (!access("/dev/nvme1n1", F_OK) &&
+	    strcmp(nvt_dev(), "/dev/nvme1n1")) {
+		ASSERT_EQ(-ENODEV, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH,
+					     &d));
+	}
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+}
+
+TEST_F(attach, nvme_stat)
+{
+	struct kvtier_nvme_stat ns;
+	struct stat sb;
+	unsigned char *p = (unsigned char *)&ns;
+	size_t i;
+
+	/* Detached: attached 0 and every other field zero. */
+	memset(&ns, 0, sizeof(ns));
+	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	for (i = 0; i < sizeof(ns); i++)
+		if (p[i])
+			break;
+	ASSERT_EQ(sizeof(ns), i);
+
+	memset(&ns, 0, sizeof(ns));
+	ns.flags = 2;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	for (i = 0; i < sizeof(ns.reserved) / sizeof(ns.reserved[0]); i++) {
+		memset(&ns, 0, sizeof(ns));
+		ns.reserved[i] = 1;
+		ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	}
+	memset(&ns, 0, sizeof(ns));
+	ns.__pad = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	/* An index only with KVTIER_NVME_STAT_DEV, and in range. */
+	memset(&ns, 0, sizeof(ns));
+	ns.dev_index = 1;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ns.flags = KVTIER_NVME_STAT_DEV;
+	ns.dev_index = KVTIER_NVME_MAX;
+	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	ASSERT_EQ(1U, ns.attached);
+	ASSERT_LT(0U, ns.nr_regions);
+	/* Format and attach wrote the superblock and the pool table. */
+	ASSERT_LE(NVT_DISK_PAGE, ns.bytes_written);
+	ASSERT_EQ(0U, ns.bytes_demoted);
+
+	/* Device 0 is this one; device 1 is not in use. */
+	memset(&ns, 0, sizeof(ns));
+	ns.flags = KVTIER_NVME_STAT_DEV;
+	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(1U, ns.attached);
+	ASSERT_EQ((__u32)KVTIER_NVME_STAT_DEV, ns.flags);
+	ASSERT_EQ(0, stat(nvt_dev(), &sb));
+	ASSERT_EQ(major(sb.st_rdev), ns.dev_major);
+	ASSERT_EQ(minor(sb.st_rdev), ns.dev_minor);
+	memset(&ns, 0, sizeof(ns));
+	ns.flags = KVTIER_NVME_STAT_DEV;
+	ns.dev_index = 1;
+	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(0U, ns.attached);
+	ASSERT_EQ(0ULL, ns.dev_bytes);
+}
+
+TEST_F(attach, sync_without_device_enodev)
+{
+	char name[KVTIER_NAME_MAX];
+	int pfd;
+
+	kvt_name(name, "nosync");
+	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	ASSERT_LE(0, pfd);
+	/* An empty pool. */
+	EXPECT_EQ(-ENODEV, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, put_range(pfd, self->buf, KVT_PAGE, 0, 4, 1, 0));
+	EXPECT_EQ(-ENODEV, nvt_sync(pfd, NULL));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+TEST_F(attach, sync_bad_fields_einval)
+{
+	char name[KVTIER_NAME_MAX];
+	struct kvtier_sync s;
+	int pfd;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	kvt_name(name, "syncbad");
+	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, KVT_PAGE, 0, 4, 1, 0));
+
+	memset(&s, 0, sizeof(s));
+	s.flags = 1;
+	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	memset(&s, 0, sizeof(s));
+	s.__pad = 1;
+	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	memset(&s, 0, sizeof(s));
+	s.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	memset(&s, 0, sizeof(s));
+	s.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	/* Nothing was written by the rejected calls. */
+	EXPECT_EQ(4, PSTAT(pfd, dirty));
+	EXPECT_EQ(0, PSTAT(pfd, demotions));
+
+	memset(&s, 0, sizeof(s));
+	EXPECT_EQ(0, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	EXPECT_EQ(4U, s.written);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/*
+ * Blocks larger than a region cannot be demoted: evicting them drops them,
+ * PUT still works, and SYNC says so with -EFBIG (userspace-api.rst).
+ */
+TEST_F(attach, block_larger_than_region)
+{
+	const __u64 bs = 8 * KVT_MIB;
+	char name[KVTIER_NAME_MAX];
+	char *buf = kvt_alloc(bs);
+	int pfd;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	kvt_name(name, "huge");
+	pfd = kvt_pool_create(self->ctl, name, bs, 8, 2);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, buf, bs, 0, 3, 1, 0));
+	EXPECT_EQ(0, get_check(pfd, buf, bs, 1, 1));
+	EXPECT_EQ(0, get_check(pfd, buf, bs, 2, 1));
+	EXPECT_EQ(-ENOENT, get_check(pfd, buf, bs, 0, 1));
+	EXPECT_EQ(0, NSTAT(self->ctl, bytes_demoted));
+	EXPECT_EQ(-EFBIG, nvt_sync(pfd, NULL));
+	close(pfd);
+	kvt_free(buf, bs);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,1005 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier NVMe tier (KVTIER_F_NVME) under faults and on odd devices: two
+ * devices and the device limit, a log that wraps round on a small device,
+ * faults injected with device-mapper (dm-flakey, the error target,
+ * dm-delay), a device too small for what is written, and power cuts at
+ * every point of a write log (dm-log-writes).
+ *
+ * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
+ * destroys, and /dev/nvme1n1 for the cases that need a second drive; the
+ * cases are skipped when a device or dm target is missing.
+ */
+#include "nvme_fixture.h"
+
+/* ==== several devices ==================================================== */
+
+#define DEV2		"/dev/nvme1n1"
+#define MULTI_BS	(64 * KVT_KIB)
+#define MULTI_N		600U
+
+FIXTURE(multi) {
+	struct nvt_fix;
+};
+
+/* Both devices attached, a pool of 2048 blocks. */
+static const struct nvt_cfg multi_cfg = {
+	.block_size = MULTI_BS, .tag = "multi", .capacity = 2048,
+	.dram_blocks = DRAM, .attach = true, .dev2 = DEV2, .attach2 = true,
+};
+
+FIXTURE_SETUP(multi)
+{
+	nvt_setup(_metadata, NVT_FIX(self), &multi_cfg);
+}
+
+FIXTURE_TEARDOWN(multi)
+{
+	nvt_teardown(NVT_FIX(self));
+}
+
+static int nstat_dev(int ctl, __u32 index, struct kvtier_nvme_stat *ns)
+{
+	memset(ns, 0, sizeof(*ns));
+	ns->flags = KVTIER_NVME_STAT_DEV;
+	ns->dev_index = index;
+	return kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, ns);
+}
+
+static int detach_path(int ctl, const char *path)
+{
+	struct kvtier_nvme_detach d;
+
+	memset(&d, 0, sizeof(d));
+	d.path = (__u64)(uintptr_t)path;
+	return kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
+}
+
+/* Two devices: demotion uses both; the sum is the sum of the devices. */
+TEST_F_TIMEOUT(multi, demotion_spreads, 240)
+{
+	struct kvtier_nvme_stat all, d0, d1;
+	struct tally t;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
+			       0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &all));
+	ASSERT_EQ(0, nstat_dev(self->ctl, 0, &d0));
+	ASSERT_EQ(0, nstat_dev(self->ctl, 1, &d1));
+	TH_LOG("demoted: device 0 %llu MiB, device 1 %llu MiB",
+	       (unsigned long long)d0.bytes_demoted >> 20,
+	       (unsigned long long)d1.bytes_demoted >> 20);
+	EXPECT_EQ(2U, all.attached);
+	EXPECT_EQ(1U, d0.attached);
+	EXPECT_EQ(1U, d1.attached);
+	EXPECT_LT(0ULL, d0.bytes_demoted);
+	EXPECT_LT(0ULL, d1.bytes_demoted);
+	EXPECT_EQ(d0.bytes_demoted + d1.bytes_demoted, all.bytes_demoted);
+	EXPECT_EQ(d0.dev_bytes + d1.dev_bytes, all.dev_bytes);
+	EXPECT_EQ(d0.nr_regions + d1.nr_regions, all.nr_regions);
+	EXPECT_NE(0, memcmp(d0.uuid, d1.uuid, 16));
+	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
+	EXPECT_EQ(MULTI_N, t.exact);
+	EXPECT_EQ(0U, t.wrong);
+}
+
+/*
+ * Detaching one device: blocks only there are misses, the others stay;
+ * attached again, its blocks come back exact.
+ */
+TEST_F_TIMEOUT(multi, detach_one_attach_again, 240)
+{
+	struct tally t;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
+			       0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, DEV2, 0, 0));
+	ASSERT_EQ(0, detach_path(self->ctl, DEV2));
+	ASSERT_EQ(-ENODEV, detach_path(self->ctl, DEV2));
+	ASSERT_EQ(1, nvt_attached(self->ctl));
+	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
+	TH_LOG("device 1 detached: %u exact, %u misses", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_LT(0U, t.exact);
+	EXPECT_LT(0U, t.miss);
+	EXPECT_EQ(MULTI_N, t.exact + t.miss);
+
+	/* The pool is recorded on it: its blocks there come back. */
+	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, 0, 0));
+	ASSERT_EQ(2, nvt_attached(self->ctl));
+	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(MULTI_N, t.exact);
+}
+
+/* A pool created with one device is recorded on a device attached later. */
+TEST_F_TIMEOUT(multi, pool_recorded_on_new_device, 240)
+{
+	struct tally t;
+
+	ASSERT_EQ(0, detach_path(self->ctl, DEV2));
+	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, KVTIER_NVME_FORMAT, 0));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1,
+			       0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	/* Both gone, then back: every block from one device or the other. */
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, 0, 0));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	ASSERT_LE(0, self->pfd);
+	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(MULTI_N, t.exact);
+}
+
+/* At most KVTIER_NVME_MAX devices; the same device once. */
+TEST_F(multi, device_limit)
+{
+	static const char * const names[] = { DM_M0, DM_M1, DM_M2, DM_M3 };
+	char table[256], path[64];
+	unsigned int i;
+
+	if (!nvt_dm_target(NVT_DM_ERROR))
+		SKIP(return, "no device-mapper");
+	ASSERT_EQ(-EBUSY, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, detach_path(self->ctl, DEV2));
+	/* Four 64 MiB slices of the second drive. */
+	for (i = 0; i < 4; i++) {
+		snprintf(table, sizeof(table), "0 131072 linear %s %u", DEV2,
+			 i * 131072);
+		ASSERT_EQ(0, nvt_dm_create(names[i], table));
+	}
+	for (i = 0; i < 4; i++) {
+		int want = i < 3 ? 0 : -EBUSY;
+
+		snprintf(path, sizeof(path), "/dev/mapper/%s", names[i]);
+		ASSERT_EQ(want, nvt_attach(self->ctl, path, KVTIER_NVME_FORMAT,
+					   1024));
+	}
+	ASSERT_EQ(KVTIER_NVME_MAX, nvt_attached(self->ctl));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+}
+
+/* ==== a log that wraps round: a small device ============================ */
+
+FIXTURE(wrap) {
+	struct nvt_fix;
+};
+
+#define WRAP_MIB	64	/* device size */
+#define WRAP_BS		(64 * KVT_KIB)
+#define WRAP_DRAM	32U
+#define WRAP_HOT	16U
+
+/* A 64 MiB dm device with 1 MiB regions; a pool of 4096 blocks. */
+static const struct nvt_cfg wrap_cfg = {
+	.block_size = WRAP_BS, .tag = "wrap", .capacity = 4096,
+	.dram_blocks = WRAP_DRAM, .dm = DM_SMALL, .dm_mib = WRAP_MIB,
+	.attach = true, .region_kib = 1024,
+};
+
+FIXTURE_SETUP(wrap)
+{
+	nvt_setup(_metadata, NVT_FIX(self), &wrap_cfg);
+}
+
+FIXTURE_TEARDOWN(wrap)
+{
+	nvt_teardown(NVT_FIX(self));
+}
+
+/*
+ * Blocks in use survive the log wrapping round: a hot set read between
+ * batches of cold PUTs keeps its copies out of the regions being reclaimed
+ * (rescued while still in DRAM), while cold blocks are reclaimed.
+ */
+TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
+{
+	long long nr = nvme_nr_regions(self->ctl), cold_total;
+	__u64 next = 1000, round = 0;
+	struct kvtier_nvme_stat ns;
+	unsigned int misses = 0;
+	struct tally t;
+
+	ASSERT_LT(0, nr);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1,
+			       0));
+	/* Enough cold data to go round the log twice and a half. */
+	cold_total = nr * (1024 * KVT_KIB / WRAP_BS) * 5 / 2;
+	while (next - 1000 < (__u64)cold_total) {
+		ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, next,
+				       3 * WRAP_HOT, 1, 0));
+		next += 3 * WRAP_HOT;
+		tally_range(self->pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1, &t,
+			    NULL);
+		ASSERT_EQ(0U, t.wrong);
+		if (t.exact != WRAP_HOT && !misses++)
+			TH_LOG("round %llu: %u of %u hot blocks exact",
+			       (unsigned long long)round, t.exact, WRAP_HOT);
+		round++;
+	}
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	TH_LOG("%llu rounds, %llu cold blocks: %llu regions reclaimed, %llu blocks lost, %llu rescued",
+	       (unsigned long long)round, (unsigned long long)(next - 1000),
+	       (unsigned long long)ns.reclaimed,
+	       (unsigned long long)ns.lost_blocks,
+	       (unsigned long long)ns.rescued);
+	EXPECT_LT((__u64)nr, ns.reclaimed);	/* the log went round */
+	EXPECT_LT(0ULL, ns.lost_blocks);	/* cold blocks went */
+	EXPECT_LT(0ULL, ns.rescued);
+	EXPECT_EQ(0U, misses);
+	/* Cold blocks still held read back exact or miss, never wrong. */
+	tally_range(self->pfd, self->buf, WRAP_BS, 1000, next - 1000, 1, &t,
+		    NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_LT(0U, t.exact);
+}
+
+/* ==== faults injected with device-mapper ================================ */
+
+FIXTURE(dm) {
+	struct nvt_fix;		/* sectors, linear: of DM_FAULT */
+};
+
+#define DM_BS	(16 * KVT_KIB)
+#define DM_PATH	"/dev/mapper/" DM_FAULT
+
+/*
+ * DM_FAULT, linear over the whole device, attached; a pool of 512 blocks.
+ * The tests swap its table; the teardown puts the linear one back.
+ */
+static const struct nvt_cfg dm_cfg = {
+	.block_size = DM_BS, .tag = "dm", .capacity = 512, .dram_blocks = DRAM,
+	.dm_need = NVT_DM_FLAKEY | NVT_DM_ERROR, .dm = DM_FAULT,
+	.attach = true, .reattach = true, .heal = true,
+};
+
+FIXTURE_SETUP(dm)
+{
+	nvt_setup(_metadata, NVT_FIX(self), &dm_cfg);
+}
+
+FIXTURE_TEARDOWN(dm)
+{
+	nvt_teardown(NVT_FIX(self));
+}
+
+/* A flakey table that is always down, with @features. */
+static int dm_flakey(FIXTURE_DATA(dm) *self, const char *features)
+{
+	char table[512];
+
+	snprintf(table, sizeof(table), "0 %lld flakey %s 0 0 1 %s",
+		 self->sectors, nvt_dev(), features);
+	return nvt_dm_reload(DM_FAULT, table);
+}
+
+static int dm_healthy(FIXTURE_DATA(dm) *self)
+{
+	return nvt_dm_reload(DM_FAULT, self->linear);
+}
+
+/*
+ * Write errors: demotions fail, PUT does not; every block is exact or a
+ * miss; SYNC reports -EIO (in bounded time); healed, all works again.
+ */
+TEST_F_TIMEOUT(dm, write_errors, 240)
+{
+	long long written, demoted;
+	struct tally t;
+	unsigned int i;
+
+	written = NSTAT(self->ctl, bytes_written);
+	demoted = NSTAT(self->ctl, bytes_demoted);
+	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	EXPECT_LT(0, NSTAT(self->ctl, io_errors));
+	/* Failed writes wrote nothing and demoted nothing. */
+	EXPECT_EQ(written, NSTAT(self->ctl, bytes_written));
+	EXPECT_EQ(demoted, NSTAT(self->ctl, bytes_demoted));
+	EXPECT_EQ(0, PSTAT(self->pfd, demotions));
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	TH_LOG("write errors: %u exact, %u miss", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_EQ(NPUT, t.exact + t.miss);
+	for (i = NPUT - 4; i < NPUT; i++) {
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	}
+	EXPECT_EQ(-EIO, nvt_sync_deadline(self->pfd, 15, NULL));
+
+	ASSERT_EQ(0, dm_healthy(self));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 15, NULL));
+	EXPECT_EQ(0, PSTAT(self->pfd, dirty));
+	tally_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(NPUT, t.exact + t.miss);
+}
+
+/* Every I/O fails: reads of cold blocks are misses, never a hang. */
+TEST_F_TIMEOUT(dm, read_errors_are_misses, 240)
+{
+	int status[NPUT], again[NPUT];
+	struct tally t;
+	unsigned int i;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, dm_flakey(self, "0"));
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, status);
+	TH_LOG("read errors: %u exact, %u miss, %u eio", t.exact, t.miss, t.eio);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.other);
+	/* A read that fails is a miss (userspace-api.rst), not -EIO. */
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_LE(NCOLD, t.miss + t.eio);
+	EXPECT_EQ(t.miss + t.eio, PSTAT(self->pfd, bad_reads));
+	EXPECT_LT(0, NSTAT(self->ctl, io_errors));
+
+	/* Healed: what failed is gone, the rest reads exact. */
+	ASSERT_EQ(0, dm_healthy(self));
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, again);
+	EXPECT_EQ(0U, t.wrong);
+	for (i = 0; i < NPUT; i++) {
+		if (again[i] != (status[i] ? -ENOENT : 0))
+			TH_LOG("key %u: %d then %d", i, status[i], again[i]);
+		ASSERT_EQ(status[i] ? -ENOENT : 0, again[i]);
+	}
+}
+
+/* Writes silently dropped: what reads back does not verify, a miss. */
+TEST_F_TIMEOUT(dm, dropped_writes_are_misses, 240)
+{
+	struct tally t;
+
+	ASSERT_EQ(0, dm_flakey(self, "1 drop_writes"));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	EXPECT_LE(NCOLD, PSTAT(self->pfd, demotions));
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	TH_LOG("dropped writes: %u exact, %u miss", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_LE(NCOLD, t.miss);
+	EXPECT_EQ(t.miss, PSTAT(self->pfd, bad_reads));
+
+	ASSERT_EQ(0, dm_healthy(self));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, 0));
+	tally_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+}
+
+/* Reads corrupted in flight (dm-flakey corrupt_bio_byte): misses. */
+TEST_F_TIMEOUT(dm, corrupted_reads_are_misses, 240)
+{
+	struct nvt_loc loc;
+	struct tally t;
+	char *raw;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 0, &loc));
+	ASSERT_EQ(0, dm_flakey(self, "5 corrupt_bio_byte 64 r 1 0"));
+	/* Does this kernel's dm-flakey corrupt reads at all? */
+	raw = kvt_alloc(DM_BS);
+	ASSERT_NE(NULL, raw);
+	ASSERT_EQ(0, nvt_raw_read(DM_PATH, loc.data_off, raw, DM_BS));
+	if (kvt_check_gen(raw, DM_BS, K0, 0, GEN(1)) == -1) {
+		kvt_free(raw, DM_BS);
+		SKIP(return, "dm-flakey corrupt_bio_byte does not corrupt reads here");
+	}
+	kvt_free(raw, DM_BS);
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	TH_LOG("corrupted reads: %u exact, %u miss", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_LE(NCOLD, t.miss);
+	EXPECT_EQ(t.miss, PSTAT(self->pfd, bad_reads));
+}
+
+/* An unreadable range under one block: that block alone is a miss. */
+TEST_F_TIMEOUT(dm, unreadable_block_is_miss, 240)
+{
+	long long s0, n0;
+	struct nvt_loc loc;
+	struct tally t;
+	char table[1024];
+	int len;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 5));
+	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 5, &loc));
+	s0 = loc.data_off / 512;
+	n0 = DM_BS / 512;
+	len = snprintf(table, sizeof(table),
+		       "0 %lld linear %s 0\n%lld %lld error\n"
+		       "%lld %lld linear %s %lld",
+		       s0, nvt_dev(), s0, n0, s0 + n0,
+		       self->sectors - s0 - n0, nvt_dev(), s0 + n0);
+	ASSERT_GT((int)sizeof(table), len);
+	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, DM_BS, 5, 1));
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 5, NULL));
+	tally_range(self->pfd, self->buf, DM_BS, 0, 5, 1, &t, NULL);
+	EXPECT_EQ(5U, t.exact);
+	tally_range(self->pfd, self->buf, DM_BS, 6, NPUT - 6, 1, &t, NULL);
+	EXPECT_EQ(NPUT - 6, t.exact);
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+}
+
+/* The whole device turns into the error target while attached. */
+TEST_F_TIMEOUT(dm, device_fails_while_attached, 240)
+{
+	char table[256];
+	struct tally t;
+	unsigned int i;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	snprintf(table, sizeof(table), "0 %lld error", self->sectors);
+	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+
+	/* PUT never fails because of the device. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, 0));
+	for (i = 100 + NPUT - 4; i < 100 + NPUT; i++) {
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	}
+	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	tally_range(self->pfd, self->buf, DM_BS, 100, NPUT, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_LT(0, NSTAT(self->ctl, io_errors));
+	/*
+	 * The reads above needed DRAM: dirty blocks whose demotion failed
+	 * were dropped. A block PUT now is dirty, and cannot be made durable.
+	 */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 300, 1, 1, 0));
+	EXPECT_EQ(-EIO, nvt_sync_deadline(self->pfd, 15, NULL));
+	EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, 300, 1));
+}
+
+/* Detach while writes fail: it returns (the blocks stay in DRAM). */
+TEST_F_TIMEOUT(dm, detach_with_write_errors, 240)
+{
+	unsigned int i;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, DRAM - 2, 1, 0));
+	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
+	ASSERT_EQ(0, nvt_detach_deadline(15));
+	ASSERT_EQ(0, nvt_attached(self->ctl));
+	for (i = 0; i < DRAM - 2; i++) {
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	}
+}
+
+/* SYNC while writes fail: -EIO in bounded time; healed, SYNC works. */
+TEST_F_TIMEOUT(dm, sync_write_errors_eio, 240)
+{
+	__u64 written = 0;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, DRAM - 2, 1, 0));
+	ASSERT_EQ(0, dm_flakey(self, "1 error_writes"));
+	ASSERT_EQ(-EIO, nvt_sync_deadline(self->pfd, 15, NULL));
+	EXPECT_EQ(DRAM - 2, PSTAT(self->pfd, dirty));
+	ASSERT_EQ(0, dm_healthy(self));
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 15, &written));
+	EXPECT_EQ(DRAM - 2, written);
+	EXPECT_EQ(0, PSTAT(self->pfd, dirty));
+}
+
+struct put_arg {
+	int pfd;
+	__u64 key;
+	int ret;
+	volatile int done;
+};
+
+static void *put_fn(void *arg)
+{
+	struct put_arg *p = arg;
+	void *buf = kvt_alloc(DM_BS);
+
+	if (!buf) {
+		p->ret = -ENOMEM;
+		return NULL;
+	}
+	p->ret = put_range(p->pfd, buf, DM_BS, p->key, 1, 1, 0);
+	p->done = 1;
+	kvt_free(buf, DM_BS);
+	return NULL;
+}
+
+/* Blocks being demoted stay readable until their (slow) write is done. */
+TEST_F_TIMEOUT(dm, readable_while_written, 240)
+{
+	struct put_arg p = { .pfd = self->pfd, .key = DRAM };
+	char table[512];
+	pthread_t th;
+	double t0, t1;
+	unsigned int i;
+
+	if (!nvt_dm_target(NVT_DM_DELAY))
+		SKIP(return, "no dm-delay");
+	/* Reads at once, writes after 3 s. */
+	snprintf(table, sizeof(table), "0 %lld delay %s 0 0 %s 0 3000",
+		 self->sectors, nvt_dev(), nvt_dev());
+	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, DRAM, 1, 0));
+	/* One more PUT must demote something: it waits for the write. */
+	ASSERT_EQ(0, pthread_create(&th, NULL, put_fn, &p));
+	usleep(500000);
+	t0 = nvt_now();
+	for (i = 0; i < DRAM; i++) {
+		ASSERT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	}
+	t1 = nvt_now();
+	/* The PUT was still waiting for the write: they did overlap. */
+	EXPECT_EQ(0, p.done);
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, p.ret);
+	TH_LOG("%u GETs during the write took %.2f s", DRAM, t1 - t0);
+	ASSERT_GT(1.5, t1 - t0);
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, DM_BS, DRAM, 1));
+}
+
+/* ==== a device too small for what is written ============================ */
+
+FIXTURE(full) {
+	struct nvt_fix;
+};
+
+#define FULL_BS		(16 * KVT_KIB)
+#define FULL_MIB	12
+
+/* A 12 MiB dm device with 1 MiB regions; the tests make the pool. */
+static const struct nvt_cfg full_cfg = {
+	.block_size = FULL_BS, .tag = "full", .dm_need = NVT_DM_LINEAR,
+	.dm = DM_SMALL, .dm_mib = FULL_MIB, .attach = true,
+	.region_kib = 1024,
+};
+
+FIXTURE_SETUP(full)
+{
+	nvt_setup(_metadata, NVT_FIX(self), &full_cfg);
+	ASSERT_EQ(FULL_MIB - 1, nvme_nr_regions(self->ctl));
+}
+
+FIXTURE_TEARDOWN(full)
+{
+	nvt_teardown(NVT_FIX(self));
+}
+
+/* Twice the device: old blocks are lost to reclaim, PUT never fails. */
+TEST_F_TIMEOUT(full, wraps_and_reclaims, 300)
+{
+	const unsigned int n = 1500, dram = 16;
+	struct kvtier_nvme_stat ns;
+	unsigned int i, newest;
+	struct tally t;
+
+	self->pfd = kvt_pool_create(self->ctl, self->name, FULL_BS, 2048, dram);
+	ASSERT_LE(0, self->pfd);
+	for (i = 0; i < n; i++) {
+		int ret = put_range(self->pfd, self->buf, FULL_BS, i, 1, 1, 0);
+
+		if (ret)
+			TH_LOG("PUT %u: %d", i, ret);
+		ASSERT_EQ(0, ret);
+	}
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	TH_LOG("reclaimed %llu regions, lost %llu blocks",
+	       (unsigned long long)ns.reclaimed,
+	       (unsigned long long)ns.lost_blocks);
+	EXPECT_LT(0U, ns.reclaimed);
+	EXPECT_LT(0U, ns.lost_blocks);
+	EXPECT_EQ(0U, ns.io_errors);
+
+	/*
+	 * A FIFO of evicted blocks: what survives is the newest ones, with no
+	 * hole (LOOKUP, which moves nothing). A region holds one batch of
+	 * evicted blocks, at most the pool's DRAM share (16 here), so at least
+	 * one block a region for half of the 11 regions, and the DRAM share,
+	 * are there.
+	 */
+	for (newest = 0; newest < n; newest++)
+		if (kvt_lookup1(self->pfd, K0, n - 1 - newest, NULL))
+			break;
+	TH_LOG("the newest %u blocks are there", newest);
+	EXPECT_LE(dram + (FULL_MIB - 1) / 2, newest);
+	for (i = 0; i + newest < n; i++)
+		EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, i, NULL));
+
+	/*
+	 * Reading them back loads old blocks whose regions the next writes
+	 * reclaim: some go, but every GET is exact or a miss.
+	 */
+	tally_range(self->pfd, self->buf, FULL_BS, 0, n, 1, &t, NULL);
+	TH_LOG("full: %u exact, %u miss", t.exact, t.miss);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.eio);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_EQ(n, t.exact + t.miss);
+	EXPECT_LT(0U, t.miss);
+	EXPECT_LT(0U, t.exact);
+	EXPECT_EQ(0, PSTAT(self->pfd, bad_reads));
+
+	/* The pool keeps working. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, FULL_BS, n, 100, 2, 0));
+	tally_range(self->pfd, self->buf, FULL_BS, n + 100 - dram, dram, 2, &t,
+		    NULL);
+	EXPECT_EQ(dram, t.exact);
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 15, NULL));
+}
+
+/* SYNC of more dirty blocks than the device holds: -ENOSPC, no hang. */
+TEST_F_TIMEOUT(full, sync_more_than_fits_enospc, 300)
+{
+	const unsigned int n = 1024;
+	struct tally t;
+
+	self->pfd = kvt_pool_create(self->ctl, self->name, FULL_BS, n, n);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, FULL_BS, 0, n, 1, 0));
+	ASSERT_EQ(-ENOSPC, nvt_sync_deadline(self->pfd, 30, NULL));
+	tally_range(self->pfd, self->buf, FULL_BS, 0, n, 1, &t, NULL);
+	EXPECT_EQ(n, t.exact);
+}
+
+/* ==== power cuts at every point of a write log (dm-log-writes) ========= */
+
+/*
+ * dm-log-writes records every write to a device, in completion order with
+ * FUA and flushes where they happened, on another device
+ * (Documentation/admin-guide/device-mapper/log-writes.rst). Replaying the
+ * first N entries onto the device's initial content gives what a power cut
+ * after the N-th completed write leaves; the N+1-th may be torn too (a
+ * device keeps any part of a write in flight: here its first page, or all
+ * of it but the last page). The workload: PUT 16 blocks and
+ * SYNC; REPLACE them and SYNC; REPLACE half of them again, PUT 16 new ones
+ * and SYNC; a mark after each SYNC. Every prefix must attach, bring the
+ * pool back, and hold every acknowledged block in its acknowledged
+ * generation or a newer one, exact; nothing else may read wrong.
+ */
+
+#define LW_MAGIC	0x6a736677736872ULL
+#define LW_FLUSH	(1U << 0)
+#define LW_DISCARD	(1U << 2)
+#define LW_MARK		(1U << 3)
+#define LW_MAX		4096
+
+struct lw_super {
+	__u64 magic;
+	__u64 version;
+	__u64 nr_entries;
+	__u32 sectorsize;
+};
+
+struct lw_entry {
+	__u64 sector;
+	__u64 nr_sectors;
+	__u64 flags;
+	__u64 data_len;
+};
+
+struct lw_op {
+	__u64 off, len;		/* bytes on the device */
+	__u64 flags;
+	char *data;		/* NULL: zeroes (discard) */
+	int mark;		/* 1.. for marks "synced1".., else 0 */
+};
+
+#define LW_BS		(16 * KVT_KIB)
+#define LW_DEV_MIB	32
+#define LW_BASE_PATH	"/dev/mapper/" DM_BASE
+#define LW_PATH		"/dev/mapper/" DM_LW
+#define LW_LOGDEV	"/dev/nvme1n1"
+#define LW_POOL		"kst-nvt-replay"
+
+FIXTURE(replay) {
+	struct nvt_fix;
+	struct lw_op *ops;
+	unsigned int nr_ops;
+	char *zero;		/* LW_DEV_MIB of zeroes */
+};
+
+/* DM_BASE: the first LW_DEV_MIB of the device; the log on LW_LOGDEV. */
+static const struct nvt_cfg replay_cfg = {
+	.block_size = LW_BS, .dm_need = NVT_DM_LINEAR,
+	.dm_extra = "log-writes", .dm = DM_BASE, .dm_mib = LW_DEV_MIB,
+	.dev2 = LW_LOGDEV,
+};
+
+FIXTURE_SETUP(replay)
+{
+	char table[256];
+
+	nvt_setup(_metadata, NVT_FIX(self), &replay_cfg);
+	self->ops = calloc(LW_MAX, sizeof(*self->ops));
+	ASSERT_NE(NULL, self->ops);
+	self->zero = kvt_alloc(LW_DEV_MIB * KVT_MIB);
+	ASSERT_NE(NULL, self->zero);
+	memset(self->zero, 0, LW_DEV_MIB * KVT_MIB);
+	/* Initial content: zeroes; an empty log. */
+	ASSERT_EQ(0, nvt_raw_write(LW_BASE_PATH, 0, self->zero,
+				   LW_DEV_MIB * KVT_MIB));
+	ASSERT_EQ(0, nvt_raw_write(LW_LOGDEV, 0, self->zero, KVT_MIB));
+	snprintf(table, sizeof(table), "0 %llu log-writes %s %s",
+		 LW_DEV_MIB * KVT_MIB / 512, LW_BASE_PATH, LW_LOGDEV);
+	ASSERT_EQ(0, nvt_dm_create(DM_LW, table));
+}
+
+FIXTURE_TEARDOWN(replay)
+{
+	unsigned int i;
+
+	if (self->ops)
+		for (i = 0; i < self->nr_ops; i++)
+			free(self->ops[i].data);
+	free(self->ops);
+	if (self->zero)
+		kvt_free(self->zero, LW_DEV_MIB * KVT_MIB);
+	nvt_teardown(NVT_FIX(self));
+}
+
+static int lw_mark(const char *what)
+{
+	return nvt_sh("dmsetup message %s 0 mark %s", DM_LW, what);
+}
+
+/* Read the log into self->ops; 0 or -errno. */
+static int lw_parse(FIXTURE_DATA(replay) *self)
+{
+	size_t len = 16 * KVT_MIB;
+	char *log = kvt_alloc(len);
+	struct lw_super sup;
+	__u64 pos, i;
+	int ret;
+
+	if (!log)
+		return -ENOMEM;
+	ret = nvt_raw_read(LW_LOGDEV, 0, log, len);
+	if (ret)
+		goto out;
+	memcpy(&sup, log, sizeof(sup));
+	ret = -EBADMSG;
+	if (sup.magic != LW_MAGIC || sup.sectorsize < 512 ||
+	    sup.sectorsize > NVT_DISK_PAGE || sup.nr_entries > LW_MAX)
+		goto out;
+	pos = sup.sectorsize;
+	for (i = 0; i < sup.nr_entries; i++) {
+		struct lw_op *op = &self->ops[self->nr_ops];
+		struct lw_entry e;
+
+		if (pos + sup.sectorsize > len)
+			goto out;
+		memcpy(&e, log + pos, sizeof(e));
+		pos += sup.sectorsize;
+		if (e.flags & LW_MARK) {
+			const char *text = log + pos - sup.sectorsize + sizeof(e);
+
+			if (e.data_len >= 7 && !strncmp(text, "synced", 6))
+				op->mark = text[6] - '0';
+			else
+				continue;
+		} else if (e.flags & LW_DISCARD) {
+			op->off = e.sector * sup.sectorsize;
+			op->len = e.nr_sectors * sup.sectorsize;
+		} else if (e.nr_sectors) {
+			op->off = e.sector * sup.sectorsize;
+			op->len = e.nr_sectors * sup.sectorsize;
+			if (pos + op->len > len)
+				goto out;
+			op->data = malloc(op->len);
+			if (!op->data) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			memcpy(op->data, log + pos, op->len);
+			pos += op->len;
+		} else {
+			continue;	/* a flush: no data */
+		}
+		op->flags = e.flags;
+		self->nr_ops++;
+	}
+	ret = 0;
+out:
+	kvt_free(log, len);
+	return ret;
+}
+
+/*
+ * The base device as a power cut after op @n left it, with the first
+ * @torn bytes of op @n written too.
+ */
+static int lw_replay(FIXTURE_DATA(replay) *self, unsigned int n, __u64 torn)
+{
+	int fd, ret = 0;
+	unsigned int i;
+
+	fd = open(LW_BASE_PATH, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (pwrite(fd, self->zero, LW_DEV_MIB * KVT_MIB, 0) !=
+	    (ssize_t)(LW_DEV_MIB * KVT_MIB))
+		ret = -EIO;
+	for (i = 0; !ret && i < n + !!torn; i++) {
+		struct lw_op *op = &self->ops[i];
+		__u64 len = i < n ? op->len : torn;
+		size_t alen = (len + KVT_PAGE - 1) & ~(KVT_PAGE - 1);
+		char *src;
+
+		if (op->mark || !len)
+			continue;
+		/* O_DIRECT wants aligned memory. */
+		src = kvt_alloc(alen);
+		if (!src) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (op->data)
+			memcpy(src, op->data, len);
+		if (pwrite(fd, src, len, op->off) != (ssize_t)len)
+			ret = -EIO;
+		kvt_free(src, alen);
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Oldest and newest generation key @k may have after @marks SYNCs. */
+static void lw_want(unsigned int k, int marks, __u64 *lo, __u64 *hi)
+{
+	if (k < 8) {
+		*hi = 3;
+		*lo = marks;			/* 0: may be absent */
+	} else if (k < 16) {
+		*hi = 2;
+		*lo = marks < 2 ? marks : 2;
+	} else {
+		*hi = 1;
+		*lo = marks >= 3;
+	}
+}
+
+/* Check the replayed device; 0, or what went wrong (logged). */
+static int lw_check(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(replay) *self, unsigned int n, __u64 torn,
+		    int marks)
+{
+	int pfd, ret, bad = 0;
+	unsigned int k;
+
+	ret = nvt_attach(self->ctl, LW_BASE_PATH, 0, 0);
+	if (ret) {
+		TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): attach %d", n,
+		       (unsigned long long)torn, marks, ret);
+		return ret;
+	}
+	pfd = kvt_pool_open(self->ctl, LW_POOL, 0);
+	if (pfd < 0) {
+		TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): pool open %d",
+		       n, (unsigned long long)torn, marks, pfd);
+		bad = pfd;
+		goto out_detach;
+	}
+	for (k = 0; k < 32; k++) {
+		__u64 lo, hi, gen = 0;
+
+		lw_want(k, marks, &lo, &hi);
+		memset(self->buf, 0, LW_BS);
+		ret = kvt_get1(pfd, K0, k, self->buf, NULL);
+		if (!ret && kvt_check(self->buf, LW_BS, K0, k, &gen) != -1)
+			ret = -EILSEQ;
+		if (!ret) {
+			gen ^= salt;
+			if (gen >= (lo ? lo : 1) && gen <= hi)
+				continue;
+			TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): key %u generation %llu, want %llu..%llu",
+			       n, (unsigned long long)torn, marks, k,
+			       (unsigned long long)gen,
+			       (unsigned long long)lo, (unsigned long long)hi);
+			bad = -EILSEQ;
+		} else if (ret != -ENOENT || lo) {
+			TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): key %u: %d, want generation %llu..%llu",
+			       n, (unsigned long long)torn, marks, k, ret,
+			       (unsigned long long)lo,
+			       (unsigned long long)hi);
+			bad = ret;
+		}
+	}
+	close(pfd);
+out_detach:
+	nvt_detach(self->ctl);
+	/* Forget the pool (detached: the replayed device keeps its slot). */
+	kvt_pool_destroy(self->ctl, LW_POOL);
+	return bad;
+}
+
+TEST_F_TIMEOUT(replay, every_power_cut, 600)
+{
+	unsigned int n, first = 0, failed = 0;
+	int pfd, marks = 0;
+
+	/* The workload, through the logging device. */
+	ASSERT_EQ(0, nvt_attach(self->ctl, LW_PATH, KVTIER_NVME_FORMAT, 1024));
+	pfd = kvt_pool_create(self->ctl, LW_POOL, LW_BS, 64, 64);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, lw_mark("created"));
+	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 0, 16, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, lw_mark("synced1"));
+	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 0, 16, 2,
+			       KVTIER_PUT_REPLACE));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, lw_mark("synced2"));
+	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 0, 8, 3,
+			       KVTIER_PUT_REPLACE));
+	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 16, 16, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, lw_mark("synced3"));
+	close(pfd);
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, LW_POOL));
+	ASSERT_EQ(0, nvt_dm_remove(DM_LW));
+
+	ASSERT_EQ(0, lw_parse(self));
+	TH_LOG("%u writes and marks logged", self->nr_ops);
+	/*
+	 * Cuts from the pool's slot write on (the pool exists on the device):
+	 * the last pool table write before the "created" mark. (The format's
+	 * table write may reach the log split into page-sized bios too.)
+	 */
+	for (n = 0; n < self->nr_ops && self->ops[n].mark != 1; n++)
+		if (!self->ops[n].mark &&
+		    self->ops[n].off >= NVT_POOL_TABLE_OFF &&
+		    self->ops[n].off < NVT_POOL_TABLE_OFF +
+				       NVT_POOL_SLOTS * sizeof(struct nvt_disk_pool))
+			first = n + 1;
+	ASSERT_LT(0U, first);
+	for (n = first; n <= self->nr_ops; n++) {
+		__u64 torn[3] = { 0, NVT_DISK_PAGE, 0 };
+		unsigned int t;
+
+		if (self->ops[n - 1].mark)
+			marks = self->ops[n - 1].mark;
+		/* Op n (if any) torn: its first page, or all but its last. */
+		if (n < self->nr_ops && self->ops[n].len > NVT_DISK_PAGE)
+			torn[2] = self->ops[n].len - NVT_DISK_PAGE;
+		for (t = 0; t < 3; t++) {
+			if (t && !torn[2])
+				break;
+			ASSERT_EQ(0, lw_replay(self, n, torn[t]));
+			if (lw_check(_metadata, self, n, torn[t], marks))
+				failed++;
+		}
+	}
+	ASSERT_EQ(3, marks);
+	ASSERT_EQ(0U, failed);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,1057 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier NVMe tier (KVTIER_F_NVME), the tier at work: demotion of evicted
+ * blocks and their promotion by GET, PIN, DROP, LOOKUP with
+ * KVTIER_LOOKUP_LOAD and mmap faults, SYNC, detach and attach again, the
+ * on-disk format, the integrity checks (a corrupted or misplaced copy is a
+ * miss, never wrong bytes), and a segment writer out of memory (the debug
+ * kernel's fail_writer point). Every case runs with 4 KiB and 64 KiB
+ * blocks.
+ *
+ * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
+ * destroys; the cases are skipped when the device is missing.
+ */
+#include "nvme_fixture.h"
+
+/* ==== the tier: demotion, promotion, SYNC, detach and attach =========== */
+
+
+FIXTURE(tier) {
+	struct nvt_fix;		/* buf, out: one block each */
+};
+
+/* The device attached, a pool of CAP blocks, DRAM of them in DRAM. */
+#define TIER_CFG(block) {						\
+	.block_size = (block), .out = true, .writer_ok = true,		\
+	.tag = "nvme", .capacity = CAP, .dram_blocks = DRAM,		\
+	.attach = true, .reattach = true,				\
+}
+
+FIXTURE_VARIANT(tier) {
+	struct nvt_cfg cfg;
+};
+
+FIXTURE_VARIANT_ADD(tier, b4k) { .cfg = TIER_CFG(4 * KVT_KIB) };
+FIXTURE_VARIANT_ADD(tier, b64k) { .cfg = TIER_CFG(64 * KVT_KIB) };
+
+FIXTURE_SETUP(tier)
+{
+	nvt_setup(_metadata, NVT_FIX(self), &variant->cfg);
+}
+
+FIXTURE_TEARDOWN(tier)
+{
+	nvt_teardown(NVT_FIX(self));
+}
+
+/* Evicted blocks go to NVMe and come back exact on GET. */
+TEST_F(tier, demote_and_promote)
+{
+	struct kvtier_pool_stat st;
+	struct kvtier_nvme_stat ns;
+	struct tally t;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_LE(NCOLD, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_LE(NCOLD, st.demotions);
+	EXPECT_EQ(NPUT, st.puts);
+	EXPECT_EQ(0U, st.promotions);
+	EXPECT_EQ(0U, st.bad_reads);
+	EXPECT_GE(DRAM, st.dirty);
+
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	EXPECT_LE(NCOLD * self->bs, ns.bytes_demoted);
+	EXPECT_LT(ns.bytes_demoted, ns.bytes_written);
+	EXPECT_GT(ns.nr_regions, ns.free_regions);
+
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+	EXPECT_EQ(0U, t.wrong);
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_LE(NCOLD, st.promotions);
+	EXPECT_EQ(0U, st.bad_reads);
+	EXPECT_EQ(0U, st.misses);
+	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_EQ(NPUT, st.resident[KVTIER_TIER_NVME]);
+	ASSERT_LE((long long)(NCOLD * self->bs), NSTAT(self->ctl, bytes_read));
+
+	/* A second pass reads them all again, still exact. */
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+}
+
+/*
+ * A pool whose every address holds a block: blocks only on NVMe still come
+ * back (a load needs DRAM room, not an address).
+ */
+TEST_F(tier, full_pool_reads_back)
+{
+	char name[KVTIER_NAME_MAX];
+	struct tally t;
+	int pfd;
+
+	kvt_name(name, "fullpool");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, 32, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 32, 1, 0));
+	/* No address left for a new key. */
+	ASSERT_EQ(-ENOSPC, put_range(pfd, self->buf, self->bs, 32, 1, 1, 0));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(pfd, 0));
+	EXPECT_EQ(0, get_check(pfd, self->buf, self->bs, 0, 1));
+	tally_range(pfd, self->buf, self->bs, 0, 32, 1, &t, NULL);
+	EXPECT_EQ(32U, t.exact);
+	if (t.other)
+		TH_LOG("first error: %d", t.first_other);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/* PIN of a block only on NVMe loads it and keeps it in DRAM. */
+TEST_F(tier, pin_loads_and_holds)
+{
+	struct kvtier_block b;
+	__u64 next = 200;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	ASSERT_EQ(0, kvt_one(self->pfd, KVTIER_IOC_PIN, K0, 0, NULL, 0, &b));
+	ASSERT_EQ((__u32)KVTIER_TIER_DRAM, b.tier);
+	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
+	/* Many more blocks come and go; the pinned one stays. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 100, 4 * DRAM, 1, 0));
+	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, 0));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
+	ASSERT_EQ(0, kvt_unpin1(self->pfd, K0, 0));
+	ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, 0, &next));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+}
+
+/* DROP of a block only on NVMe: gone, and counted out of the tier. */
+TEST_F(tier, drop_nvme_block)
+{
+	long long nvme;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	nvme = RES_NVME(self->pfd);
+	ASSERT_EQ((long long)NPUT, nvme);
+	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, 0));
+	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 0, NULL));
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(nvme - 1, RES_NVME(self->pfd));
+	/* And one also in DRAM. */
+	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, NPUT - 1));
+	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, NPUT - 1));
+	ASSERT_EQ(nvme - 2, RES_NVME(self->pfd));
+	ASSERT_EQ(0, PSTAT(self->pfd, dirty));
+	/* The address can be used again. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, 1, 3, 0));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 3));
+}
+
+/* Plain LOOKUP reports the tier and reads nothing. */
+TEST_F(tier, lookup_reports_nvme_tier)
+{
+	struct kvtier_block b[NPUT];
+	unsigned int i, nvme = 0, dram = 0;
+	long long read0;
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	read0 = NSTAT(self->ctl, bytes_read);
+	ASSERT_LE(0, read0);
+	ASSERT_EQ(0, lookup_range(self->pfd, b, 0, NPUT, 0, &done));
+	ASSERT_EQ(NPUT, done);
+	for (i = 0; i < NPUT; i++) {
+		ASSERT_EQ(0, b[i].status);
+		ASSERT_NE(KVTIER_ADDR_NONE, b[i].addr);
+		if (b[i].tier == KVTIER_TIER_NVME)
+			nvme++;
+		else if (b[i].tier == KVTIER_TIER_DRAM)
+			dram++;
+	}
+	EXPECT_EQ(NPUT, nvme + dram);
+	EXPECT_LE(NCOLD, nvme);
+	EXPECT_EQ(dram, RES_DRAM(self->pfd));
+	/* The oldest is cold, the newest hot. */
+	EXPECT_EQ((__u32)KVTIER_TIER_NVME, b[0].tier);
+	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[NPUT - 1].tier);
+	/* TOUCH does not load either. */
+	ASSERT_EQ(0, lookup_range(self->pfd, b, 0, 4, KVTIER_LOOKUP_TOUCH, &done));
+	ASSERT_EQ(4U, done);
+	EXPECT_EQ((__u32)KVTIER_TIER_NVME, b[0].tier);
+	EXPECT_EQ(0, PSTAT(self->pfd, promotions));
+	EXPECT_EQ(read0, NSTAT(self->ctl, bytes_read));
+}
+
+/* LOOKUP with LOAD brings the prefix to DRAM. */
+TEST_F(tier, lookup_load_brings_prefix)
+{
+	struct kvtier_block b[4];
+	unsigned int i;
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, i));
+	}
+	ASSERT_EQ(0, lookup_range(self->pfd, b, 0, 4, KVTIER_LOOKUP_LOAD, &done));
+	ASSERT_EQ(4U, done);
+	for (i = 0; i < 4; i++) {
+		EXPECT_EQ(0, b[i].status);
+		EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[i].tier);
+		EXPECT_NE(KVTIER_ADDR_NONE, b[i].addr);
+	}
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, i));
+	}
+	ASSERT_EQ(4, PSTAT(self->pfd, promotions));
+	/* GETs now hit DRAM: exact and no more reads. */
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, i, 1));
+	}
+	ASSERT_EQ(4, PSTAT(self->pfd, promotions));
+	ASSERT_EQ(0, PSTAT(self->pfd, bad_reads));
+}
+
+/* LOAD stops at the first miss: what follows it stays on NVMe. */
+TEST_F(tier, lookup_load_stops_at_miss)
+{
+	struct kvtier_block b[5];
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	kvt_blk(&b[0], K0, 0, NULL);
+	kvt_blk(&b[1], K0, 1, NULL);
+	kvt_blk(&b[2], K0, 1000, NULL);	/* never put */
+	kvt_blk(&b[3], K0, 3, NULL);
+	kvt_blk(&b[4], K0, 4, NULL);
+	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, 5,
+			       KVTIER_LOOKUP_LOAD, &done));
+	ASSERT_EQ(2U, done);
+	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[0].tier);
+	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[1].tier);
+	EXPECT_EQ(-ENOENT, b[2].status);
+	EXPECT_EQ((__u32)KVTIER_TIER_NONE, b[2].tier);
+	EXPECT_EQ(KVTIER_ADDR_NONE, b[2].addr);
+	EXPECT_EQ(0, b[3].status);
+	EXPECT_EQ((__u32)KVTIER_TIER_NVME, b[3].tier);
+	EXPECT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 3));
+	EXPECT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 4));
+	EXPECT_EQ(2, PSTAT(self->pfd, promotions));
+}
+
+/* A fault on a block only on NVMe loads it; evicted and faulted again. */
+TEST_F(tier, mmap_fault_loads)
+{
+	size_t len = (size_t)CAP * self->bs;
+	struct kvtier_block b;
+	__u64 next = 100;
+	char *map;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 0, &b));
+	ASSERT_EQ((__u32)KVTIER_TIER_NVME, b.tier);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, self->pfd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+
+	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	kvt_fill(self->buf, self->bs, K0, 0, GEN(1));
+	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
+	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
+	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, 0));
+
+	/* Push it out again (new keys), then fault it back. */
+	ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, 0, &next));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	memset(self->out, 0, self->bs);
+	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	kvt_fill(self->buf, self->bs, K0, 0, GEN(1));
+	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
+	ASSERT_EQ(2, PSTAT(self->pfd, promotions));
+	munmap(map, len);
+}
+
+/* KVTIER_POOL_FAULT_NOLOAD: SIGBUS until something else loads it. */
+TEST_F(tier, mmap_fault_noload_sigbus)
+{
+	char name[KVTIER_NAME_MAX];
+	struct kvtier_pool_create c;
+	struct kvtier_block b;
+	size_t len = (size_t)CAP * self->bs;
+	char *map;
+	int pfd;
+
+	kvt_name(name, "noload");
+	kvt_create_init(&c, name, self->bs, CAP, DRAM);
+	c.flags = KVTIER_POOL_FAULT_NOLOAD;
+	pfd = kvt_create(self->ctl, &c);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, kvt_lookup1(pfd, K0, 0, &b));
+	ASSERT_EQ((__u32)KVTIER_TIER_NVME, b.tier);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, pfd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+
+	EXPECT_EQ(SIGBUS, probe_read(map + b.addr * self->bs, self->out, 8));
+	EXPECT_EQ(SIGBUS, probe_read(map + (b.addr + 1) * self->bs - 8,
+				     self->out, 8));
+	EXPECT_EQ(0, PSTAT(pfd, promotions));
+	EXPECT_EQ(KVTIER_TIER_NVME, key_tier(pfd, 0));
+
+	/* GET loads it; the mapping then reads the same bytes. */
+	ASSERT_EQ(0, get_check(pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
+	munmap(map, len);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+struct cget {
+	int pfd;
+	__u64 bs, key;
+	pthread_barrier_t *bar;
+	int result;
+};
+
+static void *cget_fn(void *arg)
+{
+	struct cget *c = arg;
+	void *buf = kvt_alloc(c->bs);
+
+	if (!buf) {
+		c->result = -ENOMEM;
+		return NULL;
+	}
+	pthread_barrier_wait(c->bar);
+	c->result = get_check(c->pfd, buf, c->bs, c->key, 1);
+	kvt_free(buf, c->bs);
+	return NULL;
+}
+
+#define NTHREADS	8
+
+/* Concurrent GETs of one block only on NVMe: one read, all exact. */
+TEST_F(tier, concurrent_gets_share_one_read)
+{
+	struct cget c[NTHREADS];
+	pthread_t th[NTHREADS];
+	pthread_barrier_t bar;
+	__u64 key;
+	int i;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	for (key = 0; key < 6; key++) {
+		long long before = PSTAT(self->pfd, promotions);
+
+		ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, key));
+		ASSERT_EQ(0, pthread_barrier_init(&bar, NULL, NTHREADS));
+		for (i = 0; i < NTHREADS; i++) {
+			c[i] = (struct cget){ .pfd = self->pfd, .bs = self->bs,
+					      .key = key, .bar = &bar };
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, cget_fn, &c[i]));
+		}
+		for (i = 0; i < NTHREADS; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&bar);
+		for (i = 0; i < NTHREADS; i++) {
+			if (c[i].result)
+				TH_LOG("key %llu thread %d: %d",
+				       (unsigned long long)key, i, c[i].result);
+			ASSERT_EQ(0, c[i].result);
+		}
+		ASSERT_EQ(before + 1, PSTAT(self->pfd, promotions));
+	}
+	ASSERT_EQ(0, PSTAT(self->pfd, bad_reads));
+}
+
+/* SYNC writes every dirty block; a second SYNC writes nothing. */
+TEST_F(tier, sync_clears_dirty)
+{
+	char name[KVTIER_NAME_MAX];
+	struct kvtier_pool_stat st;
+	__u64 written = 0;
+	int pfd;
+
+	kvt_name(name, "sync");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, 32, 32);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 20, 1, 0));
+	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_LT(0U, st.dirty);
+	ASSERT_GE(20U, st.dirty);
+	ASSERT_EQ(20U, st.dirty + st.demotions);
+
+	ASSERT_EQ(0, nvt_sync(pfd, &written));
+	EXPECT_EQ(st.dirty, written);
+	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	EXPECT_EQ(0U, st.dirty);
+	EXPECT_EQ(20U, st.demotions);
+	EXPECT_EQ(20U, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_EQ(20U, st.resident[KVTIER_TIER_DRAM]);
+
+	ASSERT_EQ(0, nvt_sync(pfd, &written));
+	EXPECT_EQ(0U, written);
+	EXPECT_EQ(20, PSTAT(pfd, demotions));
+	/* Clean blocks are still served from DRAM, exact. */
+	for (int k = 0; k < 20; k++) {
+		ASSERT_EQ(0, get_check(pfd, self->buf, self->bs, k, 1));
+	}
+	/* A replaced block is dirty again until the next SYNC. */
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 3, 1, 2,
+			       KVTIER_PUT_REPLACE));
+	EXPECT_EQ(1, PSTAT(pfd, dirty));
+	ASSERT_EQ(0, nvt_sync(pfd, &written));
+	EXPECT_EQ(1U, written);
+	EXPECT_EQ(0, PSTAT(pfd, dirty));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+struct writer {
+	int pfd;
+	__u64 bs;
+	volatile int stop;
+	double until;
+	unsigned long puts;
+	int err;
+};
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	void *buf = kvt_alloc(w->bs);
+	__u64 i;
+
+	if (!buf) {
+		w->err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; !w->stop && nvt_now() < w->until; i++) {
+		/* 64 keys: with the test's 64, the pool's 256 addresses do. */
+		__u64 k = 1000 + i % NPUT;
+		int ret;
+
+		kvt_fill(buf, w->bs, K0, k, GEN(i + 2));
+		ret = kvt_one(w->pfd, KVTIER_IOC_PUT, K0, k, buf,
+			      KVTIER_PUT_REPLACE, NULL);
+		if (ret) {
+			w->err = ret;
+			break;
+		}
+		w->puts++;
+	}
+	kvt_free(buf, w->bs);
+	return NULL;
+}
+
+/*
+ * SYNC returns once what was there when it started is durable, even while
+ * a writer keeps dirtying blocks (it must not chase the writer forever).
+ */
+TEST_F_TIMEOUT(tier, sync_with_concurrent_puts, 120)
+{
+	struct writer w = { .pfd = self->pfd, .bs = self->bs };
+	struct tally t;
+	double t0, t1;
+	pthread_t th;
+	int ret;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	w.until = nvt_now() + 25;
+	ASSERT_EQ(0, pthread_create(&th, NULL, writer_fn, &w));
+	usleep(200000);
+	t0 = nvt_now();
+	ret = nvt_sync_deadline(self->pfd, 15, NULL);
+	t1 = nvt_now();
+	w.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("SYNC took %.1f s during %lu PUTs", t1 - t0, w.puts);
+	ASSERT_EQ(0, w.err);
+	ASSERT_EQ(0, ret);
+	/* It returned while the writer was still going. */
+	ASSERT_LT(t1, w.until - 1);
+	/* Nothing reads back wrong (losses are capacity_kept's business). */
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0U, t.other);
+	EXPECT_EQ(NPUT, t.exact + t.miss);
+}
+
+/*
+ * The device keeps what is evicted until it is full: writing a small part
+ * of its capacity through a small DRAM share loses nothing.
+ */
+TEST_F_TIMEOUT(tier, capacity_kept, 120)
+{
+	long long dev = NSTAT(self->ctl, dev_bytes);
+	char name[KVTIER_NAME_MAX];
+	struct tally t;
+	__u64 n = 1200;
+	int pfd;
+
+	ASSERT_LT(0, dev);
+	/* At most a quarter of the device. */
+	if (n * self->bs > (__u64)dev / 4)
+		n = dev / 4 / self->bs;
+	kvt_name(name, "capacity");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, n + 16, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, n, 1, 0));
+	TH_LOG("%llu blocks of %llu KiB put: %lld regions reclaimed, %lld blocks lost",
+	       (unsigned long long)n, (unsigned long long)self->bs >> 10,
+	       NSTAT(self->ctl, reclaimed), NSTAT(self->ctl, lost_blocks));
+	EXPECT_EQ(0, NSTAT(self->ctl, lost_blocks));
+	tally_range(pfd, self->buf, self->bs, 0, n, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(n, t.exact);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/*
+ * A pool whose DRAM share is much smaller than a region: each eviction
+ * writes a few blocks, appended to the open region as a segment, so the
+ * device holds far more than one DRAM's worth per region and nothing is
+ * lost while the device has room.
+ */
+TEST_F_TIMEOUT(tier, small_dram_packs_regions, 240)
+{
+	long long dev = NSTAT(self->ctl, dev_bytes);
+	long long nr = nvme_nr_regions(self->ctl);
+	long long rb = NSTAT(self->ctl, region_bytes);
+	char name[KVTIER_NAME_MAX];
+	long long used, need;
+	struct kvtier_nvme_stat ns;
+	struct tally t;
+	__u64 n;
+	int pfd;
+
+	ASSERT_LT(0, dev);
+	ASSERT_LT(0, nr);
+	/* More than one DRAM's worth per region: what regions of one write held. */
+	n = nr * DRAM * 3 / 2;
+	if (n * self->bs > (__u64)dev / 2)
+		n = dev / 2 / self->bs;
+	kvt_name(name, "smalldram");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, n + 16, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, n, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	used = ns.nr_regions - ns.free_regions;
+	need = (n * self->bs + rb - 1) / rb;
+	TH_LOG("%llu blocks of %llu KiB, DRAM %u: %lld regions used (%lld of data), %lld lost, host WAF %.3f",
+	       (unsigned long long)n, (unsigned long long)self->bs >> 10,
+	       DRAM, used, need, (long long)ns.lost_blocks,
+	       (double)ns.bytes_written / (double)ns.bytes_demoted);
+	EXPECT_EQ(0ULL, ns.lost_blocks);
+	EXPECT_EQ(0ULL, ns.reclaimed);
+	/* Segment summaries take a page per DRAM's worth at most. */
+	EXPECT_GE(need * (DRAM + 1) / DRAM + 2, used);
+	tally_range(pfd, self->buf, self->bs, 0, n, 1, &t, NULL);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(n, t.exact);
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/* REPLACE of a block that has an NVMe copy: the old copy never returns. */
+TEST_F(tier, replace_not_undone_by_eviction)
+{
+	__u64 k, next = 100;
+	struct tally t;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	/* Keys 0..3 only on NVMe, 60..63 in DRAM with an NVMe copy. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, 4, 2,
+			       KVTIER_PUT_REPLACE));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 60, 4, 2,
+			       KVTIER_PUT_REPLACE));
+	/* Evict them all. */
+	for (k = 0; k < NPUT; k++) {
+		ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, k, &next));
+	}
+	tally_range(self->pfd, self->buf, self->bs, 0, 4, 2, &t, NULL);
+	EXPECT_EQ(4U, t.exact);
+	tally_range(self->pfd, self->buf, self->bs, 60, 4, 2, &t, NULL);
+	EXPECT_EQ(4U, t.exact);
+	tally_range(self->pfd, self->buf, self->bs, 4, 56, 1, &t, NULL);
+	EXPECT_EQ(56U, t.exact);
+
+	/* And after detach and attach (the log is replayed oldest first). */
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	for (k = 0; k < NPUT; k++) {
+		ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, k, &next));
+	}
+	tally_range(self->pfd, self->buf, self->bs, 0, 4, 2, &t, NULL);
+	EXPECT_EQ(4U, t.exact);
+	tally_range(self->pfd, self->buf, self->bs, 60, 4, 2, &t, NULL);
+	EXPECT_EQ(4U, t.exact);
+}
+
+struct reader {
+	int pfd;
+	__u64 bs;
+	volatile int stop;
+	unsigned long gets, hits, wrong;
+	int err;
+};
+
+/* GET keys 0..NPUT-1 round and round: every hit whole and of its key. */
+static void *reader_fn(void *arg)
+{
+	struct reader *r = arg;
+	void *buf = kvt_alloc(r->bs);
+	__u64 i;
+
+	if (!buf) {
+		r->err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; !r->stop; i++) {
+		__u64 k = (i * 37) % NPUT;
+		int ret = kvt_get1(r->pfd, K0, k, buf, NULL);
+
+		r->gets++;
+		if (ret == -ENOENT)
+			continue;
+		if (ret) {
+			r->err = ret;
+			break;
+		}
+		r->hits++;
+		if (kvt_check(buf, r->bs, K0, k, NULL) != -1)
+			r->wrong++;
+	}
+	kvt_free(buf, r->bs);
+	return NULL;
+}
+
+/*
+ * DROP and REPLACE of blocks whose DRAM copy is being evicted (a reader
+ * keeps loading blocks back, so clean ones are evicted all the time):
+ * each block's pages are freed once, nothing reads back wrong, and the
+ * residency counts come back to zero once every key is dropped.
+ */
+TEST_F_TIMEOUT(tier, drop_races_eviction, 120)
+{
+	struct reader r = { .pfd = self->pfd, .bs = self->bs };
+	__u64 gen[NPUT], k, i, ops = 0;
+	struct kvtier_pool_stat st;
+	struct tally t;
+	pthread_t th;
+	double until;
+	int ret = 0;
+
+	for (k = 0; k < NPUT; k++)
+		gen[k] = 1;
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, pthread_create(&th, NULL, reader_fn, &r));
+	until = nvt_now() + 4;
+	for (i = 0; nvt_now() < until && !ret; i++) {
+		k = kvt_mix(i ^ salt) % NPUT;
+		if (i % 3 == 0) {
+			ret = kvt_drop1(self->pfd, K0, k);
+			if (ret == -ENOENT)
+				ret = 0;
+		}
+		if (!ret) {
+			kvt_fill(self->buf, self->bs, K0, k, GEN(++gen[k]));
+			ret = kvt_one(self->pfd, KVTIER_IOC_PUT, K0, k,
+				      self->buf, KVTIER_PUT_REPLACE, NULL);
+		}
+		/* Clean again, so that evictions keep happening. */
+		if (!ret && i % 16 == 15)
+			ret = nvt_sync(self->pfd, NULL);
+		ops++;
+	}
+	r.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("%llu drops and replaces, %lu GETs (%lu hits) alongside",
+	       (unsigned long long)ops, r.gets, r.hits);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, r.err);
+	EXPECT_EQ(0UL, r.wrong);
+	EXPECT_LT(0UL, r.hits);
+
+	/* Each key holds its last generation (or was evicted unwritten). */
+	for (k = 0; k < NPUT; k++) {
+		tally_range(self->pfd, self->out, self->bs, k, 1, gen[k], &t,
+			    NULL);
+		EXPECT_EQ(0U, t.wrong + t.other) TH_LOG("key %llu",
+							 (unsigned long long)k);
+	}
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
+	for (k = 0; k < NPUT; k++) {
+		ret = kvt_drop1(self->pfd, K0, k);
+		EXPECT_TRUE(!ret || ret == -ENOENT);
+	}
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_EQ(0U, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_EQ(0U, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_EQ(0U, st.dirty);
+}
+
+/* Detach forgets what is only on NVMe; attach brings the pool back whole. */
+TEST_F(tier, reattach_reopens_pool)
+{
+	struct kvtier_block b[NPUT];
+	struct kvtier_pool_stat st;
+	unsigned int i, in_dram = 0;
+	__u64 written = 1;
+	struct tally t;
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+
+	/* Detached: the pool lives on in DRAM, nothing on NVMe. */
+	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_EQ(0U, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_EQ(st.resident[KVTIER_TIER_DRAM], st.dirty);
+	lookup_range(self->pfd, b, 0, NPUT, 0, &done);
+	for (i = 0; i < NPUT; i++) {
+		if (b[i].status == 0) {
+			EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[i].tier);
+			in_dram++;
+		} else {
+			EXPECT_EQ(-ENOENT, b[i].status);
+		}
+	}
+	EXPECT_EQ(st.resident[KVTIER_TIER_DRAM], in_dram);
+	close(self->pfd);
+	self->pfd = -1;
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	/* Every block has its durable copy again. */
+	EXPECT_EQ(NPUT, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_EQ(0U, st.dirty);
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+	EXPECT_EQ(0, PSTAT(self->pfd, bad_reads));
+	ASSERT_EQ(0, nvt_sync(self->pfd, &written));
+	EXPECT_EQ(0U, written);
+	/* Dropping all of them leaves the counters at zero. */
+	for (i = 0; i < NPUT; i++) {
+		ASSERT_EQ(0, kvt_drop1(self->pfd, K0, i));
+	}
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_EQ(0U, st.resident[KVTIER_TIER_NVME]);
+	EXPECT_EQ(0U, st.resident[KVTIER_TIER_DRAM]);
+	EXPECT_EQ(0U, st.dirty);
+}
+
+/* A block replaced while detached is not confused with its old copy. */
+TEST_F(tier, replace_while_detached)
+{
+	__u64 next = 100;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, NPUT - 1));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, NPUT - 1, 1, 2,
+			       KVTIER_PUT_REPLACE));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	/* Push it out of DRAM, then read it back. */
+	ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, NPUT - 1, &next));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, NPUT - 1, 2));
+}
+
+/* What the format document says is where it says. */
+TEST_F_TIMEOUT(tier, on_disk_layout, 120)
+{
+	size_t tlen = NVT_POOL_SLOTS * sizeof(struct nvt_disk_pool);
+	struct nvt_disk_pool *table = kvt_alloc(tlen), *mine = NULL;
+	struct kvtier_nvme_stat ns;
+	struct nvt_disk_sb sb;
+	struct nvt_loc locs[NPUT];
+	unsigned int i;
+	int find;
+
+	ASSERT_NE(NULL, table);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	EXPECT_EQ(0, memcmp(sb.uuid, ns.uuid, 16));
+	EXPECT_EQ(ns.region_bytes, sb.region_bytes);
+	EXPECT_EQ(ns.nr_regions, sb.nr_regions);
+
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
+	for (i = 0; i < NVT_POOL_SLOTS; i++)
+		if (table[i].id && !strcmp((char *)table[i].name, self->name))
+			mine = &table[i];
+	ASSERT_NE(NULL, mine);
+	EXPECT_EQ(self->bs, mine->block_size);
+	EXPECT_EQ(CAP, mine->capacity);
+	EXPECT_EQ(DRAM, mine->dram_blocks);
+	EXPECT_EQ(0600U, mine->mode);
+	EXPECT_EQ(getuid(), mine->uid);
+	EXPECT_EQ(getgid(), mine->gid);
+
+	find = nvt_find_blocks_of(nvt_dev(), 0, K0, 0, NPUT, locs);
+	ASSERT_TRUE(find == 0 || find == -ENOENT);
+	for (i = 0; i < NPUT; i++) {
+		struct nvt_loc loc = locs[i];
+		int ret = loc.copies ? 0 : -ENOENT;
+		long bad = -2;
+		/* One copy, this pool's, inside its region after the summary. */
+		bool ok = !ret && loc.copies == 1 && loc.pool_id == mine->id &&
+			  loc.pages == self->bs / NVT_DISK_PAGE && loc.seq >= 1 &&
+			  loc.region_off < loc.data_off &&
+			  loc.data_off + self->bs <= loc.region_off + ns.region_bytes;
+
+		if (ok && !nvt_raw_read(nvt_dev(), loc.data_off, self->out,
+					self->bs))
+			bad = kvt_check_gen(self->out, self->bs, K0, i, GEN(1));
+		if (!ok || bad != -1)
+			TH_LOG("key %u: find %d, copies %u, pool %llx (table %llx), pages %u, seq %llu, region at %llu, data at %llu, bad word %ld",
+			       i, ret, loc.copies,
+			       (unsigned long long)loc.pool_id,
+			       (unsigned long long)mine->id, loc.pages,
+			       (unsigned long long)loc.seq,
+			       (unsigned long long)loc.region_off,
+			       (unsigned long long)loc.data_off, bad);
+		ASSERT_TRUE(ok);
+		ASSERT_EQ(-1, bad);
+	}
+
+	/* Destroying the pool clears its slot. */
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
+	ASSERT_EQ(0U, table[mine - table].id);
+	kvt_free(table, tlen);
+}
+
+/* A pool destroyed while attached does not come back at the next attach. */
+TEST_F(tier, destroyed_pool_not_restored)
+{
+	char name[KVTIER_NAME_MAX];
+	int pfd;
+
+	kvt_name(name, "gone");
+	pfd = kvt_pool_create(self->ctl, name, self->bs, CAP, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 16, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, name, 0));
+	/* A new pool of that name starts empty (another pool id). */
+	pfd = kvt_pool_create(self->ctl, name, self->bs, CAP, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(-ENOENT, kvt_lookup1(pfd, K0, 0, NULL));
+	close(pfd);
+	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+}
+
+/*
+ * Put NPUT blocks, SYNC, and detach: keys 0..NCOLD-1 are then only on the
+ * device (checked by LOOKUP before the detach).
+ */
+static int cold_and_detached(FIXTURE_DATA(tier) *self)
+{
+	int ret, k;
+
+	ret = put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0);
+	if (!ret)
+		ret = nvt_sync(self->pfd, NULL);
+	for (k = 0; !ret && k < 4; k++)
+		if (key_tier(self->pfd, k) != KVTIER_TIER_NVME)
+			ret = -EPROTO;
+	if (!ret)
+		ret = nvt_detach(self->ctl);
+	return ret;
+}
+
+/* One flipped byte in a block's data: a miss, counted in bad_reads. */
+TEST_F(tier, corrupt_data_is_miss)
+{
+	struct nvt_loc loc;
+	struct tally t;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 0, &loc));
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), loc.data_off, self->out, self->bs));
+	ASSERT_EQ(-1, kvt_check_gen(self->out, self->bs, K0, 0, GEN(1)));
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), loc.data_off + self->bs / 2 + 5,
+				  0x10));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, PSTAT(self->pfd, bad_reads));
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
+	/* Dropped: a plain miss from now on. */
+	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 0, NULL));
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
+	tally_range(self->pfd, self->buf, self->bs, 1, NPUT - 1, 1, &t, NULL);
+	EXPECT_EQ(NPUT - 1, t.exact);
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+}
+
+/* The same through LOOKUP with LOAD and through an mmap fault. */
+TEST_F(tier, corrupt_data_load_and_fault)
+{
+	size_t len = (size_t)CAP * self->bs;
+	struct kvtier_block b[3];
+	struct nvt_loc loc;
+	__u32 done;
+	char *map;
+	int k;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	for (k = 1; k <= 2; k++) {
+		ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, k, &loc));
+		ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), loc.data_off + 100, 0x01));
+	}
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+
+	/* LOOKUP LOAD [0, 1, 3]: 0 loads, 1 fails to verify and ends it. */
+	kvt_blk(&b[0], K0, 0, NULL);
+	kvt_blk(&b[1], K0, 1, NULL);
+	kvt_blk(&b[2], K0, 3, NULL);
+	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, 3,
+			       KVTIER_LOOKUP_LOAD, &done));
+	EXPECT_EQ(1U, done);
+	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[0].tier);
+	EXPECT_NE(0, b[1].status);
+	EXPECT_EQ((__u32)KVTIER_TIER_NONE, b[1].tier);
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+
+	/* A fault on key 2 (corrupt): SIGBUS, never wrong bytes. */
+	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 2, &b[0]));
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, self->pfd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	EXPECT_EQ(SIGBUS, probe_read(map + b[0].addr * self->bs, self->out,
+				     self->bs));
+	EXPECT_EQ(2, PSTAT(self->pfd, bad_reads));
+	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 2, NULL));
+	munmap(map, len);
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 3, 1));
+}
+
+/* A region whose summary is corrupt is empty: its blocks are misses. */
+TEST_F_TIMEOUT(tier, corrupt_summary_drops_region, 120)
+{
+	__u64 in_region[NPUT] = { 0 };
+	struct nvt_loc loc, locs[NPUT];
+	unsigned int k;
+	int ret;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	/* One scan of the device for all of them: 64 are slow under KASAN. */
+	ASSERT_EQ(0, nvt_find_blocks_of(nvt_dev(), 0, K0, 0, NPUT, locs));
+	loc = locs[0];
+	for (k = 0; k < NPUT; k++)
+		in_region[k] = locs[k].region == loc.region;
+	/* One bit of the first record's key. */
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), loc.region_off + 64 + 8, 0x80));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	for (k = 0; k < NPUT; k++) {
+		ret = get_check(self->pfd, self->buf, self->bs, k, 1);
+		if (ret && !(ret == -ENOENT && in_region[k]))
+			TH_LOG("key %u (in the region: %llu): %d", k,
+			       (unsigned long long)in_region[k], ret);
+		if (ret == -ENOENT) {
+			ASSERT_TRUE(!!in_region[k]);
+		} else {
+			ASSERT_EQ(0, ret);
+		}
+	}
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
+	/* Nothing was read that did not verify: the region was skipped. */
+	EXPECT_EQ(0, PSTAT(self->pfd, bad_reads));
+}
+
+/* Another block's bytes at a block's place: a miss. */
+TEST_F(tier, misplaced_copy_is_miss)
+{
+	struct nvt_loc a, b;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 0, &a));
+	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 1, &b));
+	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), a.data_off, self->out, self->bs));
+	ASSERT_EQ(0, nvt_raw_write(nvt_dev(), b.data_off, self->out, self->bs));
+
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 1, 1));
+	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
+}
+
+/*
+ * Every fresh allocation of the segment writer fails: it goes on from the
+ * device's reserve, one segment at a time. Evictions still demote instead
+ * of dropping, SYNC ends, every block comes back exact and detach does not
+ * wait for ever (a writer that gave up left its queue full and them all
+ * waiting). Needs the fail_writer point; skipped without it.
+ */
+TEST_F_TIMEOUT(tier, writer_out_of_memory, 180)
+{
+	const long long times = 1000000;
+	struct kvtier_pool_stat st;
+	long long left;
+	struct tally t;
+	int put, sync;
+
+	if (access(FAIL_WRITER "times", W_OK))
+		SKIP(return, "no %s: kernel without CONFIG_FAULT_INJECTION_DEBUG_FS",
+		     FAIL_WRITER);
+	ASSERT_EQ(0, fail_writer_set("verbose", 0));
+	ASSERT_EQ(0, fail_writer_set("interval", 1));
+	ASSERT_EQ(0, fail_writer_set("times", times));
+	ASSERT_EQ(0, fail_writer_set("probability", 100));
+	put = put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0);
+	sync = put ? put : nvt_sync_deadline(self->pfd, 60, NULL);
+	left = fail_writer_get("times");
+	ASSERT_EQ(0, fail_writer_set("probability", 0));
+	ASSERT_EQ(0, put);
+	ASSERT_EQ(0, sync);
+	/* Failures were injected: every segment came from the reserve. */
+	EXPECT_LT(left, times);
+	EXPECT_LE(0, left);
+	TH_LOG("%lld writer allocations failed", times - left);
+
+	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	EXPECT_EQ(0U, st.dirty);
+	EXPECT_LE(NCOLD, st.demotions);
+	EXPECT_EQ(NPUT, st.resident[KVTIER_TIER_NVME]);
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
+	EXPECT_EQ(NPUT, t.exact);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0, nvt_detach_deadline(60));
+}
+
+TEST_HARNESS_MAIN
