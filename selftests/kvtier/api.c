@@ -542,4 +542,26 @@ TEST_F(api, bad_arg_pointer)
 	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
 }
 
+/*
+ * A command that returns -EFAULT because its answer cannot be written
+ * back changes nothing ("Outputs are written only on success"; a failed
+ * command is one that did not happen): the handshake can be done again.
+ * (Found by the fuzzer.)
+ */
+TEST_F(api, efault_handshake_changes_nothing)
+{
+	struct kvtier_api a;
+	void *ro;
+
+	memset(&a, 0, sizeof(a));
+	a.api = KVTIER_API_VERSION;
+	ro = kvt_ro_page_with(&a, sizeof(a));
+	ASSERT_NE(NULL, ro);
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_API, ro));
+	/* no handshake happened: commands still want one, and it works */
+	EXPECT_EQ(-EINVAL, kvt_pool_destroy(self->ctl, "fz.none"));
+	EXPECT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	munmap(ro, KVT_PAGE);
+}
+
 TEST_HARNESS_MAIN

@@ -97,8 +97,8 @@ static char fz_names[FZ_NAMES][KVTIER_NAME_MAX];
 static char fz_oracle_name[KVTIER_NAME_MAX];
 /*
  * Attach and detach of this process one at a time: concurrent detaches
- * are the nvme_detach_race test's, so that a failure there does not hide
- * everything else the burst would find.
+ * are nvme_attach's attach.detach_race, so that a failure there does not
+ * hide everything else the burst would find.
  */
 static pthread_mutex_t fz_nvme_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -746,8 +746,8 @@ static void op_api(struct fz_thr *t)
 	if (ret == -EFAULT && raw) {
 		/*
 		 * A handshake whose answer could not be written may have
-		 * taken effect all the same (the efault_* tests): start
-		 * over with a fresh fd.
+		 * taken effect all the same (the efault_* tests of api.c
+		 * and pool.c): start over with a fresh fd.
 		 */
 		close(t->raw);
 		t->raw = kvt_ctl_open_raw();
@@ -1792,45 +1792,6 @@ static bool in_list(char names[][KVTIER_NAME_MAX], int n, const char *name)
 #define FZ_LIST_MAX	4096
 #define FZ_STALL_S	30	/* no call ends for this long: a hang */
 
-static void dump_file(const char *path)
-{
-	char buf[4096];
-	int n = kvt_read_file(path, buf, sizeof(buf));
-
-	if (n > 0)
-		fprintf(stderr, "# %s:\n%s", path, buf);
-}
-
-/* Kernel stacks of every thread of @pid and of its children. */
-static void dump_stacks(pid_t pid, int depth)
-{
-	char path[320], kids[1024], *k;
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/stack",
-			 (int)pid, de->d_name);
-		dump_file(path);
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
-			 (int)pid, de->d_name);
-		dump_file(path);
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
-			 (int)pid, de->d_name);
-		if (depth < 2 && kvt_read_file(path, kids, sizeof(kids)) > 0)
-			for (k = strtok(kids, " \n"); k;
-			     k = strtok(NULL, " \n"))
-				dump_stacks(atoi(k), depth + 1);
-	}
-	closedir(d);
-}
-
 FIXTURE(fuzz) {
 	int ctl;
 	bool attached_before;
@@ -1971,7 +1932,7 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 			if (still >= FZ_STALL_S * 5) {
 				TH_LOG("no call ended for %d s: a hang; stacks follow",
 				       FZ_STALL_S);
-				dump_stacks(getpid(), 0);
+				kvt_dump_stacks(getpid(), 0);
 				fz_report(_metadata);
 				ASSERT_TRUE(false);
 			}
@@ -2036,252 +1997,6 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 	fz_report(_metadata);
 	EXPECT_EQ(0, atomic_load(&fz->nfail));
 	munmap(thr, nthr * sizeof(*thr));
-}
-
-/*
- * A command that returns -EFAULT because its answer cannot be written
- * back changes nothing ("Outputs are written only on success"; a failed
- * command is one that did not happen): the handshake can be done again,
- * the pool does not exist.
- */
-static void *ro_page_with(const void *src, size_t len)
-{
-	char *p = mmap(NULL, KVT_PAGE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	memcpy(p, src, len);
-	mprotect(p, KVT_PAGE, PROT_READ);
-	return p;
-}
-
-TEST_F(fuzz, efault_handshake_changes_nothing)
-{
-	struct kvtier_api a;
-	void *ro;
-	int ctl = kvt_ctl_open_raw();
-
-	ASSERT_LE(0, ctl);
-	memset(&a, 0, sizeof(a));
-	a.api = KVTIER_API_VERSION;
-	ro = ro_page_with(&a, sizeof(a));
-	ASSERT_NE(NULL, ro);
-	ASSERT_EQ(-EFAULT, kvt_ioctl(ctl, KVTIER_IOC_API, ro));
-	/* no handshake happened: commands still want one, and it works */
-	EXPECT_EQ(-EINVAL, kvt_pool_destroy(ctl, "fz.none"));
-	EXPECT_EQ(0, kvt_api(ctl, KVT_F_KNOWN, NULL));
-	munmap(ro, KVT_PAGE);
-	close(ctl);
-}
-
-TEST_F(fuzz, efault_create_changes_nothing)
-{
-	struct kvtier_pool_create c;
-	char name[KVTIER_NAME_MAX];
-	void *ro;
-	int pfd;
-
-	kvt_name(name, "fzef");
-	kvt_create_init(&c, name, KVT_PAGE, 4, 4);
-	ro = ro_page_with(&c, sizeof(c));
-	ASSERT_NE(NULL, ro);
-	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, ro));
-	pfd = kvt_pool_open(self->ctl, name, 0);
-	EXPECT_EQ(-ENOENT, pfd);
-	if (pfd >= 0)
-		close(pfd);
-	kvt_pool_destroy(self->ctl, name);
-	/* and the name can be created now */
-	pfd = kvt_create(self->ctl, &c);
-	EXPECT_LE(0, pfd);
-	if (pfd >= 0)
-		close(pfd);
-	kvt_pool_destroy(self->ctl, name);
-	munmap(ro, KVT_PAGE);
-}
-
-/*
- * Found by the burst (seed 2): a block only on NVMe is wanted while every
- * DRAM block of its pool is pinned. Nothing can be evicted, so GET must
- * end with -ENOSPC ("no DRAM can be freed: all pinned or busy"); it must
- * not wait for I/O that nobody started. Run in a child with a deadline.
- */
-static int child_get_status(int pfd, __u64 k0, __u64 k1)
-{
-	char *buf = kvt_alloc(KVT_PAGE);
-
-	if (!buf)
-		return 101;
-	return -kvt_get1(pfd, k0, k1, buf, NULL);
-}
-
-TEST_F_TIMEOUT(fuzz, nvme_load_all_pinned, 120)
-{
-	struct kvtier_nvme_attach a;
-	struct kvtier_nvme_detach d;
-	char name[KVTIER_NAME_MAX];
-	char *buf;
-	int pfd, rc, i;
-	pid_t pid;
-	__u64 written;
-	struct kvtier_sync sy;
-	struct kvtier_block blk;
-
-	if (!fz_dev)
-		SKIP(return, "no NVMe drive");
-	buf = kvt_alloc(KVT_PAGE);
-	ASSERT_NE(NULL, buf);
-	memset(&d, 0, sizeof(d));
-	kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d);
-	memset(&a, 0, sizeof(a));
-	a.path = (__u64)(uintptr_t)fz_dev;
-	a.flags = KVTIER_NVME_FORMAT;
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
-	kvt_name(name, "fzlp");
-	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 8, 2);
-	ASSERT_LE(0, pfd);
-	/* two blocks, durable; a third evicts the older one to NVMe */
-	for (i = 0; i < 2; i++) {
-		kvt_fill(buf, KVT_PAGE, 0x1b, i, 1);
-		ASSERT_EQ(0, kvt_put1(pfd, 0x1b, i, buf, NULL));
-	}
-	memset(&sy, 0, sizeof(sy));
-	ASSERT_EQ(0, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &sy));
-	written = sy.written;
-	EXPECT_EQ(2ULL, written);
-	kvt_fill(buf, KVT_PAGE, 0x1b, 2, 1);
-	ASSERT_EQ(0, kvt_put1(pfd, 0x1b, 2, buf, NULL));
-	ASSERT_EQ(0, kvt_lookup1(pfd, 0x1b, 0, &blk));
-	ASSERT_EQ((__u32)KVTIER_TIER_NVME, blk.tier);
-	/* every DRAM block pinned */
-	ASSERT_EQ(0, kvt_pin1(pfd, 0x1b, 1));
-	ASSERT_EQ(0, kvt_pin1(pfd, 0x1b, 2));
-	pid = kvt_fork();
-	ASSERT_LE(0, pid);
-	if (pid == 0)
-		_exit(child_get_status(pfd, 0x1b, 0));
-	for (i = 0; i < 200; i++) {
-		if (waitpid(pid, &rc, WNOHANG) == pid)
-			break;
-		usleep(100000);
-	}
-	if (i == 200) {
-		dump_stacks(pid, 1);
-		kill(pid, SIGKILL);
-		waitpid(pid, &rc, 0);
-	}
-	EXPECT_LT(i, 200) TH_LOG("GET of an NVMe block, all DRAM pinned: hangs");
-	if (i < 200)
-		EXPECT_EQ(ENOSPC, WEXITSTATUS(rc));
-	/* unpinned, it loads */
-	ASSERT_EQ(0, kvt_unpin1(pfd, 0x1b, 1));
-	ASSERT_EQ(0, kvt_get1(pfd, 0x1b, 0, buf, NULL));
-	EXPECT_EQ(-1, kvt_check_gen(buf, KVT_PAGE, 0x1b, 0, 1));
-	close(pfd);
-	kvt_pool_destroy(self->ctl, name);
-	kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d);
-	if (self->attached_before) {
-		a.flags = 0;
-		kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a);
-	}
-	kvt_free(buf, KVT_PAGE);
-}
-
-/*
- * NVME_DETACH from several control fds at once: exactly one detaches, the
- * others get -ENODEV, and the kernel stays sane. Detach lets go of its lock
- * while it writes back the pools; a second detach must not tear down the
- * same device again. Pools with dirty blocks make that window wide.
- */
-#define DR_THREADS	4
-#define DR_BS		(64 * KVT_KIB)
-#define DR_BLOCKS	64
-
-struct dr_arg {
-	pthread_barrier_t *bar;
-	int ret;
-};
-
-static void *dr_detach(void *arg)
-{
-	struct dr_arg *a = arg;
-	struct kvtier_nvme_detach d;
-	int ctl = kvt_ctl_open();
-
-	memset(&d, 0, sizeof(d));
-	pthread_barrier_wait(a->bar);
-	a->ret = ctl < 0 ? ctl : kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
-	if (ctl >= 0)
-		close(ctl);
-	return NULL;
-}
-
-TEST_F_TIMEOUT(fuzz, nvme_detach_race, 240)
-{
-	struct kvtier_nvme_attach a;
-	struct kvtier_nvme_detach d;
-	pthread_barrier_t bar;
-	pthread_t th[DR_THREADS];
-	struct dr_arg args[DR_THREADS];
-	char name[KVTIER_NAME_MAX];
-	char *buf;
-	int round, i, pfd, ok, enodev;
-
-	if (!fz_dev)
-		SKIP(return, "no NVMe drive");
-	if (fz_env("KVTIER_FUZZ_RACE", 1) == 0)
-		SKIP(return, "KVTIER_FUZZ_RACE=0");
-	buf = kvt_alloc(DR_BS);
-	ASSERT_NE(NULL, buf);
-	memset(&d, 0, sizeof(d));
-	kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d);
-	for (round = 0; round < 3; round++) {
-		memset(&a, 0, sizeof(a));
-		a.path = (__u64)(uintptr_t)fz_dev;
-		a.flags = KVTIER_NVME_FORMAT;
-		ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
-		/* recorded on the device, with dirty blocks to write back */
-		kvt_name(name, "fzdr");
-		pfd = kvt_pool_create(self->ctl, name, DR_BS, DR_BLOCKS,
-				      DR_BLOCKS);
-		ASSERT_LE(0, pfd);
-		for (i = 0; i < DR_BLOCKS; i++) {
-			kvt_fill(buf, DR_BS, 0xd7, i, round);
-			ASSERT_EQ(0, kvt_put1(pfd, 0xd7, i, buf, NULL));
-		}
-		ASSERT_EQ(0, pthread_barrier_init(&bar, NULL, DR_THREADS));
-		for (i = 0; i < DR_THREADS; i++) {
-			args[i].bar = &bar;
-			args[i].ret = 1;
-			ASSERT_EQ(0, pthread_create(&th[i], NULL, dr_detach,
-						    &args[i]));
-		}
-		ok = 0;
-		enodev = 0;
-		for (i = 0; i < DR_THREADS; i++) {
-			ASSERT_EQ(0, pthread_join(th[i], NULL));
-			ok += args[i].ret == 0;
-			enodev += args[i].ret == -ENODEV;
-		}
-		pthread_barrier_destroy(&bar);
-		EXPECT_EQ(1, ok) TH_LOG("round %d: %d detaches worked", round,
-					ok);
-		EXPECT_EQ(DR_THREADS - 1, enodev);
-		/* the blocks are still there (in DRAM) */
-		for (i = 0; i < DR_BLOCKS; i++) {
-			ASSERT_EQ(0, kvt_get1(pfd, 0xd7, i, buf, NULL));
-			ASSERT_EQ(-1, kvt_check_gen(buf, DR_BS, 0xd7, i, round));
-		}
-		close(pfd);
-		ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
-	}
-	kvt_free(buf, DR_BS);
-	if (self->attached_before) {
-		memset(&a, 0, sizeof(a));
-		a.path = (__u64)(uintptr_t)fz_dev;
-		kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a);
-	}
 }
 
 TEST_HARNESS_MAIN

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -399,6 +400,22 @@ static inline void *kvt_unmapped_addr(void)
 	return (char *)p + KVT_PAGE;
 }
 
+/*
+ * A read-only page holding @len bytes of @src, or NULL: an argument the
+ * kernel can read but not write its answer to (-EFAULT on the way out).
+ */
+static inline void *kvt_ro_page_with(const void *src, size_t len)
+{
+	char *p = mmap(NULL, KVT_PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, src, len);
+	mprotect(p, KVT_PAGE, PROT_READ);
+	return p;
+}
+
 /* ---- sysfs ------------------------------------------------------------- */
 
 /* Read a small file into @buf (NUL-terminated); bytes read or -errno. */
@@ -489,6 +506,49 @@ static inline int kvt_read_cols(const char *path, long long *vals, int max,
 }
 
 /* ---- processes --------------------------------------------------------- */
+
+/* Print a small file to stderr, as "# PATH:" and its lines. */
+static inline void kvt_dump_file(const char *path)
+{
+	char buf[4096];
+	int n = kvt_read_file(path, buf, sizeof(buf));
+
+	if (n > 0)
+		fprintf(stderr, "# %s:\n%s", path, buf);
+}
+
+/*
+ * Kernel stacks (and syscalls) of every thread of @pid and of its
+ * children, two levels down from @depth 0: what a hung call waits for.
+ */
+static inline void kvt_dump_stacks(pid_t pid, int depth)
+{
+	char path[320], kids[1024], *k;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stack",
+			 (int)pid, de->d_name);
+		kvt_dump_file(path);
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
+			 (int)pid, de->d_name);
+		kvt_dump_file(path);
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
+			 (int)pid, de->d_name);
+		if (depth < 2 && kvt_read_file(path, kids, sizeof(kids)) > 0)
+			for (k = strtok(kids, " \n"); k;
+			     k = strtok(NULL, " \n"))
+				kvt_dump_stacks(atoi(k), depth + 1);
+	}
+	closedir(d);
+}
 
 /*
  * fork() a child that dies with its parent (so a failed ASSERT in the test

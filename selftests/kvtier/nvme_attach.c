@@ -622,4 +622,89 @@ TEST_F(attach, block_larger_than_region)
 	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
 }
 
+/*
+ * NVME_DETACH from several control fds at once: exactly one detaches, the
+ * others get -ENODEV, and the kernel stays sane. Detach lets go of its lock
+ * while it writes back the pools; a second detach must not tear down the
+ * same device again. Pools with dirty blocks make that window wide.
+ * (Found by the fuzzer.)
+ */
+#define DR_THREADS	4
+#define DR_BS		(64 * KVT_KIB)
+#define DR_BLOCKS	64
+
+struct dr_arg {
+	pthread_barrier_t *bar;
+	int ret;
+};
+
+static void *dr_detach(void *arg)
+{
+	struct dr_arg *a = arg;
+	struct kvtier_nvme_detach d;
+	int ctl = kvt_ctl_open();
+
+	memset(&d, 0, sizeof(d));
+	pthread_barrier_wait(a->bar);
+	a->ret = ctl < 0 ? ctl : kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
+	if (ctl >= 0)
+		close(ctl);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(attach, detach_race, 240)
+{
+	struct kvtier_nvme_attach a;
+	pthread_barrier_t bar;
+	pthread_t th[DR_THREADS];
+	struct dr_arg args[DR_THREADS];
+	char name[KVTIER_NAME_MAX];
+	char *buf;
+	int round, i, pfd, ok, enodev;
+
+	buf = kvt_alloc(DR_BS);
+	ASSERT_NE(NULL, buf);
+	for (round = 0; round < 3; round++) {
+		memset(&a, 0, sizeof(a));
+		a.path = (__u64)(uintptr_t)nvt_dev();
+		a.flags = KVTIER_NVME_FORMAT;
+		ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+		/* recorded on the device, with dirty blocks to write back */
+		kvt_name(name, "detrace");
+		pfd = kvt_pool_create(self->ctl, name, DR_BS, DR_BLOCKS,
+				      DR_BLOCKS);
+		ASSERT_LE(0, pfd);
+		for (i = 0; i < DR_BLOCKS; i++) {
+			kvt_fill(buf, DR_BS, 0xd7, i, round);
+			ASSERT_EQ(0, kvt_put1(pfd, 0xd7, i, buf, NULL));
+		}
+		ASSERT_EQ(0, pthread_barrier_init(&bar, NULL, DR_THREADS));
+		for (i = 0; i < DR_THREADS; i++) {
+			args[i].bar = &bar;
+			args[i].ret = 1;
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, dr_detach,
+						    &args[i]));
+		}
+		ok = 0;
+		enodev = 0;
+		for (i = 0; i < DR_THREADS; i++) {
+			ASSERT_EQ(0, pthread_join(th[i], NULL));
+			ok += args[i].ret == 0;
+			enodev += args[i].ret == -ENODEV;
+		}
+		pthread_barrier_destroy(&bar);
+		EXPECT_EQ(1, ok) TH_LOG("round %d: %d detaches worked", round,
+					ok);
+		EXPECT_EQ(DR_THREADS - 1, enodev);
+		/* the blocks are still there (in DRAM) */
+		for (i = 0; i < DR_BLOCKS; i++) {
+			ASSERT_EQ(0, kvt_get1(pfd, 0xd7, i, buf, NULL));
+			ASSERT_EQ(-1, kvt_check_gen(buf, DR_BS, 0xd7, i, round));
+		}
+		close(pfd);
+		ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	}
+	kvt_free(buf, DR_BS);
+}
+
 TEST_HARNESS_MAIN

@@ -1054,4 +1054,91 @@ TEST_F_TIMEOUT(tier, writer_out_of_memory, 180)
 	EXPECT_EQ(0, nvt_detach_deadline(60));
 }
 
+/* ==== a load that cannot get DRAM ======================================== */
+
+FIXTURE(pinned) {
+	struct nvt_fix;
+};
+
+/* The device attached; a pool of 8 blocks of 4 KiB, 2 of them in DRAM. */
+static const struct nvt_cfg pinned_cfg = {
+	.block_size = KVT_PAGE, .tag = "pinned", .capacity = 8,
+	.dram_blocks = 2, .attach = true,
+};
+
+FIXTURE_SETUP(pinned)
+{
+	nvt_setup(_metadata, NVT_FIX(self), &pinned_cfg);
+}
+
+FIXTURE_TEARDOWN(pinned)
+{
+	nvt_teardown(NVT_FIX(self));
+}
+
+/*
+ * Found by the fuzzer's burst (seed 2): a block only on NVMe is wanted
+ * while every DRAM block of its pool is pinned. Nothing can be evicted, so
+ * GET must end with -ENOSPC ("no DRAM can be freed: all pinned or busy");
+ * it must not wait for I/O that nobody started. Run in a child with a
+ * deadline.
+ */
+static int child_get_status(int pfd, __u64 k0, __u64 k1)
+{
+	char *buf = kvt_alloc(KVT_PAGE);
+
+	if (!buf)
+		return 101;
+	return -kvt_get1(pfd, k0, k1, buf, NULL);
+}
+
+TEST_F_TIMEOUT(pinned, load_all_pinned, 120)
+{
+	char *buf = self->buf;
+	int pfd = self->pfd;
+	int rc, i;
+	pid_t pid;
+	__u64 written;
+	struct kvtier_sync sy;
+	struct kvtier_block blk;
+
+	/* two blocks, durable; a third evicts the older one to NVMe */
+	for (i = 0; i < 2; i++) {
+		kvt_fill(buf, KVT_PAGE, 0x1b, i, 1);
+		ASSERT_EQ(0, kvt_put1(pfd, 0x1b, i, buf, NULL));
+	}
+	memset(&sy, 0, sizeof(sy));
+	ASSERT_EQ(0, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &sy));
+	written = sy.written;
+	EXPECT_EQ(2ULL, written);
+	kvt_fill(buf, KVT_PAGE, 0x1b, 2, 1);
+	ASSERT_EQ(0, kvt_put1(pfd, 0x1b, 2, buf, NULL));
+	ASSERT_EQ(0, kvt_lookup1(pfd, 0x1b, 0, &blk));
+	ASSERT_EQ((__u32)KVTIER_TIER_NVME, blk.tier);
+	/* every DRAM block pinned */
+	ASSERT_EQ(0, kvt_pin1(pfd, 0x1b, 1));
+	ASSERT_EQ(0, kvt_pin1(pfd, 0x1b, 2));
+	pid = kvt_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(child_get_status(pfd, 0x1b, 0));
+	for (i = 0; i < 200; i++) {
+		if (waitpid(pid, &rc, WNOHANG) == pid)
+			break;
+		usleep(100000);
+	}
+	if (i == 200) {
+		kvt_dump_stacks(pid, 1);
+		kill(pid, SIGKILL);
+		waitpid(pid, &rc, 0);
+	}
+	EXPECT_LT(i, 200) TH_LOG("GET of an NVMe block, all DRAM pinned: hangs");
+	if (i < 200)
+		EXPECT_EQ(ENOSPC, WEXITSTATUS(rc));
+	/* unpinned, it loads */
+	ASSERT_EQ(0, kvt_unpin1(pfd, 0x1b, 1));
+	ASSERT_EQ(0, kvt_get1(pfd, 0x1b, 0, buf, NULL));
+	EXPECT_EQ(-1, kvt_check_gen(buf, KVT_PAGE, 0x1b, 0, 1));
+}
+
 TEST_HARNESS_MAIN

@@ -303,6 +303,35 @@ TEST_F(pool, reject_over_dram_budget_implicit)
 	create_over_budget(_metadata, self, 0);
 }
 
+/*
+ * A create that returns -EFAULT because its answer (the fd) cannot be
+ * written back changes nothing: the pool does not exist, and the name can
+ * be created after. (Found by the fuzzer.)
+ */
+TEST_F(pool, efault_create_changes_nothing)
+{
+	struct kvtier_pool_create c;
+	void *ro;
+	int pfd;
+
+	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
+	ro = kvt_ro_page_with(&c, sizeof(c));
+	ASSERT_NE(NULL, ro);
+	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, ro));
+	pfd = kvt_pool_open(self->ctl, self->name, 0);
+	EXPECT_EQ(-ENOENT, pfd);
+	if (pfd >= 0)
+		close(pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	/* and the name can be created now */
+	pfd = kvt_create(self->ctl, &c);
+	EXPECT_LE(0, pfd);
+	if (pfd >= 0)
+		close(pfd);
+	kvt_pool_destroy(self->ctl, self->name);
+	munmap(ro, KVT_PAGE);
+}
+
 /* ---- existing names ---------------------------------------------------- */
 
 TEST_F(pool, exists)
