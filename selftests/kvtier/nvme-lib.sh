@@ -75,11 +75,13 @@ lock_dir() {
 	fi
 }
 
-# console_clean: no kernel complaint in the last boot's console log.
+# console_clean: no kernel complaint in the last boot's console log since
+# /init started (kvtier_console_ours).
 console_clean() {
 	local re=$kvtier_bad_re
-	if grep -qE "$re" "$vmdir/console.log"; then
-		grep -nE -A20 "$re" "$vmdir/console.log" | head -n 60 | sed 's/^/# /'
+	if kvtier_console_ours "$vmdir/console.log" | grep -qE "$re"; then
+		kvtier_console_ours "$vmdir/console.log" | grep -nE -A20 "$re" |
+			head -n 60 | sed 's/^/# /'
 		return 1
 	fi
 	return 0
