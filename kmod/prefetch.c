@@ -817,18 +817,22 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 		goto out_free_ring;
 	}
 
-	spin_lock(&kvt_pf_lock);
-	g->seq = ++kvt_pf_seq;
-	list_add_tail(&g->node, &kvt_pf_incoming);
-	g->state = KVT_PFG_INCOMING;
-	atomic_inc(&kvt_pf_live);
-	spin_unlock(&kvt_pf_lock);
 	atomic64_add(pf->count, &kvt_pf_stats.hints);
 	atomic64_add(dropped, &kvt_pf_stats.dropped);
 	trace_kvtier_hint_queued(h->pool, g->id, g->count, g->due);
 	for (i = 0; i < g->count; i++)
 		if (g->hints[i].state == KVT_PFH_DROPPED)
 			trace_kvtier_hint_dropped(h->pool, g->id, i);
+	/*
+	 * Last use of @g here: once INCOMING, the engine may end the group
+	 * and free it before this returns.
+	 */
+	spin_lock(&kvt_pf_lock);
+	g->seq = ++kvt_pf_seq;
+	list_add_tail(&g->node, &kvt_pf_incoming);
+	g->state = KVT_PFG_INCOMING;
+	atomic_inc(&kvt_pf_live);
+	spin_unlock(&kvt_pf_lock);
 	kvt_pf_kick_now();
 	kvfree(uh);
 	return 0;
