@@ -13,7 +13,7 @@
 #include <linux/vmalloc.h>
 #include <linux/hash.h>
 #include <linux/log2.h>
-#include "kvtier.h"
+#include "kvt.h"
 #include "trace.h"
 
 #define KVT_MIN_HASH_BITS	4

@@ -12,7 +12,7 @@
 #include <linux/uaccess.h>
 #include <linux/string.h>
 #include <linux/overflow.h>
-#include "kvtier.h"
+#include "kvt.h"
 #include "trace.h"
 
 /*

@@ -2,7 +2,7 @@
 /*
  * Fault injection points, for kernels built with
  * CONFIG_FAULT_INJECTION_DEBUG_FS (the debug-kernel lane); without it they
- * compile to nothing (kvtier.h).
+ * compile to nothing (kvt.h).
  *
  * Each point is a directory under /sys/kernel/debug/kvtier/ with the usual
  * fault_attr knobs: probability, interval, times, space, verbose (0 here by
@@ -15,7 +15,7 @@
  */
 #include <linux/debugfs.h>
 #include <linux/fault-inject.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 static DECLARE_FAULT_ATTR(kvt_fail_writer);
 static struct dentry *kvt_fault_dir;

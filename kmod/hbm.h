@@ -10,7 +10,7 @@
 
 #include <linux/list.h>
 #include <linux/workqueue.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 /* Slot states, under pool->lock. */
 enum kvt_slot_state {

@@ -14,7 +14,7 @@
 #include <linux/uaccess.h>
 #include <linux/nodemask.h>
 #include <linux/mm.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 #define CREATE_TRACE_POINTS
 #include "trace.h"

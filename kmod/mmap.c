@@ -13,7 +13,7 @@
 #include <linux/mm.h>
 #include <linux/fs.h>
 #include <linux/math64.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 #define KVT_FAULT_PAGES		32	/* pages mapped around one fault */
 

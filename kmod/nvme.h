@@ -10,7 +10,7 @@
 #include <linux/blkdev.h>
 #include <linux/mempool.h>
 #include <linux/workqueue.h>
-#include "kvtier.h"
+#include "kvt.h"
 #include "nvme_format.h"
 
 #define KVT_SECTORS(bytes)	((bytes) >> SECTOR_SHIFT)

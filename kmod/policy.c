@@ -35,7 +35,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/string.h>
-#include "kvtier.h"
+#include "kvt.h"
 #else
 #include "policy-shim.h"
 #endif

@@ -22,7 +22,7 @@
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
 #include <linux/log2.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 #define KVTIERFS_MAGIC	0x6b767466	/* "kvtf" */
 

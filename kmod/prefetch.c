@@ -49,7 +49,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
-#include "kvtier.h"
+#include "kvt.h"
 #include "trace.h"
 
 static unsigned int kvt_pf_qd = 32;

@@ -29,7 +29,7 @@
 #include <linux/shrinker.h>
 #include <linux/sysfs.h>
 #include <linux/atomic.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 /* Ineligible blocks skipped at the cold end of a list before giving up. */
 #define KVT_SHRINK_SKIP		256

@@ -8,7 +8,7 @@
 #include <linux/sysfs.h>
 #include <linux/slab.h>
 #include <linux/atomic.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 static struct kobject *kvt_kobj;
 static struct kobject *kvt_pools_kobj;

@@ -20,7 +20,7 @@
 #include <linux/uaccess.h>
 #include <linux/sched/mm.h>
 #include <linux/memcontrol.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 static unsigned int kvt_nr_chunks(struct kvt_pool *pool, unsigned int order)
 {

@@ -9,7 +9,7 @@
 #define _KVTIER_TRACE_H
 
 #include <linux/tracepoint.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 DECLARE_EVENT_CLASS(kvtier_block,
 		    TP_PROTO(struct kvt_pool *pool, u32 addr),

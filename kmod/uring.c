@@ -13,7 +13,7 @@
  * ioctl's return value.
  */
 #include <linux/io_uring.h>
-#include "kvtier.h"
+#include "kvt.h"
 
 /**
  * kvt_pool_uring_cmd() - file_operations.uring_cmd of a pool file

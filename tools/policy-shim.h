@@ -3,7 +3,7 @@
  * policy-shim.h: what kmod/policy.c needs of the kernel, in userspace.
  *
  * tools/policy-sim compiles kmod/policy.c, unchanged, against this header
- * instead of <linux/...> and kmod/kvtier.h, the way the kernel's
+ * instead of <linux/...> and kmod/kvt.h, the way the kernel's
  * tools/testing builds lib/ code: the types, WARN_ON_ONCE(), a no-op
  * lockdep_assert_held(), min_t()/max_t(), the errno values, and stand-ins for the parts of
  * struct kvt_pool and struct kvt_block the policy reads and writes (same
@@ -45,7 +45,7 @@ typedef struct { int unused; } spinlock_t;
 
 #define KVT_NIL			U32_MAX
 
-/* As in kmod/kvtier.h. */
+/* As in kmod/kvt.h. */
 #define KVT_BF_WB		BIT(0)
 #define KVT_BF_LOADING		BIT(1)
 #define KVT_BF_EVICTING		BIT(2)
@@ -56,7 +56,7 @@ struct kvt_list {
 	u32 nr;
 };
 
-/* The policy's fields of kmod/kvtier.h's struct kvt_block. */
+/* The policy's fields of kmod/kvt.h's struct kvt_block. */
 struct kvt_block {
 	u32 prev;
 	u32 next;
@@ -66,7 +66,7 @@ struct kvt_block {
 	u8 pol;
 };
 
-/* The policy's fields of kmod/kvtier.h's struct kvt_pool. */
+/* The policy's fields of kmod/kvt.h's struct kvt_pool. */
 struct kvt_pool {
 	spinlock_t lock;
 	struct kvt_block *blocks;

@@ -19,8 +19,8 @@
  * The shrinker only trylocks kvt_pools_lock and pool->map_sem (it may run
  * in reclaim under either).
  */
-#ifndef _KVTIER_H
-#define _KVTIER_H
+#ifndef _KVT_H
+#define _KVT_H
 
 #include <linux/types.h>
 #include <linux/spinlock.h>
@@ -374,4 +374,4 @@ void kvt_sysfs_exit(void);
 int kvt_sysfs_pool_add(struct kvt_pool *pool);
 void kvt_sysfs_pool_del(struct kvt_pool *pool);
 
-#endif /* _KVTIER_H */
+#endif /* _KVT_H */
