@@ -155,6 +155,36 @@ step_build() {
 	fi
 }
 
+# vm_cut_short STATUS OUTDIR CONSOLE: one line on why a selftest run
+# stopped early, for the summary (CI keeps only the end of the output): what
+# kvtier-vm's status means, the binary and case under way, and the kernel's
+# first complaint.
+vm_cut_short() {
+	local rc=$1 out=$2 console=$3 why t log c k
+	case $rc in
+	124) why='timed out' ;;
+	125) why='the guest reported no exit status' ;;
+	*) why="exit $rc" ;;
+	esac
+	grep -q 'Kernel panic' "$console" 2>/dev/null && why+=', kernel panic'
+	if read -r t log 2>/dev/null <"$out/selftests.running"; then
+		why+=" in $t"
+		c=$(grep -E '^# +RUN ' "$out/selftests/${log##*/}" 2>/dev/null | tail -n 1 |
+			sed -E 's/^# +RUN +//; s/ \.\.\.$//') || true
+		[[ -n $c ]] && why+=" ($c)"
+	elif [[ -e $out/selftests.counts ]]; then
+		why+=' before the first test binary'
+	else
+		why+=' before the selftests started'
+	fi
+	# shellcheck source=SCRIPTDIR/bad-re.sh
+	. "$top/tools/vm/bad-re.sh"
+	k=$(kvtier_console_ours "$console" 2>/dev/null | grep -E -m1 "$kvtier_bad_re" |
+		sed -E 's/^\[ *[0-9.]+\] *//' | cut -c1-160) || true
+	[[ -n $k ]] && why+="; kernel: $k"
+	echo "$why; the VM's messages are above"
+}
+
 # 3. The selftests in the VM.
 step_vm() {
 	local vmdir=${KVTIER_VM_DIR:-$top/build/vm} vmrc=0 p=0 f=0 s=0 t tap
@@ -222,7 +252,7 @@ step_vm() {
 		esac
 	fi
 	if [[ ! -e $vmout/selftests.done ]]; then
-		fail "selftests in the VM run to the end (VM status $vmrc; see the VM's messages above)"
+		fail "selftests in the VM run to the end (VM status $vmrc: $(vm_cut_short "$vmrc" "$vmout" "$logs/vm-console.log"))"
 	elif ((vmrc && !f)); then
 		# The kernel complained although every counted case passed.
 		fail "VM run exits 0 (status $vmrc)"

@@ -20,7 +20,8 @@
 # Counts go to $KVTIER_VM_OUT/selftests.counts ("PASSED FAILED SKIPPED",
 # updated as the run goes, so a run cut short by a kernel panic still has
 # them), the failed cases' names to selftests.failures, each binary's output
-# to selftests/NAME.log; selftests.done appears when the run completes.
+# to selftests/NAME.log, the binary under way and its log to
+# selftests.running; selftests.done appears when the run completes.
 # Exit status: 0 when nothing failed, else 1.
 #
 # Environment: KVTIER_PARAMS (module parameters), KVTIER_TEST_TIMEOUT
@@ -46,7 +47,7 @@ npass=0
 nfail=0
 nskip=0
 failures=()
-rm -f "$out/selftests.done"
+rm -f "$out/selftests.done" "$out/selftests.running"
 
 save_counts() {
 	echo "$npass $nfail $nskip" >"$out/selftests.counts"
@@ -244,6 +245,8 @@ for bin in "${tests[@]}"; do
 		continue
 	fi
 	echo "kvtier-selftests: running $t"
+	# For a run cut short (kernel panic, timeout): which binary it was in.
+	echo "$t $log" >"$out/selftests.running"
 	dmesg_mark "$t"
 	start=$SECONDS
 	set +e
@@ -299,6 +302,7 @@ for bin in "${tests[@]}"; do
 done
 
 # 4. Unload and the final state of the kernel.
+echo "rmmod -" >"$out/selftests.running"
 dmesg_mark "rmmod"
 unload ""
 if loaded; then
