@@ -120,7 +120,7 @@ DKMSFLAGS	?=
 KMOD_SRCS	= kmod/Kbuild kmod/Makefile $(filter-out %.mod.c,$(wildcard kmod/*.c)) $(wildcard kmod/*.h)
 MAN_PAGES	= $(wildcard man/*.[1-9])
 # The function names in the NAME line of each man3 page become links
-# (man kvt_put shows libkvtier-blocks(3)).
+# (man kvtier_put shows libkvtier-blocks(3)).
 man_links	= sed -n '/^\.SH NAME/{n;s/ *\\-.*//;s/,/ /g;p;q}' $(1)
 
 install: install-kmod install-user

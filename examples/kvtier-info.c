@@ -22,18 +22,18 @@
 int main(void)
 {
 	struct kvtier_api api;
-	struct kvt_ctx *ctx;
-	struct kvt_key key;
+	struct kvtier_ctx *ctx;
+	struct kvtier_key key;
 	unsigned int b;
 	int ret;
 
 	printf("libkvtier: headers api %d, uapi ioctl magic 0x%x\n",
 	       KVTIER_API_VERSION, KVTIER_IOC_MAGIC);
-	kvt_key_chain(NULL, 1, &key);
-	printf("libkvtier: kvt_key_chain(NULL, 1) = %016" PRIx64 "%016" PRIx64
-	       "\n", key.k[1], key.k[0]);
+	kvtier_key_chain(NULL, 1, &key);
+	printf("libkvtier: kvtier_key_chain(NULL, 1) = %016" PRIx64
+	       "%016" PRIx64 "\n", key.k[1], key.k[0]);
 
-	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
+	ret = kvtier_open(&ctx, KVTIER_FEATURES_ALL);
 	if (ret == -ENOENT) {
 		printf("kernel: /dev/kvtier: module not loaded\n");
 		return 0;
@@ -42,13 +42,13 @@ int main(void)
 		printf("kernel: /dev/kvtier: %s\n", strerror(-ret));
 		return ret == -EACCES || ret == -EPERM ? 0 : 1;
 	}
-	kvt_api_info(ctx, &api);
+	kvtier_api_info(ctx, &api);
 	printf("kernel: api %u, features:", api.api);
 	for (b = 0; b < 64; b++)
 		if (api.supported & (1ULL << b))
-			printf(" %s", kvt_feature_name(1ULL << b) ?: "?");
+			printf(" %s", kvtier_feature_name(1ULL << b) ?: "?");
 	printf(", dram budget %" PRIu64 " MiB, max_pools %u\n",
 	       (uint64_t)api.dram_bytes >> 20, api.max_pools);
-	kvt_close(ctx);
+	kvtier_close(ctx);
 	return 0;
 }

@@ -19,8 +19,8 @@ static uint64_t fmix64(uint64_t x)
 	return x;
 }
 
-void kvt_key_chain(const struct kvt_key *prev, uint64_t id,
-		   struct kvt_key *out)
+void kvtier_key_chain(const struct kvtier_key *prev, uint64_t id,
+		      struct kvtier_key *out)
 {
 	uint64_t p0 = prev ? prev->k[0] : 0, p1 = prev ? prev->k[1] : 0;
 	uint64_t h = fmix64(id ^ 0x9e3779b97f4a7c15ULL);
@@ -29,13 +29,13 @@ void kvt_key_chain(const struct kvt_key *prev, uint64_t id,
 	out->k[1] = fmix64(p1 + out->k[0] + 0x6a09e667f3bcc909ULL);
 }
 
-void kvt_key_chain_n(const struct kvt_key *prev, const uint64_t *ids,
-		     size_t n, struct kvt_key *out)
+void kvtier_key_chain_n(const struct kvtier_key *prev, const uint64_t *ids,
+			size_t n, struct kvtier_key *out)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		kvt_key_chain(prev, ids[i], &out[i]);
+		kvtier_key_chain(prev, ids[i], &out[i]);
 		prev = &out[i];
 	}
 }

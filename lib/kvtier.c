@@ -14,7 +14,7 @@
 #include "kvtier.h"
 #include "kvtier_priv.h"
 
-static int kvt_ioctl(int fd, unsigned long cmd, void *arg)
+static int kvtier_ioctl(int fd, unsigned long cmd, void *arg)
 {
 	if (ioctl(fd, cmd, arg) < 0)
 		return -errno;
@@ -22,18 +22,18 @@ static int kvt_ioctl(int fd, unsigned long cmd, void *arg)
 }
 
 /* Open the control device and do the handshake asking for @features. */
-static int kvt_handshake(uint64_t features, int *fdp, struct kvtier_api *api)
+static int kvtier_handshake(uint64_t features, int *fdp, struct kvtier_api *api)
 {
 	int fd, ret;
 
-	fd = open(KVT_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	fd = open(KVTIER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 
 	memset(api, 0, sizeof(*api));
 	api->api = KVTIER_API_VERSION;
 	api->features = features;
-	ret = kvt_ioctl(fd, KVTIER_IOC_API, api);
+	ret = kvtier_ioctl(fd, KVTIER_IOC_API, api);
 	if (ret) {
 		close(fd);
 		return ret;
@@ -42,9 +42,9 @@ static int kvt_handshake(uint64_t features, int *fdp, struct kvtier_api *api)
 	return 0;
 }
 
-int kvt_open(struct kvt_ctx **ctxp, uint64_t features)
+int kvtier_open(struct kvtier_ctx **ctxp, uint64_t features)
 {
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	int ret;
 
 	ctx = calloc(1, sizeof(*ctx));
@@ -53,12 +53,13 @@ int kvt_open(struct kvt_ctx **ctxp, uint64_t features)
 
 	/*
 	 * The kernel keeps the bits it knows of those asked for and answers
-	 * with them: KVT_FEATURES_ALL (~0) gets all it has, in one handshake.
+	 * with them: KVTIER_FEATURES_ALL (~0) gets all it has, in one
+	 * handshake.
 	 */
-	ret = kvt_handshake(features, &ctx->fd, &ctx->api);
+	ret = kvtier_handshake(features, &ctx->fd, &ctx->api);
 	if (ret)
 		goto out_free_ctx;
-	if (features != KVT_FEATURES_ALL && ctx->api.features != features) {
+	if (features != KVTIER_FEATURES_ALL && ctx->api.features != features) {
 		ret = -EOPNOTSUPP;
 		goto out_close_fd;
 	}
@@ -72,7 +73,7 @@ out_free_ctx:
 	return ret;
 }
 
-void kvt_close(struct kvt_ctx *ctx)
+void kvtier_close(struct kvtier_ctx *ctx)
 {
 	if (!ctx)
 		return;
@@ -80,18 +81,18 @@ void kvt_close(struct kvt_ctx *ctx)
 	free(ctx);
 }
 
-int kvt_ctx_fd(const struct kvt_ctx *ctx)
+int kvtier_ctx_fd(const struct kvtier_ctx *ctx)
 {
 	return ctx->fd;
 }
 
-int kvt_api_info(const struct kvt_ctx *ctx, struct kvtier_api *api)
+int kvtier_api_info(const struct kvtier_ctx *ctx, struct kvtier_api *api)
 {
 	*api = ctx->api;
 	return 0;
 }
 
-const char *kvt_feature_name(uint64_t bit)
+const char *kvtier_feature_name(uint64_t bit)
 {
 	switch (bit) {
 	case KVTIER_F_POOLS:
@@ -114,7 +115,7 @@ const char *kvt_feature_name(uint64_t bit)
 	return NULL;
 }
 
-const char *kvt_ioctl_name(unsigned int nr)
+const char *kvtier_ioctl_name(unsigned int nr)
 {
 	static const struct {
 		unsigned long cmd;
@@ -150,7 +151,7 @@ const char *kvt_ioctl_name(unsigned int nr)
 	return NULL;
 }
 
-const char *kvt_tier_name(unsigned int tier)
+const char *kvtier_tier_name(unsigned int tier)
 {
 	static const char * const names[KVTIER_NR_TIERS] = {
 		[KVTIER_TIER_NONE] = "none",
@@ -164,8 +165,8 @@ const char *kvt_tier_name(unsigned int tier)
 
 /* ---- pools ------------------------------------------------------------- */
 
-void kvt_pool_params_init(struct kvt_pool_params *p, const char *name,
-			  uint64_t block_size, uint32_t capacity)
+void kvtier_pool_params_init(struct kvtier_pool_params *p, const char *name,
+			     uint64_t block_size, uint32_t capacity)
 {
 	memset(p, 0, sizeof(*p));
 	p->name = name;
@@ -174,7 +175,7 @@ void kvt_pool_params_init(struct kvt_pool_params *p, const char *name,
 	p->numa_node = -1;
 }
 
-static int kvt_copy_name(__u8 dst[KVTIER_NAME_MAX], const char *name)
+static int kvtier_copy_name(__u8 dst[KVTIER_NAME_MAX], const char *name)
 {
 	size_t len = strlen(name);
 
@@ -185,11 +186,11 @@ static int kvt_copy_name(__u8 dst[KVTIER_NAME_MAX], const char *name)
 }
 
 /* Wrap a fresh pool fd in a handle, its configuration read back by STAT. */
-static int kvt_pool_new(struct kvt_ctx *ctx, int fd, const char *name,
-			struct kvt_pool **poolp)
+static int kvtier_pool_new(struct kvtier_ctx *ctx, int fd, const char *name,
+			   struct kvtier_pool **poolp)
 {
 	struct kvtier_pool_stat st;
-	struct kvt_pool *pool;
+	struct kvtier_pool *pool;
 	int ret;
 
 	pool = calloc(1, sizeof(*pool));
@@ -199,9 +200,10 @@ static int kvt_pool_new(struct kvt_ctx *ctx, int fd, const char *name,
 	}
 	pool->fd = fd;
 	pool->batch_max = ctx->api.batch_max ? ctx->api.batch_max : KVTIER_BATCH_MAX;
-	strcpy(pool->name, name);	/* length checked by kvt_copy_name() */
+	/* length checked by kvtier_copy_name() */
+	strcpy(pool->name, name);
 
-	ret = kvt_stat(pool, &st);
+	ret = kvtier_stat(pool, &st);
 	if (ret)
 		goto out_free_pool;
 	pool->block_size = st.block_size;
@@ -217,14 +219,15 @@ out_close_fd:
 	return ret;
 }
 
-int kvt_pool_create(struct kvt_ctx *ctx, const struct kvt_pool_params *p,
-		    struct kvt_pool **poolp)
+int kvtier_pool_create(struct kvtier_ctx *ctx,
+		       const struct kvtier_pool_params *p,
+		       struct kvtier_pool **poolp)
 {
 	struct kvtier_pool_create c;
 	int ret;
 
 	memset(&c, 0, sizeof(c));
-	ret = kvt_copy_name(c.name, p->name);
+	ret = kvtier_copy_name(c.name, p->name);
 	if (ret)
 		return ret;
 	c.block_size = p->block_size;
@@ -233,30 +236,30 @@ int kvt_pool_create(struct kvt_ctx *ctx, const struct kvt_pool_params *p,
 	c.flags = p->flags;
 	c.mode = p->mode;
 	c.numa_node = p->numa_node;
-	ret = kvt_ioctl(ctx->fd, KVTIER_IOC_POOL_CREATE, &c);
+	ret = kvtier_ioctl(ctx->fd, KVTIER_IOC_POOL_CREATE, &c);
 	if (ret)
 		return ret;
-	return kvt_pool_new(ctx, c.fd, p->name, poolp);
+	return kvtier_pool_new(ctx, c.fd, p->name, poolp);
 }
 
-int kvt_pool_open(struct kvt_ctx *ctx, const char *name, uint32_t flags,
-		  struct kvt_pool **poolp)
+int kvtier_pool_open(struct kvtier_ctx *ctx, const char *name, uint32_t flags,
+		     struct kvtier_pool **poolp)
 {
 	struct kvtier_pool_open o;
 	int ret;
 
 	memset(&o, 0, sizeof(o));
-	ret = kvt_copy_name(o.name, name);
+	ret = kvtier_copy_name(o.name, name);
 	if (ret)
 		return ret;
 	o.flags = flags;
-	ret = kvt_ioctl(ctx->fd, KVTIER_IOC_POOL_OPEN, &o);
+	ret = kvtier_ioctl(ctx->fd, KVTIER_IOC_POOL_OPEN, &o);
 	if (ret)
 		return ret;
-	return kvt_pool_new(ctx, o.fd, name, poolp);
+	return kvtier_pool_new(ctx, o.fd, name, poolp);
 }
 
-void kvt_pool_close(struct kvt_pool *pool)
+void kvtier_pool_close(struct kvtier_pool *pool)
 {
 	if (!pool)
 		return;
@@ -265,56 +268,56 @@ void kvt_pool_close(struct kvt_pool *pool)
 	free(pool);
 }
 
-int kvt_pool_destroy(struct kvt_ctx *ctx, const char *name)
+int kvtier_pool_destroy(struct kvtier_ctx *ctx, const char *name)
 {
 	struct kvtier_pool_destroy d;
 	int ret;
 
 	memset(&d, 0, sizeof(d));
-	ret = kvt_copy_name(d.name, name);
+	ret = kvtier_copy_name(d.name, name);
 	if (ret)
 		return ret;
-	return kvt_ioctl(ctx->fd, KVTIER_IOC_POOL_DESTROY, &d);
+	return kvtier_ioctl(ctx->fd, KVTIER_IOC_POOL_DESTROY, &d);
 }
 
-int kvt_pool_fd(const struct kvt_pool *pool)
+int kvtier_pool_fd(const struct kvtier_pool *pool)
 {
 	return pool->fd;
 }
 
-uint64_t kvt_pool_block_size(const struct kvt_pool *pool)
+uint64_t kvtier_pool_block_size(const struct kvtier_pool *pool)
 {
 	return pool->block_size;
 }
 
-uint32_t kvt_pool_capacity(const struct kvt_pool *pool)
+uint32_t kvtier_pool_capacity(const struct kvtier_pool *pool)
 {
 	return pool->capacity;
 }
 
-int kvt_pool_numa_node(const struct kvt_pool *pool)
+int kvtier_pool_numa_node(const struct kvtier_pool *pool)
 {
 	return pool->numa_node;
 }
 
-const char *kvt_pool_name(const struct kvt_pool *pool)
+const char *kvtier_pool_name(const struct kvtier_pool *pool)
 {
 	return pool->name;
 }
 
-int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
+int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	return kvt_ioctl(pool->fd, KVTIER_IOC_STAT, st);
+	return kvtier_ioctl(pool->fd, KVTIER_IOC_STAT, st);
 }
 
-int kvt_sync(struct kvt_pool *pool, uint64_t *written)
+int kvtier_sync(struct kvtier_pool *pool, uint64_t *written)
 {
 	struct kvtier_sync s;
 	int ret;
 
 	memset(&s, 0, sizeof(s));
-	ret = kvt_ioctl(pool->fd, KVTIER_IOC_SYNC, &s);
+	ret = kvtier_ioctl(pool->fd, KVTIER_IOC_SYNC, &s);
 	if (written)
 		*written = ret ? 0 : s.written;
 	return ret;
@@ -322,8 +325,8 @@ int kvt_sync(struct kvt_pool *pool, uint64_t *written)
 
 /* ---- NVMe tier --------------------------------------------------------- */
 
-int kvt_nvme_attach(struct kvt_ctx *ctx, const char *path, uint32_t flags,
-		    uint32_t region_kib)
+int kvtier_nvme_attach(struct kvtier_ctx *ctx, const char *path, uint32_t flags,
+		       uint32_t region_kib)
 {
 	struct kvtier_nvme_attach a;
 
@@ -333,18 +336,18 @@ int kvt_nvme_attach(struct kvt_ctx *ctx, const char *path, uint32_t flags,
 	a.path = (uintptr_t)path;
 	a.flags = flags;
 	a.region_kib = region_kib;
-	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_ATTACH, &a);
+	return kvtier_ioctl(ctx->fd, KVTIER_IOC_NVME_ATTACH, &a);
 }
 
-int kvt_nvme_detach(struct kvt_ctx *ctx)
+int kvtier_nvme_detach(struct kvtier_ctx *ctx)
 {
 	struct kvtier_nvme_detach d;
 
 	memset(&d, 0, sizeof(d));
-	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_DETACH, &d);
+	return kvtier_ioctl(ctx->fd, KVTIER_IOC_NVME_DETACH, &d);
 }
 
-int kvt_nvme_detach_path(struct kvt_ctx *ctx, const char *path)
+int kvtier_nvme_detach_path(struct kvtier_ctx *ctx, const char *path)
 {
 	struct kvtier_nvme_detach d;
 
@@ -352,22 +355,22 @@ int kvt_nvme_detach_path(struct kvt_ctx *ctx, const char *path)
 		return -EINVAL;
 	memset(&d, 0, sizeof(d));
 	d.path = (uintptr_t)path;
-	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_DETACH, &d);
+	return kvtier_ioctl(ctx->fd, KVTIER_IOC_NVME_DETACH, &d);
 }
 
-int kvt_nvme_stat_dev(struct kvt_ctx *ctx, unsigned int index,
-		      struct kvtier_nvme_stat *st)
+int kvtier_nvme_stat_dev(struct kvtier_ctx *ctx, unsigned int index,
+			 struct kvtier_nvme_stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->flags = KVTIER_NVME_STAT_DEV;
 	st->dev_index = index;
-	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_STAT, st);
+	return kvtier_ioctl(ctx->fd, KVTIER_IOC_NVME_STAT, st);
 }
 
-int kvt_nvme_stat(struct kvt_ctx *ctx, struct kvtier_nvme_stat *st)
+int kvtier_nvme_stat(struct kvtier_ctx *ctx, struct kvtier_nvme_stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	return kvt_ioctl(ctx->fd, KVTIER_IOC_NVME_STAT, st);
+	return kvtier_ioctl(ctx->fd, KVTIER_IOC_NVME_STAT, st);
 }
 
 /* ---- batched block commands -------------------------------------------- */
@@ -377,9 +380,9 @@ int kvt_nvme_stat(struct kvt_ctx *ctx, struct kvtier_nvme_stat *st)
  * *@done is the resident prefix of the whole chain: chunks after the first
  * one with a miss still run (every entry gets its status) but add nothing.
  */
-static int kvt_batch(struct kvt_pool *pool, unsigned long cmd,
-		     struct kvtier_block *blk, uint32_t n, uint32_t flags,
-		     uint32_t *done)
+static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
+			struct kvtier_block *blk, uint32_t n, uint32_t flags,
+			uint32_t *done)
 {
 	int prefix = cmd == KVTIER_IOC_LOOKUP;
 	uint32_t off = 0, total = 0;
@@ -398,7 +401,7 @@ static int kvt_batch(struct kvt_pool *pool, unsigned long cmd,
 		b.blocks = (uintptr_t)(blk + off);
 		b.count = chunk;
 		b.flags = flags;
-		ret = kvt_ioctl(pool->fd, cmd, &b);
+		ret = kvtier_ioctl(pool->fd, cmd, &b);
 		if (ret) {
 			if (done)
 				*done = total;
@@ -416,44 +419,44 @@ static int kvt_batch(struct kvt_pool *pool, unsigned long cmd,
 	return 0;
 }
 
-int kvt_put(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	    uint32_t flags, uint32_t *done)
-{
-	return kvt_batch(pool, KVTIER_IOC_PUT, blk, n, flags, done);
-}
-
-int kvt_get(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	    uint32_t flags, uint32_t *done)
-{
-	return kvt_batch(pool, KVTIER_IOC_GET, blk, n, flags, done);
-}
-
-int kvt_lookup(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
+int kvtier_put(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
 	       uint32_t flags, uint32_t *done)
 {
-	return kvt_batch(pool, KVTIER_IOC_LOOKUP, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_PUT, blk, n, flags, done);
 }
 
-int kvt_drop(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	     uint32_t flags, uint32_t *done)
+int kvtier_get(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+	       uint32_t flags, uint32_t *done)
 {
-	return kvt_batch(pool, KVTIER_IOC_DROP, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_GET, blk, n, flags, done);
 }
 
-int kvt_pin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	    uint32_t flags, uint32_t *done)
+int kvtier_lookup(struct kvtier_pool *pool, struct kvtier_block *blk,
+		  uint32_t n, uint32_t flags, uint32_t *done)
 {
-	return kvt_batch(pool, KVTIER_IOC_PIN, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_LOOKUP, blk, n, flags, done);
 }
 
-int kvt_unpin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	      uint32_t flags, uint32_t *done)
+int kvtier_drop(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+		uint32_t flags, uint32_t *done)
 {
-	return kvt_batch(pool, KVTIER_IOC_UNPIN, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_DROP, blk, n, flags, done);
 }
 
-void kvt_block_set(struct kvtier_block *b, const struct kvt_key *key,
-		   void *buf)
+int kvtier_pin(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+	       uint32_t flags, uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_PIN, blk, n, flags, done);
+}
+
+int kvtier_unpin(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+		 uint32_t flags, uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_UNPIN, blk, n, flags, done);
+}
+
+void kvtier_block_set(struct kvtier_block *b, const struct kvtier_key *key,
+		      void *buf)
 {
 	memset(b, 0, sizeof(*b));
 	b->key[0] = key->k[0];
@@ -463,39 +466,40 @@ void kvt_block_set(struct kvtier_block *b, const struct kvt_key *key,
 }
 
 /* One-entry batch: the whole-batch error, else the entry's status. */
-static int kvt_one(struct kvt_pool *pool, unsigned long cmd,
-		   struct kvtier_block *b, uint32_t flags)
+static int kvtier_one(struct kvtier_pool *pool, unsigned long cmd,
+		      struct kvtier_block *b, uint32_t flags)
 {
-	int ret = kvt_batch(pool, cmd, b, 1, flags, NULL);
+	int ret = kvtier_batch(pool, cmd, b, 1, flags, NULL);
 
 	return ret ? ret : b->status;
 }
 
-int kvt_put1(struct kvt_pool *pool, const struct kvt_key *key,
-	     const void *buf, uint32_t flags)
+int kvtier_put1(struct kvtier_pool *pool, const struct kvtier_key *key,
+		const void *buf, uint32_t flags)
 {
 	struct kvtier_block b;
 
-	kvt_block_set(&b, key, (void *)buf);
-	return kvt_one(pool, KVTIER_IOC_PUT, &b, flags);
+	kvtier_block_set(&b, key, (void *)buf);
+	return kvtier_one(pool, KVTIER_IOC_PUT, &b, flags);
 }
 
-int kvt_get1(struct kvt_pool *pool, const struct kvt_key *key, void *buf)
+int kvtier_get1(struct kvtier_pool *pool, const struct kvtier_key *key,
+		void *buf)
 {
 	struct kvtier_block b;
 
-	kvt_block_set(&b, key, buf);
-	return kvt_one(pool, KVTIER_IOC_GET, &b, 0);
+	kvtier_block_set(&b, key, buf);
+	return kvtier_one(pool, KVTIER_IOC_GET, &b, 0);
 }
 
-int kvt_lookup1(struct kvt_pool *pool, const struct kvt_key *key,
-		uint64_t *addr, unsigned int *tier)
+int kvtier_lookup1(struct kvtier_pool *pool, const struct kvtier_key *key,
+		   uint64_t *addr, unsigned int *tier)
 {
 	struct kvtier_block b;
 	int ret;
 
-	kvt_block_set(&b, key, NULL);
-	ret = kvt_one(pool, KVTIER_IOC_LOOKUP, &b, 0);
+	kvtier_block_set(&b, key, NULL);
+	ret = kvtier_one(pool, KVTIER_IOC_LOOKUP, &b, 0);
 	if (addr)
 		*addr = ret ? KVTIER_ADDR_NONE : b.addr;
 	if (tier)
@@ -503,20 +507,20 @@ int kvt_lookup1(struct kvt_pool *pool, const struct kvt_key *key,
 	return ret;
 }
 
-int kvt_drop1(struct kvt_pool *pool, const struct kvt_key *key)
+int kvtier_drop1(struct kvtier_pool *pool, const struct kvtier_key *key)
 {
 	struct kvtier_block b;
 
-	kvt_block_set(&b, key, NULL);
-	return kvt_one(pool, KVTIER_IOC_DROP, &b, 0);
+	kvtier_block_set(&b, key, NULL);
+	return kvtier_one(pool, KVTIER_IOC_DROP, &b, 0);
 }
 
 /* ---- mmap -------------------------------------------------------------- */
 
-int kvt_map(struct kvt_pool *pool, uint64_t first, uint64_t count,
-	    struct kvt_map **mapp)
+int kvtier_map(struct kvtier_pool *pool, uint64_t first, uint64_t count,
+	       struct kvtier_map **mapp)
 {
-	struct kvt_map *map;
+	struct kvtier_map *map;
 	uint64_t bytes;
 	void *base;
 
@@ -551,7 +555,7 @@ int kvt_map(struct kvt_pool *pool, uint64_t first, uint64_t count,
 	return 0;
 }
 
-void kvt_unmap(struct kvt_map *map)
+void kvtier_unmap(struct kvtier_map *map)
 {
 	if (!map)
 		return;
@@ -559,17 +563,17 @@ void kvt_unmap(struct kvt_map *map)
 	free(map);
 }
 
-const void *kvt_map_base(const struct kvt_map *map)
+const void *kvtier_map_base(const struct kvtier_map *map)
 {
 	return map->base;
 }
 
-size_t kvt_map_len(const struct kvt_map *map)
+size_t kvtier_map_len(const struct kvtier_map *map)
 {
 	return map->len;
 }
 
-const void *kvt_block_ptr(const struct kvt_map *map, uint64_t addr)
+const void *kvtier_block_ptr(const struct kvtier_map *map, uint64_t addr)
 {
 	if (addr < map->first || addr - map->first >= map->count)
 		return NULL;

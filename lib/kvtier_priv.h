@@ -13,20 +13,20 @@
 #include <stdint.h>
 #include <linux/kvtier.h>
 
-#define KVT_DEVICE_PATH	"/dev/" KVTIER_DEVICE_NAME
+#define KVTIER_DEVICE_PATH	"/dev/" KVTIER_DEVICE_NAME
 
 /**
- * struct kvt_ctx - an open control fd that has done the handshake
+ * struct kvtier_ctx - an open control fd that has done the handshake
  * @fd:		the control fd.
  * @api:	the handshake result.
  */
-struct kvt_ctx {
+struct kvtier_ctx {
 	int fd;
 	struct kvtier_api api;
 };
 
 /**
- * struct kvt_pool - an open pool fd and the configuration it was opened at
+ * struct kvtier_pool - an open pool fd and the configuration it was opened at
  * @fd:		the pool fd.
  * @batch_max:	most entries one ioctl takes (from the handshake).
  * @block_size:	bytes per block.
@@ -34,7 +34,7 @@ struct kvt_ctx {
  * @numa_node:	node of the pool's DRAM, or -1.
  * @name:	NUL-terminated pool name.
  */
-struct kvt_pool {
+struct kvtier_pool {
 	int fd;
 	uint32_t batch_max;
 	uint64_t block_size;
@@ -45,26 +45,26 @@ struct kvt_pool {
 	struct kvtier_completion *pend;
 	uint32_t npend;
 	uint32_t pend_cap;
-	uint64_t next_group;	/* kvt_request_ready()'s group ids */
+	uint64_t next_group;	/* kvtier_request_ready()'s group ids */
 };
 
 /**
- * struct kvt_ring - an io_uring for pool commands (ring.c)
+ * struct kvtier_ring - an io_uring for pool commands (ring.c)
  */
-struct kvt_ring;
+struct kvtier_ring;
 
-int kvt_ring_run(struct kvt_ring *ring, struct kvt_pool *pool,
-		 unsigned long op, void *arg);
+int kvtier_ring_run(struct kvtier_ring *ring, struct kvtier_pool *pool,
+		    unsigned long op, void *arg);
 
 /**
- * struct kvt_map - a read-only mapping of a range of block addresses
+ * struct kvtier_map - a read-only mapping of a range of block addresses
  * @base:	mapping start, the address of block @first.
  * @len:	mapping length in bytes.
  * @first:	first block address mapped.
  * @count:	block addresses mapped.
  * @block_size:	bytes per block.
  */
-struct kvt_map {
+struct kvtier_map {
 	void *base;
 	size_t len;
 	uint64_t first;

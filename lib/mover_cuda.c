@@ -10,9 +10,9 @@
  * cudaMalloc() (slots x block size bytes) and passes it as the copy's
  * argument:
  *
- *	struct kvt_cuda_arena a;
- *	kvt_mover_cuda_init(&a, dev_ptr);
- *	kvt_mover_open(pool, mover_fd, kvt_mover_cuda, &a, &m);
+ *	struct kvtier_cuda_arena a;
+ *	kvtier_mover_cuda_init(&a, dev_ptr);
+ *	kvtier_mover_open(pool, mover_fd, kvtier_mover_cuda, &a, &m);
  */
 #define KVTIER_LIB_INTERNAL
 #include <dlfcn.h>
@@ -23,26 +23,26 @@
 #include "kvtier.h"
 #include "kvtier_priv.h"
 
-#define KVT_CUDA_H2D	1
-#define KVT_CUDA_D2H	2
+#define KVTIER_CUDA_H2D	1
+#define KVTIER_CUDA_D2H	2
 
-typedef int (*kvt_cuda_memcpy_fn)(void *dst, const void *src, size_t count,
-				  int kind);
+typedef int (*kvtier_cuda_memcpy_fn)(void *dst, const void *src, size_t count,
+				     int kind);
 
-static const char * const kvt_cudart_names[] = {
+static const char * const kvtier_cudart_names[] = {
 	"libcudart.so", "libcudart.so.12", "libcudart.so.11.0",
 	"libcudart.so.11", "libcudart.so.10.2",
 };
 
-int kvt_mover_cuda_init(struct kvt_cuda_arena *a, void *device_base)
+int kvtier_mover_cuda_init(struct kvtier_cuda_arena *a, void *device_base)
 {
 	void *lib = NULL;
 	size_t i;
 
 	memset(a, 0, sizeof(*a));
-	for (i = 0; !lib && i < sizeof(kvt_cudart_names) /
-			      sizeof(kvt_cudart_names[0]); i++)
-		lib = dlopen(kvt_cudart_names[i], RTLD_NOW | RTLD_LOCAL);
+	for (i = 0; !lib && i < sizeof(kvtier_cudart_names) /
+			      sizeof(kvtier_cudart_names[0]); i++)
+		lib = dlopen(kvtier_cudart_names[i], RTLD_NOW | RTLD_LOCAL);
 	if (!lib)
 		return -ENOENT;
 	a->memcpy_fn = dlsym(lib, "cudaMemcpy");
@@ -55,23 +55,23 @@ int kvt_mover_cuda_init(struct kvt_cuda_arena *a, void *device_base)
 	return 0;
 }
 
-void kvt_mover_cuda_fini(struct kvt_cuda_arena *a)
+void kvtier_mover_cuda_fini(struct kvtier_cuda_arena *a)
 {
 	if (a->lib)
 		dlclose(a->lib);
 	memset(a, 0, sizeof(*a));
 }
 
-int kvt_mover_cuda(void *arg, uint32_t op, uint32_t slot, void *dram,
-		   uint64_t bytes)
+int kvtier_mover_cuda(void *arg, uint32_t op, uint32_t slot, void *dram,
+		      uint64_t bytes)
 {
-	struct kvt_cuda_arena *a = arg;
-	kvt_cuda_memcpy_fn cpy = (kvt_cuda_memcpy_fn)a->memcpy_fn;
+	struct kvtier_cuda_arena *a = arg;
+	kvtier_cuda_memcpy_fn cpy = (kvtier_cuda_memcpy_fn)a->memcpy_fn;
 	char *dev = (char *)a->base + (size_t)slot * bytes;
 
 	if (!cpy)
 		return -ENODEV;
 	if (op == KVTIER_MOVE_TO_DEV)
-		return cpy(dev, dram, bytes, KVT_CUDA_H2D) ? -EIO : 0;
-	return cpy(dram, dev, bytes, KVT_CUDA_D2H) ? -EIO : 0;
+		return cpy(dev, dram, bytes, KVTIER_CUDA_H2D) ? -EIO : 0;
+	return cpy(dram, dev, bytes, KVTIER_CUDA_D2H) ? -EIO : 0;
 }

@@ -16,17 +16,17 @@
 #include "kvtier_priv.h"
 
 /* Run a pool command by ioctl, or through @ring when given. */
-static int kvt_pool_run(struct kvt_pool *pool, struct kvt_ring *ring,
-			unsigned long cmd, void *arg)
+static int kvtier_pool_run(struct kvtier_pool *pool, struct kvtier_ring *ring,
+			   unsigned long cmd, void *arg)
 {
 	if (ring)
-		return kvt_ring_run(ring, pool, cmd, arg);
+		return kvtier_ring_run(ring, pool, cmd, arg);
 	if (ioctl(pool->fd, cmd, arg) < 0)
 		return -errno;
 	return 0;
 }
 
-uint64_t kvt_now_ns(void)
+uint64_t kvtier_now_ns(void)
 {
 	struct timespec ts;
 
@@ -34,16 +34,16 @@ uint64_t kvt_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-void kvt_hint_set(struct kvtier_hint *h, const struct kvt_key *key)
+void kvtier_hint_set(struct kvtier_hint *h, const struct kvtier_key *key)
 {
 	memset(h, 0, sizeof(*h));
 	h->key[0] = key->k[0];
 	h->key[1] = key->k[1];
 }
 
-static void kvt_prefetch_fill(struct kvtier_prefetch *pf,
-			      struct kvtier_hint *hints, uint32_t n,
-			      const struct kvt_prefetch_args *a)
+static void kvtier_prefetch_fill(struct kvtier_prefetch *pf,
+				 struct kvtier_hint *hints, uint32_t n,
+				 const struct kvtier_prefetch_args *a)
 {
 	memset(pf, 0, sizeof(*pf));
 	pf->hints = (uintptr_t)hints;
@@ -56,17 +56,17 @@ static void kvt_prefetch_fill(struct kvtier_prefetch *pf,
 	pf->priority = a->priority;
 }
 
-int kvt_prefetch(struct kvt_pool *pool, struct kvtier_hint *hints, uint32_t n,
-		 const struct kvt_prefetch_args *a, uint32_t *queued,
-		 uint32_t *resident)
+int kvtier_prefetch(struct kvtier_pool *pool, struct kvtier_hint *hints,
+		    uint32_t n, const struct kvtier_prefetch_args *a,
+		    uint32_t *queued, uint32_t *resident)
 {
 	struct kvtier_prefetch pf;
 	int ret;
 
 	if (!a)
 		return -EINVAL;
-	kvt_prefetch_fill(&pf, hints, n, a);
-	ret = kvt_pool_run(pool, NULL, KVTIER_IOC_PREFETCH, &pf);
+	kvtier_prefetch_fill(&pf, hints, n, a);
+	ret = kvtier_pool_run(pool, NULL, KVTIER_IOC_PREFETCH, &pf);
 	if (!ret && queued)
 		*queued = pf.queued;
 	if (!ret && resident)
@@ -74,8 +74,8 @@ int kvt_prefetch(struct kvt_pool *pool, struct kvtier_hint *hints, uint32_t n,
 	return ret;
 }
 
-int kvt_cancel(struct kvt_pool *pool, uint64_t group, uint32_t flags,
-	       uint32_t *cancelled)
+int kvtier_cancel(struct kvtier_pool *pool, uint64_t group, uint32_t flags,
+		  uint32_t *cancelled)
 {
 	struct kvtier_cancel c;
 	int ret;
@@ -83,43 +83,43 @@ int kvt_cancel(struct kvt_pool *pool, uint64_t group, uint32_t flags,
 	memset(&c, 0, sizeof(c));
 	c.group = group;
 	c.flags = flags;
-	ret = kvt_pool_run(pool, NULL, KVTIER_IOC_CANCEL, &c);
+	ret = kvtier_pool_run(pool, NULL, KVTIER_IOC_CANCEL, &c);
 	if (!ret && cancelled)
 		*cancelled = c.cancelled;
 	return ret;
 }
 
-int kvt_eventfd(struct kvt_pool *pool, int efd)
+int kvtier_eventfd(struct kvtier_pool *pool, int efd)
 {
 	struct kvtier_eventfd e;
 
 	memset(&e, 0, sizeof(e));
 	e.fd = efd;
-	return kvt_pool_run(pool, NULL, KVTIER_IOC_EVENTFD, &e);
+	return kvtier_pool_run(pool, NULL, KVTIER_IOC_EVENTFD, &e);
 }
 
 /* Remaining milliseconds to @end (CLOCK_MONOTONIC ns); -1 forever. */
-static int kvt_left_ms(uint64_t end)
+static int kvtier_left_ms(uint64_t end)
 {
 	uint64_t now;
 
 	if (end == UINT64_MAX)
 		return -1;
-	now = kvt_now_ns();
+	now = kvtier_now_ns();
 	return end > now ? (int)((end - now + 999999) / 1000000) : 0;
 }
 
 /* Read what the fd has (at most @max), waiting until @end for one. */
-static int kvt_read_completions(struct kvt_pool *pool,
-				struct kvtier_completion *c, uint32_t max,
-				uint64_t end)
+static int kvtier_read_completions(struct kvtier_pool *pool,
+				   struct kvtier_completion *c, uint32_t max,
+				   uint64_t end)
 {
 	for (;;) {
 		struct pollfd p = { .fd = pool->fd, .events = POLLIN };
 		ssize_t len;
 		int ret;
 
-		ret = poll(&p, 1, kvt_left_ms(end));
+		ret = poll(&p, 1, kvtier_left_ms(end));
 		if (ret < 0 && errno != EINTR)
 			return -errno;
 		if (ret > 0) {
@@ -129,20 +129,20 @@ static int kvt_read_completions(struct kvt_pool *pool,
 			if (len < 0 && errno != EAGAIN && errno != EINTR)
 				return -errno;
 		}
-		if (!kvt_left_ms(end))
+		if (!kvtier_left_ms(end))
 			return 0;
 	}
 }
 
-static uint64_t kvt_deadline(int timeout_ms)
+static uint64_t kvtier_deadline(int timeout_ms)
 {
 	if (timeout_ms < 0)
 		return UINT64_MAX;
-	return kvt_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	return kvtier_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
 }
 
-int kvt_completions(struct kvt_pool *pool, struct kvtier_completion *c,
-		    uint32_t max, int timeout_ms)
+int kvtier_completions(struct kvtier_pool *pool, struct kvtier_completion *c,
+		       uint32_t max, int timeout_ms)
 {
 	uint32_t n;
 
@@ -156,11 +156,13 @@ int kvt_completions(struct kvt_pool *pool, struct kvtier_completion *c,
 		pool->npend -= n;
 		return n;
 	}
-	return kvt_read_completions(pool, c, max, kvt_deadline(timeout_ms));
+	return kvtier_read_completions(pool, c, max,
+				       kvtier_deadline(timeout_ms));
 }
 
-/* Keep a completion for a later kvt_completions(). */
-static int kvt_pend(struct kvt_pool *pool, const struct kvtier_completion *c)
+/* Keep a completion for a later kvtier_completions(). */
+static int kvtier_pend(struct kvtier_pool *pool,
+		       const struct kvtier_completion *c)
 {
 	if (pool->npend == pool->pend_cap) {
 		uint32_t cap = pool->pend_cap ? 2 * pool->pend_cap : 16;
@@ -175,10 +177,10 @@ static int kvt_pend(struct kvt_pool *pool, const struct kvtier_completion *c)
 	return 0;
 }
 
-int kvt_wait_group(struct kvt_pool *pool, uint64_t group,
-		   struct kvtier_completion *out, int timeout_ms)
+int kvtier_wait_group(struct kvtier_pool *pool, uint64_t group,
+		      struct kvtier_completion *out, int timeout_ms)
 {
-	uint64_t end = kvt_deadline(timeout_ms);
+	uint64_t end = kvtier_deadline(timeout_ms);
 	struct kvtier_completion c[16];
 	uint32_t i;
 	int n, ret = -ETIMEDOUT;
@@ -193,7 +195,7 @@ int kvt_wait_group(struct kvt_pool *pool, uint64_t group,
 		return 0;
 	}
 	while (ret == -ETIMEDOUT) {
-		n = kvt_read_completions(pool, c, 16, end);
+		n = kvtier_read_completions(pool, c, 16, end);
 		if (n < 0)
 			return n;
 		if (!n)
@@ -202,7 +204,7 @@ int kvt_wait_group(struct kvt_pool *pool, uint64_t group,
 			if (c[i].group == group && ret == -ETIMEDOUT) {
 				*out = c[i];
 				ret = 0;
-			} else if (kvt_pend(pool, &c[i])) {
+			} else if (kvtier_pend(pool, &c[i])) {
 				return -ENOMEM;
 			}
 		}
@@ -210,15 +212,15 @@ int kvt_wait_group(struct kvt_pool *pool, uint64_t group,
 	return ret;
 }
 
-int kvt_request_ready(struct kvt_pool *pool, struct kvt_ring *ring,
-		      const struct kvt_key *keys, uint32_t n,
-		      uint64_t deadline_ns, int timeout_ms, uint32_t *ready)
+int kvtier_request_ready(struct kvtier_pool *pool, struct kvtier_ring *ring,
+			 const struct kvtier_key *keys, uint32_t n,
+			 uint64_t deadline_ns, int timeout_ms, uint32_t *ready)
 {
 	struct kvtier_block *b;
 	struct kvtier_hint *h;
 	struct kvtier_batch lb;
 	struct kvtier_prefetch pf;
-	struct kvt_prefetch_args a;
+	struct kvtier_prefetch_args a;
 	struct kvtier_completion c;
 	uint32_t i, prefix, in_dram = 0;
 	int ret;
@@ -234,11 +236,11 @@ int kvt_request_ready(struct kvt_pool *pool, struct kvt_ring *ring,
 
 	/* Where the chain is: the prefix resident in any tier. */
 	for (i = 0; i < n; i++)
-		kvt_block_set(&b[i], &keys[i], NULL);
+		kvtier_block_set(&b[i], &keys[i], NULL);
 	memset(&lb, 0, sizeof(lb));
 	lb.blocks = (uintptr_t)b;
 	lb.count = n;
-	ret = kvt_pool_run(pool, ring, KVTIER_IOC_LOOKUP, &lb);
+	ret = kvtier_pool_run(pool, ring, KVTIER_IOC_LOOKUP, &lb);
 	if (ret)
 		goto out_free;
 	prefix = lb.done;
@@ -251,19 +253,19 @@ int kvt_request_ready(struct kvt_pool *pool, struct kvt_ring *ring,
 
 	/* Stage it by the deadline, and wait for the group to end. */
 	for (i = 0; i < prefix; i++)
-		kvt_hint_set(&h[i], &keys[i]);
+		kvtier_hint_set(&h[i], &keys[i]);
 	memset(&a, 0, sizeof(a));
 	a.group = ((uint64_t)getpid() << 32) | ++pool->next_group;
 	a.deadline_ns = deadline_ns;
-	kvt_prefetch_fill(&pf, h, prefix, &a);
-	ret = kvt_pool_run(pool, ring, KVTIER_IOC_PREFETCH, &pf);
+	kvtier_prefetch_fill(&pf, h, prefix, &a);
+	ret = kvtier_pool_run(pool, ring, KVTIER_IOC_PREFETCH, &pf);
 	if (ret)
 		goto out_free;
-	ret = kvt_wait_group(pool, a.group, &c, timeout_ms);
+	ret = kvtier_wait_group(pool, a.group, &c, timeout_ms);
 	if (ret == -ETIMEDOUT) {
-		kvt_cancel(pool, a.group, 0, NULL);
+		kvtier_cancel(pool, a.group, 0, NULL);
 		/* Its -ECANCELED record (if any) is of no interest. */
-		if (!kvt_wait_group(pool, a.group, &c, 0))
+		if (!kvtier_wait_group(pool, a.group, &c, 0))
 			ret = -ETIMEDOUT;
 		goto out_free;
 	}

@@ -3,10 +3,10 @@
  * libkvtier: pool commands through io_uring (IORING_OP_URING_CMD).
  *
  * A ring carries PUT, GET, LOOKUP and PREFETCH for any number of pools:
- * kvt_ring_queue() fills an SQE (its command area a struct
+ * kvtier_ring_queue() fills an SQE (its command area a struct
  * kvtier_uring_cmd pointing at the caller's command struct, which must
- * stay valid until its completion), kvt_ring_submit() hands them to the
- * kernel in one system call, kvt_ring_reap() returns completions.
+ * stay valid until its completion), kvtier_ring_submit() hands them to the
+ * kernel in one system call, kvtier_ring_reap() returns completions.
  */
 #define KVTIER_LIB_INTERNAL
 #include <errno.h>
@@ -17,14 +17,14 @@
 #include "kvtier.h"
 #include "kvtier_priv.h"
 
-struct kvt_ring {
+struct kvtier_ring {
 	struct io_uring ring;
 	unsigned int entries;
 };
 
-int kvt_ring_open(struct kvt_ring **ringp, unsigned int entries)
+int kvtier_ring_open(struct kvtier_ring **ringp, unsigned int entries)
 {
-	struct kvt_ring *ring;
+	struct kvtier_ring *ring;
 	int ret;
 
 	*ringp = NULL;
@@ -43,7 +43,7 @@ int kvt_ring_open(struct kvt_ring **ringp, unsigned int entries)
 	return 0;
 }
 
-void kvt_ring_close(struct kvt_ring *ring)
+void kvtier_ring_close(struct kvtier_ring *ring)
 {
 	if (!ring)
 		return;
@@ -51,13 +51,13 @@ void kvt_ring_close(struct kvt_ring *ring)
 	free(ring);
 }
 
-int kvt_ring_fd(const struct kvt_ring *ring)
+int kvtier_ring_fd(const struct kvtier_ring *ring)
 {
 	return ring->ring.ring_fd;
 }
 
-int kvt_ring_queue(struct kvt_ring *ring, struct kvt_pool *pool,
-		   unsigned long op, void *arg, uint64_t user_data)
+int kvtier_ring_queue(struct kvtier_ring *ring, struct kvtier_pool *pool,
+		      unsigned long op, void *arg, uint64_t user_data)
 {
 	struct kvtier_uring_cmd *c;
 	struct io_uring_sqe *sqe;
@@ -74,13 +74,13 @@ int kvt_ring_queue(struct kvt_ring *ring, struct kvt_pool *pool,
 	return 0;
 }
 
-int kvt_ring_submit(struct kvt_ring *ring)
+int kvtier_ring_submit(struct kvtier_ring *ring)
 {
 	return io_uring_submit(&ring->ring);
 }
 
-int kvt_ring_reap(struct kvt_ring *ring, struct kvt_ring_cqe *out,
-		  unsigned int max, unsigned int wait_nr)
+int kvtier_ring_reap(struct kvtier_ring *ring, struct kvtier_ring_cqe *out,
+		     unsigned int max, unsigned int wait_nr)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int n = 0;
@@ -107,23 +107,23 @@ int kvt_ring_reap(struct kvt_ring *ring, struct kvt_ring_cqe *out,
 
 /*
  * Run one command through the ring and wait for it; completions of other
- * commands in flight are not expected here (kvt_request_ready() uses a
+ * commands in flight are not expected here (kvtier_request_ready() uses a
  * ring of its own caller's, idle).
  */
-int kvt_ring_run(struct kvt_ring *ring, struct kvt_pool *pool,
-		 unsigned long op, void *arg)
+int kvtier_ring_run(struct kvtier_ring *ring, struct kvtier_pool *pool,
+		    unsigned long op, void *arg)
 {
-	struct kvt_ring_cqe c;
+	struct kvtier_ring_cqe c;
 	int ret;
 
-	ret = kvt_ring_queue(ring, pool, op, arg, (uintptr_t)arg);
+	ret = kvtier_ring_queue(ring, pool, op, arg, (uintptr_t)arg);
 	if (ret)
 		return ret;
-	ret = kvt_ring_submit(ring);
+	ret = kvtier_ring_submit(ring);
 	if (ret < 0)
 		return ret;
 	for (;;) {
-		ret = kvt_ring_reap(ring, &c, 1, 1);
+		ret = kvtier_ring_reap(ring, &c, 1, 1);
 		if (ret < 0)
 			return ret;
 		if (ret == 1 && c.user_data == (uintptr_t)arg)

@@ -10,26 +10,26 @@
 #include "kvtier.h"
 #include "kvtier_priv.h"
 
-#define KVT_STAGING_ALIGN	4096
+#define KVTIER_STAGING_ALIGN	4096
 
 /* Whether buffers for @pool come from libnuma; fixed for a pool's life. */
-static int kvt_staging_numa(const struct kvt_pool *pool)
+static int kvtier_staging_numa(const struct kvtier_pool *pool)
 {
 	return pool->numa_node >= 0 && numa_available() >= 0;
 }
 
-int kvt_alloc_staging(struct kvt_pool *pool, size_t size, void **bufp)
+int kvtier_alloc_staging(struct kvtier_pool *pool, size_t size, void **bufp)
 {
 	void *buf;
 
 	if (!size)
 		return -EINVAL;
-	if (kvt_staging_numa(pool)) {
+	if (kvtier_staging_numa(pool)) {
 		buf = numa_alloc_onnode(size, pool->numa_node);
 		if (!buf)
 			return -ENOMEM;
 	} else {
-		int ret = posix_memalign(&buf, KVT_STAGING_ALIGN, size);
+		int ret = posix_memalign(&buf, KVTIER_STAGING_ALIGN, size);
 
 		if (ret)
 			return -ret;
@@ -38,11 +38,11 @@ int kvt_alloc_staging(struct kvt_pool *pool, size_t size, void **bufp)
 	return 0;
 }
 
-void kvt_free_staging(struct kvt_pool *pool, void *buf, size_t size)
+void kvtier_free_staging(struct kvtier_pool *pool, void *buf, size_t size)
 {
 	if (!buf)
 		return;
-	if (kvt_staging_numa(pool))
+	if (kvtier_staging_numa(pool))
 		numa_free(buf, size);
 	else
 		free(buf);

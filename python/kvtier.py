@@ -68,7 +68,7 @@ F_NVME = 1 << 4
 F_PREFETCH = 1 << 5
 F_URING = 1 << 6
 F_HBM = 1 << 7
-FEATURES_ALL = (1 << 64) - 1        # KVT_FEATURES_ALL: what the kernel has
+FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
 BATCH_MAX = 4096
@@ -165,13 +165,13 @@ class _Completion(ctypes.Structure):
 
 
 class _PrefetchArgs(ctypes.Structure):
-    """struct kvt_prefetch_args (lib/include/kvtier.h)"""
+    """struct kvtier_prefetch_args (lib/include/kvtier.h)"""
     _fields_ = [("group", _u64), ("cookie", _u64), ("deadline_ns", _u64),
                 ("flags", _u32), ("priority", _u32), ("tier", _u32)]
 
 
 class _PoolParams(ctypes.Structure):
-    """struct kvt_pool_params (lib/include/kvtier.h)"""
+    """struct kvtier_pool_params (lib/include/kvtier.h)"""
     _fields_ = [("name", ctypes.c_char_p), ("block_size", _u64),
                 ("capacity", _u32), ("dram_blocks", _u32), ("mode", _u32),
                 ("numa_node", _s32), ("flags", _u32)]
@@ -235,65 +235,67 @@ def _proto(name, res, *args):
     return f
 
 
-_kvt_open = _proto("kvt_open", ctypes.c_int, _PP, _u64)
-_kvt_close = _proto("kvt_close", None, _P)
-_kvt_ctx_fd = _proto("kvt_ctx_fd", ctypes.c_int, _P)
-_kvt_api_info = _proto("kvt_api_info", ctypes.c_int, _P,
-                       ctypes.POINTER(_Api))
-_kvt_feature_name = _proto("kvt_feature_name", ctypes.c_char_p, _u64)
-_kvt_tier_name = _proto("kvt_tier_name", ctypes.c_char_p, ctypes.c_uint)
-_kvt_pool_create = _proto("kvt_pool_create", ctypes.c_int, _P,
-                          ctypes.POINTER(_PoolParams), _PP)
-_kvt_pool_open = _proto("kvt_pool_open", ctypes.c_int, _P, ctypes.c_char_p,
-                        _u32, _PP)
-_kvt_pool_close = _proto("kvt_pool_close", None, _P)
-_kvt_pool_destroy = _proto("kvt_pool_destroy", ctypes.c_int, _P,
-                           ctypes.c_char_p)
-_kvt_pool_fd = _proto("kvt_pool_fd", ctypes.c_int, _P)
-_kvt_pool_block_size = _proto("kvt_pool_block_size", _u64, _P)
-_kvt_pool_capacity = _proto("kvt_pool_capacity", _u32, _P)
-_kvt_pool_numa_node = _proto("kvt_pool_numa_node", ctypes.c_int, _P)
-_kvt_stat = _proto("kvt_stat", ctypes.c_int, _P, ctypes.POINTER(_PoolStat))
-_kvt_sync = _proto("kvt_sync", ctypes.c_int, _P, ctypes.POINTER(_u64))
-_kvt_nvme_stat = _proto("kvt_nvme_stat", ctypes.c_int, _P,
-                        ctypes.POINTER(_NvmeStat))
-_kvt_nvme_attach = _proto("kvt_nvme_attach", ctypes.c_int, _P,
-                          ctypes.c_char_p, _u32, _u32)
-_kvt_nvme_detach = _proto("kvt_nvme_detach", ctypes.c_int, _P)
-_kvt_now_ns = _proto("kvt_now_ns", _u64)
-_kvt_prefetch = _proto("kvt_prefetch", ctypes.c_int, _P,
-                       ctypes.POINTER(_Hint), _u32,
-                       ctypes.POINTER(_PrefetchArgs), _U32P, _U32P)
-_kvt_cancel = _proto("kvt_cancel", ctypes.c_int, _P, _u64, _u32, _U32P)
-_kvt_eventfd = _proto("kvt_eventfd", ctypes.c_int, _P, ctypes.c_int)
-_kvt_completions = _proto("kvt_completions", ctypes.c_int, _P,
-                          ctypes.POINTER(_Completion), _u32, ctypes.c_int)
-_kvt_wait_group = _proto("kvt_wait_group", ctypes.c_int, _P, _u64,
-                         ctypes.POINTER(_Completion), ctypes.c_int)
-_kvt_request_ready = _proto("kvt_request_ready", ctypes.c_int, _P, _P,
-                            ctypes.POINTER(_u64 * 2), _u32, _u64,
-                            ctypes.c_int, _U32P)
-_kvt_hbm_attach = _proto("kvt_hbm_attach", ctypes.c_int, _P, _u32, _u32,
-                         ctypes.POINTER(ctypes.c_int))
-_kvt_hbm_stat = _proto("kvt_hbm_stat", ctypes.c_int, _P,
-                       ctypes.POINTER(_HbmStat))
-_kvt_adopt = _proto("kvt_adopt", ctypes.c_int, _P, ctypes.POINTER(_Adopt),
-                    _u32, _U32P)
-# int (*kvt_mover_copy_fn)(void *arg, uint32_t op, uint32_t slot,
+_kvtier_open = _proto("kvtier_open", ctypes.c_int, _PP, _u64)
+_kvtier_close = _proto("kvtier_close", None, _P)
+_kvtier_ctx_fd = _proto("kvtier_ctx_fd", ctypes.c_int, _P)
+_kvtier_api_info = _proto("kvtier_api_info", ctypes.c_int, _P,
+                          ctypes.POINTER(_Api))
+_kvtier_feature_name = _proto("kvtier_feature_name", ctypes.c_char_p, _u64)
+_kvtier_tier_name = _proto("kvtier_tier_name", ctypes.c_char_p, ctypes.c_uint)
+_kvtier_pool_create = _proto("kvtier_pool_create", ctypes.c_int, _P,
+                             ctypes.POINTER(_PoolParams), _PP)
+_kvtier_pool_open = _proto("kvtier_pool_open", ctypes.c_int, _P,
+                           ctypes.c_char_p, _u32, _PP)
+_kvtier_pool_close = _proto("kvtier_pool_close", None, _P)
+_kvtier_pool_destroy = _proto("kvtier_pool_destroy", ctypes.c_int, _P,
+                              ctypes.c_char_p)
+_kvtier_pool_fd = _proto("kvtier_pool_fd", ctypes.c_int, _P)
+_kvtier_pool_block_size = _proto("kvtier_pool_block_size", _u64, _P)
+_kvtier_pool_capacity = _proto("kvtier_pool_capacity", _u32, _P)
+_kvtier_pool_numa_node = _proto("kvtier_pool_numa_node", ctypes.c_int, _P)
+_kvtier_stat = _proto("kvtier_stat", ctypes.c_int, _P,
+                      ctypes.POINTER(_PoolStat))
+_kvtier_sync = _proto("kvtier_sync", ctypes.c_int, _P, ctypes.POINTER(_u64))
+_kvtier_nvme_stat = _proto("kvtier_nvme_stat", ctypes.c_int, _P,
+                           ctypes.POINTER(_NvmeStat))
+_kvtier_nvme_attach = _proto("kvtier_nvme_attach", ctypes.c_int, _P,
+                             ctypes.c_char_p, _u32, _u32)
+_kvtier_nvme_detach = _proto("kvtier_nvme_detach", ctypes.c_int, _P)
+_kvtier_now_ns = _proto("kvtier_now_ns", _u64)
+_kvtier_prefetch = _proto("kvtier_prefetch", ctypes.c_int, _P,
+                          ctypes.POINTER(_Hint), _u32,
+                          ctypes.POINTER(_PrefetchArgs), _U32P, _U32P)
+_kvtier_cancel = _proto("kvtier_cancel", ctypes.c_int, _P, _u64, _u32, _U32P)
+_kvtier_eventfd = _proto("kvtier_eventfd", ctypes.c_int, _P, ctypes.c_int)
+_kvtier_completions = _proto("kvtier_completions", ctypes.c_int, _P,
+                             ctypes.POINTER(_Completion), _u32, ctypes.c_int)
+_kvtier_wait_group = _proto("kvtier_wait_group", ctypes.c_int, _P, _u64,
+                            ctypes.POINTER(_Completion), ctypes.c_int)
+_kvtier_request_ready = _proto("kvtier_request_ready", ctypes.c_int, _P, _P,
+                               ctypes.POINTER(_u64 * 2), _u32, _u64,
+                               ctypes.c_int, _U32P)
+_kvtier_hbm_attach = _proto("kvtier_hbm_attach", ctypes.c_int, _P, _u32, _u32,
+                            ctypes.POINTER(ctypes.c_int))
+_kvtier_hbm_stat = _proto("kvtier_hbm_stat", ctypes.c_int, _P,
+                          ctypes.POINTER(_HbmStat))
+_kvtier_adopt = _proto("kvtier_adopt", ctypes.c_int, _P,
+                       ctypes.POINTER(_Adopt), _u32, _U32P)
+# int (*kvtier_mover_copy_fn)(void *arg, uint32_t op, uint32_t slot,
 #                          void *dram, uint64_t bytes)
 _MOVER_COPY_FN = ctypes.CFUNCTYPE(ctypes.c_int, _P, _u32, _u32, _P, _u64)
-_kvt_mover_memcpy_addr = ctypes.cast(_lib.kvt_mover_memcpy, _P).value
-_kvt_mover_open = _proto("kvt_mover_open", ctypes.c_int, _P, ctypes.c_int,
-                         _P, _P, _PP)
-_kvt_mover_run = _proto("kvt_mover_run", ctypes.c_int, _P, ctypes.c_int)
-_kvt_mover_close = _proto("kvt_mover_close", None, _P)
-_kvt_key_chain_n = _proto("kvt_key_chain_n", None, ctypes.POINTER(_u64 * 2),
-                          ctypes.POINTER(_u64), ctypes.c_size_t,
-                          ctypes.POINTER(_u64 * 2))
+_kvtier_mover_memcpy_addr = ctypes.cast(_lib.kvtier_mover_memcpy, _P).value
+_kvtier_mover_open = _proto("kvtier_mover_open", ctypes.c_int, _P,
+                            ctypes.c_int, _P, _P, _PP)
+_kvtier_mover_run = _proto("kvtier_mover_run", ctypes.c_int, _P, ctypes.c_int)
+_kvtier_mover_close = _proto("kvtier_mover_close", None, _P)
+_kvtier_key_chain_n = _proto("kvtier_key_chain_n", None,
+                             ctypes.POINTER(_u64 * 2),
+                             ctypes.POINTER(_u64), ctypes.c_size_t,
+                             ctypes.POINTER(_u64 * 2))
 # The batched commands share one signature.
 _BATCH = {}
 for _n in ("put", "get", "lookup", "drop", "pin", "unpin"):
-    _BATCH[_n] = _proto("kvt_" + _n, ctypes.c_int, _P, _BP, _u32, _u32,
+    _BATCH[_n] = _proto("kvtier_" + _n, ctypes.c_int, _P, _BP, _u32, _u32,
                         _U32P)
 
 
@@ -309,19 +311,19 @@ def _check(ret, what):
 
 def tier_name(tier):
     """'none', 'hbm', 'dram', 'nvme' (KVTIER_TIER_*), or '?'."""
-    return _kvt_tier_name(tier).decode()
+    return _kvtier_tier_name(tier).decode()
 
 
 def feature_name(bit):
     """The name of one KVTIER_F_* bit ('pools', ...), or None."""
-    n = _kvt_feature_name(bit)
+    n = _kvtier_feature_name(bit)
     return n.decode() if n else None
 
 
 def now_ns():
     """CLOCK_MONOTONIC now, in nanoseconds: the clock of prefetch deadlines
-    and of Completion.end_ns (kvt_now_ns(3))."""
-    return _kvt_now_ns()
+    and of Completion.end_ns (kvtier_now_ns(3))."""
+    return _kvtier_now_ns()
 
 
 # ---- keys ------------------------------------------------------------------
@@ -362,7 +364,7 @@ def key_chain(ids, prev=None):
     """The keys of a prefix chain: key i depends on ids[0..i] (and prev).
 
     ids are 64-bit block identifiers, e.g. a hash of each block's tokens
-    or a Mooncake trace's hash_ids; kvt_key_chain(3) gives the mix. Keys
+    or a Mooncake trace's hash_ids; kvtier_key_chain(3) gives the mix. Keys
     are deterministic, not collision-resistant against an adversary.
     """
     ids = list(ids)
@@ -375,7 +377,7 @@ def key_chain(ids, prev=None):
     if prev is not None:
         k = Key.of(prev)
         p = ctypes.pointer((_u64 * 2)(k[0], k[1]))
-    _kvt_key_chain_n(p, arr, n, out)
+    _kvtier_key_chain_n(p, arr, n, out)
     return [Key(o[0], o[1]) for o in out]
 
 
@@ -506,7 +508,7 @@ class Ready(collections.namedtuple("Ready", "status ready")):
     __slots__ = ()
 
 
-# Statuses kvt_request_ready() returns for a group that ended badly or a
+# Statuses kvtier_request_ready() returns for a group that ended badly or a
 # wait that ran out: results, not errors of the call.
 _READY_STATUSES = (-_errno.ETIME, -_errno.EIO, -_errno.ENOSPC,
                    -_errno.ECANCELED, -_errno.ETIMEDOUT)
@@ -566,14 +568,14 @@ def _bufs(buffers, n, bs, writable, keep):
 
 
 class Context:
-    """An open /dev/kvtier after the API handshake (kvt_open(3))."""
+    """An open /dev/kvtier after the API handshake (kvtier_open(3))."""
 
     def __init__(self, features=FEATURES_ALL):
         p = ctypes.c_void_p()
-        _check(_kvt_open(ctypes.byref(p), features), DEVICE)
+        _check(_kvtier_open(ctypes.byref(p), features), DEVICE)
         self._ctx = p
         api = _Api()
-        _kvt_api_info(self._ctx, ctypes.byref(api))
+        _kvtier_api_info(self._ctx, ctypes.byref(api))
         self.api = _struct_dict(api)
 
     def _h(self):
@@ -588,11 +590,11 @@ class Context:
                 if self.api["supported"] >> b & 1]
 
     def fileno(self):
-        return _kvt_ctx_fd(self._h())
+        return _kvtier_ctx_fd(self._h())
 
     def create_pool(self, name, block_size, capacity, dram_blocks=0, mode=0,
                     numa_node=-1, flags=0):
-        """Create a pool and return it open (kvt_pool_create(3)).
+        """Create a pool and return it open (kvtier_pool_create(3)).
 
         flags: POOL_OPEN_EXISTING (open it if the name exists),
         POOL_FAULT_NOLOAD, POOL_RDONLY. Raises Error: EEXIST, EINVAL,
@@ -601,56 +603,56 @@ class Context:
         pp = _PoolParams(name.encode(), block_size, capacity, dram_blocks,
                          mode, numa_node, flags)
         p = ctypes.c_void_p()
-        _check(_kvt_pool_create(self._h(), ctypes.byref(pp),
-                                ctypes.byref(p)), name)
+        _check(_kvtier_pool_create(self._h(), ctypes.byref(pp),
+                                   ctypes.byref(p)), name)
         return Pool(p, name)
 
     def open_pool(self, name, readonly=False):
-        """Open an existing pool by name (kvt_pool_open(3)).
+        """Open an existing pool by name (kvtier_pool_open(3)).
 
         Raises Error: ENOENT, EACCES.
         """
         p = ctypes.c_void_p()
-        _check(_kvt_pool_open(self._h(), name.encode(),
-                              POOL_RDONLY if readonly else 0,
-                              ctypes.byref(p)), name)
+        _check(_kvtier_pool_open(self._h(), name.encode(),
+                                 POOL_RDONLY if readonly else 0,
+                                 ctypes.byref(p)), name)
         return Pool(p, name)
 
     def destroy_pool(self, name):
         """Remove a pool's name; its data goes with its last fd
-        (kvt_pool_destroy(3)). Raises Error: ENOENT, EPERM."""
-        _check(_kvt_pool_destroy(self._h(), name.encode()), name)
+        (kvtier_pool_destroy(3)). Raises Error: ENOENT, EPERM."""
+        _check(_kvtier_pool_destroy(self._h(), name.encode()), name)
 
     def nvme_attach(self, path, format=False, region_kib=0):
         # pylint: disable=redefined-builtin
-        """Attach a block device as the NVMe tier (kvt_nvme_attach(3)).
+        """Attach a block device as the NVMe tier (kvtier_nvme_attach(3)).
 
         format: write a new, empty store (NVME_FORMAT; the device's content
         is lost), with regions of region_kib KiB (0: 4096). Needs
         CAP_SYS_ADMIN. Raises Error: EPERM, EBUSY (a device is attached),
         EMEDIUMTYPE (not a kvtier store and not format), EINVAL, ...
         """
-        _check(_kvt_nvme_attach(self._h(), os.fsencode(path),
-                                NVME_FORMAT if format else 0, region_kib),
+        _check(_kvtier_nvme_attach(self._h(), os.fsencode(path),
+                                   NVME_FORMAT if format else 0, region_kib),
                path)
 
     def nvme_detach(self):
         """Write back, wait for I/O, detach the NVMe tier
-        (kvt_nvme_detach(3)). Raises Error: ENODEV (none attached)."""
-        _check(_kvt_nvme_detach(self._h()), "nvme_detach")
+        (kvtier_nvme_detach(3)). Raises Error: ENODEV (none attached)."""
+        _check(_kvtier_nvme_detach(self._h()), "nvme_detach")
 
     def nvme_stat(self):
-        """The NVMe tier's state and counters (kvt_nvme_stat(3)), a Stat;
+        """The NVMe tier's state and counters (kvtier_nvme_stat(3)), a Stat;
         attached == 0 when none is attached."""
         st = _NvmeStat()
-        _check(_kvt_nvme_stat(self._h(), ctypes.byref(st)), "nvme_stat")
+        _check(_kvtier_nvme_stat(self._h(), ctypes.byref(st)), "nvme_stat")
         d = _struct_dict(st)
         d["uuid"] = bytes(st.uuid)
         return d
 
     def close(self):
         if self._ctx:
-            _kvt_close(self._ctx)
+            _kvtier_close(self._ctx)
             self._ctx = None
 
     def __enter__(self):
@@ -682,9 +684,9 @@ class Pool:
     def __init__(self, handle, name):
         self._p = handle
         self.name = name
-        self.block_size = _kvt_pool_block_size(handle)
-        self.capacity = _kvt_pool_capacity(handle)
-        self.numa_node = _kvt_pool_numa_node(handle)
+        self.block_size = _kvtier_pool_block_size(handle)
+        self.capacity = _kvtier_pool_capacity(handle)
+        self.numa_node = _kvtier_pool_numa_node(handle)
 
     def _h(self):
         if not self._p:
@@ -693,7 +695,7 @@ class Pool:
 
     def fileno(self):
         """The pool fd (owned by the pool: do not close it)."""
-        return _kvt_pool_fd(self._h())
+        return _kvtier_pool_fd(self._h())
 
     # One helper runs every batched command: it builds the struct
     # kvtier_block array, calls libkvtier, and reads the entries back.
@@ -756,7 +758,7 @@ class Pool:
     def prefetch(self, keys, group, deadline_ns=0, cookie=0, priority=0,
                  cancel_late=False, tier=TIER_DRAM):
         """Ask for a request's blocks to be in DRAM (or, tier=TIER_HBM,
-        in the pool's device tier) by a deadline (kvt_prefetch(3));
+        in the pool's device tier) by a deadline (kvtier_prefetch(3));
         returns at once with a Prefetch.
 
         keys:        the chain, first block first (1..BATCH_MAX).
@@ -795,8 +797,8 @@ class Pool:
                           priority, tier)
         queued = _u32()
         resident = _u32()
-        _check(_kvt_prefetch(self._h(), hints, n, ctypes.byref(a),
-                             ctypes.byref(queued), ctypes.byref(resident)),
+        _check(_kvtier_prefetch(self._h(), hints, n, ctypes.byref(a),
+                                ctypes.byref(queued), ctypes.byref(resident)),
                "prefetch %s group %d" % (self.name, group))
         return Prefetch(self, group, queued.value, resident.value,
                         hints[:n])
@@ -808,10 +810,10 @@ class Pool:
         Raises Error: ENOENT (no live group with that id)."""
         n = _u32()
         if group is None:
-            _check(_kvt_cancel(self._h(), 0, CANCEL_ALL, ctypes.byref(n)),
+            _check(_kvtier_cancel(self._h(), 0, CANCEL_ALL, ctypes.byref(n)),
                    "cancel " + self.name)
         else:
-            _check(_kvt_cancel(self._h(), group, 0, ctypes.byref(n)),
+            _check(_kvtier_cancel(self._h(), group, 0, ctypes.byref(n)),
                    "cancel %s group %d" % (self.name, group))
         return n.value
 
@@ -823,16 +825,16 @@ class Pool:
         if max < 1:
             raise ValueError("max must be at least 1")
         buf = (_Completion * max)()
-        n = _check(_kvt_completions(self._h(), buf, max, timeout_ms),
+        n = _check(_kvtier_completions(self._h(), buf, max, timeout_ms),
                    "completions " + self.name)
         return [Completion._of(buf[i]) for i in range(n)]
 
     def wait_group(self, group, timeout_ms=-1):
-        """Wait for one group's Completion (kvt_wait_group(3)); None if it
+        """Wait for one group's Completion (kvtier_wait_group(3)); None if it
         did not come within timeout_ms (-1: forever). Other groups'
         completions read meanwhile are kept for completions()."""
         c = _Completion()
-        ret = _kvt_wait_group(self._h(), group, ctypes.byref(c), timeout_ms)
+        ret = _kvtier_wait_group(self._h(), group, ctypes.byref(c), timeout_ms)
         if ret == -_errno.ETIMEDOUT:
             return None
         _check(ret, "wait_group %s group %d" % (self.name, group))
@@ -842,11 +844,11 @@ class Pool:
         """Have an eventfd (os.eventfd()) signalled at every prefetch
         completion of this handle; None or -1 stops it. Raises Error:
         EBADF, EINVAL (not an eventfd)."""
-        _check(_kvt_eventfd(self._h(), -1 if fd is None else fd),
+        _check(_kvtier_eventfd(self._h(), -1 if fd is None else fd),
                "eventfd " + self.name)
 
     def request_ready(self, keys, deadline_ns=0, timeout_ms=-1):
-        """A scheduler's step for one request (kvt_request_ready(3)):
+        """A scheduler's step for one request (kvtier_request_ready(3)):
         LOOKUP the chain; if part of its cached prefix is only on NVMe,
         PREFETCH that prefix as one group by deadline_ns and wait for it
         (cancelled after timeout_ms). Returns Ready(status, ready): status
@@ -861,17 +863,17 @@ class Pool:
             arr[i][0] = k[0]
             arr[i][1] = k[1]
         ready = _u32()
-        ret = _kvt_request_ready(self._h(), None, arr, n, deadline_ns,
-                                 timeout_ms, ctypes.byref(ready))
+        ret = _kvtier_request_ready(self._h(), None, arr, n, deadline_ns,
+                                    timeout_ms, ctypes.byref(ready))
         if ret < 0 and ret not in _READY_STATUSES:
             _check(ret, "request_ready " + self.name)
         return Ready(ret, ready.value)
 
     def stat(self):
-        """The pool's configuration and counters (kvt_stat(3)), a Stat
+        """The pool's configuration and counters (kvtier_stat(3)), a Stat
         whose 'resident' is a dict by tier name."""
         st = _PoolStat()
-        _check(_kvt_stat(self._h(), ctypes.byref(st)), "stat " + self.name)
+        _check(_kvtier_stat(self._h(), ctypes.byref(st)), "stat " + self.name)
         d = _struct_dict(st)
         d["resident"] = {tier_name(t): st.resident[t]
                          for t in range(1, NR_TIERS)}
@@ -880,7 +882,8 @@ class Pool:
     # ---- the HBM tier ------------------------------------------------------
 
     def hbm_attach(self, backend=HBM_EMUL, slots=1, arena=None, copy=None):
-        """Give the pool a device tier of `slots` blocks (kvt_hbm_attach(3)).
+        """Give the pool a device tier of `slots` blocks
+        (kvtier_hbm_attach(3)).
 
         backend=HBM_EMUL: kernel memory stands in for the device (out of
         the hbm_emul_mb module parameter); returns None.
@@ -900,24 +903,24 @@ class Pool:
         """
         if backend == HBM_USER:
             fd = ctypes.c_int(-1)
-            _check(_kvt_hbm_attach(self._h(), backend, slots,
-                                   ctypes.byref(fd)),
+            _check(_kvtier_hbm_attach(self._h(), backend, slots,
+                                      ctypes.byref(fd)),
                    "hbm_attach %s" % self.name)
             try:
                 return Mover(self, fd.value, slots, arena=arena, copy=copy)
             except BaseException:
                 os.close(fd.value)
                 raise
-        _check(_kvt_hbm_attach(self._h(), backend, slots, None),
+        _check(_kvtier_hbm_attach(self._h(), backend, slots, None),
                "hbm_attach %s" % self.name)
         return None
 
     def hbm_stat(self):
-        """The pool's device tier (kvt_hbm_stat(3)), a Stat: attached,
+        """The pool's device tier (kvtier_hbm_stat(3)), a Stat: attached,
         backend, slots, used, to_dev, from_dev, adopted, evictions,
         copy_errors, timeouts, detached."""
         st = _HbmStat()
-        _check(_kvt_hbm_stat(self._h(), ctypes.byref(st)),
+        _check(_kvtier_hbm_stat(self._h(), ctypes.byref(st)),
                "hbm_stat " + self.name)
         d = _struct_dict(st)
         for k in ("flags", "__pad", "reserved"):
@@ -925,7 +928,7 @@ class Pool:
         return d
 
     def adopt(self, keys, slots):
-        """Take blocks made in device memory (kvt_adopt(3)): keys[i] is in
+        """Take blocks made in device memory (kvtier_adopt(3)): keys[i] is in
         slots[i]. Returns a Batch (status, addr per entry; tier TIER_HBM
         and slot for those adopted). Per-entry status: -EINVAL (slot out
         of range), -EBUSY (slot in use), -EEXIST (key present), -ENOSPC
@@ -947,7 +950,7 @@ class Pool:
             ents[i].key[1] = k[1]
             ents[i].slot = slots[i]
         done = _u32()
-        _check(_kvt_adopt(self._h(), ents, n, ctypes.byref(done)),
+        _check(_kvtier_adopt(self._h(), ents, n, ctypes.byref(done)),
                "adopt " + self.name)
         blocks = (_Block * n)()
         for i in range(n):
@@ -965,12 +968,12 @@ class Pool:
         """Make the pool's blocks durable on the NVMe tier; returns the
         blocks written. Raises Error: ENODEV (no NVMe tier), EBADF."""
         w = _u64()
-        _check(_kvt_sync(self._h(), ctypes.byref(w)), "sync " + self.name)
+        _check(_kvtier_sync(self._h(), ctypes.byref(w)), "sync " + self.name)
         return w.value
 
     def close(self):
         if self._p:
-            _kvt_pool_close(self._p)
+            _kvtier_pool_close(self._p)
             self._p = None
 
     @property
@@ -995,7 +998,7 @@ class Pool:
 
 class Mover:
     """The mover of a user HBM arena (Pool.hbm_attach(HBM_USER)): it does
-    the copies the kernel posts on the mover fd (kvt_mover_open(3)).
+    the copies the kernel posts on the mover fd (kvtier_mover_open(3)).
 
     Call run() in a loop, in a thread of its own (the kernel waits for
     each copy; one not reported within the hbm_timeout_ms module parameter
@@ -1021,7 +1024,7 @@ class Mover:
                 arena = bytearray(size)
             self.arena = arena
             addr = _bufs(arena, 1, size, True, self._keep)[0]
-            fn = _kvt_mover_memcpy_addr
+            fn = _kvtier_mover_memcpy_addr
             arg = addr
         else:
             def _copy(_arg, op, slot, dram, nbytes):
@@ -1036,7 +1039,7 @@ class Mover:
             fn = ctypes.cast(fn, _P).value
             arg = None
         m = _P()
-        _check(_kvt_mover_open(pool._h(), fd, fn, arg, ctypes.byref(m)),
+        _check(_kvtier_mover_open(pool._h(), fd, fn, arg, ctypes.byref(m)),
                "mover_open " + pool.name)
         self._m = m
 
@@ -1049,7 +1052,7 @@ class Mover:
         """Do the copies posted: waits up to timeout_ms (-1: forever) for
         the first. Returns the copies done (0: none came), or None once
         the arena is detached (the loop should end). Raises Error."""
-        ret = _kvt_mover_run(self._h(), timeout_ms)
+        ret = _kvtier_mover_run(self._h(), timeout_ms)
         if ret == -_errno.EPIPE:
             return None
         return _check(ret, "mover_run " + self._pool.name)
@@ -1057,7 +1060,7 @@ class Mover:
     def close(self):
         """Stop moving: the arena is detached."""
         if self._m:
-            _kvt_mover_close(self._m)
+            _kvtier_mover_close(self._m)
             self._m = None
 
     @property

@@ -81,7 +81,7 @@
 #define PUT_BATCH	4096
 
 static const char *prog = "kvtier-bench";
-static struct kvt_ctx *ctx;
+static struct kvtier_ctx *ctx;
 static volatile uint64_t sink;
 
 static void figure(const char *name, const char *fmt, double v)
@@ -102,39 +102,39 @@ static int warn(const char *what, int err)
  * as long as the fd, so nothing is left behind if the bench dies.
  */
 static int bench_pool(const char *tag, uint64_t block_size, uint64_t blocks,
-		      struct kvt_pool **poolp)
+		      struct kvtier_pool **poolp)
 {
-	struct kvt_pool_params p;
+	struct kvtier_pool_params p;
 	char name[KVTIER_NAME_MAX];
 	int ret;
 
 	snprintf(name, sizeof(name), "kvtier-bench-%d-%s", (int)getpid(), tag);
-	kvt_pool_params_init(&p, name, block_size, blocks);
-	ret = kvt_pool_create(ctx, &p, poolp);
+	kvtier_pool_params_init(&p, name, block_size, blocks);
+	ret = kvtier_pool_create(ctx, &p, poolp);
 	if (ret)
 		return ret;
-	ret = kvt_pool_destroy(ctx, name);
+	ret = kvtier_pool_destroy(ctx, name);
 	if (ret) {
-		kvt_pool_close(*poolp);
+		kvtier_pool_close(*poolp);
 		return ret;
 	}
 	return 0;
 }
 
-static struct kvt_key bench_key(uint64_t i)
+static struct kvtier_key bench_key(uint64_t i)
 {
-	struct kvt_key k;
+	struct kvtier_key k;
 
-	kvt_key_chain(NULL, i, &k);
+	kvtier_key_chain(NULL, i, &k);
 	return k;
 }
 
 /* PUT keys [from, to) of the bench key space, each block filled from @buf. */
-static int put_range(struct kvt_pool *pool, uint64_t from, uint64_t to,
+static int put_range(struct kvtier_pool *pool, uint64_t from, uint64_t to,
 		     void *buf, size_t buf_size)
 {
 	struct kvtier_block *b = calloc(PUT_BATCH, sizeof(*b));
-	uint64_t bs = kvt_pool_block_size(pool), i;
+	uint64_t bs = kvtier_pool_block_size(pool), i;
 	uint32_t j;
 	int ret = 0;
 
@@ -144,13 +144,13 @@ static int put_range(struct kvt_pool *pool, uint64_t from, uint64_t to,
 		uint32_t n = 0, done;
 
 		for (; i < to && n < PUT_BATCH; i++, n++) {
-			struct kvt_key k = bench_key(i);
+			struct kvtier_key k = bench_key(i);
 			size_t off = (i * bs) % buf_size;
 
 			*(uint64_t *)((char *)buf + off) = i;	/* distinct bytes */
-			kvt_block_set(&b[n], &k, (char *)buf + off);
+			kvtier_block_set(&b[n], &k, (char *)buf + off);
 		}
-		ret = kvt_put(pool, b, n, 0, &done);
+		ret = kvtier_put(pool, b, n, 0, &done);
 		for (j = 0; !ret && done != n && j < n; j++)
 			ret = b[j].status;	/* the first failed entry */
 	}
@@ -193,8 +193,8 @@ static int bench_copy(void)
 	double t_get[TRIALS], t_cpy[TRIALS], t_map[TRIALS], t_anon[TRIALS];
 	struct kvtier_block blk[COPY_BLOCKS];
 	const void *ptr[COPY_BLOCKS];
-	struct kvt_pool *pool = NULL;
-	struct kvt_map *map = NULL;
+	struct kvtier_pool *pool = NULL;
+	struct kvtier_map *map = NULL;
 	void *dst = NULL, *src = MAP_FAILED;
 	uint64_t bytes = 0, t, s;
 	uint32_t done, i, r, b;
@@ -203,7 +203,7 @@ static int bench_copy(void)
 	ret = bench_pool("copy", COPY_BLOCK, COPY_BLOCKS, &pool);
 	if (ret)
 		return warn("create the 256 KiB pool", ret);
-	ret = kvt_alloc_staging(pool, batch_bytes, &dst);
+	ret = kvtier_alloc_staging(pool, batch_bytes, &dst);
 	if (ret) {
 		warn("staging buffer", ret);
 		goto out;
@@ -224,11 +224,11 @@ static int bench_copy(void)
 		goto out;
 	}
 	for (i = 0; i < COPY_BLOCKS; i++) {
-		struct kvt_key k = bench_key(i);
+		struct kvtier_key k = bench_key(i);
 
-		kvt_block_set(&blk[i], &k, NULL);
+		kvtier_block_set(&blk[i], &k, NULL);
 	}
-	ret = kvt_lookup(pool, blk, COPY_BLOCKS, 0, &done);
+	ret = kvtier_lookup(pool, blk, COPY_BLOCKS, 0, &done);
 	if (!ret && done != COPY_BLOCKS)
 		ret = -ENOENT;
 	if (ret) {
@@ -243,7 +243,7 @@ static int bench_copy(void)
 		t = now_ns();
 		for (r = 0; r < COPY_ROUNDS; r++)
 			for (b = 0; b < COPY_BLOCKS; b += COPY_BATCH) {
-				ret = kvt_get(pool, blk + b, COPY_BATCH, 0, &done);
+				ret = kvtier_get(pool, blk + b, COPY_BATCH, 0, &done);
 				if (!ret && done != COPY_BATCH)
 					ret = -ENOENT;
 				if (ret) {
@@ -271,13 +271,13 @@ static int bench_copy(void)
 	figure("dram_memcpy_gbps", "%.2f", bytes / best_of(t_cpy, TRIALS) / 1e9);
 
 	/* Reading resident blocks through the mapping vs. anonymous memory. */
-	ret = kvt_map(pool, 0, 0, &map);
+	ret = kvtier_map(pool, 0, 0, &map);
 	if (ret) {
 		warn("mmap the pool", ret);
 		goto out;
 	}
 	for (i = 0; i < COPY_BLOCKS; i++) {
-		ptr[i] = kvt_block_ptr(map, blk[i].addr);
+		ptr[i] = kvtier_block_ptr(map, blk[i].addr);
 		if (!ptr[i]) {
 			ret = warn("block address outside the pool", -ERANGE);
 			goto out;
@@ -307,19 +307,20 @@ static int bench_copy(void)
 	figure("anon_read_gbps", "%.2f", bytes / best_of(t_anon, TRIALS) / 1e9);
 	ret = 0;
 out:
-	kvt_unmap(map);
+	kvtier_unmap(map);
 	if (src != MAP_FAILED)
 		munmap(src, pool_bytes);
-	kvt_free_staging(pool, dst, batch_bytes);
-	kvt_pool_close(pool);
+	kvtier_free_staging(pool, dst, batch_bytes);
+	kvtier_pool_close(pool);
 	return ret;
 }
 
 /* ---- lookup_1e6_vs_1e3 and dram_meta_bytes_per_block ------------------- */
 
 /* ns per key of LOOKUPs of random keys among the first @resident ones. */
-static int lookup_cost(struct kvt_pool *pool, uint64_t resident, uint64_t *rng,
-		       struct kvtier_block *blk, double *ns_per_key)
+static int lookup_cost(struct kvtier_pool *pool, uint64_t resident,
+		       uint64_t *rng, struct kvtier_block *blk,
+		       double *ns_per_key)
 {
 	double t_trial[TRIALS];
 	int trial, ret;
@@ -328,17 +329,18 @@ static int lookup_cost(struct kvt_pool *pool, uint64_t resident, uint64_t *rng,
 
 	for (trial = -1; trial < TRIALS; trial++) {	/* -1: warm-up */
 		for (i = 0; i < LOOKUP_KEYS; i++) {
-			struct kvt_key k;
+			struct kvtier_key k;
 
 			*rng ^= *rng << 13;
 			*rng ^= *rng >> 7;
 			*rng ^= *rng << 17;
 			k = bench_key(*rng % resident);
-			kvt_block_set(&blk[i], &k, NULL);
+			kvtier_block_set(&blk[i], &k, NULL);
 		}
 		t = now_ns();
 		for (i = 0; i < LOOKUP_KEYS; i += LOOKUP_BATCH) {
-			ret = kvt_lookup(pool, blk + i, LOOKUP_BATCH, 0, &done);
+			ret = kvtier_lookup(pool, blk + i, LOOKUP_BATCH, 0,
+					    &done);
 			if (!ret && done != LOOKUP_BATCH)
 				ret = -ENOENT;
 			if (ret)
@@ -372,7 +374,7 @@ static int bench_lookup(void)
 	struct kvtier_pool_stat st;
 	struct kvtier_api api;
 	struct kvtier_block *blk;
-	struct kvt_pool *pool;
+	struct kvtier_pool *pool;
 	double ns_small, ns_large;
 	uint64_t rng = 88172645463325252ULL, t;
 	void *buf = NULL;
@@ -380,7 +382,7 @@ static int bench_lookup(void)
 	char b1[32], b2[32];
 	int ret;
 
-	kvt_api_info(ctx, &api);
+	kvtier_api_info(ctx, &api);
 	budget = free_dram_budget(api.dram_bytes);
 	/* Room for the blocks, leaving the VM some memory for itself. */
 	fit = budget < avail * 3 / 4 ? budget : avail * 3 / 4;
@@ -403,7 +405,7 @@ static int bench_lookup(void)
 		free(blk);
 		return ret;
 	}
-	ret = kvt_alloc_staging(pool, buf_size, &buf);
+	ret = kvtier_alloc_staging(pool, buf_size, &buf);
 	if (ret) {
 		warn("staging buffer", ret);
 		goto out;
@@ -429,7 +431,7 @@ static int bench_lookup(void)
 	ret = lookup_cost(pool, large, &rng, blk, &ns_large);
 	if (ret)
 		goto out;
-	ret = kvt_stat(pool, &st);
+	ret = kvtier_stat(pool, &st);
 	if (ret) {
 		warn("STAT", ret);
 		goto out;
@@ -456,8 +458,8 @@ static int bench_lookup(void)
 	       (large - LOOKUP_SMALL) / (t / 1e9));
 	ret = 0;
 out:
-	kvt_free_staging(pool, buf, buf_size);
-	kvt_pool_close(pool);
+	kvtier_free_staging(pool, buf, buf_size);
+	kvtier_pool_close(pool);
 	free(blk);
 	return ret;
 }
@@ -658,7 +660,7 @@ static int nvme_check(const void *blk, uint64_t i)
 }
 
 /* PUT blocks [from, to) in batches of NVME_PUT_BATCH from @buf. */
-static int nvme_put(struct kvt_pool *pool, uint64_t from, uint64_t to,
+static int nvme_put(struct kvtier_pool *pool, uint64_t from, uint64_t to,
 		    char *buf)
 {
 	struct kvtier_block b[NVME_PUT_BATCH];
@@ -668,13 +670,13 @@ static int nvme_put(struct kvt_pool *pool, uint64_t from, uint64_t to,
 
 	for (i = from; i < to; ) {
 		for (n = 0; i < to && n < NVME_PUT_BATCH; i++, n++) {
-			struct kvt_key k = bench_key(i);
+			struct kvtier_key k = bench_key(i);
 			char *p = buf + n * NVME_BLOCK;
 
 			nvme_stamp(p, i);
-			kvt_block_set(&b[n], &k, p);
+			kvtier_block_set(&b[n], &k, p);
 		}
-		ret = kvt_put(pool, b, n, 0, &done);
+		ret = kvtier_put(pool, b, n, 0, &done);
 		for (j = 0; !ret && done != n && j < n; j++)
 			ret = b[j].status;
 		if (ret)
@@ -695,7 +697,7 @@ static uint64_t xorshift(uint64_t *s)
  * The indexes among [0, n) of the blocks that are only on NVMe, in random
  * order. Returns how many, or -errno.
  */
-static int64_t nvme_only(struct kvt_pool *pool, uint64_t n, uint64_t *idx,
+static int64_t nvme_only(struct kvtier_pool *pool, uint64_t n, uint64_t *idx,
 			 uint64_t *rng)
 {
 	struct kvtier_block *b = calloc(n, sizeof(*b));
@@ -705,11 +707,11 @@ static int64_t nvme_only(struct kvt_pool *pool, uint64_t n, uint64_t *idx,
 	if (!b)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		struct kvt_key k = bench_key(i);
+		struct kvtier_key k = bench_key(i);
 
-		kvt_block_set(&b[i], &k, NULL);
+		kvtier_block_set(&b[i], &k, NULL);
 	}
-	ret = kvt_lookup(pool, b, n, 0, NULL);
+	ret = kvtier_lookup(pool, b, n, 0, NULL);
 	for (i = 0; !ret && i < n; i++)
 		if (!b[i].status && b[i].tier == KVTIER_TIER_NVME)
 			idx[m++] = i;
@@ -730,7 +732,7 @@ static int64_t nvme_only(struct kvt_pool *pool, uint64_t n, uint64_t *idx,
  * GET the blocks idx[0..n) in batches of NVME_QD into @buf, checking each;
  * *@bad counts the blocks that missed or did not verify.
  */
-static int nvme_get(struct kvt_pool *pool, const uint64_t *idx, uint64_t n,
+static int nvme_get(struct kvtier_pool *pool, const uint64_t *idx, uint64_t n,
 		    char *buf, uint64_t *bad)
 {
 	struct kvtier_block b[NVME_QD];
@@ -741,11 +743,11 @@ static int nvme_get(struct kvt_pool *pool, const uint64_t *idx, uint64_t n,
 	for (i = 0; i < n; i += m) {
 		m = n - i < NVME_QD ? n - i : NVME_QD;
 		for (j = 0; j < m; j++) {
-			struct kvt_key k = bench_key(idx[i + j]);
+			struct kvtier_key k = bench_key(idx[i + j]);
 
-			kvt_block_set(&b[j], &k, buf + j * NVME_BLOCK);
+			kvtier_block_set(&b[j], &k, buf + j * NVME_BLOCK);
 		}
-		ret = kvt_get(pool, b, m, 0, NULL);
+		ret = kvtier_get(pool, b, m, 0, NULL);
 		if (ret)
 			return ret;
 		for (j = 0; j < m; j++)
@@ -789,7 +791,7 @@ static int nvme_device(char *dev, size_t size, uint64_t *dev_bytes)
 	struct kvtier_api api;
 	int ret;
 
-	kvt_api_info(ctx, &api);
+	kvtier_api_info(ctx, &api);
 	if (!(api.supported & KVTIER_F_NVME)) {
 		nvme_na("%sthe module has no NVMe tier", "");
 		return -ENOTTY;
@@ -808,7 +810,7 @@ static int nvme_device(char *dev, size_t size, uint64_t *dev_bytes)
 			dev);
 		return -EPERM;
 	}
-	ret = kvt_nvme_stat(ctx, &ns);
+	ret = kvtier_nvme_stat(ctx, &ns);
 	if (!ret && ns.attached) {
 		nvme_na("%sa device is attached already; the bench needs to format its own", "");
 		return -EBUSY;
@@ -830,8 +832,8 @@ static int bench_nvme(void)
 	const uint64_t get_bytes = NVME_QD * NVME_BLOCK;
 	struct kvtier_nvme_stat s0, s1;
 	struct kvtier_pool_stat ps;
-	struct kvt_pool_params p;
-	struct kvt_pool *pool = NULL;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *pool = NULL;
 	char dev[256], name[KVTIER_NAME_MAX], b1[32];
 	double fio_w = 0, fio_r = 0, secs, kv_w, kv_r;
 	uint64_t dev_bytes, nw, nr, next, cap, bad = 0, rng = 0x2545f4914f6cdd1dULL;
@@ -863,7 +865,7 @@ static int bench_nvme(void)
 		fio_r = 0;
 
 	/* 2. A new store, and a pool whose DRAM share is 64 blocks. */
-	ret = kvt_nvme_attach(ctx, dev, KVTIER_NVME_FORMAT, 0);
+	ret = kvtier_nvme_attach(ctx, dev, KVTIER_NVME_FORMAT, 0);
 	if (ret) {
 		char why[384];
 
@@ -876,16 +878,16 @@ static int bench_nvme(void)
 	if (cap > KVTIER_CAPACITY_MAX)
 		cap = KVTIER_CAPACITY_MAX;
 	snprintf(name, sizeof(name), "kvtier-bench-%d-nvme", (int)getpid());
-	kvt_pool_params_init(&p, name, NVME_BLOCK, cap);
+	kvtier_pool_params_init(&p, name, NVME_BLOCK, cap);
 	p.dram_blocks = NVME_DRAM;
-	ret = kvt_pool_create(ctx, &p, &pool);
+	ret = kvtier_pool_create(ctx, &p, &pool);
 	if (ret) {
 		warn("create the NVMe pool", ret);
 		goto out;
 	}
-	ret = kvt_alloc_staging(pool, put_bytes, (void **)&pbuf);
+	ret = kvtier_alloc_staging(pool, put_bytes, (void **)&pbuf);
 	if (!ret)
-		ret = kvt_alloc_staging(pool, get_bytes, (void **)&gbuf);
+		ret = kvtier_alloc_staging(pool, get_bytes, (void **)&gbuf);
 	idx = calloc(cap, sizeof(*idx));
 	if (ret || !idx) {
 		warn("NVMe buffers", ret ? ret : -ENOMEM);
@@ -896,13 +898,13 @@ static int bench_nvme(void)
 		figure("cpu_crc32c_gbps", "%.3f", crc32c_gbps(pbuf, put_bytes));
 
 	/* 3. Demotion: PUT through the small DRAM share, then SYNC. */
-	kvt_nvme_stat(ctx, &s0);
+	kvtier_nvme_stat(ctx, &s0);
 	t = now_ns();
 	ret = nvme_put(pool, 0, nw, pbuf);
 	if (!ret)
-		ret = kvt_sync(pool, NULL);
+		ret = kvtier_sync(pool, NULL);
 	secs = (now_ns() - t) / 1e9;
-	kvt_nvme_stat(ctx, &s1);
+	kvtier_nvme_stat(ctx, &s1);
 	if (ret) {
 		warn("PUT/SYNC through the NVMe tier", ret);
 		goto out;
@@ -915,7 +917,7 @@ static int bench_nvme(void)
 	figure("nvme_write_gbps", "%.3f", kv_w / 1e9);
 	figure("fio_seq_write_gbps", "%.3f", fio_w / 1e9);
 	figure("nvme_put_gbps", "%.3f", nw * NVME_BLOCK / secs / 1e9);
-	kvt_stat(pool, &ps);
+	kvtier_stat(pool, &ps);
 	figure("nvme_write_blocks_per_region", "%.1f",
 	       (double)ps.demotions / (s1.nr_regions - s1.free_regions +
 				       s1.reclaimed - s0.reclaimed));
@@ -937,12 +939,12 @@ static int bench_nvme(void)
 	}
 	if ((uint64_t)m < nr)
 		nr = m - m % NVME_QD;
-	kvt_nvme_stat(ctx, &s0);
-	kvt_stat(pool, &ps);
+	kvtier_nvme_stat(ctx, &s0);
+	kvtier_stat(pool, &ps);
 	t = now_ns();
 	ret = nvme_get(pool, idx, nr, gbuf, &bad);
 	secs = (now_ns() - t) / 1e9;
-	kvt_nvme_stat(ctx, &s1);
+	kvtier_nvme_stat(ctx, &s1);
 	if (ret || !nr) {
 		warn("GET from the NVMe tier", ret ? ret : -ENOENT);
 		goto out;
@@ -960,7 +962,7 @@ static int bench_nvme(void)
 
 	/* 5. Fill the device, SYNC, detach, attach: the index rebuild. */
 	for (next = nw; ; next += NVME_DRAM) {
-		kvt_nvme_stat(ctx, &s1);
+		kvtier_nvme_stat(ctx, &s1);
 		if (!s1.free_regions || next + NVME_DRAM > cap - 2 * NVME_DRAM ||
 		    dev_bytes > NVME_FILL_MAX)
 			break;
@@ -970,12 +972,12 @@ static int bench_nvme(void)
 			goto out;
 		}
 	}
-	ret = kvt_sync(pool, NULL);
+	ret = kvtier_sync(pool, NULL);
 	if (ret) {
 		warn("SYNC", ret);
 		goto out;
 	}
-	kvt_nvme_stat(ctx, &s1);
+	kvtier_nvme_stat(ctx, &s1);
 	figure("nvme_host_waf", "%.4f", s1.bytes_demoted ?
 	       (double)s1.bytes_written / s1.bytes_demoted : 0);
 	figure("nvme_bytes_written", "%.0f", s1.bytes_written);
@@ -988,18 +990,18 @@ static int bench_nvme(void)
 		       dev);
 		goto out_verify;
 	}
-	ret = kvt_nvme_detach(ctx);
+	ret = kvtier_nvme_detach(ctx);
 	if (!ret) {
 		attached = 0;
-		ret = kvt_nvme_attach(ctx, dev, 0, 0);
+		ret = kvtier_nvme_attach(ctx, dev, 0, 0);
 		attached = !ret;
 	}
 	if (ret) {
 		warn("detach and attach again", ret);
 		goto out;
 	}
-	kvt_nvme_stat(ctx, &s1);
-	kvt_stat(pool, &ps);
+	kvtier_nvme_stat(ctx, &s1);
+	kvtier_stat(pool, &ps);
 	if (dev_bytes >> 30 == 1 && !(dev_bytes & ((1ULL << 30) - 1)))
 		figure("nvme_attach_seconds_1gib", "%.3f", s1.attach_ns / 1e9);
 	else
@@ -1028,13 +1030,13 @@ out_verify:
 out:
 	free(idx);
 	if (pool) {
-		kvt_free_staging(pool, pbuf, put_bytes);
-		kvt_free_staging(pool, gbuf, get_bytes);
-		kvt_pool_close(pool);
-		kvt_pool_destroy(ctx, name);
+		kvtier_free_staging(pool, pbuf, put_bytes);
+		kvtier_free_staging(pool, gbuf, get_bytes);
+		kvtier_pool_close(pool);
+		kvtier_pool_destroy(ctx, name);
 	}
 	if (attached) {
-		int err = kvt_nvme_detach(ctx);
+		int err = kvtier_nvme_detach(ctx);
 
 		if (err)
 			warn("detach", err);
@@ -1050,19 +1052,19 @@ static int bench_uring(void)
 {
 	static struct kvtier_block b[URING_CMDS];
 	static struct kvtier_batch cmd[URING_CMDS];
-	struct kvt_ring_cqe cqe[URING_CMDS];
+	struct kvtier_ring_cqe cqe[URING_CMDS];
 	double t_ring[TRIALS], t_ioctl[TRIALS];
-	struct kvt_pool *pool;
-	struct kvt_ring *ring;
+	struct kvtier_pool *pool;
+	struct kvtier_ring *ring;
 	void *buf;
 	int ret, t, r, i, n;
 
 	ret = bench_pool("uring", LOOKUP_BLOCK, URING_CMDS, &pool);
 	if (ret)
 		return warn("uring pool", ret);
-	ret = kvt_ring_open(&ring, URING_CMDS);
+	ret = kvtier_ring_open(&ring, URING_CMDS);
 	if (ret) {
-		kvt_pool_close(pool);
+		kvtier_pool_close(pool);
 		printf("uring_lookup64_vs_ioctl64: n/a (io_uring: %s)\n",
 		       strerror(-ret));
 		return 0;
@@ -1074,9 +1076,9 @@ static int bench_uring(void)
 	if (ret)
 		goto out;
 	for (i = 0; i < URING_CMDS; i++) {
-		struct kvt_key k = bench_key(i);
+		struct kvtier_key k = bench_key(i);
 
-		kvt_block_set(&b[i], &k, NULL);
+		kvtier_block_set(&b[i], &k, NULL);
 		memset(&cmd[i], 0, sizeof(cmd[i]));
 		cmd[i].blocks = (uintptr_t)&b[i];
 		cmd[i].count = 1;
@@ -1086,14 +1088,15 @@ static int bench_uring(void)
 
 		for (r = 0; r < URING_ROUNDS && !ret; r++) {
 			for (i = 0; i < URING_CMDS && !ret; i++)
-				ret = kvt_ring_queue(ring, pool, KVTIER_IOC_LOOKUP,
-						     &cmd[i], i);
+				ret = kvtier_ring_queue(ring, pool, KVTIER_IOC_LOOKUP,
+							&cmd[i], i);
 			if (!ret)
-				ret = kvt_ring_submit(ring) == URING_CMDS ? 0 : -EIO;
+				ret = kvtier_ring_submit(ring) == URING_CMDS ? 0 : -EIO;
 			for (n = 0; !ret && n < URING_CMDS; ) {
-				int got = kvt_ring_reap(ring, cqe, URING_CMDS,
-							URING_CMDS - n);
+				int got;
 
+				got = kvtier_ring_reap(ring, cqe, URING_CMDS,
+						       URING_CMDS - n);
 				if (got < 0)
 					ret = got;
 				for (i = 0; !ret && i < got; i++)
@@ -1106,7 +1109,7 @@ static int bench_uring(void)
 		t0 = now_ns();
 		for (r = 0; r < URING_ROUNDS && !ret; r++)
 			for (i = 0; i < URING_CMDS && !ret; i++)
-				ret = kvt_lookup(pool, &b[i], 1, 0, NULL);
+				ret = kvtier_lookup(pool, &b[i], 1, 0, NULL);
 		t_ioctl[t] = (now_ns() - t0) / 1e9;
 	}
 	if (!ret) {
@@ -1120,8 +1123,8 @@ static int bench_uring(void)
 out:
 	if (ret)
 		warn("uring", ret);
-	kvt_ring_close(ring);
-	kvt_pool_close(pool);
+	kvtier_ring_close(ring);
+	kvtier_pool_close(pool);
 	return ret;
 }
 
@@ -1132,7 +1135,7 @@ out:
 #define HBM_GBPS_PARAM	"/sys/module/kvtier/parameters/hbm_emul_gbps"
 
 struct hbm_mover {
-	struct kvt_mover *m;
+	struct kvtier_mover *m;
 	int stop;			/* __atomic */
 	int err;
 };
@@ -1143,7 +1146,7 @@ static void *hbm_mover_loop(void *arg)
 	int ret;
 
 	while (!__atomic_load_n(&hm->stop, __ATOMIC_ACQUIRE)) {
-		ret = kvt_mover_run(hm->m, 50);
+		ret = kvtier_mover_run(hm->m, 50);
 		if (ret == -EPIPE)
 			break;
 		if (ret < 0) {
@@ -1178,13 +1181,13 @@ static int gbps_param(int set)
 static int hbm_stage_run(uint32_t backend, const void *buf, double *secs)
 {
 	const size_t bytes = HBM_BLOCKS * HBM_BLOCK;
-	struct kvt_prefetch_args a = { .group = 1, .tier = KVTIER_TIER_HBM };
+	struct kvtier_prefetch_args a = { .group = 1, .tier = KVTIER_TIER_HBM };
 	static struct kvtier_hint h[HBM_BLOCKS];
 	static struct kvtier_block b[HBM_BLOCKS];
 	struct hbm_mover hm = { 0 };
 	struct kvtier_hbm_stat st;
 	struct kvtier_completion c;
-	struct kvt_pool *pool;
+	struct kvtier_pool *pool;
 	pthread_t thr;
 	void *arena = NULL;
 	int ret, mfd = -1, running = 0;
@@ -1197,8 +1200,9 @@ static int hbm_stage_run(uint32_t backend, const void *buf, double *secs)
 		return ret;
 	ret = put_range(pool, 0, HBM_BLOCKS, (void *)buf, bytes);
 	if (!ret)
-		ret = kvt_hbm_attach(pool, backend, HBM_BLOCKS,
-				     backend == KVTIER_HBM_USER ? &mfd : NULL);
+		ret = kvtier_hbm_attach(pool, backend, HBM_BLOCKS,
+					backend == KVTIER_HBM_USER ?
+					&mfd : NULL);
 	if (!ret && backend == KVTIER_HBM_USER) {
 		ret = posix_memalign(&arena, 4096, bytes) ? -ENOMEM : 0;
 		if (ret)
@@ -1206,33 +1210,33 @@ static int hbm_stage_run(uint32_t backend, const void *buf, double *secs)
 		else
 			memset(arena, 0, bytes);	/* faulted in before */
 		if (!ret)
-			ret = kvt_mover_open(pool, mfd, kvt_mover_memcpy, arena,
-					     &hm.m);
+			ret = kvtier_mover_open(pool, mfd, kvtier_mover_memcpy,
+						arena, &hm.m);
 		if (!ret)
 			ret = -pthread_create(&thr, NULL, hbm_mover_loop, &hm);
 		running = !ret;
 	}
 	for (i = 0; i < HBM_BLOCKS; i++) {
-		struct kvt_key k = bench_key(i);
+		struct kvtier_key k = bench_key(i);
 
-		kvt_hint_set(&h[i], &k);
-		kvt_block_set(&b[i], &k, NULL);
+		kvtier_hint_set(&h[i], &k);
+		kvtier_block_set(&b[i], &k, NULL);
 	}
 	t0 = now_ns();
 	if (!ret)
-		ret = kvt_prefetch(pool, h, HBM_BLOCKS, &a, NULL, NULL);
+		ret = kvtier_prefetch(pool, h, HBM_BLOCKS, &a, NULL, NULL);
 	if (!ret)
-		ret = kvt_wait_group(pool, a.group, &c, 60000);
+		ret = kvtier_wait_group(pool, a.group, &c, 60000);
 	*secs = (now_ns() - t0) / 1e9;
 	if (!ret && (c.status || c.ready != HBM_BLOCKS))
 		ret = c.status ? c.status : -EIO;
 	if (!ret)
-		ret = kvt_hbm_stat(pool, &st);
+		ret = kvtier_hbm_stat(pool, &st);
 	if (!ret && st.to_dev != HBM_BLOCKS)
 		ret = -EIO;
 	/* The user arena holds the blocks' bytes, each at its slot. */
 	if (!ret && arena)
-		ret = kvt_lookup(pool, b, HBM_BLOCKS, 0, &ready);
+		ret = kvtier_lookup(pool, b, HBM_BLOCKS, 0, &ready);
 	for (i = 0; !ret && arena && i < HBM_BLOCKS; i++)
 		if (b[i].tier != KVTIER_TIER_HBM || b[i].slot >= HBM_BLOCKS ||
 		    memcmp((char *)arena + b[i].slot * HBM_BLOCK,
@@ -1244,9 +1248,9 @@ static int hbm_stage_run(uint32_t backend, const void *buf, double *secs)
 		if (!ret && hm.err)
 			ret = hm.err;
 	}
-	kvt_mover_close(hm.m);
+	kvtier_mover_close(hm.m);
 	free(arena);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 	return ret;
 }
 
@@ -1319,7 +1323,7 @@ int main(int argc, char **argv)
 		return help ? 0 : 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
+	ret = kvtier_open(&ctx, KVTIER_FEATURES_ALL);
 	if (ret) {
 		fprintf(stderr, "%s: /dev/kvtier: %s\n", prog, strerror(-ret));
 		return 1;
@@ -1327,6 +1331,6 @@ int main(int argc, char **argv)
 	for (k = 0; k < nparts; k++)
 		if (run[k])
 			parts[k].fn();
-	kvt_close(ctx);
+	kvtier_close(ctx);
 	return 0;
 }

@@ -43,7 +43,7 @@ struct lookahead {
 	int done;		/* the source ran dry */
 	struct group_info groups[GROUP_RING];
 	uint32_t outstanding;
-	struct kvt_key *keys;
+	struct kvtier_key *keys;
 	struct kvtier_hint *hints;
 	uint32_t cap;
 	struct hint_stats st;
@@ -146,11 +146,11 @@ static int reserve(struct lookahead *la, uint32_t n)
 }
 
 /* One group for request @r, due at @deadline. */
-static int hint_one(struct lookahead *la, struct kvt_pool *pool,
+static int hint_one(struct lookahead *la, struct kvtier_pool *pool,
 		    const struct request *r, uint64_t seq, uint64_t deadline,
 		    uint32_t batch_max)
 {
-	struct kvt_prefetch_args a = { 0 };
+	struct kvtier_prefetch_args a = { 0 };
 	struct group_info *gi = &la->groups[seq % GROUP_RING];
 	uint32_t n = r->n < batch_max ? r->n : batch_max, i, exist;
 	uint32_t queued = 0, resident = 0;
@@ -161,9 +161,9 @@ static int hint_one(struct lookahead *la, struct kvt_pool *pool,
 	ret = reserve(la, n);
 	if (ret)
 		return ret;
-	kvt_key_chain_n(NULL, r->ids, n, la->keys);
+	kvtier_key_chain_n(NULL, r->ids, n, la->keys);
 	for (i = 0; i < n; i++)
-		kvt_hint_set(&la->hints[i], &la->keys[i]);
+		kvtier_hint_set(&la->hints[i], &la->keys[i]);
 	if (gi->seq) {
 		/* Its group is long gone unread; forget it. */
 		la->outstanding--;
@@ -173,7 +173,7 @@ static int hint_one(struct lookahead *la, struct kvt_pool *pool,
 	a.cookie = seq;
 	a.deadline_ns = deadline;
 	a.tier = la->tier;
-	ret = kvt_prefetch(pool, la->hints, n, &a, &queued, &resident);
+	ret = kvtier_prefetch(pool, la->hints, n, &a, &queued, &resident);
 	if (ret == -EAGAIN)
 		return 0;	/* too many groups live: go without */
 	if (ret)
@@ -193,7 +193,7 @@ static int hint_one(struct lookahead *la, struct kvt_pool *pool,
 	return 0;
 }
 
-int lookahead_hint(struct lookahead *la, struct kvt_pool *pool,
+int lookahead_hint(struct lookahead *la, struct kvtier_pool *pool,
 		   double ns_per_token, uint32_t batch_max)
 {
 	uint64_t t = now_ns();
@@ -234,14 +234,14 @@ static void account(struct lookahead *la, const struct kvtier_completion *c)
 	la->outstanding--;
 }
 
-int lookahead_drain(struct lookahead *la, struct kvt_pool *pool,
+int lookahead_drain(struct lookahead *la, struct kvtier_pool *pool,
 		    int timeout_ms)
 {
 	struct kvtier_completion c[64];
 	int n, i;
 
 	do {
-		n = kvt_completions(pool, c, 64, la->outstanding ? timeout_ms : 0);
+		n = kvtier_completions(pool, c, 64, la->outstanding ? timeout_ms : 0);
 		if (n < 0)
 			return n;
 		for (i = 0; i < n; i++)

@@ -131,12 +131,12 @@ static void on_signal(int sig)
 #define GOLDEN	0x9e3779b97f4a7c15ULL
 
 /* Word i of the block with key k: (k0 ^ i * GOLDEN) + k1. */
-static inline uint64_t pattern(const struct kvt_key *k, uint64_t i)
+static inline uint64_t pattern(const struct kvtier_key *k, uint64_t i)
 {
 	return (k->k[0] ^ (i * GOLDEN)) + k->k[1];
 }
 
-static void fill_block(void *buf, uint64_t bytes, const struct kvt_key *k)
+static void fill_block(void *buf, uint64_t bytes, const struct kvtier_key *k)
 {
 	uint64_t *w = buf, i, n = bytes / 8;
 
@@ -145,8 +145,8 @@ static void fill_block(void *buf, uint64_t bytes, const struct kvt_key *k)
 }
 
 /* Check every word (full) or the first word of each page; 0 if all match. */
-static int check_block(const void *buf, uint64_t bytes, const struct kvt_key *k,
-		       int full)
+static int check_block(const void *buf, uint64_t bytes,
+		       const struct kvtier_key *k, int full)
 {
 	const uint64_t *w = buf;
 	uint64_t i, n = bytes / 8, step = full ? 1 : PAGE / 8;
@@ -160,7 +160,7 @@ static int check_block(const void *buf, uint64_t bytes, const struct kvt_key *k,
 /* ---- a set of keys, for the infinite-cache hit ratio ------------------- */
 
 struct keyset {
-	struct kvt_key *slot;	/* {0, 0} is an empty slot */
+	struct kvtier_key *slot;	/* {0, 0} is an empty slot */
 	uint64_t mask;
 	uint64_t used;
 };
@@ -168,7 +168,7 @@ struct keyset {
 static int keyset_grow(struct keyset *s)
 {
 	uint64_t size = s->slot ? (s->mask + 1) * 2 : 1 << 16, i, j;
-	struct kvt_key *slot = calloc(size, sizeof(*slot));
+	struct kvtier_key *slot = calloc(size, sizeof(*slot));
 
 	if (!slot)
 		return -ENOMEM;
@@ -187,7 +187,7 @@ static int keyset_grow(struct keyset *s)
 }
 
 /* Insert @k; returns 1 if it was there already, 0 if new, -ENOMEM. */
-static int keyset_add(struct keyset *s, const struct kvt_key *k)
+static int keyset_add(struct keyset *s, const struct kvtier_key *k)
 {
 	uint64_t j;
 
@@ -227,7 +227,7 @@ struct trace_stats {
 };
 
 static int trace_account(struct trace_stats *ts, const struct request *r,
-			 const struct kvt_key *keys)
+			 const struct kvtier_key *keys)
 {
 	uint64_t hits = 0;
 	int known = 1;
@@ -315,13 +315,13 @@ struct replay_stats {
 struct replay {
 	struct replay_opts *o;
 	struct replay_stats st;
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	int nvme_on;			/* an NVMe tier is attached */
 	int nvme_ours;			/* ...by us: detach it at the end */
 	struct kvtier_nvme_stat ns0;	/* at the start of the replay */
-	struct kvt_pool *pool;
-	struct kvt_map *map;
-	struct kvt_key *keys;
+	struct kvtier_pool *pool;
+	struct kvtier_map *map;
+	struct kvtier_key *keys;
 	struct kvtier_block *look;	/* LOOKUP, PIN, UNPIN: buf 0 */
 	struct kvtier_block *io;	/* GET, PUT */
 	unsigned char *on_nvme;		/* LOOKUP found the entry on NVMe */
@@ -332,7 +332,7 @@ struct replay {
 	struct kvtier_hint *hints;	/* the waits for HBM */
 	uint64_t hbm_groups;
 	int gbps_old;			/* hbm_emul_gbps to restore; -1 */
-	struct kvt_mover *mover;	/* --hbm-backend user */
+	struct kvtier_mover *mover;	/* --hbm-backend user */
 	void *arena;
 	pthread_t mover_thread;
 	int mover_running;
@@ -373,10 +373,10 @@ static int replay_reserve(struct replay *rp, uint32_t n)
 		rp->cap = cap;
 	}
 	if (size > rp->staging_size) {
-		kvt_free_staging(rp->pool, rp->staging, rp->staging_size);
+		kvtier_free_staging(rp->pool, rp->staging, rp->staging_size);
 		rp->staging = NULL;
 		rp->staging_size = 0;
-		ret = kvt_alloc_staging(rp->pool, size, &rp->staging);
+		ret = kvtier_alloc_staging(rp->pool, size, &rp->staging);
 		if (ret)
 			return ret;
 		rp->staging_size = size;
@@ -398,7 +398,7 @@ static void *slot_buf(struct replay *rp, uint32_t i)
 static int hbm_ready(struct replay *rp, uint32_t *prefix)
 {
 	struct replay_stats *st = &rp->st;
-	struct kvt_prefetch_args a = { 0 };
+	struct kvtier_prefetch_args a = { 0 };
 	struct kvtier_completion c;
 	uint32_t n = *prefix, miss = 0, nvme = 0, i;
 	uint64_t t0;
@@ -415,16 +415,16 @@ static int hbm_ready(struct replay *rp, uint32_t *prefix)
 	if (miss) {
 		t0 = now_ns();
 		for (i = 0; i < n; i++)
-			kvt_hint_set(&rp->hints[i], &rp->keys[i]);
+			kvtier_hint_set(&rp->hints[i], &rp->keys[i]);
 		a.group = HBM_GROUP_BASE + ++rp->hbm_groups;
 		a.deadline_ns = t0;
 		a.priority = KVTIER_PRIO_MAX;
 		a.tier = KVTIER_TIER_HBM;
-		ret = kvt_prefetch(rp->pool, rp->hints, n, &a, NULL, NULL);
+		ret = kvtier_prefetch(rp->pool, rp->hints, n, &a, NULL, NULL);
 		if (!ret)
-			ret = kvt_wait_group(rp->pool, a.group, &c, HBM_WAIT_MS);
+			ret = kvtier_wait_group(rp->pool, a.group, &c, HBM_WAIT_MS);
 		if (ret == -ETIMEDOUT)
-			kvt_cancel(rp->pool, a.group, 0, NULL);
+			kvtier_cancel(rp->pool, a.group, 0, NULL);
 		if (ret)
 			return ret;
 		/* The accelerator would wait for these: the stall. */
@@ -432,7 +432,7 @@ static int hbm_ready(struct replay *rp, uint32_t *prefix)
 		st->hbm_from_dram += miss - nvme;
 		st->hbm_from_nvme += nvme;
 	}
-	ret = kvt_lookup(rp->pool, rp->look, n, KVTIER_LOOKUP_TOUCH, prefix);
+	ret = kvtier_lookup(rp->pool, rp->look, n, KVTIER_LOOKUP_TOUCH, prefix);
 	if (ret)
 		return ret;
 	for (i = 0; i < *prefix; i++)
@@ -447,7 +447,7 @@ static int hbm_ready(struct replay *rp, uint32_t *prefix)
  */
 static int hbm_computed(struct replay *rp, uint32_t n)
 {
-	struct kvt_prefetch_args a = { 0 };
+	struct kvtier_prefetch_args a = { 0 };
 	struct kvtier_completion c[64];
 	uint32_t i, k = 0;
 	int ret;
@@ -465,7 +465,7 @@ static int hbm_computed(struct replay *rp, uint32_t n)
 		return 0;
 	a.group = HBM_GROUP_BASE + ++rp->hbm_groups;
 	a.tier = KVTIER_TIER_HBM;
-	ret = kvt_prefetch(rp->pool, rp->hints, k, &a, NULL, NULL);
+	ret = kvtier_prefetch(rp->pool, rp->hints, k, &a, NULL, NULL);
 	if (ret == -EAGAIN)
 		ret = 0;	/* too many groups live: go without */
 	/* Without hints nobody else reads completions: these are ours. */
@@ -473,7 +473,7 @@ static int hbm_computed(struct replay *rp, uint32_t n)
 		int got;
 
 		do
-			got = kvt_completions(rp->pool, c, 64, 0);
+			got = kvtier_completions(rp->pool, c, 64, 0);
 		while (got == 64);
 		ret = got < 0 ? got : 0;
 	}
@@ -490,15 +490,15 @@ static int replay_one(struct replay *rp, const struct request *r)
 	ret = replay_reserve(rp, n ? n : 1);
 	if (ret)
 		return ret;
-	kvt_key_chain_n(NULL, r->ids, n, rp->keys);
+	kvtier_key_chain_n(NULL, r->ids, n, rp->keys);
 	ret = trace_account(&st->trace, r, rp->keys);
 	if (ret || !n)
 		return ret;
 	for (i = 0; i < n; i++)
-		kvt_block_set(&rp->look[i], &rp->keys[i], NULL);
+		kvtier_block_set(&rp->look[i], &rp->keys[i], NULL);
 
 	/* 1. How much of the chain is resident, and in which tier? */
-	ret = kvt_lookup(rp->pool, rp->look, n, 0, &prefix);
+	ret = kvtier_lookup(rp->pool, rp->look, n, 0, &prefix);
 	if (ret)
 		return ret;
 	/* 1a. With an HBM tier, the prefix must be there before compute. */
@@ -517,8 +517,8 @@ static int replay_one(struct replay *rp, const struct request *r)
 		uint64_t t0 = now_ns();
 		uint32_t loaded;
 
-		ret = kvt_lookup(rp->pool, rp->look, prefix, KVTIER_LOOKUP_LOAD,
-				 &loaded);
+		ret = kvtier_lookup(rp->pool, rp->look, prefix,
+				    KVTIER_LOOKUP_LOAD, &loaded);
 		if (ret)
 			return ret;
 		/* The accelerator would wait for these: the stall. */
@@ -530,7 +530,7 @@ static int replay_one(struct replay *rp, const struct request *r)
 
 	/* 2. Pin the prefix so this request's own PUTs cannot evict it. */
 	if (prefix) {
-		ret = kvt_pin(rp->pool, rp->look, prefix, 0, &pinned);
+		ret = kvtier_pin(rp->pool, rp->look, prefix, 0, &pinned);
 		if (ret)
 			return ret;
 		st->pin_failed += prefix - pinned;
@@ -540,8 +540,8 @@ static int replay_one(struct replay *rp, const struct request *r)
 	usable = 0;
 	if (prefix) {
 		for (i = 0; i < prefix; i++)
-			kvt_block_set(&rp->io[i], &rp->keys[i], slot_buf(rp, i));
-		ret = kvt_get(rp->pool, rp->io, prefix, 0, NULL);
+			kvtier_block_set(&rp->io[i], &rp->keys[i], slot_buf(rp, i));
+		ret = kvtier_get(rp->pool, rp->io, prefix, 0, NULL);
 		if (ret)
 			return ret;
 		for (i = 0; i < prefix; i++) {
@@ -564,7 +564,7 @@ static int replay_one(struct replay *rp, const struct request *r)
 	/* The same blocks through the mapping: one word a page. */
 	for (i = 0; rp->map && i < usable; i++) {
 		const void *p = rp->look[i].status ? NULL :
-				kvt_block_ptr(rp->map, rp->look[i].addr);
+				kvtier_block_ptr(rp->map, rp->look[i].addr);
 
 		if (!p) {
 			st->verify_errors++;
@@ -591,11 +591,11 @@ static int replay_one(struct replay *rp, const struct request *r)
 		if (i < prefix ? rp->io[i].status != -ENOENT : !rp->look[i].status)
 			continue;	/* resident, just not usable */
 		fill_block(slot_buf(rp, nio), bs, &rp->keys[i]);
-		kvt_block_set(&rp->io[nio], &rp->keys[i], slot_buf(rp, nio));
+		kvtier_block_set(&rp->io[nio], &rp->keys[i], slot_buf(rp, nio));
 		nio++;
 	}
 	if (nio) {
-		ret = kvt_put(rp->pool, rp->io, nio, 0, NULL);
+		ret = kvtier_put(rp->pool, rp->io, nio, 0, NULL);
 		if (ret)
 			return ret;
 		ret = hbm_computed(rp, nio);
@@ -620,7 +620,7 @@ static int replay_one(struct replay *rp, const struct request *r)
 
 	/* 5. Done with the prefix. */
 	if (pinned) {
-		ret = kvt_unpin(rp->pool, rp->look, prefix, 0, NULL);
+		ret = kvtier_unpin(rp->pool, rp->look, prefix, 0, NULL);
 		if (ret)
 			return ret;
 	}
@@ -667,7 +667,7 @@ static void print_nvme_rows(struct replay *rp, const struct kvtier_pool_stat *ps
 	    human_bytes((double)ps->promotions * ps->block_size, b2, sizeof(b2)));
 	row("dirty blocks / bad reads", "%llu / %llu",
 	    (unsigned long long)ps->dirty, (unsigned long long)ps->bad_reads);
-	if (kvt_nvme_stat(rp->ctx, &n1) || !n1.attached)
+	if (kvtier_nvme_stat(rp->ctx, &n1) || !n1.attached)
 		return;
 	row("device bytes written / read", "%s / %s  (host WAF %.3f)",
 	    human_bytes(n1.bytes_written - n0->bytes_written, b1, sizeof(b1)),
@@ -753,7 +753,7 @@ static void print_table(struct replay *rp, const struct kvtier_pool_stat *ps)
 		char name[64];
 
 		snprintf(name, sizeof(name), "bytes in %s (resident blocks)",
-			 kvt_tier_name(t));
+			 kvtier_tier_name(t));
 		row(name, "%s  (%llu)",
 		    human_bytes((double)ps->resident[t] * ps->block_size,
 				b1, sizeof(b1)),
@@ -887,7 +887,7 @@ static int replay_runtime(struct replay *rp, struct trace *tr, struct gen *g)
 	uint64_t wasted0 = prefetch_counter("wasted");
 	struct lookahead *la;
 	struct request *r;
-	uint32_t batch_max = kvt_pool_capacity(rp->pool);
+	uint32_t batch_max = kvtier_pool_capacity(rp->pool);
 	int ret, err = 0;
 
 	if (batch_max > KVTIER_BATCH_MAX)
@@ -978,13 +978,13 @@ static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
 	int ret, err = 0;
 	uint64_t t0;
 
-	ret = kvt_stat(rp->pool, &ps);
+	ret = kvtier_stat(rp->pool, &ps);
 	if (ret) {
 		fprintf(stderr, "%s: stat: %s\n", prog, strerror(-ret));
 		return 1;
 	}
 	if (o->use_mmap) {
-		ret = kvt_map(rp->pool, 0, 0, &rp->map);
+		ret = kvtier_map(rp->pool, 0, 0, &rp->map);
 		if (ret) {
 			fprintf(stderr, "%s: mmap: %s\n", prog, strerror(-ret));
 			return 1;
@@ -1003,7 +1003,7 @@ static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
 	       human_bytes((double)ps.dram_blocks * ps.block_size, b2, sizeof(b2)),
 	       ps.numa_node);
 	if (rp->nvme_on) {
-		kvt_nvme_stat(rp->ctx, &rp->ns0);
+		kvtier_nvme_stat(rp->ctx, &rp->ns0);
 		printf("NVMe tier: %s%s, %u regions of %s, %u free\n",
 		       rp->nvme_ours ? o->nvme : "attached before the demo",
 		       rp->nvme_ours ? " (attached by the demo)" : "",
@@ -1056,9 +1056,9 @@ static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
 		err = 1;
 	}
 
-	ret = kvt_stat(rp->pool, &ps);
+	ret = kvtier_stat(rp->pool, &ps);
 	if (!ret && rp->hbm_on)
-		ret = kvt_hbm_stat(rp->pool, &rp->st.hbm);
+		ret = kvtier_hbm_stat(rp->pool, &rp->st.hbm);
 	if (ret) {
 		fprintf(stderr, "%s: stat: %s\n", prog, strerror(-ret));
 		return 1;
@@ -1077,7 +1077,7 @@ static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
  * Pools restored from the device that an earlier demo left behind (it was
  * killed before it could destroy them): kvtier-demo-PID with PID gone.
  */
-static void destroy_stale_pools(struct kvt_ctx *ctx)
+static void destroy_stale_pools(struct kvtier_ctx *ctx)
 {
 	struct dirent *de;
 	DIR *d = opendir(KVT_SYSFS_POOLS);
@@ -1089,7 +1089,7 @@ static void destroy_stale_pools(struct kvt_ctx *ctx)
 		if (sscanf(de->d_name, "kvtier-demo-%d", &pid) != 1 || pid <= 0 ||
 		    !kill(pid, 0) || errno != ESRCH)
 			continue;
-		if (!kvt_pool_destroy(ctx, de->d_name))
+		if (!kvtier_pool_destroy(ctx, de->d_name))
 			printf("destroyed pool %s, left on the device by an earlier demo\n",
 			       de->d_name);
 	}
@@ -1115,7 +1115,7 @@ static int nvme_setup(struct replay *rp, const struct kvtier_api *api)
 		fprintf(stderr, "%s: the kernel has no NVMe tier\n", prog);
 		return o->nvme_explicit;
 	}
-	if (!kvt_nvme_stat(rp->ctx, &ns) && ns.attached) {
+	if (!kvtier_nvme_stat(rp->ctx, &ns) && ns.attached) {
 		if (o->nvme_explicit || o->nvme_format)
 			printf("note: an NVMe tier is attached already; using it, not %s\n",
 			       o->nvme);
@@ -1132,12 +1132,13 @@ static int nvme_setup(struct replay *rp, const struct kvtier_api *api)
 		}
 	}
 
-	ret = kvt_nvme_attach(rp->ctx, o->nvme, flags, 0);
+	ret = kvtier_nvme_attach(rp->ctx, o->nvme, flags, 0);
 	if (ret == -EMEDIUMTYPE && !o->nvme_explicit) {
 		/* The VM's scratch drive, with something else on it. */
 		printf("note: %s holds no kvtier store; formatting the VM's scratch drive\n",
 		       o->nvme);
-		ret = kvt_nvme_attach(rp->ctx, o->nvme, KVTIER_NVME_FORMAT, 0);
+		ret = kvtier_nvme_attach(rp->ctx, o->nvme, KVTIER_NVME_FORMAT,
+					 0);
 	}
 	if (ret) {
 		fprintf(stderr, "%s: attach %s: %s%s\n", prog, o->nvme,
@@ -1190,7 +1191,7 @@ static void *mover_loop(void *arg)
 	int ret;
 
 	while (!__atomic_load_n(&rp->mover_stop, __ATOMIC_ACQUIRE)) {
-		ret = kvt_mover_run(rp->mover, 50);
+		ret = kvtier_mover_run(rp->mover, 50);
 		if (ret == -EPIPE)
 			break;		/* detached */
 		if (ret < 0) {
@@ -1225,8 +1226,9 @@ static int hbm_setup(struct replay *rp, const struct kvtier_api *api)
 		else
 			rp->gbps_old = old;
 	}
-	ret = kvt_hbm_attach(rp->pool, o->hbm_backend, o->hbm_slots,
-			     o->hbm_backend == KVTIER_HBM_USER ? &mfd : NULL);
+	ret = kvtier_hbm_attach(rp->pool, o->hbm_backend, o->hbm_slots,
+				o->hbm_backend == KVTIER_HBM_USER ?
+				&mfd : NULL);
 	if (ret) {
 		fprintf(stderr, "%s: HBM tier of %u slots: %s%s\n", prog,
 			o->hbm_slots, strerror(-ret),
@@ -1242,8 +1244,8 @@ static int hbm_setup(struct replay *rp, const struct kvtier_api *api)
 		return 1;
 	}
 	memset(rp->arena, 0, bytes);	/* no page faults in the copies */
-	ret = kvt_mover_open(rp->pool, mfd, kvt_mover_memcpy, rp->arena,
-			     &rp->mover);
+	ret = kvtier_mover_open(rp->pool, mfd, kvtier_mover_memcpy, rp->arena,
+				&rp->mover);
 	if (!ret)
 		ret = -pthread_create(&rp->mover_thread, NULL, mover_loop, rp);
 	if (ret) {
@@ -1261,7 +1263,7 @@ static void hbm_teardown(struct replay *rp)
 		pthread_join(rp->mover_thread, NULL);
 		rp->mover_running = 0;
 	}
-	kvt_mover_close(rp->mover);	/* detaches the arena */
+	kvtier_mover_close(rp->mover);	/* detaches the arena */
 	rp->mover = NULL;
 	free(rp->arena);
 	rp->arena = NULL;
@@ -1272,25 +1274,25 @@ static void hbm_teardown(struct replay *rp)
 
 static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 {
-	struct kvt_pool_params pp;
+	struct kvtier_pool_params pp;
 	struct replay rp = { .o = o };
 	struct kvtier_api api;
 	struct trace *tr = NULL;
 	struct gen *g = NULL;
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	int ret, rc;
 
 	rc = open_input(o, &tr, &g);
 	if (rc)
 		return rc;
 
-	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
+	ret = kvtier_open(&ctx, KVTIER_FEATURES_ALL);
 	if (ret) {
 		fprintf(stderr, "%s: /dev/kvtier: %s\n", prog, strerror(-ret));
 		rc = 1;
 		goto out_close_input;
 	}
-	kvt_api_info(ctx, &api);
+	kvtier_api_info(ctx, &api);
 	if (!(api.features & KVTIER_F_POOLS)) {
 		fprintf(stderr, "%s: the kernel does not offer pools\n", prog);
 		rc = 1;
@@ -1334,10 +1336,10 @@ static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 	if (!o->pool[0])
 		snprintf(o->pool, sizeof(o->pool), "kvtier-demo-%d", (int)getpid());
 
-	kvt_pool_params_init(&pp, o->pool, o->block_bytes, o->pool_blocks);
+	kvtier_pool_params_init(&pp, o->pool, o->block_bytes, o->pool_blocks);
 	pp.dram_blocks = o->dram_blocks;
 	pp.numa_node = o->node;
-	ret = kvt_pool_create(ctx, &pp, &rp.pool);
+	ret = kvtier_pool_create(ctx, &pp, &rp.pool);
 	if (ret) {
 		fprintf(stderr, "%s: create pool %s (block %llu B, %llu blocks): %s\n",
 			prog, o->pool, (unsigned long long)o->block_bytes,
@@ -1359,10 +1361,10 @@ static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 	free(rp.io);
 	free(rp.on_nvme);
 	free(rp.hints);
-	kvt_unmap(rp.map);
-	kvt_free_staging(rp.pool, rp.staging, rp.staging_size);
-	kvt_pool_close(rp.pool);
-	ret = kvt_pool_destroy(ctx, o->pool);
+	kvtier_unmap(rp.map);
+	kvtier_free_staging(rp.pool, rp.staging, rp.staging_size);
+	kvtier_pool_close(rp.pool);
+	ret = kvtier_pool_destroy(ctx, o->pool);
 	if (ret) {
 		fprintf(stderr, "%s: destroy pool %s: %s\n", prog, o->pool,
 			strerror(-ret));
@@ -1370,7 +1372,7 @@ static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 	}
 out_detach:
 	if (rp.nvme_ours) {
-		ret = kvt_nvme_detach(ctx);
+		ret = kvtier_nvme_detach(ctx);
 		if (ret) {
 			fprintf(stderr, "%s: detach %s: %s\n", prog, o->nvme,
 				strerror(-ret));
@@ -1378,7 +1380,7 @@ out_detach:
 		}
 	}
 out_close_ctx:
-	kvt_close(ctx);
+	kvtier_close(ctx);
 out_close_input:
 	gen_free(g);
 	trace_close(tr);
@@ -1449,7 +1451,7 @@ static int cmd_stats(struct replay_opts *o)
 {
 	struct trace_stats ts = { 0 };
 	struct request req = { 0 };
-	struct kvt_key *keys = NULL;
+	struct kvtier_key *keys = NULL;
 	struct trace *tr;
 	struct gen *g;
 	uint32_t cap = 0;
@@ -1465,8 +1467,9 @@ static int cmd_stats(struct replay_opts *o)
 			break;
 		}
 		if (req.n > cap) {
-			struct kvt_key *k = realloc(keys, req.n * sizeof(*k));
+			struct kvtier_key *k;
 
+			k = realloc(keys, req.n * sizeof(*k));
 			if (!k) {
 				rc = 1;
 				break;
@@ -1474,7 +1477,7 @@ static int cmd_stats(struct replay_opts *o)
 			keys = k;
 			cap = req.n;
 		}
-		kvt_key_chain_n(NULL, req.ids, req.n, keys);
+		kvtier_key_chain_n(NULL, req.ids, req.n, keys);
 		if (trace_account(&ts, &req, keys)) {
 			fprintf(stderr, "%s: out of memory\n", prog);
 			rc = 1;

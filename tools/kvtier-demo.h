@@ -139,7 +139,7 @@ void request_free(struct request *r);
 
 /* ---- the runtime model (kvtier-demo-runtime.c) ------------------------ */
 
-struct kvt_pool;
+struct kvtier_pool;
 struct lookahead;
 
 /**
@@ -196,7 +196,7 @@ int lookahead_next(struct lookahead *la, next_fn fn, void *arg,
  *
  * Return: 0 or -errno.
  */
-int lookahead_hint(struct lookahead *la, struct kvt_pool *pool,
+int lookahead_hint(struct lookahead *la, struct kvtier_pool *pool,
 		   double ns_per_token, uint32_t batch_max);
 /**
  * lookahead_drain() - account the groups' completions
@@ -206,7 +206,7 @@ int lookahead_hint(struct lookahead *la, struct kvt_pool *pool,
  *
  * Return: 0 or -errno.
  */
-int lookahead_drain(struct lookahead *la, struct kvt_pool *pool,
+int lookahead_drain(struct lookahead *la, struct kvtier_pool *pool,
 		    int timeout_ms);
 /** lookahead_stats() - the figures so far */
 const struct hint_stats *lookahead_stats(const struct lookahead *la);

@@ -46,7 +46,7 @@ struct top_pool {
 
 /* struct top_state - everything one report needs */
 struct top_state {
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	char **only;		/* pool names given on the command line */
 	int nr_only;
 	struct top_pool *pools;
@@ -139,17 +139,17 @@ static int top_sample(struct top_state *s)
 	}
 	while ((de = readdir(d)) && n < TOP_MAX_POOLS) {
 		struct top_pool *p = &np[n], *old;
-		struct kvt_pool *pool;
+		struct kvtier_pool *pool;
 
 		if (de->d_name[0] == '.' || !top_wanted(s, de->d_name) ||
 		    strlen(de->d_name) >= KVTIER_NAME_MAX)
 			continue;
 		snprintf(p->name, sizeof(p->name), "%s", de->d_name);
-		p->err = kvt_pool_open(s->ctx, p->name, KVTIER_POOL_RDONLY, &pool);
+		p->err = kvtier_pool_open(s->ctx, p->name, KVTIER_POOL_RDONLY, &pool);
 		if (!p->err) {
-			p->err = kvt_stat(pool, &p->st);
+			p->err = kvtier_stat(pool, &p->st);
 			p->t_ns = now_ns();
-			kvt_pool_close(pool);
+			kvtier_pool_close(pool);
 		}
 		if (p->err == -ENOENT)	/* destroyed since the listing */
 			continue;
@@ -172,7 +172,7 @@ static int top_sample(struct top_state *s)
 	s->g_ns = now_ns();
 	s->ns_prev = s->ns;
 	s->have_ns_prev = !s->nvme_err && s->ns.attached;
-	s->nvme_err = kvt_nvme_stat(s->ctx, &s->ns);
+	s->nvme_err = kvtier_nvme_stat(s->ctx, &s->ns);
 	if (!s->nvme_err && (!s->ns.attached ||
 			     s->ns.bytes_written < s->ns_prev.bytes_written ||
 			     s->ns.bytes_read < s->ns_prev.bytes_read))
@@ -354,7 +354,7 @@ int cmd_top(int argc, char **argv)
 	s.only = argv + optind;
 	s.nr_only = argc - optind;
 
-	ret = kvt_open(&s.ctx, KVT_FEATURES_ALL);
+	ret = kvtier_open(&s.ctx, KVTIER_FEATURES_ALL);
 	if (ret) {
 		fprintf(stderr, "kvtierctl: /dev/kvtier: %s%s\n", strerror(-ret),
 			ret == -ENOENT ? " (is the kvtier module loaded?)" : "");
@@ -379,6 +379,6 @@ int cmd_top(int argc, char **argv)
 		fprintf(stderr, "kvtierctl: top: %s: %s\n", KVT_SYSFS_POOLS,
 			strerror(-ret));
 	free(s.pools);
-	kvt_close(s.ctx);
+	kvtier_close(s.ctx);
 	return ret ? 1 : 0;
 }

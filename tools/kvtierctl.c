@@ -112,9 +112,9 @@ static int fail_nvme(const char *what, int err)
 	return EXIT_FAILURE;
 }
 
-static int open_ctx(struct kvt_ctx **ctx, uint64_t features)
+static int open_ctx(struct kvtier_ctx **ctx, uint64_t features)
 {
-	int ret = kvt_open(ctx, features);
+	int ret = kvtier_open(ctx, features);
 
 	if (ret)
 		return fail("/dev/kvtier", ret);
@@ -185,12 +185,12 @@ static void print_bits(const char *label, uint64_t mask,
 
 static const char *feature_by_bit(uint64_t b)
 {
-	return kvt_feature_name(1ULL << b);
+	return kvtier_feature_name(1ULL << b);
 }
 
 static const char *ioctl_by_bit(uint64_t b)
 {
-	return kvt_ioctl_name(b);
+	return kvtier_ioctl_name(b);
 }
 
 static void format_uuid(const uint8_t *u, char *buf, size_t size)
@@ -264,19 +264,19 @@ static int cmd_status(void)
 	char cols[] = KVT_STAT_COLS, buf[64];
 	char (*row)[MAX_COLS][CELL];
 	struct kvtier_api api;
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	int ret, n, m, i;
 	size_t p;
 
-	ret = open_ctx(&ctx, KVT_FEATURES_ALL);
+	ret = open_ctx(&ctx, KVTIER_FEATURES_ALL);
 	if (ret)
 		return ret;
-	kvt_api_info(ctx, &api);
-	nvme_err = api.supported & KVTIER_F_NVME ? kvt_nvme_stat(ctx, &ns) : -ENOTTY;
+	kvtier_api_info(ctx, &api);
+	nvme_err = api.supported & KVTIER_F_NVME ? kvtier_nvme_stat(ctx, &ns) : -ENOTTY;
 	while (!nvme_err && ns.attached > 1 && ndev < KVTIER_NVME_MAX &&
-	       !kvt_nvme_stat_dev(ctx, ndev, &dev[ndev]))
+	       !kvtier_nvme_stat_dev(ctx, ndev, &dev[ndev]))
 		ndev++;
-	kvt_close(ctx);
+	kvtier_close(ctx);
 
 	printf("%-22s %u\n", "api version", api.api);
 	print_bits("features negotiated:", api.features, feature_by_bit);
@@ -415,10 +415,10 @@ static int cmd_create(int argc, char **argv)
 		{ "fault-noload", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct kvt_pool_params p;
+	struct kvtier_pool_params p;
 	struct kvtier_pool_stat st;
-	struct kvt_pool *pool;
-	struct kvt_ctx *ctx;
+	struct kvtier_pool *pool;
+	struct kvtier_ctx *ctx;
 	uint64_t v, bs = 0, cap = 0;
 	char *end, what[KVTIER_NAME_MAX + 16];
 	long node;
@@ -428,7 +428,7 @@ static int cmd_create(int argc, char **argv)
 		fprintf(stderr, "%s: create: missing pool NAME\n", prog);
 		return EXIT_USAGE;
 	}
-	kvt_pool_params_init(&p, argv[1], 0, 0);
+	kvtier_pool_params_init(&p, argv[1], 0, 0);
 	optind = 2;
 	while ((opt = getopt_long(argc, argv, "", opts, &li)) != -1) {
 		switch (opt) {
@@ -483,13 +483,13 @@ static int cmd_create(int argc, char **argv)
 		       (p.numa_node != -1 ? KVTIER_F_NUMA : 0));
 	if (ret)
 		return ret;
-	ret = kvt_pool_create(ctx, &p, &pool);
-	kvt_close(ctx);
+	ret = kvtier_pool_create(ctx, &p, &pool);
+	kvtier_close(ctx);
 	snprintf(what, sizeof(what), "create %s", argv[1]);
 	if (ret)
 		return fail(what, ret);
-	ret = kvt_stat(pool, &st);
-	kvt_pool_close(pool);
+	ret = kvtier_stat(pool, &st);
+	kvtier_pool_close(pool);
 	if (ret)
 		return fail(what, ret);
 	printf("created pool %s: block_size %llu capacity %u dram_blocks %u numa_node %d mode %04o\n",
@@ -505,7 +505,7 @@ bad_value:
 
 static int cmd_destroy(int argc, char **argv)
 {
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	int ret;
 
 	if (argc != 2) {
@@ -515,8 +515,8 @@ static int cmd_destroy(int argc, char **argv)
 	ret = open_ctx(&ctx, KVTIER_F_POOLS);
 	if (ret)
 		return ret;
-	ret = kvt_pool_destroy(ctx, argv[1]);
-	kvt_close(ctx);
+	ret = kvtier_pool_destroy(ctx, argv[1]);
+	kvtier_close(ctx);
 	if (ret) {
 		char what[KVTIER_NAME_MAX + 16];
 
@@ -530,8 +530,8 @@ static int cmd_destroy(int argc, char **argv)
 static int cmd_stat(int argc, char **argv)
 {
 	struct kvtier_pool_stat st;
-	struct kvt_pool *pool;
-	struct kvt_ctx *ctx;
+	struct kvtier_pool *pool;
+	struct kvtier_ctx *ctx;
 	char buf[64];
 	unsigned int t;
 	int ret;
@@ -543,12 +543,12 @@ static int cmd_stat(int argc, char **argv)
 	ret = open_ctx(&ctx, KVTIER_F_POOLS);
 	if (ret)
 		return ret;
-	ret = kvt_pool_open(ctx, argv[1], KVTIER_POOL_RDONLY, &pool);
-	kvt_close(ctx);
+	ret = kvtier_pool_open(ctx, argv[1], KVTIER_POOL_RDONLY, &pool);
+	kvtier_close(ctx);
 	if (ret)
 		return fail(argv[1], ret);
-	ret = kvt_stat(pool, &st);
-	kvt_pool_close(pool);
+	ret = kvtier_stat(pool, &st);
+	kvtier_pool_close(pool);
 	if (ret)
 		return fail(argv[1], ret);
 
@@ -564,7 +564,8 @@ static int cmd_stat(int argc, char **argv)
 	for (t = KVTIER_TIER_HBM; t < KVTIER_NR_TIERS; t++) {
 		char name[32];
 
-		snprintf(name, sizeof(name), "resident_%s", kvt_tier_name(t));
+		snprintf(name, sizeof(name), "resident_%s",
+			 kvtier_tier_name(t));
 		printf("%-16s %llu (%s)\n", name,
 		       (unsigned long long)st.resident[t],
 		       human_bytes((double)st.resident[t] * st.block_size,
@@ -593,8 +594,8 @@ static int cmd_stat(int argc, char **argv)
 
 static int cmd_sync(int argc, char **argv)
 {
-	struct kvt_pool *pool;
-	struct kvt_ctx *ctx;
+	struct kvtier_pool *pool;
+	struct kvtier_ctx *ctx;
 	uint64_t written;
 	int ret;
 
@@ -605,12 +606,12 @@ static int cmd_sync(int argc, char **argv)
 	ret = open_ctx(&ctx, KVTIER_F_POOLS | KVTIER_F_NVME);
 	if (ret)
 		return ret;
-	ret = kvt_pool_open(ctx, argv[1], 0, &pool);
-	kvt_close(ctx);
+	ret = kvtier_pool_open(ctx, argv[1], 0, &pool);
+	kvtier_close(ctx);
 	if (ret)
 		return fail(argv[1], ret);
-	ret = kvt_sync(pool, &written);
-	kvt_pool_close(pool);
+	ret = kvtier_sync(pool, &written);
+	kvtier_pool_close(pool);
 	if (ret) {
 		char what[KVTIER_NAME_MAX + 16];
 
@@ -921,7 +922,7 @@ static int cmd_nvme(void)
 	};
 	struct kvtier_nvme_stat ns;
 	struct ns_row *rows = NULL;
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	int nrows = 0, i, w[5], have_stat = 0;
 	nvme_host_t h;
 	nvme_subsystem_t s;
@@ -982,9 +983,9 @@ static int cmd_nvme(void)
 	}
 	qsort(rows, nrows, sizeof(*rows), cmp_row);
 
-	if (!kvt_open(&ctx, KVT_FEATURES_ALL)) {
-		have_stat = !kvt_nvme_stat(ctx, &ns);
-		kvt_close(ctx);
+	if (!kvtier_open(&ctx, KVTIER_FEATURES_ALL)) {
+		have_stat = !kvtier_nvme_stat(ctx, &ns);
+		kvtier_close(ctx);
 	}
 	for (i = 0; i < 5; i++)
 		w[i] = strlen(heads[i]);
@@ -1035,12 +1036,13 @@ static int format_guard(const char *dev, int force)
 	return EXIT_FAILURE;
 }
 
-static void print_attached(struct kvt_ctx *ctx, const char *dev, int formatted)
+static void print_attached(struct kvtier_ctx *ctx, const char *dev,
+			   int formatted)
 {
 	struct kvtier_nvme_stat ns;
 	char b1[32], b2[32];
 
-	if (kvt_nvme_stat(ctx, &ns) || !ns.attached) {
+	if (kvtier_nvme_stat(ctx, &ns) || !ns.attached) {
 		printf("attached %s\n", dev);
 		return;
 	}
@@ -1063,7 +1065,7 @@ static int cmd_attach(int argc, char **argv, int format_only)
 	const char *cmd = format_only ? "format" : "attach", *dev;
 	uint32_t flags = format_only ? KVTIER_NVME_FORMAT : 0, region_kib = 0;
 	char what[300];
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	int opt, li = 0, ret, force = 0;
 	uint64_t v;
 
@@ -1114,18 +1116,18 @@ static int cmd_attach(int argc, char **argv, int format_only)
 	if (ret)
 		return ret;
 	snprintf(what, sizeof(what), "%s %s", cmd, dev);
-	ret = kvt_nvme_attach(ctx, dev, flags, region_kib);
+	ret = kvtier_nvme_attach(ctx, dev, flags, region_kib);
 	if (ret) {
-		kvt_close(ctx);
+		kvtier_close(ctx);
 		return fail_nvme(what, ret);
 	}
 	if (!format_only) {
 		print_attached(ctx, dev, flags & KVTIER_NVME_FORMAT);
-		kvt_close(ctx);
+		kvtier_close(ctx);
 		return 0;
 	}
-	ret = kvt_nvme_detach_path(ctx, dev);
-	kvt_close(ctx);
+	ret = kvtier_nvme_detach_path(ctx, dev);
+	kvtier_close(ctx);
 	if (ret)
 		return fail_nvme("format: detach", ret);
 	printf("formatted %s: an empty kvtier store, regions of %u KiB; attach it with '%s attach %s'\n",
@@ -1135,14 +1137,14 @@ static int cmd_attach(int argc, char **argv, int format_only)
 
 static int cmd_detach(const char *dev)
 {
-	struct kvt_ctx *ctx;
+	struct kvtier_ctx *ctx;
 	int ret;
 
 	ret = open_ctx(&ctx, KVTIER_F_NVME);
 	if (ret)
 		return ret;
-	ret = dev ? kvt_nvme_detach_path(ctx, dev) : kvt_nvme_detach(ctx);
-	kvt_close(ctx);
+	ret = dev ? kvtier_nvme_detach_path(ctx, dev) : kvtier_nvme_detach(ctx);
+	kvtier_close(ctx);
 	if (ret)
 		return fail_nvme("detach", ret);
 	if (dev)

@@ -4,21 +4,23 @@
  *
  * Every function that can fail returns 0 (or a documented non-negative
  * value) on success and a negative errno on failure; errno itself is never
- * part of the API. Objects (struct kvt_ctx, struct kvt_pool, struct kvt_map)
- * are opaque and own the file descriptors or mappings behind them.
+ * part of the API. Objects (struct kvtier_ctx, struct kvtier_pool,
+ * struct kvtier_map) are opaque and own the file descriptors or mappings
+ * behind them.
  *
  * A program usually does:
  *
- *	struct kvt_ctx *ctx;
- *	struct kvt_pool *pool;
- *	struct kvt_pool_params p;
+ *	struct kvtier_ctx *ctx;
+ *	struct kvtier_pool *pool;
+ *	struct kvtier_pool_params p;
  *
- *	kvt_open(&ctx, KVTIER_F_POOLS | KVTIER_F_MMAP);
- *	kvt_pool_params_init(&p, "mypool", 256 << 10, 4096);
- *	kvt_pool_create(ctx, &p, &pool);
- *	... kvt_lookup(), kvt_get(), kvt_put() on struct kvtier_block arrays ...
- *	kvt_pool_close(pool);
- *	kvt_close(ctx);
+ *	kvtier_open(&ctx, KVTIER_F_POOLS | KVTIER_F_MMAP);
+ *	kvtier_pool_params_init(&p, "mypool", 256 << 10, 4096);
+ *	kvtier_pool_create(ctx, &p, &pool);
+ *	... kvtier_lookup(), kvtier_get(), kvtier_put() on
+ *	    struct kvtier_block arrays ...
+ *	kvtier_pool_close(pool);
+ *	kvtier_close(ctx);
  *
  * The library is not thread-safe per object beyond what the kernel gives:
  * the batched commands may be called concurrently on one pool (they are
@@ -36,34 +38,34 @@
 extern "C" {
 #endif
 
-struct kvt_ctx;
-struct kvt_pool;
-struct kvt_map;
+struct kvtier_ctx;
+struct kvtier_pool;
+struct kvtier_map;
 
 /**
- * KVT_FEATURES_ALL - pass to kvt_open() to negotiate every feature the
+ * KVTIER_FEATURES_ALL - pass to kvtier_open() to negotiate every feature the
  * running kernel supports (the kernel keeps the bits it has).
  *
  * Every function of a context or of a pool opened through it that needs a
  * feature the context did not negotiate returns -EOPNOTSUPP and does
- * nothing: kvt_pool_create() with a numa_node (KVTIER_F_NUMA), PUT with
- * KVTIER_PUT_REPLACE (KVTIER_F_REPLACE), kvt_sync() and the NVMe functions
- * (KVTIER_F_NVME), kvt_prefetch(), its cancel and eventfd functions
- * (KVTIER_F_PREFETCH), the kvt_ring_*() commands (KVTIER_F_URING),
- * kvt_map() (KVTIER_F_MMAP), and the HBM functions (KVTIER_F_HBM).
+ * nothing: kvtier_pool_create() with a numa_node (KVTIER_F_NUMA), PUT with
+ * KVTIER_PUT_REPLACE (KVTIER_F_REPLACE), kvtier_sync() and the NVMe functions
+ * (KVTIER_F_NVME), kvtier_prefetch(), its cancel and eventfd functions
+ * (KVTIER_F_PREFETCH), the kvtier_ring_*() commands (KVTIER_F_URING),
+ * kvtier_map() (KVTIER_F_MMAP), and the HBM functions (KVTIER_F_HBM).
  */
-#define KVT_FEATURES_ALL	(~0ULL)
+#define KVTIER_FEATURES_ALL	(~0ULL)
 
 /**
- * struct kvt_key - a 128-bit block key, as in struct kvtier_block.key
+ * struct kvtier_key - a 128-bit block key, as in struct kvtier_block.key
  * @k: the two 64-bit halves, k[0] goes to key[0].
  */
-struct kvt_key {
+struct kvtier_key {
 	uint64_t k[2];
 };
 
 /**
- * struct kvt_pool_params - what kvt_pool_create() asks for
+ * struct kvtier_pool_params - what kvtier_pool_create() asks for
  * @name:	pool name, 1..KVTIER_NAME_MAX-1 bytes of [A-Za-z0-9._-].
  * @block_size:	bytes per block, a multiple of 4096, <= KVTIER_BLOCK_SIZE_MAX.
  * @capacity:	block addresses in the pool, 1..KVTIER_CAPACITY_MAX.
@@ -74,10 +76,10 @@ struct kvt_key {
  *		fault on a block that is only on NVMe raises SIGBUS instead
  *		of loading it) and/or KVTIER_POOL_RDONLY.
  *
- * Initialise with kvt_pool_params_init() so that fields added later get
+ * Initialise with kvtier_pool_params_init() so that fields added later get
  * their defaults.
  */
-struct kvt_pool_params {
+struct kvtier_pool_params {
 	const char *name;
 	uint64_t block_size;
 	uint32_t capacity;
@@ -90,100 +92,100 @@ struct kvt_pool_params {
 /* ---- control device ---------------------------------------------------- */
 
 /**
- * kvt_open() - open /dev/kvtier and do the API handshake
+ * kvtier_open() - open /dev/kvtier and do the API handshake
  * @ctxp:	out: the new context.
- * @features:	KVTIER_F_* bits the caller requires, or KVT_FEATURES_ALL for
+ * @features:	KVTIER_F_* bits the caller requires, or KVTIER_FEATURES_ALL for
  *		whatever the kernel supports.
  *
  * Opens the control device O_RDWR | O_CLOEXEC once and issues KVTIER_IOC_API
  * with KVTIER_API_VERSION and @features. The context and the pools opened
- * through it can use the features negotiated (kvt_api_info()'s
+ * through it can use the features negotiated (kvtier_api_info()'s
  * struct kvtier_api.features) and no others: a command of another fails
  * with -EOPNOTSUPP.
  *
  * Return: 0, or -ENOENT when the module is not loaded, -EOPNOTSUPP when
- * the kernel lacks a feature in @features (other than KVT_FEATURES_ALL),
+ * the kernel lacks a feature in @features (other than KVTIER_FEATURES_ALL),
  * -EINVAL when it does not speak KVTIER_API_VERSION, -ENOMEM, or another
  * -errno from open(2)/ioctl(2).
  */
-int kvt_open(struct kvt_ctx **ctxp, uint64_t features);
+int kvtier_open(struct kvtier_ctx **ctxp, uint64_t features);
 
 /**
- * kvt_close() - close a context from kvt_open()
+ * kvtier_close() - close a context from kvtier_open()
  * @ctx:	the context; NULL is a no-op.
  *
  * Pools opened through @ctx stay valid: they have their own fds.
  */
-void kvt_close(struct kvt_ctx *ctx);
+void kvtier_close(struct kvtier_ctx *ctx);
 
 /**
- * kvt_ctx_fd() - the control fd of a context
+ * kvtier_ctx_fd() - the control fd of a context
  * @ctx:	the context.
  *
  * Return: the fd, owned by @ctx (do not close it).
  */
-int kvt_ctx_fd(const struct kvt_ctx *ctx);
+int kvtier_ctx_fd(const struct kvtier_ctx *ctx);
 
 /**
- * kvt_api_info() - the handshake result
+ * kvtier_api_info() - the handshake result
  * @ctx:	the context.
  * @api:	out: a copy of struct kvtier_api as the kernel returned it
  *		(negotiated and supported features, command mask, limits).
  *
  * Return: 0.
  */
-int kvt_api_info(const struct kvt_ctx *ctx, struct kvtier_api *api);
+int kvtier_api_info(const struct kvtier_ctx *ctx, struct kvtier_api *api);
 
 /**
- * kvt_feature_name() - the name of one feature bit
+ * kvtier_feature_name() - the name of one feature bit
  * @bit:	a single KVTIER_F_* bit.
  *
  * Return: a static string such as "pools", or NULL for an unknown bit.
  */
-const char *kvt_feature_name(uint64_t bit);
+const char *kvtier_feature_name(uint64_t bit);
 
 /**
- * kvt_ioctl_name() - the name of a command by its ioctl number
+ * kvtier_ioctl_name() - the name of a command by its ioctl number
  * @nr:		_IOC_NR() of the command (the bit index in kvtier_api.ioctls).
  *
  * Return: a static string such as "POOL_CREATE", or NULL if unknown.
  */
-const char *kvt_ioctl_name(unsigned int nr);
+const char *kvtier_ioctl_name(unsigned int nr);
 
 /**
- * kvt_tier_name() - the name of a tier
+ * kvtier_tier_name() - the name of a tier
  * @tier:	KVTIER_TIER_*.
  *
  * Return: "none", "hbm", "dram", "nvme", or "?" for anything else.
  */
-const char *kvt_tier_name(unsigned int tier);
+const char *kvtier_tier_name(unsigned int tier);
 
 /* ---- pools ------------------------------------------------------------- */
 
 /**
- * kvt_pool_params_init() - fill pool parameters with defaults
+ * kvtier_pool_params_init() - fill pool parameters with defaults
  * @p:		the parameters to fill.
- * @name:	pool name (not copied: must live until kvt_pool_create()).
+ * @name:	pool name (not copied: must live until kvtier_pool_create()).
  * @block_size:	bytes per block.
  * @capacity:	block addresses.
  *
  * Sets @dram_blocks 0 (= capacity), @mode 0 (= 0600), @numa_node -1 and
  * @flags 0.
  */
-void kvt_pool_params_init(struct kvt_pool_params *p, const char *name,
-			  uint64_t block_size, uint32_t capacity);
+void kvtier_pool_params_init(struct kvtier_pool_params *p, const char *name,
+			     uint64_t block_size, uint32_t capacity);
 
 /**
- * kvt_pool_create() - create a pool and open it
+ * kvtier_pool_create() - create a pool and open it
  * @ctx:	the context.
  * @p:		the pool's parameters.
  * @poolp:	out: the new pool handle.
  *
  * With KVTIER_POOL_OPEN_EXISTING in @p->flags an existing pool of that name
  * is opened instead (its own configuration wins; read it with
- * kvt_pool_block_size() or kvt_stat()).
+ * kvtier_pool_block_size() or kvtier_stat()).
  *
- * A pool created while an NVMe tier is attached (kvt_nvme_attach()) is
+ * A pool created while an NVMe tier is attached (kvtier_nvme_attach()) is
  * recorded on the device: it persists across module reload and reboot, and
  * comes back by name, with its blocks, at the next attach of that device.
  * Blocks evicted from its DRAM share (@p->dram_blocks) are demoted to NVMe
@@ -196,11 +198,12 @@ void kvt_pool_params_init(struct kvt_pool_params *p, const char *name,
  * could not be recorded on the device; -ENAMETOOLONG if @p->name does not
  * fit; -ENOMEM.
  */
-int kvt_pool_create(struct kvt_ctx *ctx, const struct kvt_pool_params *p,
-		    struct kvt_pool **poolp);
+int kvtier_pool_create(struct kvtier_ctx *ctx,
+		       const struct kvtier_pool_params *p,
+		       struct kvtier_pool **poolp);
 
 /**
- * kvt_pool_open() - open an existing pool by name
+ * kvtier_pool_open() - open an existing pool by name
  * @ctx:	the context.
  * @name:	pool name.
  * @flags:	0 or KVTIER_POOL_RDONLY.
@@ -209,21 +212,21 @@ int kvt_pool_create(struct kvt_ctx *ctx, const struct kvt_pool_params *p,
  * Return: 0; -ENOENT for an unknown name; -EACCES when the pool's owner and
  * mode deny the access; -EINVAL for unknown flags; -ENAMETOOLONG; -ENOMEM.
  */
-int kvt_pool_open(struct kvt_ctx *ctx, const char *name, uint32_t flags,
-		  struct kvt_pool **poolp);
+int kvtier_pool_open(struct kvtier_ctx *ctx, const char *name, uint32_t flags,
+		     struct kvtier_pool **poolp);
 
 /**
- * kvt_pool_close() - close a pool handle
+ * kvtier_pool_close() - close a pool handle
  * @pool:	the handle; NULL is a no-op.
  *
  * Closes the pool fd, which drops the pins it holds. The pool itself and
- * its blocks stay until kvt_pool_destroy(). Mappings made with kvt_map()
- * stay valid until kvt_unmap().
+ * its blocks stay until kvtier_pool_destroy(). Mappings made with kvtier_map()
+ * stay valid until kvtier_unmap().
  */
-void kvt_pool_close(struct kvt_pool *pool);
+void kvtier_pool_close(struct kvtier_pool *pool);
 
 /**
- * kvt_pool_destroy() - remove a pool by name
+ * kvtier_pool_destroy() - remove a pool by name
  * @ctx:	the context.
  * @name:	pool name.
  *
@@ -233,60 +236,60 @@ void kvt_pool_close(struct kvt_pool *pool);
  * Return: 0; -ENOENT for an unknown name; -EPERM when the caller is neither
  * the owner nor CAP_SYS_ADMIN; -ENAMETOOLONG.
  */
-int kvt_pool_destroy(struct kvt_ctx *ctx, const char *name);
+int kvtier_pool_destroy(struct kvtier_ctx *ctx, const char *name);
 
 /**
- * kvt_pool_fd() - the pool fd
+ * kvtier_pool_fd() - the pool fd
  * @pool:	the pool handle.
  *
  * Return: the fd, owned by @pool (poll it, pass it with SCM_RIGHTS; do not
  * close it).
  */
-int kvt_pool_fd(const struct kvt_pool *pool);
+int kvtier_pool_fd(const struct kvtier_pool *pool);
 
 /**
- * kvt_pool_block_size() - bytes per block of a pool
+ * kvtier_pool_block_size() - bytes per block of a pool
  * @pool:	the pool handle.
  *
  * Return: the block size (read from the kernel when the handle was made).
  */
-uint64_t kvt_pool_block_size(const struct kvt_pool *pool);
+uint64_t kvtier_pool_block_size(const struct kvtier_pool *pool);
 
 /**
- * kvt_pool_capacity() - block addresses of a pool
+ * kvtier_pool_capacity() - block addresses of a pool
  * @pool:	the pool handle.
  *
  * Return: the capacity in blocks.
  */
-uint32_t kvt_pool_capacity(const struct kvt_pool *pool);
+uint32_t kvtier_pool_capacity(const struct kvtier_pool *pool);
 
 /**
- * kvt_pool_numa_node() - NUMA node of a pool's DRAM
+ * kvtier_pool_numa_node() - NUMA node of a pool's DRAM
  * @pool:	the pool handle.
  *
  * Return: the node, or -1 if the pool has no fixed node.
  */
-int kvt_pool_numa_node(const struct kvt_pool *pool);
+int kvtier_pool_numa_node(const struct kvtier_pool *pool);
 
 /**
- * kvt_pool_name() - the name the handle was created or opened with
+ * kvtier_pool_name() - the name the handle was created or opened with
  * @pool:	the pool handle.
  *
  * Return: a NUL-terminated string owned by @pool.
  */
-const char *kvt_pool_name(const struct kvt_pool *pool);
+const char *kvtier_pool_name(const struct kvtier_pool *pool);
 
 /**
- * kvt_stat() - a pool's configuration and counters
+ * kvtier_stat() - a pool's configuration and counters
  * @pool:	the pool handle.
  * @st:		out: struct kvtier_pool_stat.
  *
  * Return: 0 or -errno from KVTIER_IOC_STAT.
  */
-int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st);
+int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st);
 
 /**
- * kvt_sync() - make a pool's blocks durable on the NVMe tier
+ * kvtier_sync() - make a pool's blocks durable on the NVMe tier
  * @pool:	the pool handle (not read-only).
  * @written:	out (optional): blocks written to NVMe by this call; 0 when
  *		the call fails.
@@ -298,12 +301,12 @@ int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st);
  * Return: 0; -ENODEV when no NVMe tier is attached; -EBADF on a read-only
  * handle; -EFBIG when the pool's blocks are larger than a region of the
  * device; -EIO when a block could not be written, or when a failed write
- * since the previous kvt_sync() dropped a block that was not yet durable
+ * since the previous kvtier_sync() dropped a block that was not yet durable
  * (an eviction could not demote it: acknowledged PUTs are lost; reported
  * once, as fsync(2) reports a writeback error); -EINTR when killed while
  * waiting.
  */
-int kvt_sync(struct kvt_pool *pool, uint64_t *written);
+int kvtier_sync(struct kvtier_pool *pool, uint64_t *written);
 
 /* ---- NVMe tier --------------------------------------------------------- */
 
@@ -316,14 +319,14 @@ int kvt_sync(struct kvt_pool *pool, uint64_t *written);
  * fault needs them. The device is opened exclusively; nothing else
  * (a file system, device-mapper) may use it while it is attached.
  *
- * These commands go to the control fd and, except kvt_nvme_stat(), need
+ * These commands go to the control fd and, except kvtier_nvme_stat(), need
  * CAP_SYS_ADMIN.
  */
 
 /**
- * kvt_nvme_attach() - attach a block device as the NVMe tier
- * @ctx:	the context (negotiated with KVTIER_F_NVME, or KVT_FEATURES_ALL
- *		on a kernel that has it).
+ * kvtier_nvme_attach() - attach a block device as the NVMe tier
+ * @ctx:	the context (negotiated with KVTIER_F_NVME, or
+ *		KVTIER_FEATURES_ALL on a kernel that has it).
  * @path:	path of the block device, e.g. "/dev/nvme0n1".
  * @flags:	0, or KVTIER_NVME_FORMAT to write a new, empty store (every
  *		block and pool recorded on the device is lost).
@@ -344,11 +347,11 @@ int kvt_sync(struct kvt_pool *pool, uint64_t *written);
  * when the device is too small for two regions; -ENOTBLK, -ENOENT and the
  * like from opening @path; -EIO; -ENOMEM.
  */
-int kvt_nvme_attach(struct kvt_ctx *ctx, const char *path, uint32_t flags,
-		    uint32_t region_kib);
+int kvtier_nvme_attach(struct kvtier_ctx *ctx, const char *path, uint32_t flags,
+		       uint32_t region_kib);
 
 /**
- * kvt_nvme_detach() - detach every NVMe device
+ * kvtier_nvme_detach() - detach every NVMe device
  * @ctx:	the context.
  *
  * Writes back the blocks of persistent pools that have no NVMe copy yet,
@@ -358,24 +361,24 @@ int kvt_nvme_attach(struct kvt_ctx *ctx, const char *path, uint32_t flags,
  *
  * Return: 0; -EPERM without CAP_SYS_ADMIN; -ENODEV when none is attached.
  */
-int kvt_nvme_detach(struct kvt_ctx *ctx);
+int kvtier_nvme_detach(struct kvtier_ctx *ctx);
 
 /**
- * kvt_nvme_detach_path() - detach one NVMe device
+ * kvtier_nvme_detach_path() - detach one NVMe device
  * @ctx:	the context.
  * @path:	the device, as attached or by another name of the same node.
  *
  * With other devices attached, dirty blocks stay in DRAM; the blocks whose
  * copy is only on this device are forgotten (they come back when it is
- * attached again). With the last device it is kvt_nvme_detach().
+ * attached again). With the last device it is kvtier_nvme_detach().
  *
  * Return: 0; -EPERM; -ENODEV when that device is not attached; -ENOENT or
  * -ENOTBLK for a path that names no block device.
  */
-int kvt_nvme_detach_path(struct kvt_ctx *ctx, const char *path);
+int kvtier_nvme_detach_path(struct kvtier_ctx *ctx, const char *path);
 
 /**
- * kvt_nvme_stat() - the NVMe tier's state and counters
+ * kvtier_nvme_stat() - the NVMe tier's state and counters
  * @ctx:	the context.
  * @st:		out: struct kvtier_nvme_stat; all zero (attached == 0) when no
  *		device is attached.
@@ -387,28 +390,28 @@ int kvt_nvme_detach_path(struct kvt_ctx *ctx, const char *path);
  * Return: 0, or -errno from KVTIER_IOC_NVME_STAT (-ENOTTY on a kernel
  * without the NVMe tier).
  */
-int kvt_nvme_stat(struct kvt_ctx *ctx, struct kvtier_nvme_stat *st);
+int kvtier_nvme_stat(struct kvtier_ctx *ctx, struct kvtier_nvme_stat *st);
 
 /**
- * kvt_nvme_stat_dev() - one NVMe device's state and counters
+ * kvtier_nvme_stat_dev() - one NVMe device's state and counters
  * @ctx:	the context.
  * @index:	0..KVTIER_NVME_MAX-1.
- * @st:		out: as kvt_nvme_stat() for that device alone, with its
+ * @st:		out: as kvtier_nvme_stat() for that device alone, with its
  *		dev_major and dev_minor; attached == 0 when the index is not
  *		in use.
  *
- * kvt_nvme_stat() sums the devices (attached is their number).
+ * kvtier_nvme_stat() sums the devices (attached is their number).
  *
  * Return: 0, -EINVAL for an index out of range, or another -errno.
  */
-int kvt_nvme_stat_dev(struct kvt_ctx *ctx, unsigned int index,
-		      struct kvtier_nvme_stat *st);
+int kvtier_nvme_stat_dev(struct kvtier_ctx *ctx, unsigned int index,
+			 struct kvtier_nvme_stat *st);
 
 /* ---- batched block commands -------------------------------------------- */
 
 /*
  * The batched commands take an array of struct kvtier_block. The caller sets
- * key (kvt_block_set() helps), buf (PUT and GET: a buffer of block_size
+ * key (kvtier_block_set() helps), buf (PUT and GET: a buffer of block_size
  * bytes; other commands: 0) and reserved = 0; the kernel fills addr, status
  * and tier of every entry.
  *
@@ -418,7 +421,7 @@ int kvt_nvme_stat_dev(struct kvt_ctx *ctx, unsigned int index,
  * those after it were not run; earlier chunks took effect.
  *
  * @done, when not NULL, receives the number of entries with status 0 (for
- * kvt_lookup(): the length of the longest resident prefix).
+ * kvtier_lookup(): the length of the longest resident prefix).
  *
  * Return (all of them): 0 when every entry has its status (look at each
  * entry's status for per-key errors); -EINVAL for n == 0, bad flags or
@@ -427,7 +430,7 @@ int kvt_nvme_stat_dev(struct kvt_ctx *ctx, unsigned int index,
  */
 
 /**
- * kvt_put() - copy blocks into the pool
+ * kvtier_put() - copy blocks into the pool
  * @pool:	the pool handle.
  * @blk:	entries: key and buf in.
  * @n:		number of entries.
@@ -439,11 +442,11 @@ int kvt_nvme_stat_dev(struct kvt_ctx *ctx, unsigned int index,
  *
  * Return: see above.
  */
-int kvt_put(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	    uint32_t flags, uint32_t *done);
+int kvtier_put(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+	       uint32_t flags, uint32_t *done);
 
 /**
- * kvt_get() - copy blocks out of the pool
+ * kvtier_get() - copy blocks out of the pool
  * @pool:	the pool handle.
  * @blk:	entries: key and buf in.
  * @n:		number of entries.
@@ -460,11 +463,11 @@ int kvt_put(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
  *
  * Return: see above.
  */
-int kvt_get(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	    uint32_t flags, uint32_t *done);
+int kvtier_get(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+	       uint32_t flags, uint32_t *done);
 
 /**
- * kvt_lookup() - where a chain of keys lives
+ * kvtier_lookup() - where a chain of keys lives
  * @pool:	the pool handle.
  * @blk:	entries: key in, buf 0; addr and tier out.
  * @n:		number of entries (a prefix chain, first block first).
@@ -484,11 +487,11 @@ int kvt_get(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
  *
  * Return: see above.
  */
-int kvt_lookup(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	       uint32_t flags, uint32_t *done);
+int kvtier_lookup(struct kvtier_pool *pool, struct kvtier_block *blk,
+		  uint32_t n, uint32_t flags, uint32_t *done);
 
 /**
- * kvt_drop() - remove blocks
+ * kvtier_drop() - remove blocks
  * @pool:	the pool handle.
  * @blk:	entries: key in, buf 0.
  * @n:		number of entries.
@@ -499,11 +502,11 @@ int kvt_lookup(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
  *
  * Return: see above.
  */
-int kvt_drop(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	     uint32_t flags, uint32_t *done);
+int kvtier_drop(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+		uint32_t flags, uint32_t *done);
 
 /**
- * kvt_pin() - keep blocks resident while this pool handle is open
+ * kvtier_pin() - keep blocks resident while this pool handle is open
  * @pool:	the pool handle.
  * @blk:	entries: key in, buf 0.
  * @n:		number of entries.
@@ -516,11 +519,11 @@ int kvt_drop(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
  *
  * Return: see above.
  */
-int kvt_pin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	    uint32_t flags, uint32_t *done);
+int kvtier_pin(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+	       uint32_t flags, uint32_t *done);
 
 /**
- * kvt_unpin() - release pins taken with kvt_pin() on this handle
+ * kvtier_unpin() - release pins taken with kvtier_pin() on this handle
  * @pool:	the pool handle.
  * @blk:	entries: key in, buf 0.
  * @n:		number of entries.
@@ -531,20 +534,20 @@ int kvt_pin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
  *
  * Return: see above.
  */
-int kvt_unpin(struct kvt_pool *pool, struct kvtier_block *blk, uint32_t n,
-	      uint32_t flags, uint32_t *done);
+int kvtier_unpin(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
+		 uint32_t flags, uint32_t *done);
 
 /**
- * kvt_block_set() - fill one batch entry
+ * kvtier_block_set() - fill one batch entry
  * @b:		the entry (every field is written).
  * @key:	its key.
  * @buf:	PUT/GET buffer, or NULL for the other commands.
  */
-void kvt_block_set(struct kvtier_block *b, const struct kvt_key *key,
-		   void *buf);
+void kvtier_block_set(struct kvtier_block *b, const struct kvtier_key *key,
+		      void *buf);
 
 /**
- * kvt_put1() - PUT one block
+ * kvtier_put1() - PUT one block
  * @pool:	the pool handle.
  * @key:	its key.
  * @buf:	block_size bytes.
@@ -552,21 +555,22 @@ void kvt_block_set(struct kvtier_block *b, const struct kvt_key *key,
  *
  * Return: 0, the entry's status (e.g. -EEXIST) or a whole-batch -errno.
  */
-int kvt_put1(struct kvt_pool *pool, const struct kvt_key *key,
-	     const void *buf, uint32_t flags);
+int kvtier_put1(struct kvtier_pool *pool, const struct kvtier_key *key,
+		const void *buf, uint32_t flags);
 
 /**
- * kvt_get1() - GET one block
+ * kvtier_get1() - GET one block
  * @pool:	the pool handle.
  * @key:	its key.
  * @buf:	out: block_size bytes.
  *
  * Return: 0, -ENOENT on a miss, or another -errno.
  */
-int kvt_get1(struct kvt_pool *pool, const struct kvt_key *key, void *buf);
+int kvtier_get1(struct kvtier_pool *pool, const struct kvtier_key *key,
+		void *buf);
 
 /**
- * kvt_lookup1() - LOOKUP one block
+ * kvtier_lookup1() - LOOKUP one block
  * @pool:	the pool handle.
  * @key:	its key.
  * @addr:	out (optional): block address, or KVTIER_ADDR_NONE.
@@ -574,102 +578,102 @@ int kvt_get1(struct kvt_pool *pool, const struct kvt_key *key, void *buf);
  *
  * Return: 0 when resident, -ENOENT when not, or another -errno.
  */
-int kvt_lookup1(struct kvt_pool *pool, const struct kvt_key *key,
-		uint64_t *addr, unsigned int *tier);
+int kvtier_lookup1(struct kvtier_pool *pool, const struct kvtier_key *key,
+		   uint64_t *addr, unsigned int *tier);
 
 /**
- * kvt_drop1() - DROP one block
+ * kvtier_drop1() - DROP one block
  * @pool:	the pool handle.
  * @key:	its key.
  *
  * Return: 0, -ENOENT, -EBUSY, or another -errno.
  */
-int kvt_drop1(struct kvt_pool *pool, const struct kvt_key *key);
+int kvtier_drop1(struct kvtier_pool *pool, const struct kvtier_key *key);
 
 /* ---- mmap -------------------------------------------------------------- */
 
 /**
- * kvt_map() - map a range of a pool's block addresses read-only
+ * kvtier_map() - map a range of a pool's block addresses read-only
  * @pool:	the pool handle.
  * @first:	first block address of the range.
  * @count:	block addresses in the range; 0 means up to the capacity.
  * @mapp:	out: the mapping.
  *
  * Block address a (first <= a < first + count) is at
- * kvt_block_ptr(map, a). Touching a block that is only on NVMe loads it
+ * kvtier_block_ptr(map, a). Touching a block that is only on NVMe loads it
  * (or raises SIGBUS in a pool created with KVTIER_POOL_FAULT_NOLOAD);
  * touching an address that holds no block raises SIGBUS. Look the key up
- * first and keep it pinned (kvt_pin()) while it is read, or eviction may
+ * first and keep it pinned (kvtier_pin()) while it is read, or eviction may
  * take it away under the reader.
  *
  * Return: 0; -EINVAL when the range is empty or beyond the capacity;
  * -EOVERFLOW when it does not fit the address space; -EOPNOTSUPP without
  * KVTIER_F_MMAP; -ENOMEM; another -errno from mmap(2).
  */
-int kvt_map(struct kvt_pool *pool, uint64_t first, uint64_t count,
-	    struct kvt_map **mapp);
+int kvtier_map(struct kvtier_pool *pool, uint64_t first, uint64_t count,
+	       struct kvtier_map **mapp);
 
 /**
- * kvt_unmap() - undo kvt_map()
+ * kvtier_unmap() - undo kvtier_map()
  * @map:	the mapping; NULL is a no-op.
  */
-void kvt_unmap(struct kvt_map *map);
+void kvtier_unmap(struct kvtier_map *map);
 
 /**
- * kvt_map_base() - start of a mapping
+ * kvtier_map_base() - start of a mapping
  * @map:	the mapping.
  *
- * Return: the address of block @first given to kvt_map().
+ * Return: the address of block @first given to kvtier_map().
  */
-const void *kvt_map_base(const struct kvt_map *map);
+const void *kvtier_map_base(const struct kvtier_map *map);
 
 /**
- * kvt_map_len() - length of a mapping in bytes
+ * kvtier_map_len() - length of a mapping in bytes
  * @map:	the mapping.
  *
  * Return: count * block_size.
  */
-size_t kvt_map_len(const struct kvt_map *map);
+size_t kvtier_map_len(const struct kvtier_map *map);
 
 /**
- * kvt_block_ptr() - where a block address lies in a mapping
+ * kvtier_block_ptr() - where a block address lies in a mapping
  * @map:	the mapping.
  * @addr:	a block address, e.g. struct kvtier_block.addr from a LOOKUP.
  *
  * Return: the block's first byte, or NULL when @addr is outside the
  * mapped range (KVTIER_ADDR_NONE included).
  */
-const void *kvt_block_ptr(const struct kvt_map *map, uint64_t addr);
+const void *kvtier_block_ptr(const struct kvtier_map *map, uint64_t addr);
 
 /* ---- staging buffers (libnuma) ----------------------------------------- */
 
 /**
- * kvt_alloc_staging() - allocate a buffer near a pool's DRAM
+ * kvtier_alloc_staging() - allocate a buffer near a pool's DRAM
  * @pool:	the pool whose NUMA node the buffer should sit on.
  * @size:	bytes, > 0.
  * @bufp:	out: the buffer, page-aligned, not yet touched.
  *
  * Uses numa_alloc_onnode() when the pool has a node (>= 0) and the system
  * has NUMA support (numa_available() >= 0); otherwise page-aligned
- * memory from posix_memalign(). Free with kvt_free_staging() on the same
+ * memory from posix_memalign(). Free with kvtier_free_staging() on the same
  * pool with the same @size.
  *
  * Return: 0, -EINVAL for @size 0, or -ENOMEM.
  */
-int kvt_alloc_staging(struct kvt_pool *pool, size_t size, void **bufp);
+int kvtier_alloc_staging(struct kvtier_pool *pool, size_t size, void **bufp);
 
 /**
- * kvt_free_staging() - free a buffer from kvt_alloc_staging()
- * @pool:	the pool given to kvt_alloc_staging().
+ * kvtier_free_staging() - free a buffer from kvtier_alloc_staging()
+ * @pool:	the pool given to kvtier_alloc_staging().
  * @buf:	the buffer; NULL is a no-op.
- * @size:	the size given to kvt_alloc_staging().
+ * @size:	the size given to kvtier_alloc_staging().
  */
-void kvt_free_staging(struct kvt_pool *pool, void *buf, size_t size);
+void kvtier_free_staging(struct kvtier_pool *pool, void *buf, size_t size);
 
 /* ---- keys -------------------------------------------------------------- */
 
 /**
- * kvt_key_chain() - the key of the next block of a prefix chain
+ * kvtier_key_chain() - the key of the next block of a prefix chain
  * @prev:	key of the previous block, or NULL for the first block.
  * @id:		identifier of this block's content (e.g. a hash of its
  *		tokens, or a Mooncake trace hash_id).
@@ -686,46 +690,46 @@ void kvt_free_staging(struct kvt_pool *pool, void *buf, size_t size);
  * shares pools between tenants should derive keys from a cryptographic hash
  * of the tokens instead (the kernel does not care how keys are made).
  */
-void kvt_key_chain(const struct kvt_key *prev, uint64_t id,
-		   struct kvt_key *out);
+void kvtier_key_chain(const struct kvtier_key *prev, uint64_t id,
+		      struct kvtier_key *out);
 
 /**
- * kvt_key_chain_n() - the keys of a whole chain
+ * kvtier_key_chain_n() - the keys of a whole chain
  * @prev:	key before the first id, or NULL to start a chain.
  * @ids:	block ids, first block first.
  * @n:		number of ids.
- * @out:	out: @n keys; out[i] = kvt_key_chain(out[i - 1], ids[i]).
+ * @out:	out: @n keys; out[i] = kvtier_key_chain(out[i - 1], ids[i]).
  */
-void kvt_key_chain_n(const struct kvt_key *prev, const uint64_t *ids,
-		     size_t n, struct kvt_key *out);
+void kvtier_key_chain_n(const struct kvtier_key *prev, const uint64_t *ids,
+			size_t n, struct kvtier_key *out);
 
 /* ---- prefetch ------------------------------------------------------------ */
 
 /**
- * kvt_now_ns() - CLOCK_MONOTONIC now, in nanoseconds: the clock of deadlines
+ * kvtier_now_ns() - CLOCK_MONOTONIC now, in nanoseconds: the clock of deadlines
  *
  * Return: the time.
  */
-uint64_t kvt_now_ns(void);
+uint64_t kvtier_now_ns(void);
 
 /**
- * kvt_hint_set() - fill a prefetch hint for a key
+ * kvtier_hint_set() - fill a prefetch hint for a key
  * @h:		the hint (zeroed first).
  * @key:	the block's key.
  */
-void kvt_hint_set(struct kvtier_hint *h, const struct kvt_key *key);
+void kvtier_hint_set(struct kvtier_hint *h, const struct kvtier_key *key);
 
 /**
- * struct kvt_prefetch_args - a prefetch group's parameters
+ * struct kvtier_prefetch_args - a prefetch group's parameters
  * @group:	nonzero id, unique among the pool handle's live groups.
  * @cookie:	returned in the group's completion.
  * @deadline_ns: CLOCK_MONOTONIC time by which the blocks should be in the
- *		tier (kvt_now_ns() + budget); 0: as soon as possible.
+ *		tier (kvtier_now_ns() + budget); 0: as soon as possible.
  * @flags:	KVTIER_PREFETCH_ADDR, KVTIER_PREFETCH_CANCEL_LATE.
  * @priority:	0..KVTIER_PRIO_MAX, higher first among equal deadlines.
  * @tier:	target tier; 0 means KVTIER_TIER_DRAM.
  */
-struct kvt_prefetch_args {
+struct kvtier_prefetch_args {
 	uint64_t group;
 	uint64_t cookie;
 	uint64_t deadline_ns;
@@ -735,9 +739,9 @@ struct kvt_prefetch_args {
 };
 
 /**
- * kvt_prefetch() - ask for a request's blocks to be staged by a deadline
+ * kvtier_prefetch() - ask for a request's blocks to be staged by a deadline
  * @pool:	the pool handle.
- * @hints:	@n hints in chain order (kvt_hint_set()); status, tier and
+ * @hints:	@n hints in chain order (kvtier_hint_set()); status, tier and
  *		addr come back per hint (-ENOENT: no such block, dropped).
  * @n:		1..batch_max.
  * @a:		the group's parameters.
@@ -745,23 +749,24 @@ struct kvt_prefetch_args {
  * @resident:	out (optional): hints already in the tier.
  *
  * Returns at once; the group's end is a struct kvtier_completion read by
- * kvt_completions() or kvt_wait_group() (or poll(2)/read(2) on
- * kvt_pool_fd(), or an eventfd, kvt_eventfd()). Staged blocks are protected
- * from eviction until used (a GET, a PIN, a LOOKUP with TOUCH, a fault).
+ * kvtier_completions() or kvtier_wait_group() (or poll(2)/read(2) on
+ * kvtier_pool_fd(), or an eventfd, kvtier_eventfd()). Staged blocks are
+ * protected from eviction until used (a GET, a PIN, a LOOKUP with TOUCH, a
+ * fault).
  *
  * Return: 0; -EINVAL (count, flags, group 0, tier, priority, a hint's flags
- * or reserved nonzero: fill hints with kvt_hint_set()); -EOPNOTSUPP (HBM
+ * or reserved nonzero: fill hints with kvtier_hint_set()); -EOPNOTSUPP (HBM
  * target on a pool without a device tier; the context did not negotiate
  * KVTIER_F_PREFETCH, or KVTIER_F_HBM for an HBM target); -ETIME (KVTIER_PREFETCH_CANCEL_LATE and a deadline past); -EEXIST
  * (group id live); -EAGAIN (KVTIER_PREFETCH_GROUPS_MAX groups live or
  * completions unread); -EFAULT; -ENOMEM.
  */
-int kvt_prefetch(struct kvt_pool *pool, struct kvtier_hint *hints, uint32_t n,
-		 const struct kvt_prefetch_args *a, uint32_t *queued,
-		 uint32_t *resident);
+int kvtier_prefetch(struct kvtier_pool *pool, struct kvtier_hint *hints,
+		    uint32_t n, const struct kvtier_prefetch_args *a,
+		    uint32_t *queued, uint32_t *resident);
 
 /**
- * kvt_cancel() - withdraw a prefetch group, or all of the handle's
+ * kvtier_cancel() - withdraw a prefetch group, or all of the handle's
  * @pool:	the pool handle.
  * @group:	the group; 0 with KVTIER_CANCEL_ALL.
  * @flags:	0 or KVTIER_CANCEL_ALL.
@@ -770,54 +775,54 @@ int kvt_prefetch(struct kvt_pool *pool, struct kvtier_hint *hints, uint32_t n,
  *
  * Return: 0; -ENOENT (no live group with that id); -EINVAL.
  */
-int kvt_cancel(struct kvt_pool *pool, uint64_t group, uint32_t flags,
-	       uint32_t *cancelled);
+int kvtier_cancel(struct kvtier_pool *pool, uint64_t group, uint32_t flags,
+		  uint32_t *cancelled);
 
 /**
- * kvt_eventfd() - signal an eventfd at every prefetch completion
+ * kvtier_eventfd() - signal an eventfd at every prefetch completion
  * @pool:	the pool handle.
  * @efd:	an eventfd(2), or -1 to stop.
  *
  * Return: 0; -EBADF; -EINVAL (not an eventfd).
  */
-int kvt_eventfd(struct kvt_pool *pool, int efd);
+int kvtier_eventfd(struct kvtier_pool *pool, int efd);
 
 /**
- * kvt_completions() - read prefetch completions
+ * kvtier_completions() - read prefetch completions
  * @pool:	the pool handle.
  * @c:		out: up to @max records.
  * @max:	room in @c (>= 1).
  * @timeout_ms:	how long to wait for the first; 0: not at all; -1: forever.
  *
- * Records put aside by kvt_wait_group() come first.
+ * Records put aside by kvtier_wait_group() come first.
  *
  * Return: the number of records (0 when the wait ended without one), or
  * -errno.
  */
-int kvt_completions(struct kvt_pool *pool, struct kvtier_completion *c,
-		    uint32_t max, int timeout_ms);
+int kvtier_completions(struct kvtier_pool *pool, struct kvtier_completion *c,
+		       uint32_t max, int timeout_ms);
 
 /**
- * kvt_wait_group() - wait for one group's completion
+ * kvtier_wait_group() - wait for one group's completion
  * @pool:	the pool handle.
  * @group:	the group.
  * @out:	out: its completion.
  * @timeout_ms:	-1: forever.
  *
  * Completions of other groups read meanwhile are kept for
- * kvt_completions().
+ * kvtier_completions().
  *
  * Return: 0; -ETIMEDOUT; -ENOMEM; another -errno.
  */
-int kvt_wait_group(struct kvt_pool *pool, uint64_t group,
-		   struct kvtier_completion *out, int timeout_ms);
+int kvtier_wait_group(struct kvtier_pool *pool, uint64_t group,
+		      struct kvtier_completion *out, int timeout_ms);
 
-struct kvt_ring;
+struct kvtier_ring;
 
 /**
- * kvt_request_ready() - have a request's cached prefix in DRAM
+ * kvtier_request_ready() - have a request's cached prefix in DRAM
  * @pool:	the pool handle.
- * @ring:	an idle ring (kvt_ring_open()) to send LOOKUP and PREFETCH
+ * @ring:	an idle ring (kvtier_ring_open()) to send LOOKUP and PREFETCH
  *		through, or NULL for ioctls.
  * @keys:	the request's chain of keys, first block first.
  * @n:		1..batch_max keys.
@@ -834,39 +839,39 @@ struct kvt_ring;
  * status (-ETIME, -EIO: @ready says how much made it); -ETIMEDOUT; or
  * what LOOKUP or PREFETCH returned.
  */
-int kvt_request_ready(struct kvt_pool *pool, struct kvt_ring *ring,
-		      const struct kvt_key *keys, uint32_t n,
-		      uint64_t deadline_ns, int timeout_ms, uint32_t *ready);
+int kvtier_request_ready(struct kvtier_pool *pool, struct kvtier_ring *ring,
+			 const struct kvtier_key *keys, uint32_t n,
+			 uint64_t deadline_ns, int timeout_ms, uint32_t *ready);
 
 /* ---- the HBM tier --------------------------------------------------------- */
 
 /**
- * kvt_hbm_attach() - give a pool a device tier of @slots blocks
+ * kvtier_hbm_attach() - give a pool a device tier of @slots blocks
  * @pool:	the pool handle (not read-only).
  * @backend:	KVTIER_HBM_EMUL (kernel memory, out of hbm_emul_mb) or
  *		KVTIER_HBM_USER (the caller's arena, moved by a mover).
  * @slots:	1..KVTIER_HBM_SLOTS_MAX.
  * @mover_fd:	out with KVTIER_HBM_USER: the mover fd, for
- *		kvt_mover_open(); closing it detaches the arena. NULL: the
+ *		kvtier_mover_open(); closing it detaches the arena. NULL: the
  *		fd is closed at once (an arena nobody moves is of no use).
  *
  * Return: 0; -EBUSY (the pool has one); -ENOSPC (emulated memory used up);
  * -EBADF (read-only handle); -EINVAL; -ENOMEM.
  */
-int kvt_hbm_attach(struct kvt_pool *pool, uint32_t backend, uint32_t slots,
-		   int *mover_fd);
+int kvtier_hbm_attach(struct kvtier_pool *pool, uint32_t backend,
+		      uint32_t slots, int *mover_fd);
 
 /**
- * kvt_hbm_stat() - the pool's device tier: slots, copies, errors
+ * kvtier_hbm_stat() - the pool's device tier: slots, copies, errors
  * @pool:	the pool handle.
  * @st:		out.
  *
  * Return: 0 or -errno.
  */
-int kvt_hbm_stat(struct kvt_pool *pool, struct kvtier_hbm_stat *st);
+int kvtier_hbm_stat(struct kvtier_pool *pool, struct kvtier_hbm_stat *st);
 
 /**
- * kvt_adopt() - take blocks made in device memory
+ * kvtier_adopt() - take blocks made in device memory
  * @pool:	the pool handle.
  * @e:		@n entries: key and slot in; status and addr out.
  * @n:		1..batch_max.
@@ -879,46 +884,46 @@ int kvt_hbm_stat(struct kvt_pool *pool, struct kvtier_hbm_stat *st);
  *
  * Return: 0, or -errno for the whole batch.
  */
-int kvt_adopt(struct kvt_pool *pool, struct kvtier_adopt *e, uint32_t n,
-	      uint32_t *done);
+int kvtier_adopt(struct kvtier_pool *pool, struct kvtier_adopt *e, uint32_t n,
+		 uint32_t *done);
 
-struct kvt_mover;
+struct kvtier_mover;
 
 /*
  * A mover's copy: @op KVTIER_MOVE_TO_DEV copies @bytes from @dram (the
  * block, read-only) into slot @slot of the device arena; KVTIER_MOVE_FROM_DEV
  * copies slot @slot into @dram. 0 or a negative errno.
  */
-typedef int (*kvt_mover_copy_fn)(void *arg, uint32_t op, uint32_t slot,
-				 void *dram, uint64_t bytes);
+typedef int (*kvtier_mover_copy_fn)(void *arg, uint32_t op, uint32_t slot,
+				    void *dram, uint64_t bytes);
 
 /**
- * kvt_mover_memcpy() - the reference copy: the arena is host memory
- * @arena:	slots * block_size bytes (the kvt_mover_open() argument).
+ * kvtier_mover_memcpy() - the reference copy: the arena is host memory
+ * @arena:	slots * block_size bytes (the kvtier_mover_open() argument).
  * @op:		KVTIER_MOVE_TO_DEV or KVTIER_MOVE_FROM_DEV.
  * @slot:	the slot.
- * @dram:	the block's bytes (see kvt_mover_copy_fn).
+ * @dram:	the block's bytes (see kvtier_mover_copy_fn).
  * @bytes:	the block size.
  *
  * Return: 0.
  */
-int kvt_mover_memcpy(void *arena, uint32_t op, uint32_t slot, void *dram,
-		     uint64_t bytes);
+int kvtier_mover_memcpy(void *arena, uint32_t op, uint32_t slot, void *dram,
+			uint64_t bytes);
 
 /**
- * struct kvt_cuda_arena - an arena in CUDA device memory, for kvt_mover_cuda
+ * struct kvtier_cuda_arena - a CUDA device memory arena for kvtier_mover_cuda
  * @lib:	the CUDA runtime, opened at run time.
  * @memcpy_fn:	its cudaMemcpy.
  * @base:	the arena: slots * block_size bytes from cudaMalloc().
  */
-struct kvt_cuda_arena {
+struct kvtier_cuda_arena {
 	void *lib;
 	void *memcpy_fn;
 	void *base;
 };
 
 /**
- * kvt_mover_cuda_init() - open the CUDA runtime for a device arena
+ * kvtier_mover_cuda_init() - open the CUDA runtime for a device arena
  * @a:		out.
  * @device_base: the arena's device pointer.
  *
@@ -928,17 +933,17 @@ struct kvt_cuda_arena {
  * Return: 0; -ENOENT when no CUDA runtime is installed; -ENOSYS when it
  * has no cudaMemcpy.
  */
-int kvt_mover_cuda_init(struct kvt_cuda_arena *a, void *device_base);
+int kvtier_mover_cuda_init(struct kvtier_cuda_arena *a, void *device_base);
 
 /**
- * kvt_mover_cuda_fini() - close what kvt_mover_cuda_init() opened
+ * kvtier_mover_cuda_fini() - close what kvtier_mover_cuda_init() opened
  * @a:		the arena.
  */
-void kvt_mover_cuda_fini(struct kvt_cuda_arena *a);
+void kvtier_mover_cuda_fini(struct kvtier_cuda_arena *a);
 
 /**
- * kvt_mover_cuda() - the copy for a CUDA arena (a kvt_mover_copy_fn)
- * @arg:	a struct kvt_cuda_arena.
+ * kvtier_mover_cuda() - the copy for a CUDA arena (a kvtier_mover_copy_fn)
+ * @arg:	a struct kvtier_cuda_arena.
  * @op:		KVTIER_MOVE_TO_DEV (cudaMemcpy host to device) or
  *		KVTIER_MOVE_FROM_DEV (device to host).
  * @slot:	the slot.
@@ -947,24 +952,25 @@ void kvt_mover_cuda_fini(struct kvt_cuda_arena *a);
  *
  * Return: 0, -EIO when cudaMemcpy fails, -ENODEV when not initialised.
  */
-int kvt_mover_cuda(void *arg, uint32_t op, uint32_t slot, void *dram,
-		   uint64_t bytes);
+int kvtier_mover_cuda(void *arg, uint32_t op, uint32_t slot, void *dram,
+		      uint64_t bytes);
 
 /**
- * kvt_mover_open() - a mover for a user arena
+ * kvtier_mover_open() - a mover for a user arena
  * @pool:	the pool handle (its mapping is the DRAM side of copies).
- * @mover_fd:	from kvt_hbm_attach(); owned by the mover from now on.
- * @fn:		the copy (kvt_mover_memcpy, a cudaMemcpy wrapper, ...).
+ * @mover_fd:	from kvtier_hbm_attach(); owned by the mover from now on.
+ * @fn:		the copy (kvtier_mover_memcpy, a cudaMemcpy wrapper, ...).
  * @arg:	its first argument.
  * @mp:		out: the mover.
  *
  * Return: 0 or -errno.
  */
-int kvt_mover_open(struct kvt_pool *pool, int mover_fd, kvt_mover_copy_fn fn,
-		   void *arg, struct kvt_mover **mp);
+int kvtier_mover_open(struct kvtier_pool *pool, int mover_fd,
+		      kvtier_mover_copy_fn fn, void *arg,
+		      struct kvtier_mover **mp);
 
 /**
- * kvt_mover_run() - do the copies the kernel posted
+ * kvtier_mover_run() - do the copies the kernel posted
  * @m:		the mover.
  * @timeout_ms:	how long to wait for the first; -1 forever.
  *
@@ -979,54 +985,54 @@ int kvt_mover_open(struct kvt_pool *pool, int mover_fd, kvt_mover_copy_fn fn,
  * timeout detached the arena, say). The loop should end on any negative
  * value.
  */
-int kvt_mover_run(struct kvt_mover *m, int timeout_ms);
+int kvtier_mover_run(struct kvtier_mover *m, int timeout_ms);
 
 /**
- * kvt_mover_close() - stop moving: the arena is detached
+ * kvtier_mover_close() - stop moving: the arena is detached
  * @m:		the mover, or NULL.
  *
  * Adopted blocks not yet written down are lost; every other block keeps
  * its DRAM or NVMe copy.
  */
-void kvt_mover_close(struct kvt_mover *m);
+void kvtier_mover_close(struct kvtier_mover *m);
 
 /* ---- io_uring ------------------------------------------------------------ */
 
 /**
- * struct kvt_ring_cqe - a completion reaped from a ring
- * @user_data:	what kvt_ring_queue() was given.
+ * struct kvtier_ring_cqe - a completion reaped from a ring
+ * @user_data:	what kvtier_ring_queue() was given.
  * @res:	the command's result, as the ioctl would return it.
  */
-struct kvt_ring_cqe {
+struct kvtier_ring_cqe {
 	uint64_t user_data;
 	int32_t res;
 };
 
 /**
- * kvt_ring_open() - an io_uring for pool commands
+ * kvtier_ring_open() - an io_uring for pool commands
  * @ringp:	out: the ring.
  * @entries:	submission queue size.
  *
  * Return: 0 or -errno (io_uring_queue_init()'s).
  */
-int kvt_ring_open(struct kvt_ring **ringp, unsigned int entries);
+int kvtier_ring_open(struct kvtier_ring **ringp, unsigned int entries);
 
 /**
- * kvt_ring_close() - tear a ring down (commands in flight are cancelled)
+ * kvtier_ring_close() - tear a ring down (commands in flight are cancelled)
  * @ring:	the ring, or NULL.
  */
-void kvt_ring_close(struct kvt_ring *ring);
+void kvtier_ring_close(struct kvtier_ring *ring);
 
 /**
- * kvt_ring_fd() - the ring's fd, for poll(2)
+ * kvtier_ring_fd() - the ring's fd, for poll(2)
  * @ring:	the ring.
  *
  * Return: the fd.
  */
-int kvt_ring_fd(const struct kvt_ring *ring);
+int kvtier_ring_fd(const struct kvtier_ring *ring);
 
 /**
- * kvt_ring_queue() - queue one pool command on the ring
+ * kvtier_ring_queue() - queue one pool command on the ring
  * @ring:	the ring.
  * @pool:	the pool handle.
  * @op:		KVTIER_IOC_PUT, KVTIER_IOC_GET, KVTIER_IOC_LOOKUP or
@@ -1036,23 +1042,23 @@ int kvt_ring_fd(const struct kvt_ring *ring);
  *		command's completion is reaped, and written back by then.
  * @user_data:	returned in the completion.
  *
- * Nothing reaches the kernel before kvt_ring_submit().
+ * Nothing reaches the kernel before kvtier_ring_submit().
  *
  * Return: 0; -EBUSY when the submission queue is full (submit first).
  */
-int kvt_ring_queue(struct kvt_ring *ring, struct kvt_pool *pool,
-		   unsigned long op, void *arg, uint64_t user_data);
+int kvtier_ring_queue(struct kvtier_ring *ring, struct kvtier_pool *pool,
+		      unsigned long op, void *arg, uint64_t user_data);
 
 /**
- * kvt_ring_submit() - hand the queued commands to the kernel
+ * kvtier_ring_submit() - hand the queued commands to the kernel
  * @ring:	the ring.
  *
  * Return: commands submitted, or -errno.
  */
-int kvt_ring_submit(struct kvt_ring *ring);
+int kvtier_ring_submit(struct kvtier_ring *ring);
 
 /**
- * kvt_ring_reap() - collect completions
+ * kvtier_ring_reap() - collect completions
  * @ring:	the ring.
  * @out:	out: up to @max completions.
  * @max:	room in @out.
@@ -1060,8 +1066,8 @@ int kvt_ring_submit(struct kvt_ring *ring);
  *
  * Return: completions reaped, or -errno.
  */
-int kvt_ring_reap(struct kvt_ring *ring, struct kvt_ring_cqe *out,
-		  unsigned int max, unsigned int wait_nr);
+int kvtier_ring_reap(struct kvtier_ring *ring, struct kvtier_ring_cqe *out,
+		     unsigned int max, unsigned int wait_nr);
 
 #ifdef __cplusplus
 }

@@ -32,7 +32,7 @@
 
 static int passed, failed, skipped, ntest;
 static int case_failed;
-static struct kvt_ctx *ctx;
+static struct kvtier_ctx *ctx;
 
 #define CHECK(cond) do {						\
 	if (!(cond)) {							\
@@ -89,7 +89,7 @@ static const char *pname(const char *tag)
 }
 
 /* Block bytes derived from the key, so a GET can be checked. */
-static void fill(void *buf, size_t bytes, const struct kvt_key *k)
+static void fill(void *buf, size_t bytes, const struct kvtier_key *k)
 {
 	uint64_t *w = buf;
 	size_t i;
@@ -98,7 +98,7 @@ static void fill(void *buf, size_t bytes, const struct kvt_key *k)
 		w[i] = k->k[0] + i * k->k[1];
 }
 
-static int check(const void *buf, size_t bytes, const struct kvt_key *k)
+static int check(const void *buf, size_t bytes, const struct kvtier_key *k)
 {
 	const uint64_t *w = buf;
 	size_t i;
@@ -110,16 +110,16 @@ static int check(const void *buf, size_t bytes, const struct kvt_key *k)
 }
 
 /* A fresh pool whose name is already removed (it lives as long as the fd). */
-static struct kvt_pool *anon_pool(const char *tag, uint64_t bs, uint32_t cap)
+static struct kvtier_pool *anon_pool(const char *tag, uint64_t bs, uint32_t cap)
 {
-	struct kvt_pool_params p;
-	struct kvt_pool *pool;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *pool;
 
-	kvt_pool_params_init(&p, pname(tag), bs, cap);
-	if (kvt_pool_create(ctx, &p, &pool))
+	kvtier_pool_params_init(&p, pname(tag), bs, cap);
+	if (kvtier_pool_create(ctx, &p, &pool))
 		return NULL;
-	if (kvt_pool_destroy(ctx, pool_name)) {
-		kvt_pool_close(pool);
+	if (kvtier_pool_destroy(ctx, pool_name)) {
+		kvtier_pool_close(pool);
 		return NULL;
 	}
 	return pool;
@@ -129,29 +129,29 @@ static struct kvt_pool *anon_pool(const char *tag, uint64_t bs, uint32_t cap)
 
 static void test_key_vectors(void)
 {
-	struct kvt_key k0, k1, chain[2];
+	struct kvtier_key k0, k1, chain[2];
 	uint64_t ids[2] = { 0, 1 };
 
 	/* The documented mix; a change here changes every stored key. */
-	kvt_key_chain(NULL, 0, &k0);
+	kvtier_key_chain(NULL, 0, &k0);
 	CHECK(k0.k[0] == 0x6393d51c06c618dcULL && k0.k[1] == 0x771bfd0d506e004bULL);
-	kvt_key_chain(&k0, 1, &k1);
+	kvtier_key_chain(&k0, 1, &k1);
 	CHECK(k1.k[0] == 0x9aea8d122c0cfd70ULL && k1.k[1] == 0xbe81a49e19c5fcf2ULL);
-	kvt_key_chain_n(NULL, ids, 2, chain);
+	kvtier_key_chain_n(NULL, ids, 2, chain);
 	CHECK(!memcmp(&chain[0], &k0, sizeof(k0)) && !memcmp(&chain[1], &k1, sizeof(k1)));
 	/* out may alias prev */
-	kvt_key_chain(&k0, 1, &k0);
+	kvtier_key_chain(&k0, 1, &k0);
 	CHECK(!memcmp(&k0, &k1, sizeof(k0)));
 }
 
 static void test_key_prefix(void)
 {
 	uint64_t a[3] = { 7, 8, 9 }, b[3] = { 7, 8, 10 }, c[3] = { 6, 8, 9 };
-	struct kvt_key ka[3], kb[3], kc[3];
+	struct kvtier_key ka[3], kb[3], kc[3];
 
-	kvt_key_chain_n(NULL, a, 3, ka);
-	kvt_key_chain_n(NULL, b, 3, kb);
-	kvt_key_chain_n(NULL, c, 3, kc);
+	kvtier_key_chain_n(NULL, a, 3, ka);
+	kvtier_key_chain_n(NULL, b, 3, kb);
+	kvtier_key_chain_n(NULL, c, 3, kc);
 	/* equal prefix, equal keys; a different earlier id changes later keys */
 	CHECK(!memcmp(ka, kb, 2 * sizeof(ka[0])));
 	CHECK(memcmp(&ka[2], &kb[2], sizeof(ka[0])));
@@ -160,30 +160,30 @@ static void test_key_prefix(void)
 
 static void test_names(void)
 {
-	CHECK(!strcmp(kvt_feature_name(KVTIER_F_POOLS), "pools"));
-	CHECK(!strcmp(kvt_feature_name(KVTIER_F_MMAP), "mmap"));
-	CHECK(!strcmp(kvt_feature_name(KVTIER_F_NUMA), "numa"));
-	CHECK(!strcmp(kvt_feature_name(KVTIER_F_REPLACE), "replace"));
-	CHECK(kvt_feature_name(1ULL << 63) == NULL);
-	CHECK(kvt_feature_name(0) == NULL);
-	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_API)), "API"));
-	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_LOOKUP)), "LOOKUP"));
-	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_STAT)), "STAT"));
-	CHECK(!strcmp(kvt_feature_name(KVTIER_F_NVME), "nvme"));
-	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_NVME_ATTACH)), "NVME_ATTACH"));
-	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_NVME_STAT)), "NVME_STAT"));
-	CHECK(!strcmp(kvt_ioctl_name(_IOC_NR(KVTIER_IOC_SYNC)), "SYNC"));
-	CHECK(kvt_ioctl_name(63) == NULL);
-	CHECK(!strcmp(kvt_tier_name(KVTIER_TIER_DRAM), "dram"));
-	CHECK(!strcmp(kvt_tier_name(99), "?"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_POOLS), "pools"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_MMAP), "mmap"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_NUMA), "numa"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_REPLACE), "replace"));
+	CHECK(kvtier_feature_name(1ULL << 63) == NULL);
+	CHECK(kvtier_feature_name(0) == NULL);
+	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_API)), "API"));
+	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_LOOKUP)), "LOOKUP"));
+	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_STAT)), "STAT"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_NVME), "nvme"));
+	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_NVME_ATTACH)), "NVME_ATTACH"));
+	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_NVME_STAT)), "NVME_STAT"));
+	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_SYNC)), "SYNC"));
+	CHECK(kvtier_ioctl_name(63) == NULL);
+	CHECK(!strcmp(kvtier_tier_name(KVTIER_TIER_DRAM), "dram"));
+	CHECK(!strcmp(kvtier_tier_name(99), "?"));
 }
 
 static void test_params_init(void)
 {
-	struct kvt_pool_params p;
+	struct kvtier_pool_params p;
 
 	memset(&p, 0xff, sizeof(p));
-	kvt_pool_params_init(&p, "x", 8192, 10);
+	kvtier_pool_params_init(&p, "x", 8192, 10);
 	CHECK(!strcmp(p.name, "x"));
 	CHECK_EQ(p.block_size, 8192);
 	CHECK_EQ(p.capacity, 10);
@@ -198,80 +198,80 @@ static void test_params_init(void)
 static void test_open(void)
 {
 	struct kvtier_api api, all;
-	struct kvt_ctx *c;
+	struct kvtier_ctx *c;
 
-	CHECK_EQ(kvt_api_info(ctx, &all), 0);
+	CHECK_EQ(kvtier_api_info(ctx, &all), 0);
 	CHECK_EQ(all.api, KVTIER_API_VERSION);
 	CHECK_EQ(all.features, all.supported);
 	CHECK(all.supported & KVTIER_F_POOLS);
 	CHECK(all.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_LOOKUP)));
 
-	CHECK_EQ(kvt_open(&c, KVTIER_F_POOLS), 0);
-	kvt_api_info(c, &api);
+	CHECK_EQ(kvtier_open(&c, KVTIER_F_POOLS), 0);
+	kvtier_api_info(c, &api);
 	CHECK_EQ(api.features, KVTIER_F_POOLS);
-	CHECK(kvt_ctx_fd(c) >= 0);
-	kvt_close(c);
+	CHECK(kvtier_ctx_fd(c) >= 0);
+	kvtier_close(c);
 
 	/* a feature the kernel lacks is refused, on the one open */
-	CHECK_EQ(kvt_open(&c, KVTIER_F_POOLS | 1ULL << 62), -EOPNOTSUPP);
-	kvt_close(NULL);
+	CHECK_EQ(kvtier_open(&c, KVTIER_F_POOLS | 1ULL << 62), -EOPNOTSUPP);
+	kvtier_close(NULL);
 
 	/* a pool of a context without a feature cannot use it */
-	CHECK_EQ(kvt_open(&c, KVTIER_F_POOLS), 0);
+	CHECK_EQ(kvtier_open(&c, KVTIER_F_POOLS), 0);
 	{
-		struct kvt_pool_params pp;
-		struct kvt_pool *p;
+		struct kvtier_pool_params pp;
+		struct kvtier_pool *p;
 		struct kvtier_hbm_stat hs;
 
-		kvt_pool_params_init(&pp, "kvt-test.nofeat", 4096, 4);
-		CHECK_EQ(kvt_pool_create(c, &pp, &p), 0);
-		CHECK_EQ(kvt_hbm_stat(p, &hs), -EOPNOTSUPP);
-		CHECK_EQ(kvt_pool_destroy(c, "kvt-test.nofeat"), 0);
-		kvt_pool_close(p);
+		kvtier_pool_params_init(&pp, "kvt-test.nofeat", 4096, 4);
+		CHECK_EQ(kvtier_pool_create(c, &pp, &p), 0);
+		CHECK_EQ(kvtier_hbm_stat(p, &hs), -EOPNOTSUPP);
+		CHECK_EQ(kvtier_pool_destroy(c, "kvt-test.nofeat"), 0);
+		kvtier_pool_close(p);
 	}
-	kvt_close(c);
+	kvtier_close(c);
 }
 
 static void test_pool_lifecycle(void)
 {
-	struct kvt_pool_params p;
-	struct kvt_pool *a, *b;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *a, *b;
 	char longname[KVTIER_NAME_MAX + 8];
 
-	kvt_pool_params_init(&p, pname("life"), 8192, 16);
+	kvtier_pool_params_init(&p, pname("life"), 8192, 16);
 	p.dram_blocks = 8;
-	CHECK_EQ(kvt_pool_create(ctx, &p, &a), 0);
-	CHECK_EQ(kvt_pool_block_size(a), 8192);
-	CHECK_EQ(kvt_pool_capacity(a), 16);
-	CHECK(!strcmp(kvt_pool_name(a), pool_name));
-	CHECK(kvt_pool_fd(a) >= 0);
-	CHECK_EQ(kvt_pool_create(ctx, &p, &b), -EEXIST);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &a), 0);
+	CHECK_EQ(kvtier_pool_block_size(a), 8192);
+	CHECK_EQ(kvtier_pool_capacity(a), 16);
+	CHECK(!strcmp(kvtier_pool_name(a), pool_name));
+	CHECK(kvtier_pool_fd(a) >= 0);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &b), -EEXIST);
 
 	/* OPEN_EXISTING takes the existing configuration */
 	p.flags = KVTIER_POOL_OPEN_EXISTING;
 	p.block_size = 4096;
-	CHECK_EQ(kvt_pool_create(ctx, &p, &b), 0);
-	CHECK_EQ(kvt_pool_block_size(b), 8192);
-	kvt_pool_close(b);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &b), 0);
+	CHECK_EQ(kvtier_pool_block_size(b), 8192);
+	kvtier_pool_close(b);
 
-	CHECK_EQ(kvt_pool_open(ctx, pool_name, 0, &b), 0);
-	CHECK_EQ(kvt_pool_capacity(b), 16);
-	kvt_pool_close(b);
+	CHECK_EQ(kvtier_pool_open(ctx, pool_name, 0, &b), 0);
+	CHECK_EQ(kvtier_pool_capacity(b), 16);
+	kvtier_pool_close(b);
 
-	CHECK_EQ(kvt_pool_destroy(ctx, pool_name), 0);
-	CHECK_EQ(kvt_pool_destroy(ctx, pool_name), -ENOENT);
-	CHECK_EQ(kvt_pool_open(ctx, pool_name, 0, &b), -ENOENT);
-	kvt_pool_close(a);
-	kvt_pool_close(NULL);
+	CHECK_EQ(kvtier_pool_destroy(ctx, pool_name), 0);
+	CHECK_EQ(kvtier_pool_destroy(ctx, pool_name), -ENOENT);
+	CHECK_EQ(kvtier_pool_open(ctx, pool_name, 0, &b), -ENOENT);
+	kvtier_pool_close(a);
+	kvtier_pool_close(NULL);
 
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
-	kvt_pool_params_init(&p, longname, 4096, 1);
-	CHECK_EQ(kvt_pool_create(ctx, &p, &b), -ENAMETOOLONG);
-	CHECK_EQ(kvt_pool_open(ctx, longname, 0, &b), -ENAMETOOLONG);
-	CHECK_EQ(kvt_pool_destroy(ctx, longname), -ENAMETOOLONG);
-	kvt_pool_params_init(&p, pname("bad"), 1000, 1);
-	CHECK_EQ(kvt_pool_create(ctx, &p, &b), -EINVAL);
+	kvtier_pool_params_init(&p, longname, 4096, 1);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &b), -ENAMETOOLONG);
+	CHECK_EQ(kvtier_pool_open(ctx, longname, 0, &b), -ENAMETOOLONG);
+	CHECK_EQ(kvtier_pool_destroy(ctx, longname), -ENAMETOOLONG);
+	kvtier_pool_params_init(&p, pname("bad"), 1000, 1);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &b), -EINVAL);
 }
 
 static void test_put_get_lookup(void)
@@ -280,8 +280,8 @@ static void test_put_get_lookup(void)
 	uint64_t ids[N] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	struct kvtier_block blk[N];
 	struct kvtier_pool_stat st;
-	struct kvt_key keys[N];
-	struct kvt_pool *pool;
+	struct kvtier_key keys[N];
+	struct kvtier_pool *pool;
 	uint32_t done, i;
 	unsigned int tier;
 	uint64_t addr;
@@ -291,37 +291,37 @@ static void test_put_get_lookup(void)
 	CHECK(pool);
 	buf = malloc(N * BS);
 	CHECK(buf);
-	kvt_key_chain_n(NULL, ids, N, keys);
+	kvtier_key_chain_n(NULL, ids, N, keys);
 
 	for (i = 0; i < N; i++) {
 		fill(buf + i * BS, BS, &keys[i]);
-		kvt_block_set(&blk[i], &keys[i], buf + i * BS);
+		kvtier_block_set(&blk[i], &keys[i], buf + i * BS);
 	}
-	CHECK_EQ(kvt_put(pool, blk, N, 0, &done), 0);
+	CHECK_EQ(kvtier_put(pool, blk, N, 0, &done), 0);
 	CHECK_EQ(done, N);
 	for (i = 0; i < N; i++)
 		CHECK_EQ(blk[i].status, 0);
 
 	/* PUT of a present key: per-entry -EEXIST, batch still 0 */
-	CHECK_EQ(kvt_put(pool, blk, 1, 0, &done), 0);
+	CHECK_EQ(kvtier_put(pool, blk, 1, 0, &done), 0);
 	CHECK_EQ(done, 0);
 	CHECK_EQ(blk[0].status, -EEXIST);
-	CHECK_EQ(kvt_put1(pool, &keys[0], buf, 0), -EEXIST);
+	CHECK_EQ(kvtier_put1(pool, &keys[0], buf, 0), -EEXIST);
 
 	memset(buf, 0, N * BS);
 	for (i = 0; i < N; i++)
-		kvt_block_set(&blk[i], &keys[i], buf + i * BS);
-	CHECK_EQ(kvt_get(pool, blk, N, 0, &done), 0);
+		kvtier_block_set(&blk[i], &keys[i], buf + i * BS);
+	CHECK_EQ(kvtier_get(pool, blk, N, 0, &done), 0);
 	CHECK_EQ(done, N);
 	for (i = 0; i < N; i++)
 		CHECK(!check(buf + i * BS, BS, &keys[i]));
 
 	/* the chain's resident prefix ends at the first hole */
-	CHECK_EQ(kvt_drop1(pool, &keys[5]), 0);
-	CHECK_EQ(kvt_drop1(pool, &keys[5]), -ENOENT);
+	CHECK_EQ(kvtier_drop1(pool, &keys[5]), 0);
+	CHECK_EQ(kvtier_drop1(pool, &keys[5]), -ENOENT);
 	for (i = 0; i < N; i++)
-		kvt_block_set(&blk[i], &keys[i], NULL);
-	CHECK_EQ(kvt_lookup(pool, blk, N, 0, &done), 0);
+		kvtier_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvtier_lookup(pool, blk, N, 0, &done), 0);
 	CHECK_EQ(done, 5);
 	CHECK_EQ(blk[4].status, 0);
 	CHECK_EQ(blk[4].tier, KVTIER_TIER_DRAM);
@@ -331,31 +331,31 @@ static void test_put_get_lookup(void)
 	CHECK(blk[5].addr == KVTIER_ADDR_NONE);
 	CHECK_EQ(blk[6].status, 0);
 
-	CHECK_EQ(kvt_lookup1(pool, &keys[4], &addr, &tier), 0);
+	CHECK_EQ(kvtier_lookup1(pool, &keys[4], &addr, &tier), 0);
 	CHECK(addr == blk[4].addr);
 	CHECK_EQ(tier, KVTIER_TIER_DRAM);
-	CHECK_EQ(kvt_lookup1(pool, &keys[5], &addr, &tier), -ENOENT);
+	CHECK_EQ(kvtier_lookup1(pool, &keys[5], &addr, &tier), -ENOENT);
 	CHECK(addr == KVTIER_ADDR_NONE);
-	CHECK_EQ(kvt_get1(pool, &keys[5], buf), -ENOENT);
+	CHECK_EQ(kvtier_get1(pool, &keys[5], buf), -ENOENT);
 
 	/* REPLACE */
 	fill(buf, BS, &keys[7]);
-	CHECK_EQ(kvt_put1(pool, &keys[0], buf, KVTIER_PUT_REPLACE), 0);
+	CHECK_EQ(kvtier_put1(pool, &keys[0], buf, KVTIER_PUT_REPLACE), 0);
 	memset(buf, 0, BS);
-	CHECK_EQ(kvt_get1(pool, &keys[0], buf), 0);
+	CHECK_EQ(kvtier_get1(pool, &keys[0], buf), 0);
 	CHECK(!check(buf, BS, &keys[7]));
 
-	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
 	CHECK_EQ(st.block_size, BS);
 	CHECK_EQ(st.resident[KVTIER_TIER_DRAM], N - 1);
 	CHECK_EQ(st.puts, N + 1);
 
 	/* whole-batch errors */
-	CHECK_EQ(kvt_get(pool, blk, 0, 0, &done), -EINVAL);
-	CHECK_EQ(kvt_lookup(pool, blk, 1, 0x80000000u, &done), -EINVAL);
+	CHECK_EQ(kvtier_get(pool, blk, 0, 0, &done), -EINVAL);
+	CHECK_EQ(kvtier_lookup(pool, blk, 1, 0x80000000u, &done), -EINVAL);
 
 	free(buf);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 }
 
 /* More entries than one ioctl takes: the library splits the batch. */
@@ -363,13 +363,13 @@ static void test_big_batch(void)
 {
 	struct kvtier_api api;
 	struct kvtier_block *blk;
-	struct kvt_key *keys;
-	struct kvt_pool *pool;
+	struct kvtier_key *keys;
+	struct kvtier_pool *pool;
 	uint64_t *ids;
 	uint32_t n, i, done, hole;
 	char *buf;
 
-	kvt_api_info(ctx, &api);
+	kvtier_api_info(ctx, &api);
 	n = api.batch_max + 100;
 	pool = anon_pool("big", 4096, n);
 	CHECK(pool);
@@ -380,26 +380,26 @@ static void test_big_batch(void)
 	CHECK(blk && keys && ids && buf);
 	for (i = 0; i < n; i++)
 		ids[i] = i;
-	kvt_key_chain_n(NULL, ids, n, keys);
+	kvtier_key_chain_n(NULL, ids, n, keys);
 	for (i = 0; i < n; i++)
-		kvt_block_set(&blk[i], &keys[i], buf);
-	CHECK_EQ(kvt_put(pool, blk, n, 0, &done), 0);
+		kvtier_block_set(&blk[i], &keys[i], buf);
+	CHECK_EQ(kvtier_put(pool, blk, n, 0, &done), 0);
 	CHECK_EQ(done, n);
 
 	for (i = 0; i < n; i++)
-		kvt_block_set(&blk[i], &keys[i], NULL);
-	CHECK_EQ(kvt_lookup(pool, blk, n, 0, &done), 0);
+		kvtier_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvtier_lookup(pool, blk, n, 0, &done), 0);
 	CHECK_EQ(done, n);
 
 	/* a hole in the second chunk */
 	hole = api.batch_max + 7;
-	CHECK_EQ(kvt_drop1(pool, &keys[hole]), 0);
-	CHECK_EQ(kvt_lookup(pool, blk, n, 0, &done), 0);
+	CHECK_EQ(kvtier_drop1(pool, &keys[hole]), 0);
+	CHECK_EQ(kvtier_lookup(pool, blk, n, 0, &done), 0);
 	CHECK_EQ(done, hole);
 
 	/* a hole in the first chunk: the second chunk adds nothing */
-	CHECK_EQ(kvt_drop1(pool, &keys[10]), 0);
-	CHECK_EQ(kvt_lookup(pool, blk, n, 0, &done), 0);
+	CHECK_EQ(kvtier_drop1(pool, &keys[10]), 0);
+	CHECK_EQ(kvtier_lookup(pool, blk, n, 0, &done), 0);
 	CHECK_EQ(done, 10);
 	CHECK_EQ(blk[n - 1].status, 0);
 
@@ -407,49 +407,49 @@ static void test_big_batch(void)
 	free(keys);
 	free(ids);
 	free(buf);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 }
 
 static void test_pin(void)
 {
 	struct kvtier_pool_stat st;
 	struct kvtier_block b;
-	struct kvt_pool *pool;
-	struct kvt_key k;
+	struct kvtier_pool *pool;
+	struct kvtier_key k;
 	uint32_t done;
 	char buf[4096] = { 1 };
 
 	pool = anon_pool("pin", 4096, 4);
 	CHECK(pool);
-	kvt_key_chain(NULL, 42, &k);
-	CHECK_EQ(kvt_put1(pool, &k, buf, 0), 0);
+	kvtier_key_chain(NULL, 42, &k);
+	CHECK_EQ(kvtier_put1(pool, &k, buf, 0), 0);
 
-	kvt_block_set(&b, &k, NULL);
-	CHECK_EQ(kvt_pin(pool, &b, 1, 0, &done), 0);
+	kvtier_block_set(&b, &k, NULL);
+	CHECK_EQ(kvtier_pin(pool, &b, 1, 0, &done), 0);
 	CHECK_EQ(done, 1);
-	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
 	CHECK_EQ(st.pinned, 1);
-	CHECK_EQ(kvt_drop1(pool, &k), -EBUSY);
+	CHECK_EQ(kvtier_drop1(pool, &k), -EBUSY);
 
-	kvt_block_set(&b, &k, NULL);
-	CHECK_EQ(kvt_unpin(pool, &b, 1, 0, &done), 0);
+	kvtier_block_set(&b, &k, NULL);
+	CHECK_EQ(kvtier_unpin(pool, &b, 1, 0, &done), 0);
 	CHECK_EQ(done, 1);
-	kvt_block_set(&b, &k, NULL);
-	CHECK_EQ(kvt_unpin(pool, &b, 1, 0, &done), 0);
+	kvtier_block_set(&b, &k, NULL);
+	CHECK_EQ(kvtier_unpin(pool, &b, 1, 0, &done), 0);
 	CHECK_EQ(b.status, -EINVAL);
-	CHECK_EQ(kvt_drop1(pool, &k), 0);
-	kvt_block_set(&b, &k, NULL);
-	CHECK_EQ(kvt_pin(pool, &b, 1, 0, &done), 0);
+	CHECK_EQ(kvtier_drop1(pool, &k), 0);
+	kvtier_block_set(&b, &k, NULL);
+	CHECK_EQ(kvtier_pin(pool, &b, 1, 0, &done), 0);
 	CHECK_EQ(b.status, -ENOENT);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 }
 
 static void test_map(void)
 {
 	enum { BS = 8192, CAP = 8 };
-	struct kvt_pool *pool;
-	struct kvt_map *map, *part;
-	struct kvt_key k;
+	struct kvtier_pool *pool;
+	struct kvtier_map *map, *part;
+	struct kvtier_key k;
 	uint64_t addr;
 	char *buf;
 
@@ -457,58 +457,58 @@ static void test_map(void)
 	CHECK(pool);
 	buf = malloc(BS);
 	CHECK(buf);
-	kvt_key_chain(NULL, 3, &k);
+	kvtier_key_chain(NULL, 3, &k);
 	fill(buf, BS, &k);
-	CHECK_EQ(kvt_put1(pool, &k, buf, 0), 0);
-	CHECK_EQ(kvt_lookup1(pool, &k, &addr, NULL), 0);
+	CHECK_EQ(kvtier_put1(pool, &k, buf, 0), 0);
+	CHECK_EQ(kvtier_lookup1(pool, &k, &addr, NULL), 0);
 
-	CHECK_EQ(kvt_map(pool, 0, 0, &map), 0);
-	CHECK_EQ(kvt_map_len(map), BS * CAP);
-	CHECK(kvt_block_ptr(map, addr) == (const char *)kvt_map_base(map) + addr * BS);
-	CHECK(!check(kvt_block_ptr(map, addr), BS, &k));
-	CHECK(kvt_block_ptr(map, CAP) == NULL);
-	CHECK(kvt_block_ptr(map, KVTIER_ADDR_NONE) == NULL);
+	CHECK_EQ(kvtier_map(pool, 0, 0, &map), 0);
+	CHECK_EQ(kvtier_map_len(map), BS * CAP);
+	CHECK(kvtier_block_ptr(map, addr) == (const char *)kvtier_map_base(map) + addr * BS);
+	CHECK(!check(kvtier_block_ptr(map, addr), BS, &k));
+	CHECK(kvtier_block_ptr(map, CAP) == NULL);
+	CHECK(kvtier_block_ptr(map, KVTIER_ADDR_NONE) == NULL);
 
 	/* a one-block window onto the same block */
-	CHECK_EQ(kvt_map(pool, addr, 1, &part), 0);
-	CHECK(kvt_block_ptr(part, addr) == kvt_map_base(part));
-	CHECK(!check(kvt_block_ptr(part, addr), BS, &k));
-	CHECK(kvt_block_ptr(part, addr + 1) == NULL);
-	kvt_unmap(part);
-	kvt_unmap(map);
-	kvt_unmap(NULL);
+	CHECK_EQ(kvtier_map(pool, addr, 1, &part), 0);
+	CHECK(kvtier_block_ptr(part, addr) == kvtier_map_base(part));
+	CHECK(!check(kvtier_block_ptr(part, addr), BS, &k));
+	CHECK(kvtier_block_ptr(part, addr + 1) == NULL);
+	kvtier_unmap(part);
+	kvtier_unmap(map);
+	kvtier_unmap(NULL);
 
-	CHECK_EQ(kvt_map(pool, CAP, 1, &map), -EINVAL);
-	CHECK_EQ(kvt_map(pool, CAP - 1, 2, &map), -EINVAL);
+	CHECK_EQ(kvtier_map(pool, CAP, 1, &map), -EINVAL);
+	CHECK_EQ(kvtier_map(pool, CAP - 1, 2, &map), -EINVAL);
 	free(buf);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 }
 
 static void test_staging(void)
 {
-	struct kvt_pool_params p;
-	struct kvt_pool *pool;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *pool;
 	void *buf;
 	int node;
 
 	pool = anon_pool("stg", 4096, 2);
 	CHECK(pool);
-	CHECK_EQ(kvt_alloc_staging(pool, 0, &buf), -EINVAL);
-	CHECK_EQ(kvt_alloc_staging(pool, 3 << 20, &buf), 0);
+	CHECK_EQ(kvtier_alloc_staging(pool, 0, &buf), -EINVAL);
+	CHECK_EQ(kvtier_alloc_staging(pool, 3 << 20, &buf), 0);
 	CHECK(((uintptr_t)buf & 4095) == 0);
 	memset(buf, 0xa5, 3 << 20);
-	kvt_free_staging(pool, buf, 3 << 20);
-	kvt_free_staging(pool, NULL, 0);
-	kvt_pool_close(pool);
+	kvtier_free_staging(pool, buf, 3 << 20);
+	kvtier_free_staging(pool, NULL, 0);
+	kvtier_pool_close(pool);
 
 	/* a pool with a node: its staging pages sit on that node */
 	node = numa_available() >= 0 ? numa_max_node() : 0;
-	kvt_pool_params_init(&p, pname("stgn"), 4096, 2);
+	kvtier_pool_params_init(&p, pname("stgn"), 4096, 2);
 	p.numa_node = node;
-	CHECK_EQ(kvt_pool_create(ctx, &p, &pool), 0);
-	kvt_pool_destroy(ctx, pool_name);
-	CHECK_EQ(kvt_pool_numa_node(pool), node);
-	CHECK_EQ(kvt_alloc_staging(pool, 1 << 20, &buf), 0);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &pool), 0);
+	kvtier_pool_destroy(ctx, pool_name);
+	CHECK_EQ(kvtier_pool_numa_node(pool), node);
+	CHECK_EQ(kvtier_alloc_staging(pool, 1 << 20, &buf), 0);
 	memset(buf, 0x5a, 1 << 20);
 	if (numa_available() >= 0) {
 		int where = -1;
@@ -518,59 +518,59 @@ static void test_staging(void)
 		CHECK_EQ(where, node);
 		printf("# staging on node %d of %d\n", where, numa_max_node() + 1);
 	}
-	kvt_free_staging(pool, buf, 1 << 20);
-	kvt_pool_close(pool);
+	kvtier_free_staging(pool, buf, 1 << 20);
+	kvtier_pool_close(pool);
 }
 
 static void test_rdonly(void)
 {
-	struct kvt_pool_params p;
-	struct kvt_pool *rw, *ro;
-	struct kvt_key k;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *rw, *ro;
+	struct kvtier_key k;
 	char buf[4096] = { 0 };
 
-	kvt_pool_params_init(&p, pname("ro"), 4096, 2);
-	CHECK_EQ(kvt_pool_create(ctx, &p, &rw), 0);
-	CHECK_EQ(kvt_pool_open(ctx, pool_name, KVTIER_POOL_RDONLY, &ro), 0);
-	kvt_pool_destroy(ctx, pool_name);
-	kvt_key_chain(NULL, 1, &k);
-	CHECK_EQ(kvt_put1(ro, &k, buf, 0), -EBADF);
-	CHECK_EQ(kvt_put1(rw, &k, buf, 0), 0);
-	CHECK_EQ(kvt_get1(ro, &k, buf), 0);
-	CHECK_EQ(kvt_drop1(ro, &k), -EBADF);
-	kvt_pool_close(ro);
-	kvt_pool_close(rw);
+	kvtier_pool_params_init(&p, pname("ro"), 4096, 2);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &rw), 0);
+	CHECK_EQ(kvtier_pool_open(ctx, pool_name, KVTIER_POOL_RDONLY, &ro), 0);
+	kvtier_pool_destroy(ctx, pool_name);
+	kvtier_key_chain(NULL, 1, &k);
+	CHECK_EQ(kvtier_put1(ro, &k, buf, 0), -EBADF);
+	CHECK_EQ(kvtier_put1(rw, &k, buf, 0), 0);
+	CHECK_EQ(kvtier_get1(ro, &k, buf), 0);
+	CHECK_EQ(kvtier_drop1(ro, &k), -EBADF);
+	kvtier_pool_close(ro);
+	kvtier_pool_close(rw);
 }
 
 
-/* PUT, GET and LOOKUP through a ring (kvt_ring_*): the ioctls' results. */
+/* PUT, GET and LOOKUP through a ring (kvtier_ring_*): the ioctls' results. */
 static void test_ring_round_trip(void)
 {
 	enum { N = 4, BS = 8192 };
 	uint64_t ids[N] = { 71, 72, 73, 74 };
 	struct kvtier_block pb[N], gb[N], lb[N];
 	struct kvtier_batch put, get, look, drop;
-	struct kvt_ring_cqe cqe[4];
-	struct kvt_key keys[N];
-	struct kvt_ring *ring;
-	struct kvt_pool *pool;
+	struct kvtier_ring_cqe cqe[4];
+	struct kvtier_key keys[N];
+	struct kvtier_ring *ring;
+	struct kvtier_pool *pool;
 	char *in, *out;
 	int i, n, res[4] = { 1, 1, 1, 1 };
 
 	pool = anon_pool("ring", BS, 16);
 	CHECK(pool);
-	CHECK_EQ(kvt_ring_open(&ring, 0), -EINVAL);
-	CHECK_EQ(kvt_ring_open(&ring, 8), 0);
-	CHECK(kvt_ring_fd(ring) >= 0);
+	CHECK_EQ(kvtier_ring_open(&ring, 0), -EINVAL);
+	CHECK_EQ(kvtier_ring_open(&ring, 8), 0);
+	CHECK(kvtier_ring_fd(ring) >= 0);
 	in = malloc(N * BS);
 	out = calloc(N, BS);
 	CHECK(in && out);
-	kvt_key_chain_n(NULL, ids, N, keys);
+	kvtier_key_chain_n(NULL, ids, N, keys);
 	for (i = 0; i < N; i++) {
 		fill(in + i * BS, BS, &keys[i]);
-		kvt_block_set(&pb[i], &keys[i], in + i * BS);
-		kvt_block_set(&gb[i], &keys[i], out + i * BS);
-		kvt_block_set(&lb[i], &keys[i], NULL);
+		kvtier_block_set(&pb[i], &keys[i], in + i * BS);
+		kvtier_block_set(&gb[i], &keys[i], out + i * BS);
+		kvtier_block_set(&lb[i], &keys[i], NULL);
 	}
 	memset(&put, 0, sizeof(put));
 	put.blocks = (uintptr_t)pb;
@@ -582,18 +582,18 @@ static void test_ring_round_trip(void)
 	drop = look;
 
 	/* One PUT; then GET, LOOKUP and a DROP (not taken) in one submit. */
-	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_PUT, &put, 0), 0);
-	CHECK_EQ(kvt_ring_submit(ring), 1);
-	CHECK_EQ(kvt_ring_reap(ring, cqe, 4, 1), 1);
+	CHECK_EQ(kvtier_ring_queue(ring, pool, KVTIER_IOC_PUT, &put, 0), 0);
+	CHECK_EQ(kvtier_ring_submit(ring), 1);
+	CHECK_EQ(kvtier_ring_reap(ring, cqe, 4, 1), 1);
 	CHECK_EQ(cqe[0].user_data, 0);
 	CHECK_EQ(cqe[0].res, 0);
 	CHECK_EQ(put.done, N);
-	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_GET, &get, 1), 0);
-	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_LOOKUP, &look, 2), 0);
-	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_DROP, &drop, 3), 0);
-	CHECK_EQ(kvt_ring_submit(ring), 3);
+	CHECK_EQ(kvtier_ring_queue(ring, pool, KVTIER_IOC_GET, &get, 1), 0);
+	CHECK_EQ(kvtier_ring_queue(ring, pool, KVTIER_IOC_LOOKUP, &look, 2), 0);
+	CHECK_EQ(kvtier_ring_queue(ring, pool, KVTIER_IOC_DROP, &drop, 3), 0);
+	CHECK_EQ(kvtier_ring_submit(ring), 3);
 	for (n = 0; n < 3; ) {
-		int got = kvt_ring_reap(ring, cqe, 4, 1);
+		int got = kvtier_ring_reap(ring, cqe, 4, 1);
 
 		CHECK(got > 0);
 		for (i = 0; i < got; i++) {
@@ -603,7 +603,7 @@ static void test_ring_round_trip(void)
 		n += got;
 	}
 	CHECK_EQ(n, 3);
-	CHECK_EQ(kvt_ring_reap(ring, cqe, 4, 0), 0);
+	CHECK_EQ(kvtier_ring_reap(ring, cqe, 4, 0), 0);
 	CHECK_EQ(res[1], 0);
 	CHECK_EQ(res[2], 0);
 	CHECK_EQ(res[3], -EOPNOTSUPP);
@@ -616,20 +616,20 @@ static void test_ring_round_trip(void)
 		CHECK(lb[i].addr == gb[i].addr);
 	}
 	/* Nothing was dropped. */
-	CHECK_EQ(kvt_lookup(pool, lb, N, 0, (uint32_t *)&n), 0);
+	CHECK_EQ(kvtier_lookup(pool, lb, N, 0, (uint32_t *)&n), 0);
 	CHECK_EQ(n, N);
 	/* A present key: the ioctl's per-entry -EEXIST, the command's 0. */
-	CHECK_EQ(kvt_ring_queue(ring, pool, KVTIER_IOC_PUT, &put, 5), 0);
-	CHECK_EQ(kvt_ring_submit(ring), 1);
-	CHECK_EQ(kvt_ring_reap(ring, cqe, 1, 1), 1);
+	CHECK_EQ(kvtier_ring_queue(ring, pool, KVTIER_IOC_PUT, &put, 5), 0);
+	CHECK_EQ(kvtier_ring_submit(ring), 1);
+	CHECK_EQ(kvtier_ring_reap(ring, cqe, 1, 1), 1);
 	CHECK_EQ(cqe[0].res, 0);
 	CHECK_EQ(put.done, 0);
 	CHECK_EQ(pb[0].status, -EEXIST);
-	kvt_ring_close(ring);
-	kvt_ring_close(NULL);
+	kvtier_ring_close(ring);
+	kvtier_ring_close(NULL);
 	free(in);
 	free(out);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 }
 
 /* ---- the NVMe tier ----------------------------------------------------- */
@@ -688,7 +688,7 @@ static void nvme_pick(void)
 		snprintf(why, sizeof(why), "not root");
 		return;
 	}
-	if (kvt_nvme_stat(ctx, &ns)) {
+	if (kvtier_nvme_stat(ctx, &ns)) {
 		snprintf(why, sizeof(why), "NVME_STAT fails: no NVMe tier");
 		return;
 	}
@@ -706,25 +706,27 @@ static int nvme_ensure(void)
 	struct kvtier_nvme_stat ns;
 	int ret;
 
-	if (!kvt_nvme_stat(ctx, &ns) && ns.attached)
+	if (!kvtier_nvme_stat(ctx, &ns) && ns.attached)
 		return 0;
-	ret = kvt_nvme_attach(ctx, nvme_dev, 0, 0);
+	ret = kvtier_nvme_attach(ctx, nvme_dev, 0, 0);
 	if (ret == -EMEDIUMTYPE)
-		ret = kvt_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT, 1024);
+		ret = kvtier_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT,
+					 1024);
 	return ret;
 }
 
-static void nv_keys(struct kvt_key *keys, uint32_t n)
+static void nv_keys(struct kvtier_key *keys, uint32_t n)
 {
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		kvt_key_chain(NULL, 0x4e56 + i, &keys[i]);
+		kvtier_key_chain(NULL, 0x4e56 + i, &keys[i]);
 }
 
 /* GET keys[0..n) in one batch and check every byte; 0 if all came back. */
-static int nv_get_check_bs(struct kvt_pool *pool, const struct kvt_key *keys,
-			   uint32_t n, size_t bs)
+static int nv_get_check_bs(struct kvtier_pool *pool,
+			   const struct kvtier_key *keys, uint32_t n,
+			   size_t bs)
 {
 	struct kvtier_block *blk = calloc(n, sizeof(*blk));
 	char *buf = malloc((size_t)n * bs);
@@ -734,8 +736,9 @@ static int nv_get_check_bs(struct kvt_pool *pool, const struct kvt_key *keys,
 	if (blk && buf) {
 		memset(buf, 0, (size_t)n * bs);
 		for (i = 0; i < n; i++)
-			kvt_block_set(&blk[i], &keys[i], buf + (size_t)i * bs);
-		ret = kvt_get(pool, blk, n, 0, &done);
+			kvtier_block_set(&blk[i], &keys[i],
+					 buf + (size_t)i * bs);
+		ret = kvtier_get(pool, blk, n, 0, &done);
 		if (!ret && done != n)
 			ret = -ENOENT;
 		for (i = 0; !ret && i < n; i++)
@@ -747,7 +750,7 @@ static int nv_get_check_bs(struct kvt_pool *pool, const struct kvt_key *keys,
 	return ret;
 }
 
-static int nv_get_check(struct kvt_pool *pool, const struct kvt_key *keys,
+static int nv_get_check(struct kvtier_pool *pool, const struct kvtier_key *keys,
 			uint32_t n)
 {
 	return nv_get_check_bs(pool, keys, n, NV_BS);
@@ -757,13 +760,13 @@ static int nv_get_check(struct kvt_pool *pool, const struct kvt_key *keys,
 static void test_nvme_absent(void)
 {
 	struct kvtier_nvme_stat ns;
-	struct kvt_pool_params p;
-	struct kvt_pool *pool, *ro;
-	struct kvt_key k;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *pool, *ro;
+	struct kvtier_key k;
 	uint64_t written = 99;
 	char buf[4096] = { 1 };
 
-	CHECK_EQ(kvt_nvme_stat(ctx, &ns), 0);
+	CHECK_EQ(kvtier_nvme_stat(ctx, &ns), 0);
 	if (ns.attached) {
 		printf("#   a device is attached: nothing to check\n");
 		return;
@@ -771,21 +774,21 @@ static void test_nvme_absent(void)
 	CHECK_EQ(ns.dev_bytes, 0);
 	CHECK_EQ(ns.nr_regions, 0);
 	if (!geteuid())
-		CHECK_EQ(kvt_nvme_detach(ctx), -ENODEV);
+		CHECK_EQ(kvtier_nvme_detach(ctx), -ENODEV);
 
-	kvt_pool_params_init(&p, pname("nvabs"), 4096, 4);
-	CHECK_EQ(kvt_pool_create(ctx, &p, &pool), 0);
-	CHECK_EQ(kvt_pool_open(ctx, pool_name, KVTIER_POOL_RDONLY, &ro), 0);
-	kvt_pool_destroy(ctx, pool_name);
+	kvtier_pool_params_init(&p, pname("nvabs"), 4096, 4);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &pool), 0);
+	CHECK_EQ(kvtier_pool_open(ctx, pool_name, KVTIER_POOL_RDONLY, &ro), 0);
+	kvtier_pool_destroy(ctx, pool_name);
 	/* documented: -ENODEV without a device, whether or not blocks wait */
-	CHECK_EQ(kvt_sync(pool, &written), -ENODEV);
+	CHECK_EQ(kvtier_sync(pool, &written), -ENODEV);
 	CHECK_EQ(written, 0);
-	kvt_key_chain(NULL, 5, &k);
-	CHECK_EQ(kvt_put1(pool, &k, buf, 0), 0);
-	CHECK_EQ(kvt_sync(pool, &written), -ENODEV);
-	CHECK_EQ(kvt_sync(ro, NULL), -EBADF);
-	kvt_pool_close(ro);
-	kvt_pool_close(pool);
+	kvtier_key_chain(NULL, 5, &k);
+	CHECK_EQ(kvtier_put1(pool, &k, buf, 0), 0);
+	CHECK_EQ(kvtier_sync(pool, &written), -ENODEV);
+	CHECK_EQ(kvtier_sync(ro, NULL), -EBADF);
+	kvtier_pool_close(ro);
+	kvtier_pool_close(pool);
 }
 
 /* Format, geometry, the attach rules; leaves the device attached. */
@@ -794,14 +797,14 @@ static void test_nvme_attach(void)
 	struct kvtier_nvme_stat ns, again;
 	uint64_t regions;
 
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT, 3000), -EINVAL);
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 1024), -EINVAL);
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0x80, 0), -EINVAL);
-	CHECK_EQ(kvt_nvme_attach(ctx, "/dev/null", 0, 0), -ENOTBLK);
-	CHECK_EQ(kvt_nvme_attach(ctx, "", 0, 0), -EINVAL);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT, 3000), -EINVAL);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, 0, 1024), -EINVAL);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, 0x80, 0), -EINVAL);
+	CHECK_EQ(kvtier_nvme_attach(ctx, "/dev/null", 0, 0), -ENOTBLK);
+	CHECK_EQ(kvtier_nvme_attach(ctx, "", 0, 0), -EINVAL);
 
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT, 1024), 0);
-	CHECK_EQ(kvt_nvme_stat(ctx, &ns), 0);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, KVTIER_NVME_FORMAT, 1024), 0);
+	CHECK_EQ(kvtier_nvme_stat(ctx, &ns), 0);
 	CHECK_EQ(ns.attached, 1);
 	CHECK_EQ(ns.region_bytes, 1 << 20);
 	regions = (ns.dev_bytes - (1 << 20)) / (1 << 20);
@@ -810,15 +813,15 @@ static void test_nvme_attach(void)
 	CHECK_EQ(ns.bytes_demoted, 0);
 	CHECK_EQ(ns.io_errors, 0);
 	CHECK(ns.attach_ns > 0);
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), -EBUSY);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, 0, 0), -EBUSY);
 
 	/* the store stays what it is across detach and attach */
-	CHECK_EQ(kvt_nvme_detach(ctx), 0);
-	CHECK_EQ(kvt_nvme_stat(ctx, &again), 0);
+	CHECK_EQ(kvtier_nvme_detach(ctx), 0);
+	CHECK_EQ(kvtier_nvme_stat(ctx, &again), 0);
 	CHECK_EQ(again.attached, 0);
-	CHECK_EQ(kvt_nvme_detach(ctx), -ENODEV);
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), 0);
-	CHECK_EQ(kvt_nvme_stat(ctx, &again), 0);
+	CHECK_EQ(kvtier_nvme_detach(ctx), -ENODEV);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, 0, 0), 0);
+	CHECK_EQ(kvtier_nvme_stat(ctx, &again), 0);
 	CHECK_EQ(again.region_bytes, 1 << 20);
 	CHECK(!memcmp(again.uuid, ns.uuid, sizeof(ns.uuid)));
 }
@@ -828,30 +831,30 @@ static void test_nvme_demote_promote(void)
 {
 	struct kvtier_block blk[NV_N];
 	struct kvtier_pool_stat st;
-	struct kvt_key keys[NV_N];
-	struct kvt_pool_params p;
-	struct kvt_pool *pool;
-	struct kvt_map *map;
+	struct kvtier_key keys[NV_N];
+	struct kvtier_pool_params p;
+	struct kvtier_pool *pool;
+	struct kvtier_map *map;
 	uint32_t i, done, on_nvme = 0, victim = NV_N;
 	char *buf;
 
 	CHECK_EQ(nvme_ensure(), 0);
 	snprintf(nv_pool, sizeof(nv_pool), "kvt-test-%d-nvme", (int)getpid());
-	kvt_pool_params_init(&p, nv_pool, NV_BS, NV_CAP);
+	kvtier_pool_params_init(&p, nv_pool, NV_BS, NV_CAP);
 	p.dram_blocks = NV_DRAM;
-	CHECK_EQ(kvt_pool_create(ctx, &p, &pool), 0);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &pool), 0);
 	buf = malloc((size_t)NV_N * NV_BS);
 	CHECK(buf);
 	nv_keys(keys, NV_N);
 	for (i = 0; i < NV_N; i++) {
 		fill(buf + (size_t)i * NV_BS, NV_BS, &keys[i]);
-		kvt_block_set(&blk[i], &keys[i], buf + (size_t)i * NV_BS);
+		kvtier_block_set(&blk[i], &keys[i], buf + (size_t)i * NV_BS);
 	}
-	CHECK_EQ(kvt_put(pool, blk, NV_N, 0, &done), 0);
+	CHECK_EQ(kvtier_put(pool, blk, NV_N, 0, &done), 0);
 	free(buf);
 	CHECK_EQ(done, NV_N);
 
-	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
 	CHECK(st.resident[KVTIER_TIER_DRAM] <= NV_DRAM);
 	CHECK(st.demotions >= NV_N - NV_DRAM);
 	CHECK(st.resident[KVTIER_TIER_NVME] >= NV_N - NV_DRAM);
@@ -859,8 +862,8 @@ static void test_nvme_demote_promote(void)
 
 	/* every key is resident somewhere; most only on NVMe */
 	for (i = 0; i < NV_N; i++)
-		kvt_block_set(&blk[i], &keys[i], NULL);
-	CHECK_EQ(kvt_lookup(pool, blk, NV_N, 0, &done), 0);
+		kvtier_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvtier_lookup(pool, blk, NV_N, 0, &done), 0);
 	CHECK_EQ(done, NV_N);
 	for (i = 0; i < NV_N; i++) {
 		CHECK(blk[i].tier == KVTIER_TIER_DRAM ||
@@ -871,41 +874,42 @@ static void test_nvme_demote_promote(void)
 
 	/* GET brings them back, every byte right */
 	CHECK_EQ(nv_get_check(pool, keys, NV_N), 0);
-	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
 	CHECK(st.promotions >= on_nvme);
 	CHECK_EQ(st.bad_reads, 0);
 	CHECK_EQ(st.resident[KVTIER_TIER_NVME], NV_N);	/* inclusive */
 
 	/* LOOKUP_LOAD: the first blocks were read first, so are off DRAM */
 	for (i = 0; i < 4; i++)
-		kvt_block_set(&blk[i], &keys[i], NULL);
-	CHECK_EQ(kvt_lookup(pool, blk, 4, 0, &done), 0);
+		kvtier_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvtier_lookup(pool, blk, 4, 0, &done), 0);
 	CHECK_EQ(done, 4);
 	CHECK_EQ(blk[0].tier, KVTIER_TIER_NVME);
-	CHECK_EQ(kvt_lookup(pool, blk, 4, KVTIER_LOOKUP_LOAD, &done), 0);
+	CHECK_EQ(kvtier_lookup(pool, blk, 4, KVTIER_LOOKUP_LOAD, &done), 0);
 	CHECK_EQ(done, 4);
 	for (i = 0; i < 4; i++) {
 		CHECK_EQ(blk[i].status, 0);
 		CHECK_EQ(blk[i].tier, KVTIER_TIER_DRAM);
 	}
 	for (i = 0; i < 4; i++)
-		kvt_block_set(&blk[i], &keys[i], NULL);
-	CHECK_EQ(kvt_lookup(pool, blk, 4, 0, &done), 0);
+		kvtier_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvtier_lookup(pool, blk, 4, 0, &done), 0);
 	for (i = 0; i < 4; i++)
 		CHECK_EQ(blk[i].tier, KVTIER_TIER_DRAM);
 
 	/* an mmap fault on a block only on NVMe loads it */
 	for (i = 0; i < NV_N; i++)
-		kvt_block_set(&blk[i], &keys[i], NULL);
-	CHECK_EQ(kvt_lookup(pool, blk, NV_N, 0, &done), 0);
+		kvtier_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvtier_lookup(pool, blk, NV_N, 0, &done), 0);
 	for (i = 0; i < NV_N && victim == NV_N; i++)
 		if (blk[i].tier == KVTIER_TIER_NVME)
 			victim = i;
 	CHECK(victim < NV_N);
-	CHECK_EQ(kvt_map(pool, 0, 0, &map), 0);
-	CHECK(!check(kvt_block_ptr(map, blk[victim].addr), NV_BS, &keys[victim]));
-	kvt_unmap(map);
-	kvt_pool_close(pool);	/* the pool keeps its name for the next tests */
+	CHECK_EQ(kvtier_map(pool, 0, 0, &map), 0);
+	CHECK(!check(kvtier_block_ptr(map, blk[victim].addr), NV_BS, &keys[victim]));
+	kvtier_unmap(map);
+	/* the pool keeps its name for the next tests */
+	kvtier_pool_close(pool);
 }
 
 /* SYNC writes what has no NVMe copy, and only that. */
@@ -913,36 +917,36 @@ static void test_nvme_sync(void)
 {
 	struct kvtier_pool_stat st;
 	struct kvtier_pool_stat before;
-	struct kvt_key keys[NV_N + NV_MORE];
-	struct kvt_pool *pool, *ro;
+	struct kvtier_key keys[NV_N + NV_MORE];
+	struct kvtier_pool *pool, *ro;
 	uint64_t written;
 	char *buf;
 	uint32_t i;
 
 	CHECK_EQ(nvme_ensure(), 0);
-	CHECK_EQ(kvt_pool_open(ctx, nv_pool, 0, &pool), 0);
-	CHECK_EQ(kvt_stat(pool, &before), 0);
+	CHECK_EQ(kvtier_pool_open(ctx, nv_pool, 0, &pool), 0);
+	CHECK_EQ(kvtier_stat(pool, &before), 0);
 	nv_keys(keys, NV_N + NV_MORE);
 	buf = malloc(NV_BS);
 	CHECK(buf);
 	for (i = NV_N; i < NV_N + NV_MORE; i++) {
 		fill(buf, NV_BS, &keys[i]);
-		CHECK_EQ(kvt_put1(pool, &keys[i], buf, 0), 0);
+		CHECK_EQ(kvtier_put1(pool, &keys[i], buf, 0), 0);
 	}
 	free(buf);
 	/* the new blocks may be cleaned ahead already; each is written once */
-	CHECK_EQ(kvt_sync(pool, &written), 0);
+	CHECK_EQ(kvtier_sync(pool, &written), 0);
 	CHECK(written <= NV_MORE);
-	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
 	CHECK_EQ(st.demotions - before.demotions, NV_MORE);
 	CHECK_EQ(st.dirty, 0);
 	CHECK_EQ(st.resident[KVTIER_TIER_NVME], NV_N + NV_MORE);
-	CHECK_EQ(kvt_sync(pool, &written), 0);
+	CHECK_EQ(kvtier_sync(pool, &written), 0);
 	CHECK_EQ(written, 0);
-	CHECK_EQ(kvt_pool_open(ctx, nv_pool, KVTIER_POOL_RDONLY, &ro), 0);
-	CHECK_EQ(kvt_sync(ro, &written), -EBADF);
-	kvt_pool_close(ro);
-	kvt_pool_close(pool);
+	CHECK_EQ(kvtier_pool_open(ctx, nv_pool, KVTIER_POOL_RDONLY, &ro), 0);
+	CHECK_EQ(kvtier_sync(ro, &written), -EBADF);
+	kvtier_pool_close(ro);
+	kvtier_pool_close(pool);
 }
 
 /*
@@ -953,23 +957,23 @@ static void test_nvme_reattach(void)
 {
 	struct kvtier_nvme_stat ns;
 	struct kvtier_pool_stat st;
-	struct kvt_key keys[NV_N + NV_MORE];
-	struct kvt_pool *pool;
+	struct kvtier_key keys[NV_N + NV_MORE];
+	struct kvtier_pool *pool;
 
 	CHECK_EQ(nvme_ensure(), 0);
 	nv_keys(keys, NV_N + NV_MORE);
-	CHECK_EQ(kvt_nvme_detach(ctx), 0);
-	CHECK_EQ(kvt_pool_open(ctx, nv_pool, 0, &pool), 0);
-	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(kvtier_nvme_detach(ctx), 0);
+	CHECK_EQ(kvtier_pool_open(ctx, nv_pool, 0, &pool), 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
 	CHECK_EQ(st.resident[KVTIER_TIER_NVME], 0);
 	CHECK(st.resident[KVTIER_TIER_DRAM] <= NV_DRAM);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), 0);
-	CHECK_EQ(kvt_nvme_stat(ctx, &ns), 0);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, 0, 0), 0);
+	CHECK_EQ(kvtier_nvme_stat(ctx, &ns), 0);
 	CHECK(ns.nr_regions > ns.free_regions);
-	CHECK_EQ(kvt_pool_open(ctx, nv_pool, 0, &pool), 0);
-	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(kvtier_pool_open(ctx, nv_pool, 0, &pool), 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
 	printf("#   after re-attach: resident dram %llu nvme %llu, dirty %llu\n",
 	       (unsigned long long)st.resident[KVTIER_TIER_DRAM],
 	       (unsigned long long)st.resident[KVTIER_TIER_NVME],
@@ -980,16 +984,16 @@ static void test_nvme_reattach(void)
 	CHECK_EQ(st.resident[KVTIER_TIER_NVME], NV_N + NV_MORE);
 	CHECK_EQ(st.dirty, 0);
 	CHECK_EQ(nv_get_check(pool, keys, NV_N + NV_MORE), 0);
-	CHECK_EQ(kvt_stat(pool, &st), 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
 	CHECK_EQ(st.bad_reads, 0);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 
 	/* destroyed while attached: erased from the device too */
-	CHECK_EQ(kvt_pool_destroy(ctx, nv_pool), 0);
-	CHECK_EQ(kvt_nvme_detach(ctx), 0);
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), 0);
-	CHECK_EQ(kvt_pool_open(ctx, nv_pool, 0, &pool), -ENOENT);
-	CHECK_EQ(kvt_nvme_detach(ctx), 0);
+	CHECK_EQ(kvtier_pool_destroy(ctx, nv_pool), 0);
+	CHECK_EQ(kvtier_nvme_detach(ctx), 0);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, 0, 0), 0);
+	CHECK_EQ(kvtier_pool_open(ctx, nv_pool, 0, &pool), -ENOENT);
+	CHECK_EQ(kvtier_nvme_detach(ctx), 0);
 }
 
 /*
@@ -999,46 +1003,46 @@ static void test_nvme_reattach(void)
  */
 static void test_nvme_replace_detached(void)
 {
-	struct kvt_key keys[3 * NV_DRAM], k;
-	struct kvt_pool_params p;
-	struct kvt_pool *pool;
+	struct kvtier_key keys[3 * NV_DRAM], k;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *pool;
 	char name[KVTIER_NAME_MAX], *buf;
 	uint32_t i;
 	int ret;
 
 	CHECK_EQ(nvme_ensure(), 0);
 	snprintf(name, sizeof(name), "kvt-test-%d-nvrep", (int)getpid());
-	kvt_pool_params_init(&p, name, NV_BS, NV_CAP);
+	kvtier_pool_params_init(&p, name, NV_BS, NV_CAP);
 	p.dram_blocks = NV_DRAM;
-	CHECK_EQ(kvt_pool_create(ctx, &p, &pool), 0);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &pool), 0);
 	buf = malloc(NV_BS);
 	CHECK(buf);
-	kvt_key_chain(NULL, 0x7e7, &k);		/* old bytes: fill(k) */
-	kvt_key_chain(NULL, 0x7e8, &keys[0]);	/* new bytes: fill(keys[0]) */
+	kvtier_key_chain(NULL, 0x7e7, &k);		/* old bytes: fill(k) */
+	kvtier_key_chain(NULL, 0x7e8, &keys[0]);	/* new bytes: fill(keys[0]) */
 	fill(buf, NV_BS, &k);
-	CHECK_EQ(kvt_put1(pool, &k, buf, 0), 0);
-	CHECK_EQ(kvt_sync(pool, NULL), 0);	/* the old bytes are on NVMe */
-	CHECK_EQ(kvt_nvme_detach(ctx), 0);
+	CHECK_EQ(kvtier_put1(pool, &k, buf, 0), 0);
+	CHECK_EQ(kvtier_sync(pool, NULL), 0);	/* the old bytes are on NVMe */
+	CHECK_EQ(kvtier_nvme_detach(ctx), 0);
 	fill(buf, NV_BS, &keys[0]);
-	CHECK_EQ(kvt_put1(pool, &k, buf, KVTIER_PUT_REPLACE), 0);
-	CHECK_EQ(kvt_nvme_attach(ctx, nvme_dev, 0, 0), 0);
+	CHECK_EQ(kvtier_put1(pool, &k, buf, KVTIER_PUT_REPLACE), 0);
+	CHECK_EQ(kvtier_nvme_attach(ctx, nvme_dev, 0, 0), 0);
 
 	/* push it out of DRAM, then read it back */
 	for (i = 0; i < 3 * NV_DRAM; i++) {
-		kvt_key_chain(NULL, 0x800 + i, &keys[i]);
+		kvtier_key_chain(NULL, 0x800 + i, &keys[i]);
 		fill(buf, NV_BS, &keys[i]);
-		CHECK_EQ(kvt_put1(pool, &keys[i], buf, 0), 0);
+		CHECK_EQ(kvtier_put1(pool, &keys[i], buf, 0), 0);
 	}
-	kvt_key_chain(NULL, 0x7e8, &keys[0]);
+	kvtier_key_chain(NULL, 0x7e8, &keys[0]);
 	memset(buf, 0, NV_BS);
-	ret = kvt_get1(pool, &k, buf);
+	ret = kvtier_get1(pool, &k, buf);
 	if (!ret && !check(buf, NV_BS, &k))
 		printf("#   GET returned the bytes from before the REPLACE\n");
 	if (!ret)
 		ret = check(buf, NV_BS, &keys[0]) ? -EILSEQ : 0;
 	free(buf);
-	kvt_pool_close(pool);
-	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
+	kvtier_pool_close(pool);
+	CHECK_EQ(kvtier_pool_destroy(ctx, name), 0);
 	CHECK_EQ(ret, 0);
 }
 
@@ -1055,11 +1059,11 @@ static void test_nvme_replace_detached(void)
  * A pool of PF_N blocks whose DRAM share is PF_DRAM: keys[0] and on are
  * only on NVMe, the last ones in DRAM. NULL on failure.
  */
-static struct kvt_pool *pf_pool(const char *tag, struct kvt_key *keys,
-				char *name)
+static struct kvtier_pool *pf_pool(const char *tag, struct kvtier_key *keys,
+				   char *name)
 {
-	struct kvt_pool_params p;
-	struct kvt_pool *pool;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *pool;
 	uint32_t i, tier;
 	uint64_t addr;
 	char *buf;
@@ -1068,32 +1072,33 @@ static struct kvt_pool *pf_pool(const char *tag, struct kvt_key *keys,
 	if (nvme_ensure())
 		return NULL;
 	snprintf(name, KVTIER_NAME_MAX, "kvt-test-%d-%s", (int)getpid(), tag);
-	kvt_pool_params_init(&p, name, PF_BS, PF_CAP);
+	kvtier_pool_params_init(&p, name, PF_BS, PF_CAP);
 	p.dram_blocks = PF_DRAM;
-	if (kvt_pool_create(ctx, &p, &pool))
+	if (kvtier_pool_create(ctx, &p, &pool))
 		return NULL;
 	buf = malloc(PF_BS);
 	for (i = 0; i < PF_N; i++)
-		kvt_key_chain(NULL, 0x5046 + i, &keys[i]);
+		kvtier_key_chain(NULL, 0x5046 + i, &keys[i]);
 	for (i = 0; buf && ok && i < PF_N; i++) {
 		fill(buf, PF_BS, &keys[i]);
-		ok = !kvt_put1(pool, &keys[i], buf, 0);
+		ok = !kvtier_put1(pool, &keys[i], buf, 0);
 	}
 	free(buf);
 	if (!buf || !ok ||
-	    kvt_lookup1(pool, &keys[0], &addr, &tier) ||
+	    kvtier_lookup1(pool, &keys[0], &addr, &tier) ||
 	    tier != KVTIER_TIER_NVME) {
 		printf("#   %s: setup failed (key 0 not only on NVMe)\n", tag);
-		kvt_pool_close(pool);
-		kvt_pool_destroy(ctx, name);
+		kvtier_pool_close(pool);
+		kvtier_pool_destroy(ctx, name);
 		return NULL;
 	}
 	return pool;
 }
 
 /* keys[first..first+n) are in DRAM and GET back exact; 0 if so. */
-static int pf_in_dram_exact(struct kvt_pool *pool, const struct kvt_key *keys,
-			    uint32_t first, uint32_t n)
+static int pf_in_dram_exact(struct kvtier_pool *pool,
+			    const struct kvtier_key *keys, uint32_t first,
+			    uint32_t n)
 {
 	struct kvtier_block *blk = calloc(n, sizeof(*blk));
 	uint32_t i, done;
@@ -1102,8 +1107,8 @@ static int pf_in_dram_exact(struct kvt_pool *pool, const struct kvt_key *keys,
 	if (!blk)
 		return ret;
 	for (i = 0; i < n; i++)
-		kvt_block_set(&blk[i], &keys[first + i], NULL);
-	ret = kvt_lookup(pool, blk, n, 0, &done);
+		kvtier_block_set(&blk[i], &keys[first + i], NULL);
+	ret = kvtier_lookup(pool, blk, n, 0, &done);
 	for (i = 0; !ret && i < n; i++)
 		if (blk[i].tier != KVTIER_TIER_DRAM) {
 			printf("#   key %u in tier %u, not DRAM\n", first + i,
@@ -1114,28 +1119,31 @@ static int pf_in_dram_exact(struct kvt_pool *pool, const struct kvt_key *keys,
 	return ret ? ret : nv_get_check_bs(pool, keys + first, n, PF_BS);
 }
 
-/* kvt_prefetch + kvt_wait_group: NVMe blocks staged, cookie, exact bytes. */
+/*
+ * kvtier_prefetch + kvtier_wait_group: NVMe blocks staged, cookie, exact
+ * bytes.
+ */
 static void test_prefetch_wait_group(void)
 {
-	struct kvt_key keys[PF_N];
+	struct kvtier_key keys[PF_N];
 	struct kvtier_hint h[8];
-	struct kvt_prefetch_args a;
+	struct kvtier_prefetch_args a;
 	struct kvtier_completion c;
 	char name[KVTIER_NAME_MAX];
-	struct kvt_pool *pool;
+	struct kvtier_pool *pool;
 	uint32_t i, queued = 99, resident = 99;
 	uint64_t deadline;
 
 	pool = pf_pool("pfw", keys, name);
 	CHECK(pool);
 	for (i = 0; i < 8; i++)
-		kvt_hint_set(&h[i], &keys[i]);
+		kvtier_hint_set(&h[i], &keys[i]);
 	memset(&a, 0, sizeof(a));
 	a.group = 7;
 	a.cookie = 0x636f6f6b6965ULL;
-	deadline = kvt_now_ns() + 20 * SEC_NS;
+	deadline = kvtier_now_ns() + 20 * SEC_NS;
 	a.deadline_ns = deadline;
-	CHECK_EQ(kvt_prefetch(pool, h, 8, &a, &queued, &resident), 0);
+	CHECK_EQ(kvtier_prefetch(pool, h, 8, &a, &queued, &resident), 0);
 	CHECK_EQ(queued, 8);
 	CHECK_EQ(resident, 0);
 	for (i = 0; i < 8; i++) {
@@ -1143,8 +1151,8 @@ static void test_prefetch_wait_group(void)
 		CHECK_EQ(h[i].tier, KVTIER_TIER_NVME);
 	}
 	/* the same id while the group lives */
-	CHECK_EQ(kvt_prefetch(pool, h, 1, &a, NULL, NULL), -EEXIST);
-	CHECK_EQ(kvt_wait_group(pool, 7, &c, 30000), 0);
+	CHECK_EQ(kvtier_prefetch(pool, h, 1, &a, NULL, NULL), -EEXIST);
+	CHECK_EQ(kvtier_wait_group(pool, 7, &c, 30000), 0);
 	CHECK_EQ(c.group, 7);
 	CHECK(c.cookie == a.cookie);
 	CHECK_EQ(c.status, 0);
@@ -1154,114 +1162,117 @@ static void test_prefetch_wait_group(void)
 	CHECK(c.end_ns <= deadline);
 	CHECK_EQ(pf_in_dram_exact(pool, keys, 0, 8), 0);
 	/* nothing else is pending */
-	CHECK_EQ(kvt_wait_group(pool, 7, &c, 0), -ETIMEDOUT);
-	kvt_pool_close(pool);
-	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
+	CHECK_EQ(kvtier_wait_group(pool, 7, &c, 0), -ETIMEDOUT);
+	kvtier_pool_close(pool);
+	CHECK_EQ(kvtier_pool_destroy(ctx, name), 0);
 }
 
-/* kvt_wait_group for the second group keeps the first for kvt_completions. */
+/*
+ * kvtier_wait_group for the second group keeps the first for
+ * kvtier_completions.
+ */
 static void test_prefetch_completions_kept(void)
 {
-	struct kvt_key keys[PF_N];
+	struct kvtier_key keys[PF_N];
 	struct kvtier_hint h1[4], h2[8];
-	struct kvt_prefetch_args a;
+	struct kvtier_prefetch_args a;
 	struct kvtier_completion c, cs[4];
 	char name[KVTIER_NAME_MAX];
-	struct kvt_pool *pool;
+	struct kvtier_pool *pool;
 	uint32_t i;
 
 	pool = pf_pool("pfk", keys, name);
 	CHECK(pool);
 	/* Group 1: blocks in DRAM, it ends at once. Group 2: on NVMe. */
 	for (i = 0; i < 4; i++)
-		kvt_hint_set(&h1[i], &keys[PF_N - 4 + i]);
+		kvtier_hint_set(&h1[i], &keys[PF_N - 4 + i]);
 	for (i = 0; i < 8; i++)
-		kvt_hint_set(&h2[i], &keys[8 + i]);
+		kvtier_hint_set(&h2[i], &keys[8 + i]);
 	memset(&a, 0, sizeof(a));
 	a.group = 1;
 	a.cookie = 101;
-	CHECK_EQ(kvt_prefetch(pool, h1, 4, &a, NULL, NULL), 0);
-	CHECK_EQ(kvt_wait_group(pool, 999, &c, 300), -ETIMEDOUT);
+	CHECK_EQ(kvtier_prefetch(pool, h1, 4, &a, NULL, NULL), 0);
+	CHECK_EQ(kvtier_wait_group(pool, 999, &c, 300), -ETIMEDOUT);
 	a.group = 2;
 	a.cookie = 202;
-	CHECK_EQ(kvt_prefetch(pool, h2, 8, &a, NULL, NULL), 0);
-	CHECK_EQ(kvt_wait_group(pool, 2, &c, 30000), 0);
+	CHECK_EQ(kvtier_prefetch(pool, h2, 8, &a, NULL, NULL), 0);
+	CHECK_EQ(kvtier_wait_group(pool, 2, &c, 30000), 0);
 	CHECK_EQ(c.group, 2);
 	CHECK_EQ(c.cookie, 202);
 	CHECK_EQ(c.status, 0);
 	CHECK_EQ(c.ready, 8);
 	/* group 1's record, read while waiting for group 2, is still there */
-	CHECK_EQ(kvt_completions(pool, cs, 4, 0), 1);
+	CHECK_EQ(kvtier_completions(pool, cs, 4, 0), 1);
 	CHECK_EQ(cs[0].group, 1);
 	CHECK_EQ(cs[0].cookie, 101);
 	CHECK_EQ(cs[0].status, 0);
 	CHECK_EQ(cs[0].ready, 4);
-	CHECK_EQ(kvt_completions(pool, cs, 4, 0), 0);
-	CHECK_EQ(kvt_completions(pool, cs, 0, 0), -EINVAL);
+	CHECK_EQ(kvtier_completions(pool, cs, 4, 0), 0);
+	CHECK_EQ(kvtier_completions(pool, cs, 0, 0), -EINVAL);
 	CHECK_EQ(pf_in_dram_exact(pool, keys, 8, 8), 0);
 	/* cancel: a group not ended gets -ECANCELED; unknown ids -ENOENT */
 	for (i = 0; i < 8; i++)
-		kvt_hint_set(&h2[i], &keys[16 + i]);
+		kvtier_hint_set(&h2[i], &keys[16 + i]);
 	a.group = 3;
-	a.deadline_ns = kvt_now_ns() + 60 * SEC_NS;
-	CHECK_EQ(kvt_prefetch(pool, h2, 8, &a, NULL, NULL), 0);
-	CHECK_EQ(kvt_cancel(pool, 3, 0, &i), 0);
+	a.deadline_ns = kvtier_now_ns() + 60 * SEC_NS;
+	CHECK_EQ(kvtier_prefetch(pool, h2, 8, &a, NULL, NULL), 0);
+	CHECK_EQ(kvtier_cancel(pool, 3, 0, &i), 0);
 	CHECK(i <= 1);
-	CHECK_EQ(kvt_wait_group(pool, 3, &c, 10000), 0);
+	CHECK_EQ(kvtier_wait_group(pool, 3, &c, 10000), 0);
 	CHECK(c.status == (i ? -ECANCELED : 0));
-	CHECK_EQ(kvt_cancel(pool, 3, 0, NULL), -ENOENT);
-	CHECK_EQ(kvt_cancel(pool, 0, KVTIER_CANCEL_ALL, &i), 0);
+	CHECK_EQ(kvtier_cancel(pool, 3, 0, NULL), -ENOENT);
+	CHECK_EQ(kvtier_cancel(pool, 0, KVTIER_CANCEL_ALL, &i), 0);
 	CHECK_EQ(i, 0);
-	kvt_pool_close(pool);
-	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
+	kvtier_pool_close(pool);
+	CHECK_EQ(kvtier_pool_destroy(ctx, name), 0);
 }
 
-/* kvt_request_ready, by ioctl and through a ring: the prefix in DRAM. */
+/* kvtier_request_ready, by ioctl and through a ring: the prefix in DRAM. */
 static void test_request_ready(void)
 {
-	struct kvt_key keys[PF_N], chain[13];
+	struct kvtier_key keys[PF_N], chain[13];
 	char name[KVTIER_NAME_MAX];
-	struct kvt_ring *ring;
-	struct kvt_pool *pool;
+	struct kvtier_ring *ring;
+	struct kvtier_pool *pool;
 	uint32_t ready = 99, tier;
 	uint64_t addr;
 
 	pool = pf_pool("prr", keys, name);
 	CHECK(pool);
-	CHECK_EQ(kvt_ring_open(&ring, 4), 0);
+	CHECK_EQ(kvtier_ring_open(&ring, 4), 0);
 
 	/* 12 cached blocks only on NVMe, then one that is not cached */
 	memcpy(chain, keys, 12 * sizeof(chain[0]));
-	kvt_key_chain(&keys[11], 0xdead, &chain[12]);
-	CHECK_EQ(kvt_request_ready(pool, NULL, chain, 0, 0, 1000, &ready),
+	kvtier_key_chain(&keys[11], 0xdead, &chain[12]);
+	CHECK_EQ(kvtier_request_ready(pool, NULL, chain, 0, 0, 1000, &ready),
 		 -EINVAL);
-	CHECK_EQ(kvt_request_ready(pool, NULL, chain, 13,
-				   kvt_now_ns() + 20 * SEC_NS, 30000, &ready), 0);
+	CHECK_EQ(kvtier_request_ready(pool, NULL, chain, 13,
+				      kvtier_now_ns() + 20 * SEC_NS, 30000, &ready), 0);
 	CHECK_EQ(ready, 12);
 	CHECK_EQ(pf_in_dram_exact(pool, keys, 0, 12), 0);
 
 	/* the same through the ring, on the next 12 */
 	memcpy(chain, keys + 12, 12 * sizeof(chain[0]));
-	CHECK_EQ(kvt_lookup1(pool, &chain[0], &addr, &tier), 0);
+	CHECK_EQ(kvtier_lookup1(pool, &chain[0], &addr, &tier), 0);
 	CHECK_EQ(tier, KVTIER_TIER_NVME);
 	ready = 99;
-	CHECK_EQ(kvt_request_ready(pool, ring, chain, 12,
-				   kvt_now_ns() + 20 * SEC_NS, 30000, &ready), 0);
+	CHECK_EQ(kvtier_request_ready(pool, ring, chain, 12,
+				      kvtier_now_ns() + 20 * SEC_NS, 30000, &ready), 0);
 	CHECK_EQ(ready, 12);
 	CHECK_EQ(pf_in_dram_exact(pool, keys, 12, 12), 0);
 
 	/* all in DRAM already: no prefetch, the prefix at once */
 	ready = 99;
-	CHECK_EQ(kvt_request_ready(pool, ring, &keys[PF_N - 4], 4, 0, 0,
-				   &ready), 0);
+	CHECK_EQ(kvtier_request_ready(pool, ring, &keys[PF_N - 4], 4, 0, 0,
+				      &ready), 0);
 	CHECK_EQ(ready, 4);
 	/* nothing cached */
-	kvt_key_chain(NULL, 0xbeef, &chain[0]);
-	CHECK_EQ(kvt_request_ready(pool, ring, chain, 1, 0, 0, &ready), 0);
+	kvtier_key_chain(NULL, 0xbeef, &chain[0]);
+	CHECK_EQ(kvtier_request_ready(pool, ring, chain, 1, 0, 0, &ready), 0);
 	CHECK_EQ(ready, 0);
-	kvt_ring_close(ring);
-	kvt_pool_close(pool);
-	CHECK_EQ(kvt_pool_destroy(ctx, name), 0);
+	kvtier_ring_close(ring);
+	kvtier_pool_close(pool);
+	CHECK_EQ(kvtier_pool_destroy(ctx, name), 0);
 }
 
 /* ---- the HBM tier: the reference memcpy mover ---------------------------- */
@@ -1272,7 +1283,7 @@ static void test_request_ready(void)
 #define HB_N		6U
 
 struct hb_mover {
-	struct kvt_mover *m;
+	struct kvtier_mover *m;
 	volatile int stop;
 	int ret;		/* what ended the loop: 0 (stopped), -EPIPE, ... */
 	pthread_t thread;
@@ -1284,7 +1295,7 @@ static void *hb_mover_main(void *arg)
 	int ret;
 
 	while (!hm->stop) {
-		ret = kvt_mover_run(hm->m, 50);
+		ret = kvtier_mover_run(hm->m, 50);
 		if (ret < 0) {
 			hm->ret = ret;
 			break;
@@ -1294,7 +1305,7 @@ static void *hb_mover_main(void *arg)
 }
 
 /*
- * A user arena in this process, moved by kvt_mover_memcpy in a thread:
+ * A user arena in this process, moved by kvtier_mover_memcpy in a thread:
  * PREFETCH to HBM copies DRAM blocks into their slots (the arena holds
  * their bytes; LOOKUP says HBM and the slot), ADOPT takes a block written
  * into a free slot, and GET returns it once the mover has written it down.
@@ -1302,15 +1313,15 @@ static void *hb_mover_main(void *arg)
  */
 static void test_hbm_mover_memcpy(void)
 {
-	struct kvt_key keys[HB_N], adopted;
+	struct kvtier_key keys[HB_N], adopted;
 	struct kvtier_block blk[HB_N];
 	struct kvtier_hint h[HB_N];
 	struct kvtier_hbm_stat st;
 	struct kvtier_adopt e[3];
-	struct kvt_prefetch_args a;
+	struct kvtier_prefetch_args a;
 	struct kvtier_completion c;
 	struct hb_mover hm = { 0 };
-	struct kvt_pool *pool;
+	struct kvtier_pool *pool;
 	uint32_t i, done, used = 0, free_slot = HB_SLOTS;
 	char *buf = NULL, *arena = NULL;
 	int mfd = -1, started = 0;
@@ -1322,19 +1333,20 @@ static void test_hbm_mover_memcpy(void)
 	if (!buf || !arena)
 		goto out;
 	for (i = 0; i < HB_N; i++) {
-		kvt_key_chain(i ? &keys[i - 1] : NULL, 0x48424d + i, &keys[i]);
+		kvtier_key_chain(i ? &keys[i - 1] : NULL, 0x48424d + i,
+				 &keys[i]);
 		fill(buf, HB_BS, &keys[i]);
-		if (kvt_put1(pool, &keys[i], buf, 0))
+		if (kvtier_put1(pool, &keys[i], buf, 0))
 			goto out;
 	}
-	if (kvt_hbm_attach(pool, KVTIER_HBM_USER, HB_SLOTS, &mfd) == -EINVAL) {
+	if (kvtier_hbm_attach(pool, KVTIER_HBM_USER, HB_SLOTS, &mfd) == -EINVAL) {
 		printf("#   no HBM tier in this module\n");
 		case_failed = 1;
 		goto out;
 	}
 	if (mfd < 0)
 		goto out;
-	if (kvt_mover_open(pool, mfd, kvt_mover_memcpy, arena, &hm.m)) {
+	if (kvtier_mover_open(pool, mfd, kvtier_mover_memcpy, arena, &hm.m)) {
 		close(mfd);
 		goto out;
 	}
@@ -1344,19 +1356,19 @@ static void test_hbm_mover_memcpy(void)
 
 	/* Stage every block: NONE -> HBM by PREFETCH with the HBM target. */
 	for (i = 0; i < HB_N; i++)
-		kvt_hint_set(&h[i], &keys[i]);
+		kvtier_hint_set(&h[i], &keys[i]);
 	memset(&a, 0, sizeof(a));
 	a.group = 1;
 	a.tier = KVTIER_TIER_HBM;
-	if (kvt_prefetch(pool, h, HB_N, &a, NULL, NULL) ||
-	    kvt_wait_group(pool, 1, &c, 30000) || c.status || c.ready != HB_N) {
+	if (kvtier_prefetch(pool, h, HB_N, &a, NULL, NULL) ||
+	    kvtier_wait_group(pool, 1, &c, 30000) || c.status || c.ready != HB_N) {
 		printf("#   prefetch to HBM: status %d, ready %u\n", c.status,
 		       c.ready);
 		goto out;
 	}
 	for (i = 0; i < HB_N; i++)
-		kvt_block_set(&blk[i], &keys[i], NULL);
-	if (kvt_lookup(pool, blk, HB_N, 0, &done) || done != HB_N)
+		kvtier_block_set(&blk[i], &keys[i], NULL);
+	if (kvtier_lookup(pool, blk, HB_N, 0, &done) || done != HB_N)
 		goto out;
 	for (i = 0; i < HB_N; i++) {
 		if (blk[i].tier != KVTIER_TIER_HBM || blk[i].slot >= HB_SLOTS ||
@@ -1377,23 +1389,23 @@ static void test_hbm_mover_memcpy(void)
 			free_slot = i;
 
 	/* A block made on the device: written into a free slot, adopted. */
-	kvt_key_chain(&keys[HB_N - 1], 0xad097, &adopted);
+	kvtier_key_chain(&keys[HB_N - 1], 0xad097, &adopted);
 	fill(arena + (size_t)free_slot * HB_BS, HB_BS, &adopted);
 	memset(e, 0, sizeof(e));
 	e[0].key[0] = adopted.k[0];
 	e[0].key[1] = adopted.k[1];
 	e[0].slot = free_slot;
-	if (kvt_adopt(pool, e, 1, &done) || done != 1 || e[0].status ||
+	if (kvtier_adopt(pool, e, 1, &done) || done != 1 || e[0].status ||
 	    e[0].addr == KVTIER_ADDR_NONE)
 		goto out;
 	memset(buf, 0, HB_BS);
 	/* GET waits for the write-down (a FROM_DEV copy by the mover). */
-	if (kvt_get1(pool, &adopted, buf) || check(buf, HB_BS, &adopted)) {
+	if (kvtier_get1(pool, &adopted, buf) || check(buf, HB_BS, &adopted)) {
 		printf("#   adopted block: not read back exact\n");
 		goto out;
 	}
-	kvt_block_set(&blk[0], &adopted, NULL);
-	if (kvt_lookup(pool, blk, 1, 0, &done) ||
+	kvtier_block_set(&blk[0], &adopted, NULL);
+	if (kvtier_lookup(pool, blk, 1, 0, &done) ||
 	    blk[0].tier != KVTIER_TIER_HBM || blk[0].slot != free_slot)
 		goto out;
 	/* Exact errnos: a slot in use, a key present, a slot out of range. */
@@ -1405,13 +1417,13 @@ static void test_hbm_mover_memcpy(void)
 	e[1].slot = (free_slot + 1) % HB_SLOTS;
 	e[2].key[1] = 2;
 	e[2].slot = HB_SLOTS;
-	if (kvt_adopt(pool, e, 3, &done) || done || e[0].status != -EBUSY ||
+	if (kvtier_adopt(pool, e, 3, &done) || done || e[0].status != -EBUSY ||
 	    e[1].status != -EEXIST || e[2].status != -EINVAL) {
 		printf("#   adopt errors: %d %d %d\n", e[0].status, e[1].status,
 		       e[2].status);
 		goto out;
 	}
-	if (kvt_hbm_stat(pool, &st) || st.attached != 1 ||
+	if (kvtier_hbm_stat(pool, &st) || st.attached != 1 ||
 	    st.backend != KVTIER_HBM_USER || st.slots != HB_SLOTS ||
 	    st.used != HB_N + 1 || st.to_dev != HB_N || st.adopted != 1 ||
 	    st.from_dev != 1 || st.copy_errors || st.timeouts) {
@@ -1427,23 +1439,23 @@ static void test_hbm_mover_memcpy(void)
 	hm.stop = 1;
 	pthread_join(hm.thread, NULL);
 	started = 0;
-	kvt_mover_close(hm.m);
+	kvtier_mover_close(hm.m);
 	hm.m = NULL;
-	if (kvt_hbm_stat(pool, &st) || st.attached || st.used ||
+	if (kvtier_hbm_stat(pool, &st) || st.attached || st.used ||
 	    st.detached != 1)
 		goto out;
 	for (i = 0; i < HB_N; i++)
-		if (kvt_get1(pool, &keys[i], buf) || check(buf, HB_BS, &keys[i]))
+		if (kvtier_get1(pool, &keys[i], buf) || check(buf, HB_BS, &keys[i]))
 			goto out;
-	if (kvt_get1(pool, &adopted, buf) || check(buf, HB_BS, &adopted))
+	if (kvtier_get1(pool, &adopted, buf) || check(buf, HB_BS, &adopted))
 		goto out;
-	kvt_block_set(&blk[0], &keys[0], NULL);
-	if (kvt_lookup(pool, blk, 1, 0, &done) ||
+	kvtier_block_set(&blk[0], &keys[0], NULL);
+	if (kvtier_lookup(pool, blk, 1, 0, &done) ||
 	    blk[0].tier != KVTIER_TIER_DRAM || blk[0].slot != KVTIER_SLOT_NONE)
 		goto out;
 	free(buf);
 	free(arena);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 	return;
 out:
 	printf("#   hbm_mover_memcpy failed\n");
@@ -1452,10 +1464,10 @@ out:
 		hm.stop = 1;
 		pthread_join(hm.thread, NULL);
 	}
-	kvt_mover_close(hm.m);
+	kvtier_mover_close(hm.m);
 	free(buf);
 	free(arena);
-	kvt_pool_close(pool);
+	kvtier_pool_close(pool);
 }
 
 int main(void)
@@ -1464,9 +1476,9 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("TAP version 13\n1..23\n");
-	ret = kvt_open(&ctx, KVT_FEATURES_ALL);
+	ret = kvtier_open(&ctx, KVTIER_FEATURES_ALL);
 	if (ret) {
-		printf("# kvt_open: %s: device tests skipped\n", strerror(-ret));
+		printf("# kvtier_open: %s: device tests skipped\n", strerror(-ret));
 		ctx = NULL;
 	}
 	run("key_vectors", test_key_vectors, NO_DEV);
@@ -1501,12 +1513,12 @@ int main(void)
 		struct kvtier_nvme_stat ns;
 
 		if (nv_pool[0])
-			kvt_pool_destroy(ctx, nv_pool);
+			kvtier_pool_destroy(ctx, nv_pool);
 
-		if (!kvt_nvme_stat(ctx, &ns) && ns.attached)
-			kvt_nvme_detach(ctx);
+		if (!kvtier_nvme_stat(ctx, &ns) && ns.attached)
+			kvtier_nvme_detach(ctx);
 	}
-	kvt_close(ctx);
+	kvtier_close(ctx);
 	printf("# kvt-test: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	if (failed)
 		return 1;

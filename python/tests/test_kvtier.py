@@ -92,7 +92,7 @@ class TestOffline(unittest.TestCase):
         self.assertNotEqual(kvtier.key_chain([2, 1])[1], a[1])
 
     def test_key_chain_known_value(self):
-        # kvt_key_chain(NULL, 1), the value examples/kvtier-info prints.
+        # kvtier_key_chain(NULL, 1), the value examples/kvtier-info prints.
         self.assertEqual(int(kvtier.key_chain([1])[0]),
                          0x249c994694e442543a3c7f8ad167625a)
 

@@ -84,7 +84,7 @@ files=(
 	"$prefix/sbin/kvtierctl" "$prefix/sbin/kvtier-trace"
 	"$prefix/share/kvtier/kvtier-lat.bt"
 	"$prefix/share/man/man8/kvtierctl.8" "$prefix/share/man/man4/kvtier.4"
-	"$prefix/share/man/man3/libkvtier.3" "$prefix/share/man/man3/kvt_put.3"
+	"$prefix/share/man/man3/libkvtier.3" "$prefix/share/man/man3/kvtier_put.3"
 	"/etc/udev/rules.d/60-kvtier.rules" "/etc/modprobe.d/kvtier.conf"
 )
 missing=()
@@ -158,17 +158,17 @@ for p in man/*.[1-9]; do
 done
 stubs() {
 	local f bad=0
-	for f in "$dest$prefix"/share/man/man3/kvt_*.3; do
+	for f in "$dest$prefix"/share/man/man3/kvtier_*.3; do
 		render "man3/${f##*/}" || { echo "$f"; bad=1; }
 	done
 	return $bad
 }
-check "man3 kvt_*.3 links (one per function) render" stubs
+check "man3 kvtier_*.3 links (one per function) render" stubs
 
 # Every function libkvtier exports has a man3 page of its name.
 man_coverage() {
 	local f bad=0
-	for f in $(sed -n 's/^[[:space:]]*\(kvt_[a-z0-9_]*\);/\1/p' lib/libkvtier.map); do
+	for f in $(sed -n 's/^[[:space:]]*\(kvtier_[a-z0-9_]*\);/\1/p' lib/libkvtier.map); do
 		[[ -e $dest$prefix/share/man/man3/$f.3 ]] || { echo "no man page for $f"; bad=1; }
 	done
 	return $bad
