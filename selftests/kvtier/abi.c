@@ -25,14 +25,14 @@
 /* A copy of @len bytes of @src on a page of its own, mapped read-only. */
 static void *ro_copy(const void *src, size_t len)
 {
-	char *p = mmap(NULL, KVT_PAGE, PROT_READ | PROT_WRITE,
+	char *p = mmap(NULL, KST_PAGE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
 	memcpy(p, src, len);
-	if (mprotect(p, KVT_PAGE, PROT_READ)) {
-		munmap(p, KVT_PAGE);
+	if (mprotect(p, KST_PAGE, PROT_READ)) {
+		munmap(p, KST_PAGE);
 		return NULL;
 	}
 	return p;
@@ -54,13 +54,13 @@ static int hbm_attach_emul(int pfd, __u32 slots)
 	memset(&a, 0, sizeof(a));
 	a.backend = KVTIER_HBM_EMUL;
 	a.slots = slots;
-	return kvt_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a);
+	return kst_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a);
 }
 
 static int hbm_stat(int pfd, struct kvtier_hbm_stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	return kvt_ioctl(pfd, KVTIER_IOC_HBM_STAT, st);
+	return kst_ioctl(pfd, KVTIER_IOC_HBM_STAT, st);
 }
 
 static void adopt_init(struct kvtier_adopt *e, __u64 k, __u32 slot)
@@ -81,18 +81,18 @@ FIXTURE(feat) {
 
 FIXTURE_SETUP(feat)
 {
-	kvt_setup(_metadata);
-	self->all = kvt_ctl_open();
+	kst_setup(_metadata);
+	self->all = kst_ctl_open();
 	ASSERT_LE(0, self->all);
-	kvt_name(self->name, "feat");
-	self->buf = kvt_alloc(KVT_PAGE);
+	kst_name(self->name, "feat");
+	self->buf = kst_alloc(KST_PAGE);
 	ASSERT_NE(NULL, self->buf);
 }
 
 FIXTURE_TEARDOWN(feat)
 {
-	kvt_pool_destroy(self->all, self->name);
-	kvt_free(self->buf, KVT_PAGE);
+	kst_pool_destroy(self->all, self->name);
+	kst_free(self->buf, KST_PAGE);
 	close(self->all);
 }
 
@@ -100,11 +100,11 @@ FIXTURE_TEARDOWN(feat)
 static int ctl_with(__u64 features)
 {
 	struct kvtier_api a;
-	int fd = kvt_ctl_open_raw();
+	int fd = kst_ctl_open_raw();
 
 	if (fd < 0)
 		return fd;
-	if (kvt_api(fd, features, &a) || a.features != features) {
+	if (kst_api(fd, features, &a) || a.features != features) {
 		close(fd);
 		return -EPROTO;
 	}
@@ -118,7 +118,7 @@ static int pool_with(FIXTURE_DATA(feat) *self, __u64 features)
 
 	if (ctl < 0)
 		return ctl;
-	pfd = kvt_pool_create(ctl, self->name, KVT_PAGE, AB_CAP, AB_CAP);
+	pfd = kst_pool_create(ctl, self->name, KST_PAGE, AB_CAP, AB_CAP);
 	close(ctl);
 	return pfd;
 }
@@ -127,10 +127,10 @@ static int pool_with(FIXTURE_DATA(feat) *self, __u64 features)
 TEST_F(feat, unknown_bits_masked)
 {
 	struct kvtier_api a;
-	int ctl = kvt_ctl_open_raw();
+	int ctl = kst_ctl_open_raw();
 
 	ASSERT_LE(0, ctl);
-	ASSERT_EQ(0, kvt_api(ctl, KVTIER_F_POOLS | 1ULL << 63, &a));
+	ASSERT_EQ(0, kst_api(ctl, KVTIER_F_POOLS | 1ULL << 63, &a));
 	ASSERT_EQ(KVTIER_F_POOLS, a.features);
 	close(ctl);
 }
@@ -138,12 +138,12 @@ TEST_F(feat, unknown_bits_masked)
 TEST_F(feat, all_ones_gets_supported)
 {
 	struct kvtier_api a;
-	int ctl = kvt_ctl_open_raw();
+	int ctl = kst_ctl_open_raw();
 
 	ASSERT_LE(0, ctl);
-	ASSERT_EQ(0, kvt_api(ctl, ~0ULL, &a));
+	ASSERT_EQ(0, kst_api(ctl, ~0ULL, &a));
 	ASSERT_EQ(a.supported, a.features);
-	ASSERT_EQ(KVT_F_V1, a.features & KVT_F_V1);
+	ASSERT_EQ(KST_F_V1, a.features & KST_F_V1);
 	close(ctl);
 }
 
@@ -152,9 +152,9 @@ TEST_F(feat, no_pools_create)
 	int ctl = ctl_with(0);
 
 	ASSERT_LE(0, ctl);
-	ASSERT_EQ(-EOPNOTSUPP, kvt_pool_create(ctl, self->name, KVT_PAGE,
+	ASSERT_EQ(-EOPNOTSUPP, kst_pool_create(ctl, self->name, KST_PAGE,
 					       AB_CAP, AB_CAP));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->all, self->name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->all, self->name, 0));
 	close(ctl);
 }
 
@@ -163,9 +163,9 @@ TEST_F(feat, no_pools_open)
 	int ctl = ctl_with(0), pfd;
 
 	ASSERT_LE(0, ctl);
-	pfd = kvt_pool_create(self->all, self->name, KVT_PAGE, AB_CAP, AB_CAP);
+	pfd = kst_pool_create(self->all, self->name, KST_PAGE, AB_CAP, AB_CAP);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(-EOPNOTSUPP, kvt_pool_open(ctl, self->name, 0));
+	ASSERT_EQ(-EOPNOTSUPP, kst_pool_open(ctl, self->name, 0));
 	close(pfd);
 	close(ctl);
 }
@@ -175,11 +175,11 @@ TEST_F(feat, no_pools_destroy)
 	int ctl = ctl_with(0), pfd;
 
 	ASSERT_LE(0, ctl);
-	pfd = kvt_pool_create(self->all, self->name, KVT_PAGE, AB_CAP, AB_CAP);
+	pfd = kst_pool_create(self->all, self->name, KST_PAGE, AB_CAP, AB_CAP);
 	ASSERT_LE(0, pfd);
 	close(pfd);
-	ASSERT_EQ(-EOPNOTSUPP, kvt_pool_destroy(ctl, self->name));
-	pfd = kvt_pool_open(self->all, self->name, 0);
+	ASSERT_EQ(-EOPNOTSUPP, kst_pool_destroy(ctl, self->name));
+	pfd = kst_pool_open(self->all, self->name, 0);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 	close(ctl);
@@ -191,12 +191,12 @@ TEST_F(feat, no_numa_create)
 	int ctl = ctl_with(KVTIER_F_POOLS), pfd;
 
 	ASSERT_LE(0, ctl);
-	kvt_create_init(&c, self->name, KVT_PAGE, AB_CAP, AB_CAP);
+	kst_create_init(&c, self->name, KST_PAGE, AB_CAP, AB_CAP);
 	c.numa_node = 0;
-	ASSERT_EQ(-EOPNOTSUPP, kvt_create(ctl, &c));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->all, self->name, 0));
+	ASSERT_EQ(-EOPNOTSUPP, kst_create(ctl, &c));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->all, self->name, 0));
 	c.numa_node = -1;
-	pfd = kvt_create(ctl, &c);
+	pfd = kst_create(ctl, &c);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 	close(ctl);
@@ -209,8 +209,8 @@ TEST_F(feat, no_nvme_stat)
 
 	ASSERT_LE(0, ctl);
 	memset(&st, 0, sizeof(st));
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, &st));
-	ASSERT_EQ(0, kvt_ioctl(self->all, KVTIER_IOC_NVME_STAT, &st));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(ctl, KVTIER_IOC_NVME_STAT, &st));
+	ASSERT_EQ(0, kst_ioctl(self->all, KVTIER_IOC_NVME_STAT, &st));
 	close(ctl);
 }
 
@@ -222,7 +222,7 @@ TEST_F(feat, no_nvme_attach)
 	ASSERT_LE(0, ctl);
 	memset(&na, 0, sizeof(na));
 	na.path = (__u64)(uintptr_t)"/nonexistent";
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &na));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &na));
 	close(ctl);
 }
 
@@ -234,11 +234,11 @@ TEST_F(feat, no_nvme_detach)
 
 	ASSERT_LE(0, ctl);
 	memset(&before, 0, sizeof(before));
-	ASSERT_EQ(0, kvt_ioctl(self->all, KVTIER_IOC_NVME_STAT, &before));
+	ASSERT_EQ(0, kst_ioctl(self->all, KVTIER_IOC_NVME_STAT, &before));
 	memset(&nd, 0, sizeof(nd));
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &nd));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &nd));
 	memset(&after, 0, sizeof(after));
-	ASSERT_EQ(0, kvt_ioctl(self->all, KVTIER_IOC_NVME_STAT, &after));
+	ASSERT_EQ(0, kst_ioctl(self->all, KVTIER_IOC_NVME_STAT, &after));
 	ASSERT_EQ(before.attached, after.attached);
 	close(ctl);
 }
@@ -250,27 +250,27 @@ TEST_F(feat, no_nvme_sync)
 
 	ASSERT_LE(0, pfd);
 	memset(&sy, 0, sizeof(sy));
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &sy));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_SYNC, &sy));
 	close(pfd);
 }
 
 TEST_F(feat, no_replace_put)
 {
-	char *mine = kvt_alloc(KVT_PAGE);
+	char *mine = kst_alloc(KST_PAGE);
 	int pfd = pool_with(self, KVTIER_F_POOLS);
 	__u64 gen = 0;
 
 	ASSERT_LE(0, pfd);
 	ASSERT_NE(NULL, mine);
-	kvt_fill(self->buf, KVT_PAGE, K0, 1, 1);
-	ASSERT_EQ(0, kvt_put1(pfd, K0, 1, self->buf, NULL));
-	kvt_fill(self->buf, KVT_PAGE, K0, 1, 2);
-	ASSERT_EQ(-EOPNOTSUPP, kvt_replace1(pfd, K0, 1, self->buf, NULL));
+	kst_fill(self->buf, KST_PAGE, K0, 1, 1);
+	ASSERT_EQ(0, kst_put1(pfd, K0, 1, self->buf, NULL));
+	kst_fill(self->buf, KST_PAGE, K0, 1, 2);
+	ASSERT_EQ(-EOPNOTSUPP, kst_replace1(pfd, K0, 1, self->buf, NULL));
 	/* the block has its first bytes */
-	ASSERT_EQ(0, kvt_get1(pfd, K0, 1, mine, NULL));
-	ASSERT_EQ(-1, kvt_check(mine, KVT_PAGE, K0, 1, &gen));
+	ASSERT_EQ(0, kst_get1(pfd, K0, 1, mine, NULL));
+	ASSERT_EQ(-1, kst_check(mine, KST_PAGE, K0, 1, &gen));
 	ASSERT_EQ(1ULL, gen);
-	kvt_free(mine, KVT_PAGE);
+	kst_free(mine, KST_PAGE);
 	close(pfd);
 }
 
@@ -280,7 +280,7 @@ TEST_F(feat, no_mmap)
 	void *p;
 
 	ASSERT_LE(0, pfd);
-	p = mmap(NULL, KVT_PAGE, PROT_READ, MAP_SHARED, pfd, 0);
+	p = mmap(NULL, KST_PAGE, PROT_READ, MAP_SHARED, pfd, 0);
 	ASSERT_EQ(MAP_FAILED, p);
 	ASSERT_EQ(EOPNOTSUPP, errno);
 	close(pfd);
@@ -299,7 +299,7 @@ TEST_F(feat, no_uring)
 	ASSERT_LE(0, pfd);
 	if (io_uring_queue_init(4, &ring, 0))
 		SKIP(goto out_close, "no io_uring");
-	kvt_blk(&e, K0, 1, NULL);
+	kst_blk(&e, K0, 1, NULL);
 	batch_init(&b, &e, 1, 0);
 	sqe = io_uring_get_sqe(&ring);
 	ASSERT_NE(NULL, sqe);
@@ -327,10 +327,10 @@ TEST_F(feat, no_prefetch)
 	long long hints = pf_stat("hints");
 
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_put1(pfd, K0, 0, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(pfd, K0, 0, self->buf, NULL));
 	hint_keys(h, 0, 1);
 	pf_init(&pf, h, 1, 1, 0, 0);
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf));
 	ASSERT_EQ(hints, pf_stat("hints"));
 	close(pfd);
 }
@@ -343,7 +343,7 @@ TEST_F(feat, no_prefetch_cancel)
 	ASSERT_LE(0, pfd);
 	memset(&c, 0, sizeof(c));
 	c.flags = KVTIER_CANCEL_ALL;
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_CANCEL, &c));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_CANCEL, &c));
 	close(pfd);
 }
 
@@ -357,7 +357,7 @@ TEST_F(feat, no_prefetch_eventfd)
 	ASSERT_LE(0, efd);
 	memset(&e, 0, sizeof(e));
 	e.fd = efd;
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_EVENTFD, &e));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_EVENTFD, &e));
 	close(efd);
 	close(pfd);
 }
@@ -371,14 +371,14 @@ TEST_F(feat, pool_fd_inherits)
 	int limited = pool_with(self, KVTIER_F_POOLS), full;
 
 	ASSERT_LE(0, limited);
-	ASSERT_EQ(0, kvt_put1(limited, K0, 0, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(limited, K0, 0, self->buf, NULL));
 	hint_keys(h, 0, 1);
 	pf_init(&pf, h, 1, 1, 0, 0);
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(limited, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(limited, KVTIER_IOC_PREFETCH, &pf));
 	/* the same pool through a control fd that has PREFETCH */
-	full = kvt_pool_open(self->all, self->name, 0);
+	full = kst_pool_open(self->all, self->name, 0);
 	ASSERT_LE(0, full);
-	ASSERT_EQ(0, kvt_ioctl(full, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(0, kst_ioctl(full, KVTIER_IOC_PREFETCH, &pf));
 	ASSERT_EQ(0, completion(full, &c, 10000));
 	ASSERT_EQ(0, c.status);
 	close(full);
@@ -392,7 +392,7 @@ TEST_F(feat, no_hbm_attach)
 
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(-EOPNOTSUPP, hbm_attach_emul(pfd, 4));
-	full = kvt_pool_open(self->all, self->name, 0);
+	full = kst_pool_open(self->all, self->name, 0);
 	ASSERT_LE(0, full);
 	ASSERT_EQ(0, hbm_stat(full, &st));
 	ASSERT_EQ(0U, st.attached);
@@ -418,13 +418,13 @@ TEST_F(feat, no_hbm_adopt)
 	int pfd = pool_with(self, KVTIER_F_POOLS | KVTIER_F_PREFETCH), full;
 
 	ASSERT_LE(0, pfd);
-	full = kvt_pool_open(self->all, self->name, 0);
+	full = kst_pool_open(self->all, self->name, 0);
 	ASSERT_LE(0, full);
 	ASSERT_EQ(0, hbm_attach_emul(full, 4));
 	adopt_init(&e, 1, 0);
 	batch_init(&b, &e, 1, 0);
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_ADOPT, &b));
-	ASSERT_EQ(-ENOENT, kvt_lookup1(full, K0, 1, NULL));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_ADOPT, &b));
+	ASSERT_EQ(-ENOENT, kst_lookup1(full, K0, 1, NULL));
 	ASSERT_EQ(0, hbm_stat(full, &st));
 	ASSERT_EQ(0ULL, st.adopted);
 	close(full);
@@ -440,14 +440,14 @@ TEST_F(feat, no_hbm_prefetch_tier)
 	long long hints = pf_stat("hints");
 
 	ASSERT_LE(0, pfd);
-	full = kvt_pool_open(self->all, self->name, 0);
+	full = kst_pool_open(self->all, self->name, 0);
 	ASSERT_LE(0, full);
 	ASSERT_EQ(0, hbm_attach_emul(full, 4));
-	ASSERT_EQ(0, kvt_put1(pfd, K0, 0, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(pfd, K0, 0, self->buf, NULL));
 	hint_keys(h, 0, 1);
 	pf_init(&pf, h, 1, 1, 0, 0);
 	pf.tier = KVTIER_TIER_HBM;
-	ASSERT_EQ(-EOPNOTSUPP, kvt_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf));
 	ASSERT_EQ(hints, pf_stat("hints"));
 	close(full);
 	close(pfd);
@@ -502,11 +502,11 @@ SIZE_VARIANT(adopt, KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false);
 
 FIXTURE_SETUP(size)
 {
-	kvt_setup(_metadata);
-	self->ctl = kvt_ctl_open();
+	kst_setup(_metadata);
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "size");
-	self->pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	kst_name(self->name, "size");
+	self->pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, self->pfd);
 	/* this header's struct is at least the first version */
 	ASSERT_LE(variant->ver0, (size_t)_IOC_SIZE(variant->cmd));
@@ -515,7 +515,7 @@ FIXTURE_SETUP(size)
 FIXTURE_TEARDOWN(size)
 {
 	close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->ctl);
 }
 
@@ -523,22 +523,22 @@ static int size_ioctl(FIXTURE_DATA(size) *self,
 		      const FIXTURE_VARIANT(size) *variant, size_t size,
 		      void *arg)
 {
-	return kvt_ioctl(variant->ctl ? self->ctl : self->pfd,
-			 kvt_resize(variant->cmd, size), arg);
+	return kst_ioctl(variant->ctl ? self->ctl : self->pfd,
+			 kst_resize(variant->cmd, size), arg);
 }
 
 /* One byte short: refused on the size alone, the struct is not read. */
 TEST_F(size, below_ver0)
 {
 	ASSERT_EQ(-EINVAL, size_ioctl(self, variant, variant->ver0 - 1,
-				      kvt_unmapped_addr()));
+				      kst_unmapped_addr()));
 }
 
 /* The first version's size is taken: the struct is read (and faults). */
 TEST_F(size, ver0)
 {
 	ASSERT_EQ(-EFAULT, size_ioctl(self, variant, variant->ver0,
-				      kvt_unmapped_addr()));
+				      kst_unmapped_addr()));
 }
 
 /* A nonzero byte past the kernel's struct: -E2BIG, whatever the rest. */
@@ -564,26 +564,26 @@ FIXTURE(ro) {
 
 FIXTURE_SETUP(ro)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 	self->page = NULL;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "ro");
-	self->pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, AB_CAP,
+	kst_name(self->name, "ro");
+	self->pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, AB_CAP,
 				    AB_CAP);
 	ASSERT_LE(0, self->pfd);
-	self->buf = kvt_alloc(KVT_PAGE);
+	self->buf = kst_alloc(KST_PAGE);
 	ASSERT_NE(NULL, self->buf);
-	kvt_fill(self->buf, KVT_PAGE, K0, 1, 1);
+	kst_fill(self->buf, KST_PAGE, K0, 1, 1);
 }
 
 FIXTURE_TEARDOWN(ro)
 {
 	if (self->page)
-		munmap(self->page, KVT_PAGE);
+		munmap(self->page, KST_PAGE);
 	close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	kvt_free(self->buf, KVT_PAGE);
+	kst_pool_destroy(self->ctl, self->name);
+	kst_free(self->buf, KST_PAGE);
 	close(self->ctl);
 }
 
@@ -594,7 +594,7 @@ static int ro_ioctl(FIXTURE_DATA(ro) *self, unsigned long cmd,
 	self->page = ro_copy(arg, len);
 	if (!self->page)
 		return -ENOMEM;
-	return kvt_ioctl(self->pfd, cmd, self->page);
+	return kst_ioctl(self->pfd, cmd, self->page);
 }
 
 /* A one-entry batch of @cmd on key (K0, k), read-only; 0 or -errno. */
@@ -603,7 +603,7 @@ static int ro_batch1(FIXTURE_DATA(ro) *self, unsigned long cmd, __u64 k,
 {
 	struct kvtier_batch b;
 
-	kvt_blk(e, K0, k, buf);
+	kst_blk(e, K0, k, buf);
 	batch_init(&b, e, 1, flags);
 	return ro_ioctl(self, cmd, &b, sizeof(b));
 }
@@ -612,7 +612,7 @@ static long long ro_counter(FIXTURE_DATA(ro) *self, size_t off)
 {
 	struct kvtier_pool_stat st;
 
-	if (kvt_stat(self->pfd, &st))
+	if (kst_stat(self->pfd, &st))
 		return -1;
 	return *(__u64 *)((char *)&st + off);
 }
@@ -626,7 +626,7 @@ TEST_F(ro, put)
 
 	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_PUT, 1, self->buf, 0,
 				     &e));
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 1, NULL));
 	ASSERT_EQ(0, RO_STAT(self, puts));
 	/* the entry was not answered either */
 	ASSERT_EQ(0x7eadbeef, e.status);
@@ -635,22 +635,22 @@ TEST_F(ro, put)
 TEST_F(ro, get)
 {
 	struct kvtier_block e;
-	char *mine = kvt_alloc(KVT_PAGE);
+	char *mine = kst_alloc(KST_PAGE);
 
 	ASSERT_NE(NULL, mine);
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
 	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_GET, 1, mine, 0, &e));
 	ASSERT_EQ(0, RO_STAT(self, gets));
 	ASSERT_EQ(0, RO_STAT(self, hits));
 	ASSERT_EQ(0, RO_STAT(self, bytes_out));
-	kvt_free(mine, KVT_PAGE);
+	kst_free(mine, KST_PAGE);
 }
 
 TEST_F(ro, lookup)
 {
 	struct kvtier_block e;
 
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
 	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_LOOKUP, 1, NULL,
 				     KVTIER_LOOKUP_TOUCH, &e));
 	ASSERT_EQ(0, RO_STAT(self, hits));
@@ -661,9 +661,9 @@ TEST_F(ro, drop)
 {
 	struct kvtier_block e;
 
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
 	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_DROP, 1, NULL, 0, &e));
-	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 1, NULL));
+	ASSERT_EQ(0, kst_lookup1(self->pfd, K0, 1, NULL));
 	ASSERT_EQ(0, RO_STAT(self, drops));
 }
 
@@ -671,23 +671,23 @@ TEST_F(ro, pin)
 {
 	struct kvtier_block e;
 
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
 	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_PIN, 1, NULL, 0, &e));
-	ASSERT_EQ(0, kvt_pinned(self->pfd));
+	ASSERT_EQ(0, kst_pinned(self->pfd));
 	/* no pin held by this fd: UNPIN says so */
-	ASSERT_EQ(-EINVAL, kvt_unpin1(self->pfd, K0, 1));
+	ASSERT_EQ(-EINVAL, kst_unpin1(self->pfd, K0, 1));
 }
 
 TEST_F(ro, unpin)
 {
 	struct kvtier_block e;
 
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
-	ASSERT_EQ(0, kvt_pin1(self->pfd, K0, 1));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_pin1(self->pfd, K0, 1));
 	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_UNPIN, 1, NULL, 0, &e));
-	ASSERT_EQ(1, kvt_pinned(self->pfd));
-	ASSERT_EQ(-EBUSY, kvt_drop1(self->pfd, K0, 1));
-	ASSERT_EQ(0, kvt_unpin1(self->pfd, K0, 1));
+	ASSERT_EQ(1, kst_pinned(self->pfd));
+	ASSERT_EQ(-EBUSY, kst_drop1(self->pfd, K0, 1));
+	ASSERT_EQ(0, kst_unpin1(self->pfd, K0, 1));
 }
 
 TEST_F(ro, stat)
@@ -704,7 +704,7 @@ TEST_F(ro, sync)
 	struct kvtier_sync sy;
 	long long dirty;
 
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
 	dirty = RO_STAT(self, dirty);
 	memset(&sy, 0, sizeof(sy));
 	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_SYNC, &sy, sizeof(sy)));
@@ -718,7 +718,7 @@ TEST_F(ro, prefetch)
 	struct kvtier_completion c;
 	long long hints = pf_stat("hints"), groups = pf_stat("groups");
 
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
 	hint_keys(h, 1, 1);
 	pf_init(&pf, h, 1, 1, 0, 0);
 	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_PREFETCH, &pf,
@@ -740,25 +740,25 @@ TEST_F(ro, cancel)
 	struct kvtier_prefetch pf;
 	struct kvtier_cancel c;
 
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
 	memset(&a, 0, sizeof(a));
 	a.backend = KVTIER_HBM_USER;
 	a.slots = 4;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_HBM_ATTACH, &a));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_HBM_ATTACH, &a));
 	ASSERT_LE(0, a.mover_fd);
 	hint_keys(h, 1, 1);
 	pf_init(&pf, h, 1, 9, 0, 0);
 	pf.tier = KVTIER_TIER_HBM;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
 	memset(&c, 0, sizeof(c));
 	c.group = 9;
 	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_CANCEL, &c, sizeof(c)));
 	/* group 9 is still live */
 	pf_init(&pf, h, 1, 9, 0, 0);
 	pf.tier = KVTIER_TIER_HBM;
-	ASSERT_EQ(-EEXIST, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(-EEXIST, kst_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
 	/* a CANCEL that can write back is taken (the group ended or not) */
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &c));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_CANCEL, &c));
 	close(a.mover_fd);
 }
 
@@ -776,10 +776,10 @@ TEST_F(ro, eventfd)
 	e.fd = efd;
 	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_EVENTFD, &e, sizeof(e)));
 	/* a completion does not signal it: it was not registered */
-	ASSERT_EQ(0, kvt_put1(self->pfd, K0, 1, self->buf, NULL));
+	ASSERT_EQ(0, kst_put1(self->pfd, K0, 1, self->buf, NULL));
 	hint_keys(h, 1, 1);
 	pf_init(&pf, h, 1, 1, 0, 0);
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
 	ASSERT_EQ(0, completion(self->pfd, &c, 10000));
 	ASSERT_EQ(-1, read(efd, &n, sizeof(n)));
 	ASSERT_EQ(EAGAIN, errno);
@@ -823,7 +823,7 @@ TEST_F(ro, adopt)
 	adopt_init(&e, 1, 0);
 	batch_init(&b, &e, 1, 0);
 	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_ADOPT, &b, sizeof(b)));
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 1, NULL));
 	ASSERT_EQ(0, hbm_stat(self->pfd, &st));
 	ASSERT_EQ(0ULL, st.adopted);
 	ASSERT_EQ(0U, st.used);
@@ -841,8 +841,8 @@ TEST_F(ro, adopt_entries)
 	self->page = ro_copy(&e, sizeof(e));
 	ASSERT_NE(NULL, self->page);
 	batch_init(&b, self->page, 1, 0);
-	ASSERT_EQ(-EFAULT, kvt_ioctl(self->pfd, KVTIER_IOC_ADOPT, &b));
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+	ASSERT_EQ(-EFAULT, kst_ioctl(self->pfd, KVTIER_IOC_ADOPT, &b));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 1, NULL));
 	ASSERT_EQ(0, hbm_stat(self->pfd, &st));
 	ASSERT_EQ(0ULL, st.adopted);
 	ASSERT_EQ(0U, st.used);

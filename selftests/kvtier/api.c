@@ -6,7 +6,7 @@
 #include "kvtier_test.h"
 
 /* Every command of ABI v1, as KVTIER_IOC_API reports it. */
-#define KVT_IOCTLS_V1 \
+#define KST_IOCTLS_V1 \
 	((1ULL << _IOC_NR(KVTIER_IOC_API)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_POOL_CREATE)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_POOL_OPEN)) | \
@@ -21,39 +21,39 @@
 
 /* ... and the later ones this header defines. */
 #ifdef KVTIER_IOC_NVME_ATTACH
-#define KVT_IOCTLS_NVME \
+#define KST_IOCTLS_NVME \
 	((1ULL << _IOC_NR(KVTIER_IOC_NVME_ATTACH)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_NVME_DETACH)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_NVME_STAT)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_SYNC)))
 #else
-#define KVT_IOCTLS_NVME 0ULL
+#define KST_IOCTLS_NVME 0ULL
 #endif
 #ifdef KVTIER_IOC_PREFETCH
-#define KVT_IOCTLS_PREFETCH \
+#define KST_IOCTLS_PREFETCH \
 	((1ULL << _IOC_NR(KVTIER_IOC_PREFETCH)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_CANCEL)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_EVENTFD)))
 #else
-#define KVT_IOCTLS_PREFETCH 0ULL
+#define KST_IOCTLS_PREFETCH 0ULL
 #endif
 #ifdef KVTIER_IOC_ADOPT
-#define KVT_IOCTLS_HBM \
+#define KST_IOCTLS_HBM \
 	((1ULL << _IOC_NR(KVTIER_IOC_HBM_ATTACH)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_HBM_STAT)) | \
 	 (1ULL << _IOC_NR(KVTIER_IOC_ADOPT)))
 #else
-#define KVT_IOCTLS_HBM 0ULL
+#define KST_IOCTLS_HBM 0ULL
 #endif
-#define KVT_IOCTLS_KNOWN	(KVT_IOCTLS_V1 | KVT_IOCTLS_NVME | \
-				 KVT_IOCTLS_PREFETCH | KVT_IOCTLS_HBM)
+#define KST_IOCTLS_KNOWN	(KST_IOCTLS_V1 | KST_IOCTLS_NVME | \
+				 KST_IOCTLS_PREFETCH | KST_IOCTLS_HBM)
 
 /* Command numbers no version of the ABI uses. */
-#define KVT_NR_UNUSED_CTL	0x0f
-#define KVT_NR_UNUSED_POOL	0x3f
+#define KST_NR_UNUSED_CTL	0x0f
+#define KST_NR_UNUSED_POOL	0x3f
 
 /* Room for an argument larger than the kernel's struct. */
-#define KVT_TAIL	64
+#define KST_TAIL	64
 
 FIXTURE(api) {
 	int ctl;			/* control fd, no handshake yet */
@@ -62,19 +62,19 @@ FIXTURE(api) {
 
 FIXTURE_SETUP(api)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
-	self->ctl = kvt_ctl_open_raw();
+	self->ctl = kst_ctl_open_raw();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "api");
+	kst_name(self->name, "api");
 }
 
 FIXTURE_TEARDOWN(api)
 {
-	int ctl = kvt_ctl_open();
+	int ctl = kst_ctl_open();
 
 	if (ctl >= 0) {
-		kvt_pool_destroy(ctl, self->name);
+		kst_pool_destroy(ctl, self->name);
 		close(ctl);
 	}
 	close(self->ctl);
@@ -93,15 +93,15 @@ TEST_F(api, handshake_ok)
 	int i;
 
 	api_init(&a);
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 	ASSERT_EQ((__u32)KVTIER_API_VERSION, a.api);
 	ASSERT_EQ(0U, a.flags);
 	ASSERT_EQ(0ULL, a.features);
 	/* all of v1, nothing this header does not define */
-	ASSERT_EQ(KVT_F_V1, a.supported & KVT_F_V1);
-	ASSERT_EQ(0ULL, a.supported & ~KVT_F_KNOWN);
-	ASSERT_EQ(KVT_IOCTLS_V1, a.ioctls & KVT_IOCTLS_V1);
-	ASSERT_EQ(0ULL, a.ioctls & ~KVT_IOCTLS_KNOWN);
+	ASSERT_EQ(KST_F_V1, a.supported & KST_F_V1);
+	ASSERT_EQ(0ULL, a.supported & ~KST_F_KNOWN);
+	ASSERT_EQ(KST_IOCTLS_V1, a.ioctls & KST_IOCTLS_V1);
+	ASSERT_EQ(0ULL, a.ioctls & ~KST_IOCTLS_KNOWN);
 	ASSERT_EQ(KVTIER_BLOCK_SIZE_MAX, a.block_size_max);
 	ASSERT_EQ((__u32)KVTIER_BATCH_MAX, a.batch_max);
 	ASSERT_EQ((__u32)KVTIER_NAME_MAX, a.name_max);
@@ -109,9 +109,9 @@ TEST_F(api, handshake_ok)
 	for (i = 0; i < 4; i++)
 		ASSERT_EQ(0ULL, a.reserved[i]);
 
-	ASSERT_EQ(0, kvt_param("max_pools", &max_pools));
+	ASSERT_EQ(0, kst_param("max_pools", &max_pools));
 	ASSERT_EQ((__u32)max_pools, a.max_pools);
-	ASSERT_EQ(0, kvt_param("dram_mb", &dram_mb));
+	ASSERT_EQ(0, kst_param("dram_mb", &dram_mb));
 	ASSERT_EQ((__u64)dram_mb << 20, a.dram_bytes);
 }
 
@@ -121,10 +121,10 @@ TEST_F(api, handshake_features_all)
 	struct kvtier_api a;
 
 	api_init(&a);
-	a.features = KVT_F_V1;
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
-	ASSERT_EQ(KVT_F_V1, a.features);
-	ASSERT_EQ(KVT_F_V1, a.supported & KVT_F_V1);
+	a.features = KST_F_V1;
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(KST_F_V1, a.features);
+	ASSERT_EQ(KST_F_V1, a.supported & KST_F_V1);
 }
 
 /* The negotiated set is what was asked for, not everything supported. */
@@ -134,9 +134,9 @@ TEST_F(api, handshake_features_subset)
 
 	api_init(&a);
 	a.features = KVTIER_F_POOLS | KVTIER_F_REPLACE;
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 	ASSERT_EQ(KVTIER_F_POOLS | KVTIER_F_REPLACE, a.features);
-	ASSERT_EQ(KVT_F_V1, a.supported & KVT_F_V1);
+	ASSERT_EQ(KST_F_V1, a.supported & KST_F_V1);
 }
 
 /* After the handshake the control commands work. */
@@ -144,22 +144,22 @@ TEST_F(api, handshake_then_create)
 {
 	int pfd;
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
 }
 
 TEST_F(api, create_before_handshake)
 {
 	struct kvtier_pool_create c;
 
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, &c));
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, &c));
 	/* and it made nothing: a handshaken fd cannot open it */
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 TEST_F(api, open_before_handshake)
@@ -168,15 +168,15 @@ TEST_F(api, open_before_handshake)
 	int ctl2, pfd;
 
 	/* the pool exists, made through another fd */
-	ctl2 = kvt_ctl_open();
+	ctl2 = kst_ctl_open();
 	ASSERT_LE(0, ctl2);
-	pfd = kvt_pool_create(ctl2, self->name, KVT_PAGE, 4, 4);
+	pfd = kst_pool_create(ctl2, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 
 	memset(&o, 0, sizeof(o));
 	strcpy((char *)o.name, self->name);
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_OPEN, &o));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_POOL_OPEN, &o));
 	close(ctl2);
 }
 
@@ -185,17 +185,17 @@ TEST_F(api, destroy_before_handshake)
 	struct kvtier_pool_destroy d;
 	int ctl2, pfd;
 
-	ctl2 = kvt_ctl_open();
+	ctl2 = kst_ctl_open();
 	ASSERT_LE(0, ctl2);
-	pfd = kvt_pool_create(ctl2, self->name, KVT_PAGE, 4, 4);
+	pfd = kst_pool_create(ctl2, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 
 	memset(&d, 0, sizeof(d));
 	strcpy((char *)d.name, self->name);
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_DESTROY, &d));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_POOL_DESTROY, &d));
 	/* still there */
-	pfd = kvt_pool_open(ctl2, self->name, 0);
+	pfd = kst_pool_open(ctl2, self->name, 0);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 	close(ctl2);
@@ -204,12 +204,12 @@ TEST_F(api, destroy_before_handshake)
 /* The handshake is per open file. */
 TEST_F(api, handshake_is_per_fd)
 {
-	int ctl2 = kvt_ctl_open();
+	int ctl2 = kst_ctl_open();
 	struct kvtier_pool_create c;
 
 	ASSERT_LE(0, ctl2);
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, &c));
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, &c));
 	close(ctl2);
 }
 
@@ -217,11 +217,11 @@ TEST_F(api, second_handshake)
 {
 	struct kvtier_api a;
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVTIER_F_POOLS, NULL));
+	ASSERT_EQ(0, kst_api(self->ctl, KVTIER_F_POOLS, NULL));
 	api_init(&a);
-	ASSERT_EQ(-EBUSY, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(-EBUSY, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 	/* the first one still holds: commands get past the handshake check */
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 TEST_F(api, version_0)
@@ -230,7 +230,7 @@ TEST_F(api, version_0)
 
 	api_init(&a);
 	a.api = 0;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 }
 
 TEST_F(api, version_2)
@@ -239,7 +239,7 @@ TEST_F(api, version_2)
 
 	api_init(&a);
 	a.api = KVTIER_API_VERSION + 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 }
 
 TEST_F(api, flags_nonzero)
@@ -248,7 +248,7 @@ TEST_F(api, flags_nonzero)
 
 	api_init(&a);
 	a.flags = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 }
 
 TEST_F(api, flags_high_bit)
@@ -257,7 +257,7 @@ TEST_F(api, flags_high_bit)
 
 	api_init(&a);
 	a.flags = 1U << 31;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 }
 
 TEST_F(api, pad_nonzero)
@@ -266,7 +266,7 @@ TEST_F(api, pad_nonzero)
 
 	api_init(&a);
 	a.__pad = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 }
 
 #define API_RESERVED_TEST(i) \
@@ -275,7 +275,7 @@ TEST_F(api, reserved##i) \
 	struct kvtier_api a; \
 	api_init(&a); \
 	a.reserved[i] = 1ULL << (i * 16); \
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a)); \
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_API, &a)); \
 }
 API_RESERVED_TEST(0)
 API_RESERVED_TEST(1)
@@ -291,8 +291,8 @@ TEST_F(api, unknown_feature_lowest)
 	struct kvtier_api a;
 
 	api_init(&a);
-	a.features = KVTIER_F_POOLS | kvt_unknown_bit(KVT_F_KNOWN);
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	a.features = KVTIER_F_POOLS | kst_unknown_bit(KST_F_KNOWN);
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 	ASSERT_EQ(KVTIER_F_POOLS, a.features);
 }
 
@@ -302,7 +302,7 @@ TEST_F(api, unknown_feature_bit63)
 
 	api_init(&a);
 	a.features = 1ULL << 63;
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
 	ASSERT_EQ(0ULL, a.features);
 }
 
@@ -315,11 +315,11 @@ TEST_F(api, rejected_handshake_changes_nothing)
 
 	api_init(&a);
 	a.api = 0;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_API, &a));
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, &c));
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	pfd = kvt_create(self->ctl, &c);
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_API, &a));
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, &c));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 }
@@ -328,10 +328,10 @@ TEST_F(api, unknown_nr_ctl)
 {
 	__u8 arg[sizeof(struct kvtier_api)];
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
 	memset(arg, 0, sizeof(arg));
-	ASSERT_EQ(-ENOTTY, kvt_ioctl(self->ctl,
-				     _IOWR(KVTIER_IOC_MAGIC, KVT_NR_UNUSED_POOL,
+	ASSERT_EQ(-ENOTTY, kst_ioctl(self->ctl,
+				     _IOWR(KVTIER_IOC_MAGIC, KST_NR_UNUSED_POOL,
 					   struct kvtier_api), arg));
 }
 
@@ -340,10 +340,10 @@ TEST_F(api, unknown_nr_gap)
 {
 	__u8 arg[sizeof(struct kvtier_api)];
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
 	memset(arg, 0, sizeof(arg));
-	ASSERT_EQ(-ENOTTY, kvt_ioctl(self->ctl,
-				     _IOWR(KVTIER_IOC_MAGIC, KVT_NR_UNUSED_CTL,
+	ASSERT_EQ(-ENOTTY, kst_ioctl(self->ctl,
+				     _IOWR(KVTIER_IOC_MAGIC, KST_NR_UNUSED_CTL,
 					   struct kvtier_pool_create), arg));
 }
 
@@ -352,12 +352,12 @@ TEST_F(api, unknown_nr_pool_fd)
 	struct kvtier_batch b;
 	int pfd;
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
 	memset(&b, 0, sizeof(b));
-	ASSERT_EQ(-ENOTTY, kvt_ioctl(pfd, _IOWR(KVTIER_IOC_MAGIC,
-						KVT_NR_UNUSED_POOL,
+	ASSERT_EQ(-ENOTTY, kst_ioctl(pfd, _IOWR(KVTIER_IOC_MAGIC,
+						KST_NR_UNUSED_POOL,
 						struct kvtier_batch), &b));
 	close(pfd);
 }
@@ -367,11 +367,11 @@ TEST_F(api, wrong_magic)
 	struct kvtier_api a;
 
 	api_init(&a);
-	ASSERT_EQ(-ENOTTY, kvt_ioctl(self->ctl,
+	ASSERT_EQ(-ENOTTY, kst_ioctl(self->ctl,
 				     _IOWR(KVTIER_IOC_MAGIC + 1, 0x00,
 					   struct kvtier_api), &a));
 	/* and it did not count as the handshake */
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
 }
 
 TEST_F(api, wrong_magic_pool_fd)
@@ -379,11 +379,11 @@ TEST_F(api, wrong_magic_pool_fd)
 	struct kvtier_batch b;
 	int pfd;
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
 	memset(&b, 0, sizeof(b));
-	ASSERT_EQ(-ENOTTY, kvt_ioctl(pfd, _IOWR('T', 0x10,
+	ASSERT_EQ(-ENOTTY, kst_ioctl(pfd, _IOWR('T', 0x10,
 						struct kvtier_batch), &b));
 	close(pfd);
 }
@@ -395,11 +395,11 @@ TEST_F(api, size_smaller)
 	struct kvtier_api a;
 
 	api_init(&a);
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl,
-				     kvt_resize(KVTIER_IOC_API, sizeof(a) - 8),
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl,
+				     kst_resize(KVTIER_IOC_API, sizeof(a) - 8),
 				     &a));
 	/* not handshaken by that */
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
 }
 
 TEST_F(api, size_zero)
@@ -407,97 +407,97 @@ TEST_F(api, size_zero)
 	struct kvtier_api a;
 
 	api_init(&a);
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl,
-				     kvt_resize(KVTIER_IOC_API, 0), &a));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl,
+				     kst_resize(KVTIER_IOC_API, 0), &a));
 }
 
 TEST_F(api, size_larger_nonzero_tail_first)
 {
-	__u8 buf[sizeof(struct kvtier_api) + KVT_TAIL];
+	__u8 buf[sizeof(struct kvtier_api) + KST_TAIL];
 
 	memset(buf, 0, sizeof(buf));
 	api_init((struct kvtier_api *)buf);
 	buf[sizeof(struct kvtier_api)] = 1;
-	ASSERT_EQ(-E2BIG, kvt_ioctl(self->ctl,
-				    kvt_resize(KVTIER_IOC_API, sizeof(buf)),
+	ASSERT_EQ(-E2BIG, kst_ioctl(self->ctl,
+				    kst_resize(KVTIER_IOC_API, sizeof(buf)),
 				    buf));
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
 }
 
 TEST_F(api, size_larger_nonzero_tail_last)
 {
-	__u8 buf[sizeof(struct kvtier_api) + KVT_TAIL];
+	__u8 buf[sizeof(struct kvtier_api) + KST_TAIL];
 
 	memset(buf, 0, sizeof(buf));
 	api_init((struct kvtier_api *)buf);
 	buf[sizeof(buf) - 1] = 0x80;
-	ASSERT_EQ(-E2BIG, kvt_ioctl(self->ctl,
-				    kvt_resize(KVTIER_IOC_API, sizeof(buf)),
+	ASSERT_EQ(-E2BIG, kst_ioctl(self->ctl,
+				    kst_resize(KVTIER_IOC_API, sizeof(buf)),
 				    buf));
 }
 
 TEST_F(api, size_larger_zero_tail)
 {
-	__u8 buf[sizeof(struct kvtier_api) + KVT_TAIL];
+	__u8 buf[sizeof(struct kvtier_api) + KST_TAIL];
 	struct kvtier_api *a = (struct kvtier_api *)buf;
 	size_t i;
 
 	memset(buf, 0, sizeof(buf));
 	api_init(a);
 	a->features = KVTIER_F_POOLS;
-	ASSERT_EQ(0, kvt_ioctl(self->ctl,
-			       kvt_resize(KVTIER_IOC_API, sizeof(buf)), buf));
+	ASSERT_EQ(0, kst_ioctl(self->ctl,
+			       kst_resize(KVTIER_IOC_API, sizeof(buf)), buf));
 	ASSERT_EQ(KVTIER_F_POOLS, a->features);
-	ASSERT_EQ(KVT_F_V1, a->supported & KVT_F_V1);
+	ASSERT_EQ(KST_F_V1, a->supported & KST_F_V1);
 	ASSERT_EQ((__u32)KVTIER_BATCH_MAX, a->batch_max);
 	/* the tail the kernel does not know stays as it was */
 	for (i = sizeof(*a); i < sizeof(buf); i++)
 		ASSERT_EQ(0, buf[i]);
 	/* it was the handshake */
-	ASSERT_EQ(-EBUSY, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(-EBUSY, kst_api(self->ctl, KST_F_KNOWN, NULL));
 }
 
 TEST_F(api, create_size_smaller)
 {
 	struct kvtier_pool_create c;
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
 	ASSERT_EQ(-EINVAL,
-		  kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_POOL_CREATE,
+		  kst_ioctl(self->ctl, kst_resize(KVTIER_IOC_POOL_CREATE,
 						  sizeof(c) - 8), &c));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 TEST_F(api, create_size_larger_nonzero_tail)
 {
-	__u8 buf[sizeof(struct kvtier_pool_create) + KVT_TAIL];
+	__u8 buf[sizeof(struct kvtier_pool_create) + KST_TAIL];
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
 	memset(buf, 0, sizeof(buf));
-	kvt_create_init((struct kvtier_pool_create *)buf, self->name,
-			KVT_PAGE, 4, 4);
+	kst_create_init((struct kvtier_pool_create *)buf, self->name,
+			KST_PAGE, 4, 4);
 	buf[sizeof(buf) - 8] = 1;
 	ASSERT_EQ(-E2BIG,
-		  kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_POOL_CREATE,
+		  kst_ioctl(self->ctl, kst_resize(KVTIER_IOC_POOL_CREATE,
 						  sizeof(buf)), buf));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 TEST_F(api, create_size_larger_zero_tail)
 {
-	__u8 buf[sizeof(struct kvtier_pool_create) + KVT_TAIL];
+	__u8 buf[sizeof(struct kvtier_pool_create) + KST_TAIL];
 	struct kvtier_pool_create *c = (struct kvtier_pool_create *)buf;
 	struct kvtier_pool_stat st;
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
 	memset(buf, 0, sizeof(buf));
-	kvt_create_init(c, self->name, 2 * KVT_PAGE, 8, 4);
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_POOL_CREATE,
+	kst_create_init(c, self->name, 2 * KST_PAGE, 8, 4);
+	ASSERT_EQ(0, kst_ioctl(self->ctl, kst_resize(KVTIER_IOC_POOL_CREATE,
 						     sizeof(buf)), buf));
 	ASSERT_LE(0, c->fd);
-	ASSERT_EQ(0, kvt_stat(c->fd, &st));
-	ASSERT_EQ(2 * KVT_PAGE, st.block_size);
+	ASSERT_EQ(0, kst_stat(c->fd, &st));
+	ASSERT_EQ(2 * KST_PAGE, st.block_size);
 	ASSERT_EQ(8U, st.capacity);
 	ASSERT_EQ(4U, st.dram_blocks);
 	close(c->fd);
@@ -505,17 +505,17 @@ TEST_F(api, create_size_larger_zero_tail)
 
 TEST_F(api, stat_size_larger_zero_tail)
 {
-	__u8 buf[sizeof(struct kvtier_pool_stat) + KVT_TAIL];
+	__u8 buf[sizeof(struct kvtier_pool_stat) + KST_TAIL];
 	struct kvtier_pool_stat *st = (struct kvtier_pool_stat *)buf;
 	int pfd;
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	pfd = kvt_pool_create(self->ctl, self->name, 3 * KVT_PAGE, 5, 5);
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	pfd = kst_pool_create(self->ctl, self->name, 3 * KST_PAGE, 5, 5);
 	ASSERT_LE(0, pfd);
 	memset(buf, 0, sizeof(buf));
-	ASSERT_EQ(0, kvt_ioctl(pfd, kvt_resize(KVTIER_IOC_STAT, sizeof(buf)),
+	ASSERT_EQ(0, kst_ioctl(pfd, kst_resize(KVTIER_IOC_STAT, sizeof(buf)),
 			       buf));
-	ASSERT_EQ(3 * KVT_PAGE, st->block_size);
+	ASSERT_EQ(3 * KST_PAGE, st->block_size);
 	ASSERT_EQ(5U, st->capacity);
 	close(pfd);
 }
@@ -525,11 +525,11 @@ TEST_F(api, stat_size_smaller)
 	struct kvtier_pool_stat st;
 	int pfd;
 
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
 	memset(&st, 0, sizeof(st));
-	ASSERT_EQ(-EINVAL, kvt_ioctl(pfd, kvt_resize(KVTIER_IOC_STAT,
+	ASSERT_EQ(-EINVAL, kst_ioctl(pfd, kst_resize(KVTIER_IOC_STAT,
 						     sizeof(st) - 8), &st));
 	close(pfd);
 }
@@ -537,9 +537,9 @@ TEST_F(api, stat_size_smaller)
 /* Argument pointer the kernel cannot read. */
 TEST_F(api, bad_arg_pointer)
 {
-	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_API,
-				     kvt_unmapped_addr()));
-	ASSERT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
+	ASSERT_EQ(-EFAULT, kst_ioctl(self->ctl, KVTIER_IOC_API,
+				     kst_unmapped_addr()));
+	ASSERT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
 }
 
 /*
@@ -555,13 +555,13 @@ TEST_F(api, efault_handshake_changes_nothing)
 
 	memset(&a, 0, sizeof(a));
 	a.api = KVTIER_API_VERSION;
-	ro = kvt_ro_page_with(&a, sizeof(a));
+	ro = kst_ro_page_with(&a, sizeof(a));
 	ASSERT_NE(NULL, ro);
-	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_API, ro));
+	ASSERT_EQ(-EFAULT, kst_ioctl(self->ctl, KVTIER_IOC_API, ro));
 	/* no handshake happened: commands still want one, and it works */
-	EXPECT_EQ(-EINVAL, kvt_pool_destroy(self->ctl, "fz.none"));
-	EXPECT_EQ(0, kvt_api(self->ctl, KVT_F_KNOWN, NULL));
-	munmap(ro, KVT_PAGE);
+	EXPECT_EQ(-EINVAL, kst_pool_destroy(self->ctl, "fz.none"));
+	EXPECT_EQ(0, kst_api(self->ctl, KST_F_KNOWN, NULL));
+	munmap(ro, KST_PAGE);
 }
 
 TEST_HARNESS_MAIN

@@ -7,7 +7,7 @@
 
 #include "kvtier_test.h"
 
-#define BS	(2 * KVT_PAGE)
+#define BS	(2 * KST_PAGE)
 #define CAP	64
 
 FIXTURE(blocks) {
@@ -18,15 +18,15 @@ FIXTURE(blocks) {
 
 FIXTURE_SETUP(blocks)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "blocks");
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, CAP);
+	kst_name(self->name, "blocks");
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, CAP, CAP);
 	ASSERT_LE(0, self->pfd);
-	self->buf = kvt_alloc(CAP * BS);
+	self->buf = kst_alloc(CAP * BS);
 	ASSERT_NE(NULL, self->buf);
 }
 
@@ -34,8 +34,8 @@ FIXTURE_TEARDOWN(blocks)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	kvt_free(self->buf, CAP * BS);
+	kst_pool_destroy(self->ctl, self->name);
+	kst_free(self->buf, CAP * BS);
 	close(self->ctl);
 }
 
@@ -51,10 +51,10 @@ static int put_range(FIXTURE_DATA(blocks) *self, __u64 k0, unsigned int first,
 	int ret;
 
 	for (i = 0; i < n; i++) {
-		kvt_fill(BLK(self, i), BS, k0, first + i, gen);
-		kvt_blk(&b[i], k0, first + i, BLK(self, i));
+		kst_fill(BLK(self, i), BS, k0, first + i, gen);
+		kst_blk(&b[i], k0, first + i, BLK(self, i));
 	}
-	ret = kvt_batch(self->pfd, KVTIER_IOC_PUT, b, n, 0, &done);
+	ret = kst_batch(self->pfd, KVTIER_IOC_PUT, b, n, 0, &done);
 	if (ret)
 		return ret;
 	if (out)
@@ -66,14 +66,14 @@ TEST_F(blocks, put_get)
 {
 	struct kvtier_block b;
 
-	kvt_fill(BLK(self, 0), BS, 1, 2, 3);
-	ASSERT_EQ(0, kvt_put1(self->pfd, 1, 2, BLK(self, 0), &b));
+	kst_fill(BLK(self, 0), BS, 1, 2, 3);
+	ASSERT_EQ(0, kst_put1(self->pfd, 1, 2, BLK(self, 0), &b));
 	ASSERT_EQ((__u32)KVTIER_TIER_DRAM, b.tier);
 	ASSERT_GT((__u64)CAP, b.addr);
 	memset(BLK(self, 1), 0xee, BS);
-	ASSERT_EQ(0, kvt_get1(self->pfd, 1, 2, BLK(self, 1), &b));
+	ASSERT_EQ(0, kst_get1(self->pfd, 1, 2, BLK(self, 1), &b));
 	ASSERT_EQ((__u32)KVTIER_TIER_DRAM, b.tier);
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 1), BS, 1, 2, 3));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 1), BS, 1, 2, 3));
 	ASSERT_EQ(0, memcmp(BLK(self, 0), BLK(self, 1), BS));
 }
 
@@ -94,19 +94,19 @@ TEST_F(blocks, put_get_batch)
 	memset(self->buf, 0, 32 * BS);
 	/* every other key first, then the rest */
 	for (i = 0; i < 32; i++)
-		kvt_blk(&g[i], 0xabc, 100 + (i * 2 % 32) + (i >= 16),
+		kst_blk(&g[i], 0xabc, 100 + (i * 2 % 32) + (i >= 16),
 			BLK(self, i));
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_GET, g, 32, 0, &done));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, g, 32, 0, &done));
 	ASSERT_EQ(32U, done);
 	for (i = 0; i < 32; i++) {
 		int k = (i * 2 % 32) + (i >= 16);
 
 		ASSERT_EQ(0, g[i].status);
 		ASSERT_EQ(b[k].addr, g[i].addr);
-		ASSERT_EQ(-1, kvt_check_gen(BLK(self, i), BS, 0xabc, 100 + k,
+		ASSERT_EQ(-1, kst_check_gen(BLK(self, i), BS, 0xabc, 100 + k,
 					    7));
 	}
-	ASSERT_EQ(32LL, kvt_resident(self->pfd));
+	ASSERT_EQ(32LL, kst_resident(self->pfd));
 }
 
 /* All 128 bits of the key count. */
@@ -119,17 +119,17 @@ TEST_F(blocks, keys_are_128_bit)
 	unsigned int i, n = ARRAY_SIZE(keys);
 
 	for (i = 0; i < n; i++) {
-		kvt_fill(BLK(self, 0), BS, keys[i][0], keys[i][1], i);
-		ASSERT_EQ(0, kvt_put1(self->pfd, keys[i][0], keys[i][1],
+		kst_fill(BLK(self, 0), BS, keys[i][0], keys[i][1], i);
+		ASSERT_EQ(0, kst_put1(self->pfd, keys[i][0], keys[i][1],
 				      BLK(self, 0), NULL));
 	}
 	for (i = 0; i < n; i++) {
-		ASSERT_EQ(0, kvt_get1(self->pfd, keys[i][0], keys[i][1],
+		ASSERT_EQ(0, kst_get1(self->pfd, keys[i][0], keys[i][1],
 				      BLK(self, 0), NULL));
-		ASSERT_EQ(-1, kvt_check_gen(BLK(self, 0), BS, keys[i][0],
+		ASSERT_EQ(-1, kst_check_gen(BLK(self, 0), BS, keys[i][0],
 					    keys[i][1], i));
 	}
-	ASSERT_EQ((long long)n, kvt_resident(self->pfd));
+	ASSERT_EQ((long long)n, kst_resident(self->pfd));
 }
 
 TEST_F(blocks, get_miss)
@@ -137,8 +137,8 @@ TEST_F(blocks, get_miss)
 	struct kvtier_block b;
 	__u32 done;
 
-	kvt_blk(&b, 5, 5, BLK(self, 0));
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_GET, &b, 1, 0, &done));
+	kst_blk(&b, 5, 5, BLK(self, 0));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, &b, 1, 0, &done));
 	ASSERT_EQ(0U, done);
 	ASSERT_EQ(-ENOENT, b.status);
 	ASSERT_EQ(KVTIER_ADDR_NONE, b.addr);
@@ -155,8 +155,8 @@ TEST_F(blocks, get_mixed)
 	ASSERT_EQ(0, put_range(self, 6, 2, 1, 1, NULL));
 	memset(self->buf, 0, 4 * BS);
 	for (i = 0; i < 4; i++)
-		kvt_blk(&b[i], 6, i, BLK(self, i));
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_GET, b, 4, 0, &done));
+		kst_blk(&b[i], 6, i, BLK(self, i));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, b, 4, 0, &done));
 	ASSERT_EQ(2U, done);
 	ASSERT_EQ(0, b[0].status);
 	ASSERT_EQ(-ENOENT, b[1].status);
@@ -164,21 +164,21 @@ TEST_F(blocks, get_mixed)
 	ASSERT_EQ(-ENOENT, b[3].status);
 	ASSERT_EQ(KVTIER_ADDR_NONE, b[1].addr);
 	ASSERT_EQ(KVTIER_ADDR_NONE, b[3].addr);
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 0), BS, 6, 0, 1));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 2), BS, 6, 2, 1));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 0), BS, 6, 0, 1));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 2), BS, 6, 2, 1));
 }
 
 TEST_F(blocks, put_exists)
 {
 	struct kvtier_block b;
 
-	kvt_fill(BLK(self, 0), BS, 8, 8, 1);
-	ASSERT_EQ(0, kvt_put1(self->pfd, 8, 8, BLK(self, 0), NULL));
-	kvt_fill(BLK(self, 0), BS, 8, 8, 2);
-	ASSERT_EQ(-EEXIST, kvt_put1(self->pfd, 8, 8, BLK(self, 0), &b));
-	ASSERT_EQ(0, kvt_get1(self->pfd, 8, 8, BLK(self, 1), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 1), BS, 8, 8, 1));
-	ASSERT_EQ(1LL, kvt_resident(self->pfd));
+	kst_fill(BLK(self, 0), BS, 8, 8, 1);
+	ASSERT_EQ(0, kst_put1(self->pfd, 8, 8, BLK(self, 0), NULL));
+	kst_fill(BLK(self, 0), BS, 8, 8, 2);
+	ASSERT_EQ(-EEXIST, kst_put1(self->pfd, 8, 8, BLK(self, 0), &b));
+	ASSERT_EQ(0, kst_get1(self->pfd, 8, 8, BLK(self, 1), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 1), BS, 8, 8, 1));
+	ASSERT_EQ(1LL, kst_resident(self->pfd));
 }
 
 /* The same key twice in one batch: the second is -EEXIST. */
@@ -187,16 +187,16 @@ TEST_F(blocks, put_duplicate_in_batch)
 	struct kvtier_block b[2];
 	__u32 done;
 
-	kvt_fill(BLK(self, 0), BS, 9, 9, 1);
-	kvt_fill(BLK(self, 1), BS, 9, 9, 2);
-	kvt_blk(&b[0], 9, 9, BLK(self, 0));
-	kvt_blk(&b[1], 9, 9, BLK(self, 1));
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PUT, b, 2, 0, &done));
+	kst_fill(BLK(self, 0), BS, 9, 9, 1);
+	kst_fill(BLK(self, 1), BS, 9, 9, 2);
+	kst_blk(&b[0], 9, 9, BLK(self, 0));
+	kst_blk(&b[1], 9, 9, BLK(self, 1));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, 2, 0, &done));
 	ASSERT_EQ(1U, done);
 	ASSERT_EQ(0, b[0].status);
 	ASSERT_EQ(-EEXIST, b[1].status);
-	ASSERT_EQ(0, kvt_get1(self->pfd, 9, 9, BLK(self, 2), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 2), BS, 9, 9, 1));
+	ASSERT_EQ(0, kst_get1(self->pfd, 9, 9, BLK(self, 2), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 2), BS, 9, 9, 1));
 }
 
 TEST_F(blocks, replace)
@@ -204,17 +204,17 @@ TEST_F(blocks, replace)
 	struct kvtier_pool_stat st;
 
 	ASSERT_EQ(0, put_range(self, 10, 0, 4, 1, NULL));
-	kvt_fill(BLK(self, 0), BS, 10, 2, 2);
-	ASSERT_EQ(0, kvt_replace1(self->pfd, 10, 2, BLK(self, 0), NULL));
+	kst_fill(BLK(self, 0), BS, 10, 2, 2);
+	ASSERT_EQ(0, kst_replace1(self->pfd, 10, 2, BLK(self, 0), NULL));
 	memset(self->buf, 0, 4 * BS);
-	ASSERT_EQ(0, kvt_get1(self->pfd, 10, 2, BLK(self, 0), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 0), BS, 10, 2, 2));
+	ASSERT_EQ(0, kst_get1(self->pfd, 10, 2, BLK(self, 0), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 0), BS, 10, 2, 2));
 	/* the others are untouched */
-	ASSERT_EQ(0, kvt_get1(self->pfd, 10, 1, BLK(self, 1), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 1), BS, 10, 1, 1));
-	ASSERT_EQ(0, kvt_get1(self->pfd, 10, 3, BLK(self, 3), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 3), BS, 10, 3, 1));
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_get1(self->pfd, 10, 1, BLK(self, 1), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 1), BS, 10, 1, 1));
+	ASSERT_EQ(0, kst_get1(self->pfd, 10, 3, BLK(self, 3), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 3), BS, 10, 3, 1));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_EQ(4ULL, st.resident[KVTIER_TIER_DRAM]);
 }
 
@@ -227,18 +227,18 @@ TEST_F(blocks, replace_batch)
 
 	ASSERT_EQ(0, put_range(self, 11, 0, 8, 1, NULL));
 	for (i = 0; i < 8; i++) {
-		kvt_fill(BLK(self, i), BS, 11, i, 100 + i);
-		kvt_blk(&b[i], 11, i, BLK(self, i));
+		kst_fill(BLK(self, i), BS, 11, i, 100 + i);
+		kst_blk(&b[i], 11, i, BLK(self, i));
 	}
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PUT, b, 8,
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, 8,
 			       KVTIER_PUT_REPLACE, &done));
 	ASSERT_EQ(8U, done);
 	memset(self->buf, 0, 8 * BS);
 	for (i = 0; i < 8; i++) {
-		ASSERT_EQ(0, kvt_get1(self->pfd, 11, i, BLK(self, i), NULL));
-		ASSERT_EQ(-1, kvt_check_gen(BLK(self, i), BS, 11, i, 100 + i));
+		ASSERT_EQ(0, kst_get1(self->pfd, 11, i, BLK(self, i), NULL));
+		ASSERT_EQ(-1, kst_check_gen(BLK(self, i), BS, 11, i, 100 + i));
 	}
-	ASSERT_EQ(8LL, kvt_resident(self->pfd));
+	ASSERT_EQ(8LL, kst_resident(self->pfd));
 }
 
 /* ---- LOOKUP ------------------------------------------------------------ */
@@ -253,8 +253,8 @@ TEST_F(blocks, lookup_prefix_hole)
 	ASSERT_EQ(0, put_range(self, 12, 0, 3, 1, p));
 	ASSERT_EQ(0, put_range(self, 12, 4, 4, 1, p + 4));
 	for (i = 0; i < 8; i++)
-		kvt_blk(&l[i], 12, i, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, l, 8, 0, &done));
+		kst_blk(&l[i], 12, i, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, l, 8, 0, &done));
 	ASSERT_EQ(3U, done);
 	for (i = 0; i < 8; i++) {
 		if (i == 3) {
@@ -277,8 +277,8 @@ TEST_F(blocks, lookup_all_resident)
 
 	ASSERT_EQ(0, put_range(self, 13, 0, 6, 1, NULL));
 	for (i = 0; i < 6; i++)
-		kvt_blk(&l[i], 13, i, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, l, 6, 0, &done));
+		kst_blk(&l[i], 13, i, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, l, 6, 0, &done));
 	ASSERT_EQ(6U, done);
 }
 
@@ -290,8 +290,8 @@ TEST_F(blocks, lookup_first_missing)
 
 	ASSERT_EQ(0, put_range(self, 14, 1, 5, 1, NULL));
 	for (i = 0; i < 6; i++)
-		kvt_blk(&l[i], 14, i, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, l, 6, 0, &done));
+		kst_blk(&l[i], 14, i, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, l, 6, 0, &done));
 	ASSERT_EQ(0U, done);
 	ASSERT_EQ(-ENOENT, l[0].status);
 	for (i = 1; i < 6; i++)
@@ -303,12 +303,12 @@ TEST_F(blocks, lookup_tier_addr)
 {
 	struct kvtier_block p, l;
 
-	kvt_fill(BLK(self, 0), BS, 15, 1, 1);
-	ASSERT_EQ(0, kvt_put1(self->pfd, 15, 1, BLK(self, 0), &p));
-	ASSERT_EQ(0, kvt_lookup1(self->pfd, 15, 1, &l));
+	kst_fill(BLK(self, 0), BS, 15, 1, 1);
+	ASSERT_EQ(0, kst_put1(self->pfd, 15, 1, BLK(self, 0), &p));
+	ASSERT_EQ(0, kst_lookup1(self->pfd, 15, 1, &l));
 	ASSERT_EQ(p.addr, l.addr);
 	ASSERT_EQ((__u32)KVTIER_TIER_DRAM, l.tier);
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, 15, 2, &l));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, 15, 2, &l));
 	ASSERT_EQ(KVTIER_ADDR_NONE, l.addr);
 	ASSERT_EQ((__u32)KVTIER_TIER_NONE, l.tier);
 }
@@ -323,8 +323,8 @@ TEST_F(blocks, lookup_batch_max)
 	ASSERT_NE(NULL, l);
 	ASSERT_EQ(0, put_range(self, 16, 0, 8, 1, NULL));
 	for (i = 0; i < KVTIER_BATCH_MAX; i++)
-		kvt_blk(&l[i], 16, i, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, l,
+		kst_blk(&l[i], 16, i, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, l,
 			       KVTIER_BATCH_MAX, 0, &done));
 	ASSERT_EQ(8U, done);
 	ASSERT_EQ(0, l[7].status);
@@ -341,17 +341,17 @@ TEST_F(blocks, drop)
 	__u32 done;
 
 	ASSERT_EQ(0, put_range(self, 17, 0, 3, 1, NULL));
-	kvt_blk(&d[0], 17, 0, NULL);
-	kvt_blk(&d[1], 17, 2, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_DROP, d, 2, 0, &done));
+	kst_blk(&d[0], 17, 0, NULL);
+	kst_blk(&d[1], 17, 2, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_DROP, d, 2, 0, &done));
 	ASSERT_EQ(2U, done);
 	ASSERT_EQ(0, d[0].status);
 	ASSERT_EQ(0, d[1].status);
-	ASSERT_EQ(-ENOENT, kvt_get1(self->pfd, 17, 0, BLK(self, 0), NULL));
-	ASSERT_EQ(-ENOENT, kvt_get1(self->pfd, 17, 2, BLK(self, 0), NULL));
-	ASSERT_EQ(0, kvt_get1(self->pfd, 17, 1, BLK(self, 0), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 0), BS, 17, 1, 1));
-	ASSERT_EQ(1LL, kvt_resident(self->pfd));
+	ASSERT_EQ(-ENOENT, kst_get1(self->pfd, 17, 0, BLK(self, 0), NULL));
+	ASSERT_EQ(-ENOENT, kst_get1(self->pfd, 17, 2, BLK(self, 0), NULL));
+	ASSERT_EQ(0, kst_get1(self->pfd, 17, 1, BLK(self, 0), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 0), BS, 17, 1, 1));
+	ASSERT_EQ(1LL, kst_resident(self->pfd));
 }
 
 TEST_F(blocks, drop_miss)
@@ -360,24 +360,24 @@ TEST_F(blocks, drop_miss)
 	__u32 done;
 
 	ASSERT_EQ(0, put_range(self, 18, 0, 1, 1, NULL));
-	kvt_blk(&d[0], 18, 1, NULL);
-	kvt_blk(&d[1], 18, 0, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_DROP, d, 2, 0, &done));
+	kst_blk(&d[0], 18, 1, NULL);
+	kst_blk(&d[1], 18, 0, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_DROP, d, 2, 0, &done));
 	ASSERT_EQ(1U, done);
 	ASSERT_EQ(-ENOENT, d[0].status);
 	ASSERT_EQ(0, d[1].status);
-	ASSERT_EQ(-ENOENT, kvt_drop1(self->pfd, 18, 0));
-	ASSERT_EQ(0LL, kvt_resident(self->pfd));
+	ASSERT_EQ(-ENOENT, kst_drop1(self->pfd, 18, 0));
+	ASSERT_EQ(0LL, kst_resident(self->pfd));
 }
 
 TEST_F(blocks, drop_then_put)
 {
 	ASSERT_EQ(0, put_range(self, 19, 0, 1, 1, NULL));
-	ASSERT_EQ(0, kvt_drop1(self->pfd, 19, 0));
+	ASSERT_EQ(0, kst_drop1(self->pfd, 19, 0));
 	ASSERT_EQ(0, put_range(self, 19, 0, 1, 2, NULL));
 	memset(BLK(self, 0), 0, BS);
-	ASSERT_EQ(0, kvt_get1(self->pfd, 19, 0, BLK(self, 0), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 0), BS, 19, 0, 2));
+	ASSERT_EQ(0, kst_get1(self->pfd, 19, 0, BLK(self, 0), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 0), BS, 19, 0, 2));
 }
 
 /* ---- STAT -------------------------------------------------------------- */
@@ -389,13 +389,13 @@ TEST_F(blocks, stat_counters)
 	__u32 done;
 	int i;
 
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_EQ(0ULL, st.puts);
 	ASSERT_EQ(0ULL, st.gets);
 	ASSERT_EQ(0ULL, st.bytes_in);
 
 	ASSERT_EQ(0, put_range(self, 20, 0, 4, 1, NULL));
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_EQ(4ULL, st.puts);
 	ASSERT_EQ(4ULL, st.resident[KVTIER_TIER_DRAM]);
 	ASSERT_EQ(0ULL, st.resident[KVTIER_TIER_HBM]);
@@ -405,11 +405,11 @@ TEST_F(blocks, stat_counters)
 
 	/* 3 hits, 2 misses */
 	for (i = 0; i < 5; i++)
-		kvt_blk(&g[i], 20, i == 4 ? 9 : i, BLK(self, i));
+		kst_blk(&g[i], 20, i == 4 ? 9 : i, BLK(self, i));
 	g[3].key[1] = 8;
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_GET, g, 5, 0, &done));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, g, 5, 0, &done));
 	ASSERT_EQ(3U, done);
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	/* gets: blocks read; hits/misses: GET and LOOKUP entries */
 	ASSERT_EQ(3ULL, st.hits);
 	ASSERT_EQ(2ULL, st.misses);
@@ -418,17 +418,17 @@ TEST_F(blocks, stat_counters)
 	ASSERT_EQ(4ULL, st.puts);
 
 	/* LOOKUP: one hit, one miss, nothing read */
-	kvt_blk(&g[0], 20, 0, NULL);
-	kvt_blk(&g[1], 20, 7, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, g, 2, 0, &done));
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	kst_blk(&g[0], 20, 0, NULL);
+	kst_blk(&g[1], 20, 7, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, g, 2, 0, &done));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_EQ(4ULL, st.hits);
 	ASSERT_EQ(3ULL, st.misses);
 	ASSERT_EQ(3ULL, st.gets);
 	ASSERT_EQ(3 * BS, st.bytes_out);
 
-	ASSERT_EQ(0, kvt_drop1(self->pfd, 20, 1));
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_drop1(self->pfd, 20, 1));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_EQ(1ULL, st.drops);
 	ASSERT_EQ(3ULL, st.resident[KVTIER_TIER_DRAM]);
 	ASSERT_EQ(0ULL, st.evictions);
@@ -446,7 +446,7 @@ TEST_F(blocks, stat_reject_flags)
 
 	memset(&st, 0, sizeof(st));
 	st.flags = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_STAT, &st));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->pfd, KVTIER_IOC_STAT, &st));
 }
 
 TEST_F(blocks, stat_reject_reserved0)
@@ -455,7 +455,7 @@ TEST_F(blocks, stat_reject_reserved0)
 
 	memset(&st, 0, sizeof(st));
 	st.reserved[0] = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_STAT, &st));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->pfd, KVTIER_IOC_STAT, &st));
 }
 
 TEST_F(blocks, stat_reject_reserved_last)
@@ -464,7 +464,7 @@ TEST_F(blocks, stat_reject_reserved_last)
 
 	memset(&st, 0, sizeof(st));
 	st.reserved[ARRAY_SIZE(st.reserved) - 1] = 1ULL << 63;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_STAT, &st));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->pfd, KVTIER_IOC_STAT, &st));
 }
 
 /* ---- bad buffers: per entry -EFAULT ------------------------------------ */
@@ -476,24 +476,24 @@ TEST_F(blocks, put_bad_buf_entry)
 	int i;
 
 	for (i = 0; i < 3; i++) {
-		kvt_fill(BLK(self, i), BS, 21, i, 1);
-		kvt_blk(&b[i], 21, i, BLK(self, i));
+		kst_fill(BLK(self, i), BS, 21, i, 1);
+		kst_blk(&b[i], 21, i, BLK(self, i));
 	}
-	b[1].buf = (__u64)(uintptr_t)kvt_unmapped_addr();
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PUT, b, 3, 0, &done));
+	b[1].buf = (__u64)(uintptr_t)kst_unmapped_addr();
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, 3, 0, &done));
 	ASSERT_EQ(2U, done);
 	ASSERT_EQ(0, b[0].status);
 	ASSERT_EQ(-EFAULT, b[1].status);
 	ASSERT_EQ(0, b[2].status);
 	ASSERT_EQ(KVTIER_ADDR_NONE, b[1].addr);
 	/* the failed one is not there, the others are whole */
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, 21, 1, NULL));
-	ASSERT_EQ(-ENOENT, kvt_get1(self->pfd, 21, 1, BLK(self, 4), NULL));
-	ASSERT_EQ(0, kvt_get1(self->pfd, 21, 0, BLK(self, 4), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 4), BS, 21, 0, 1));
-	ASSERT_EQ(0, kvt_get1(self->pfd, 21, 2, BLK(self, 4), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 4), BS, 21, 2, 1));
-	ASSERT_EQ(2LL, kvt_resident(self->pfd));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, 21, 1, NULL));
+	ASSERT_EQ(-ENOENT, kst_get1(self->pfd, 21, 1, BLK(self, 4), NULL));
+	ASSERT_EQ(0, kst_get1(self->pfd, 21, 0, BLK(self, 4), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 4), BS, 21, 0, 1));
+	ASSERT_EQ(0, kst_get1(self->pfd, 21, 2, BLK(self, 4), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 4), BS, 21, 2, 1));
+	ASSERT_EQ(2LL, kst_resident(self->pfd));
 }
 
 /*
@@ -506,27 +506,27 @@ TEST_F(blocks, put_half_bad_buf)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	ASSERT_NE(MAP_FAILED, p);
-	kvt_fill(p, BS, 22, 0, 1);
-	ASSERT_EQ(0, munmap(p + KVT_PAGE, BS - KVT_PAGE));
-	ASSERT_EQ(-EFAULT, kvt_put1(self->pfd, 22, 0, p, NULL));
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, 22, 0, NULL));
-	ASSERT_EQ(0LL, kvt_resident(self->pfd));
-	munmap(p, KVT_PAGE);
+	kst_fill(p, BS, 22, 0, 1);
+	ASSERT_EQ(0, munmap(p + KST_PAGE, BS - KST_PAGE));
+	ASSERT_EQ(-EFAULT, kst_put1(self->pfd, 22, 0, p, NULL));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, 22, 0, NULL));
+	ASSERT_EQ(0LL, kst_resident(self->pfd));
+	munmap(p, KST_PAGE);
 
 	ASSERT_EQ(0, put_range(self, 22, 0, 1, 2, NULL));
-	ASSERT_EQ(0, kvt_get1(self->pfd, 22, 0, BLK(self, 1), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 1), BS, 22, 0, 2));
+	ASSERT_EQ(0, kst_get1(self->pfd, 22, 0, BLK(self, 1), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 1), BS, 22, 0, 2));
 }
 
 /* A failed REPLACE keeps the old block. */
 TEST_F(blocks, replace_bad_buf_keeps_old)
 {
 	ASSERT_EQ(0, put_range(self, 23, 0, 1, 1, NULL));
-	ASSERT_EQ(-EFAULT, kvt_replace1(self->pfd, 23, 0, kvt_unmapped_addr(),
+	ASSERT_EQ(-EFAULT, kst_replace1(self->pfd, 23, 0, kst_unmapped_addr(),
 					NULL));
 	memset(BLK(self, 0), 0, BS);
-	ASSERT_EQ(0, kvt_get1(self->pfd, 23, 0, BLK(self, 0), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 0), BS, 23, 0, 1));
+	ASSERT_EQ(0, kst_get1(self->pfd, 23, 0, BLK(self, 0), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 0), BS, 23, 0, 1));
 }
 
 TEST_F(blocks, get_bad_buf_entry)
@@ -538,18 +538,18 @@ TEST_F(blocks, get_bad_buf_entry)
 	ASSERT_EQ(0, put_range(self, 24, 0, 3, 1, NULL));
 	memset(self->buf, 0, 3 * BS);
 	for (i = 0; i < 3; i++)
-		kvt_blk(&b[i], 24, i, BLK(self, i));
-	b[1].buf = (__u64)(uintptr_t)kvt_unmapped_addr();
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_GET, b, 3, 0, &done));
+		kst_blk(&b[i], 24, i, BLK(self, i));
+	b[1].buf = (__u64)(uintptr_t)kst_unmapped_addr();
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, b, 3, 0, &done));
 	ASSERT_EQ(2U, done);
 	ASSERT_EQ(0, b[0].status);
 	ASSERT_EQ(-EFAULT, b[1].status);
 	ASSERT_EQ(0, b[2].status);
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 0), BS, 24, 0, 1));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 2), BS, 24, 2, 1));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 0), BS, 24, 0, 1));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 2), BS, 24, 2, 1));
 	/* the block is still there */
-	ASSERT_EQ(0, kvt_get1(self->pfd, 24, 1, BLK(self, 1), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 1), BS, 24, 1, 1));
+	ASSERT_EQ(0, kst_get1(self->pfd, 24, 1, BLK(self, 1), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 1), BS, 24, 1, 1));
 }
 
 TEST_F(blocks, get_readonly_buf)
@@ -558,7 +558,7 @@ TEST_F(blocks, get_readonly_buf)
 
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, put_range(self, 25, 0, 1, 1, NULL));
-	ASSERT_EQ(-EFAULT, kvt_get1(self->pfd, 25, 0, p, NULL));
+	ASSERT_EQ(-EFAULT, kst_get1(self->pfd, 25, 0, p, NULL));
 	munmap(p, BS);
 }
 
@@ -566,44 +566,44 @@ TEST_F(blocks, get_readonly_buf)
 
 TEST_F(blocks, rdonly_put)
 {
-	int ro = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	int ro = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	struct kvtier_block b;
 
 	ASSERT_LE(0, ro);
-	kvt_fill(BLK(self, 0), BS, 26, 0, 1);
-	kvt_blk(&b, 26, 0, BLK(self, 0));
-	ASSERT_EQ(-EBADF, kvt_batch(ro, KVTIER_IOC_PUT, &b, 1, 0, NULL));
-	ASSERT_EQ(-EBADF, kvt_batch(ro, KVTIER_IOC_PUT, &b, 1,
+	kst_fill(BLK(self, 0), BS, 26, 0, 1);
+	kst_blk(&b, 26, 0, BLK(self, 0));
+	ASSERT_EQ(-EBADF, kst_batch(ro, KVTIER_IOC_PUT, &b, 1, 0, NULL));
+	ASSERT_EQ(-EBADF, kst_batch(ro, KVTIER_IOC_PUT, &b, 1,
 				    KVTIER_PUT_REPLACE, NULL));
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, 26, 0, NULL));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, 26, 0, NULL));
 	close(ro);
 }
 
 TEST_F(blocks, rdonly_drop)
 {
-	int ro = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	int ro = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	struct kvtier_block b;
 
 	ASSERT_LE(0, ro);
 	ASSERT_EQ(0, put_range(self, 27, 0, 1, 1, NULL));
-	kvt_blk(&b, 27, 0, NULL);
-	ASSERT_EQ(-EBADF, kvt_batch(ro, KVTIER_IOC_DROP, &b, 1, 0, NULL));
-	ASSERT_EQ(0, kvt_lookup1(self->pfd, 27, 0, NULL));
+	kst_blk(&b, 27, 0, NULL);
+	ASSERT_EQ(-EBADF, kst_batch(ro, KVTIER_IOC_DROP, &b, 1, 0, NULL));
+	ASSERT_EQ(0, kst_lookup1(self->pfd, 27, 0, NULL));
 	close(ro);
 }
 
 TEST_F(blocks, rdonly_get_lookup_stat)
 {
-	int ro = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	int ro = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	struct kvtier_pool_stat st;
 
 	ASSERT_LE(0, ro);
 	ASSERT_EQ(0, put_range(self, 28, 0, 2, 1, NULL));
 	memset(self->buf, 0, 2 * BS);
-	ASSERT_EQ(0, kvt_get1(ro, 28, 1, BLK(self, 0), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 0), BS, 28, 1, 1));
-	ASSERT_EQ(0, kvt_lookup1(ro, 28, 0, NULL));
-	ASSERT_EQ(0, kvt_stat(ro, &st));
+	ASSERT_EQ(0, kst_get1(ro, 28, 1, BLK(self, 0), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 0), BS, 28, 1, 1));
+	ASSERT_EQ(0, kst_lookup1(ro, 28, 0, NULL));
+	ASSERT_EQ(0, kst_stat(ro, &st));
 	ASSERT_EQ(2ULL, st.resident[KVTIER_TIER_DRAM]);
 	close(ro);
 }
@@ -614,19 +614,19 @@ TEST_F(blocks, pools_isolated)
 	char name2[KVTIER_NAME_MAX];
 	int pfd2;
 
-	kvt_name(name2, "blocks");
-	pfd2 = kvt_pool_create(self->ctl, name2, BS, 4, 4);
+	kst_name(name2, "blocks");
+	pfd2 = kst_pool_create(self->ctl, name2, BS, 4, 4);
 	ASSERT_LE(0, pfd2);
 	/* destroyed now: lives as long as pfd2 */
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name2));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name2));
 	ASSERT_EQ(0, put_range(self, 29, 0, 1, 1, NULL));
-	ASSERT_EQ(-ENOENT, kvt_get1(pfd2, 29, 0, BLK(self, 1), NULL));
-	kvt_fill(BLK(self, 1), BS, 29, 0, 2);
-	ASSERT_EQ(0, kvt_put1(pfd2, 29, 0, BLK(self, 1), NULL));
-	ASSERT_EQ(0, kvt_get1(self->pfd, 29, 0, BLK(self, 2), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 2), BS, 29, 0, 1));
-	ASSERT_EQ(0, kvt_get1(pfd2, 29, 0, BLK(self, 2), NULL));
-	ASSERT_EQ(-1, kvt_check_gen(BLK(self, 2), BS, 29, 0, 2));
+	ASSERT_EQ(-ENOENT, kst_get1(pfd2, 29, 0, BLK(self, 1), NULL));
+	kst_fill(BLK(self, 1), BS, 29, 0, 2);
+	ASSERT_EQ(0, kst_put1(pfd2, 29, 0, BLK(self, 1), NULL));
+	ASSERT_EQ(0, kst_get1(self->pfd, 29, 0, BLK(self, 2), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 2), BS, 29, 0, 1));
+	ASSERT_EQ(0, kst_get1(pfd2, 29, 0, BLK(self, 2), NULL));
+	ASSERT_EQ(-1, kst_check_gen(BLK(self, 2), BS, 29, 0, 2));
 	close(pfd2);
 }
 
@@ -660,7 +660,7 @@ FIXTURE_VARIANT_ADD(reject, get) {
 	.cmd = KVTIER_IOC_GET, .buf = true,
 };
 FIXTURE_VARIANT_ADD(reject, lookup) {
-	.cmd = KVTIER_IOC_LOOKUP, .known_flags = KVT_LOOKUP_FLAGS,
+	.cmd = KVTIER_IOC_LOOKUP, .known_flags = KST_LOOKUP_FLAGS,
 };
 FIXTURE_VARIANT_ADD(reject, drop) {
 	.cmd = KVTIER_IOC_DROP,
@@ -673,7 +673,7 @@ FIXTURE_VARIANT_ADD(reject, unpin) {
 };
 
 #undef BLK
-#define BLK(self, i)	((self)->buf + (size_t)(i) * KVT_PAGE)
+#define BLK(self, i)	((self)->buf + (size_t)(i) * KST_PAGE)
 
 static void reject_entries(FIXTURE_DATA(reject) *self,
 			   const FIXTURE_VARIANT(reject) *variant)
@@ -681,9 +681,9 @@ static void reject_entries(FIXTURE_DATA(reject) *self,
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		kvt_fill(BLK(self, i), KVT_PAGE, variant->absent ? 2 : 1, i + 1,
+		kst_fill(BLK(self, i), KST_PAGE, variant->absent ? 2 : 1, i + 1,
 			 9);
-		kvt_blk(&self->e[i], variant->absent ? 2 : 1, i + 1,
+		kst_blk(&self->e[i], variant->absent ? 2 : 1, i + 1,
 			variant->buf ? BLK(self, i) : NULL);
 	}
 }
@@ -694,40 +694,40 @@ FIXTURE_SETUP(reject)
 	__u32 done;
 	int i;
 
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "reject");
-	self->pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 16, 16);
+	kst_name(self->name, "reject");
+	self->pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 16, 16);
 	ASSERT_LE(0, self->pfd);
-	self->buf = kvt_alloc(2 * KVT_PAGE);
+	self->buf = kst_alloc(2 * KST_PAGE);
 	ASSERT_NE(NULL, self->buf);
 
 	for (i = 0; i < 2; i++) {
-		kvt_fill(BLK(self, i), KVT_PAGE, 1, i + 1, 1);
-		kvt_blk(&b[i], 1, i + 1, BLK(self, i));
+		kst_fill(BLK(self, i), KST_PAGE, 1, i + 1, 1);
+		kst_blk(&b[i], 1, i + 1, BLK(self, i));
 	}
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PUT, b, 2, 0, &done));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, 2, 0, &done));
 	ASSERT_EQ(2U, done);
 	if (variant->pin) {
 		for (i = 0; i < 2; i++)
-			kvt_blk(&b[i], 1, i + 1, NULL);
-		ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PIN, b, 2, 0,
+			kst_blk(&b[i], 1, i + 1, NULL);
+		ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PIN, b, 2, 0,
 				       &done));
 		ASSERT_EQ(2U, done);
 	}
 	reject_entries(self, variant);
-	ASSERT_EQ(0, kvt_stat(self->pfd, &self->before));
+	ASSERT_EQ(0, kst_stat(self->pfd, &self->before));
 }
 
 FIXTURE_TEARDOWN(reject)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	kvt_free(self->buf, 2 * KVT_PAGE);
+	kst_pool_destroy(self->ctl, self->name);
+	kst_free(self->buf, 2 * KST_PAGE);
 	close(self->ctl);
 }
 
@@ -738,7 +738,7 @@ static void reject_unchanged(struct __test_metadata *_metadata,
 	struct kvtier_pool_stat st;
 	int i;
 
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_EQ(self->before.resident[KVTIER_TIER_DRAM],
 		  st.resident[KVTIER_TIER_DRAM]);
 	ASSERT_EQ(self->before.pinned, st.pinned);
@@ -750,8 +750,8 @@ static void reject_unchanged(struct __test_metadata *_metadata,
 	ASSERT_EQ(self->before.bytes_in, st.bytes_in);
 	ASSERT_EQ(self->before.bytes_out, st.bytes_out);
 	for (i = 1; i <= 2; i++) {
-		ASSERT_EQ(0, kvt_lookup1(self->pfd, 1, i, NULL));
-		ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, 2, i, NULL));
+		ASSERT_EQ(0, kst_lookup1(self->pfd, 1, i, NULL));
+		ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, 2, i, NULL));
 	}
 }
 
@@ -761,7 +761,7 @@ static void reject_send(struct __test_metadata *_metadata,
 			const FIXTURE_VARIANT(reject) *variant,
 			struct kvtier_batch *b, int err)
 {
-	ASSERT_EQ(err, kvt_ioctl(self->pfd, variant->cmd, b));
+	ASSERT_EQ(err, kst_ioctl(self->pfd, variant->cmd, b));
 	reject_unchanged(_metadata, self);
 }
 
@@ -778,7 +778,7 @@ TEST_F(reject, valid_batch_accepted)
 	struct kvtier_batch b;
 
 	batch_init(&b, self->e, 2);
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, variant->cmd, &b));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, variant->cmd, &b));
 	ASSERT_EQ(2U, b.done);
 	ASSERT_EQ(0, self->e[0].status);
 	ASSERT_EQ(0, self->e[1].status);
@@ -819,7 +819,7 @@ TEST_F(reject, flags_unknown)
 	struct kvtier_batch b;
 
 	batch_init(&b, self->e, 2);
-	b.flags = kvt_unknown_bit(variant->known_flags);
+	b.flags = kst_unknown_bit(variant->known_flags);
 	reject_send(_metadata, self, variant, &b, -EINVAL);
 }
 
@@ -891,25 +891,25 @@ TEST_F(reject, blocks_unmapped)
 {
 	struct kvtier_batch b;
 
-	batch_init(&b, kvt_unmapped_addr(), 2);
+	batch_init(&b, kst_unmapped_addr(), 2);
 	reject_send(_metadata, self, variant, &b, -EFAULT);
 }
 
 /* The array starts readable and runs into an unmapped page. */
 TEST_F(reject, blocks_partly_unmapped)
 {
-	char *p = mmap(NULL, 2 * KVT_PAGE, PROT_READ | PROT_WRITE,
+	char *p = mmap(NULL, 2 * KST_PAGE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct kvtier_block *e;
 	struct kvtier_batch b;
 
 	ASSERT_NE(MAP_FAILED, p);
-	ASSERT_EQ(0, munmap(p + KVT_PAGE, KVT_PAGE));
-	e = (struct kvtier_block *)(p + KVT_PAGE) - 1;
+	ASSERT_EQ(0, munmap(p + KST_PAGE, KST_PAGE));
+	e = (struct kvtier_block *)(p + KST_PAGE) - 1;
 	e[0] = self->e[0];
 	batch_init(&b, e, 2);
 	reject_send(_metadata, self, variant, &b, -EFAULT);
-	munmap(p, KVT_PAGE);
+	munmap(p, KST_PAGE);
 }
 
 /*
@@ -918,17 +918,17 @@ TEST_F(reject, blocks_partly_unmapped)
  */
 TEST_F(reject, blocks_readonly)
 {
-	struct kvtier_block *e = mmap(NULL, KVT_PAGE, PROT_READ | PROT_WRITE,
+	struct kvtier_block *e = mmap(NULL, KST_PAGE, PROT_READ | PROT_WRITE,
 				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct kvtier_batch b;
 
 	ASSERT_NE(MAP_FAILED, e);
 	e[0] = self->e[0];
 	e[1] = self->e[1];
-	ASSERT_EQ(0, mprotect(e, KVT_PAGE, PROT_READ));
+	ASSERT_EQ(0, mprotect(e, KST_PAGE, PROT_READ));
 	batch_init(&b, e, 2);
 	reject_send(_metadata, self, variant, &b, -EFAULT);
-	munmap(e, KVT_PAGE);
+	munmap(e, KST_PAGE);
 }
 
 TEST_F(reject, size_smaller)
@@ -936,8 +936,8 @@ TEST_F(reject, size_smaller)
 	struct kvtier_batch b;
 
 	batch_init(&b, self->e, 2);
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->pfd,
-				     kvt_resize(variant->cmd, sizeof(b) - 8),
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->pfd,
+				     kst_resize(variant->cmd, sizeof(b) - 8),
 				     &b));
 	reject_unchanged(_metadata, self);
 }
@@ -949,8 +949,8 @@ TEST_F(reject, size_larger_nonzero_tail)
 	memset(buf, 0, sizeof(buf));
 	batch_init((struct kvtier_batch *)buf, self->e, 2);
 	buf[sizeof(buf) - 1] = 1;
-	ASSERT_EQ(-E2BIG, kvt_ioctl(self->pfd,
-				    kvt_resize(variant->cmd, sizeof(buf)),
+	ASSERT_EQ(-E2BIG, kst_ioctl(self->pfd,
+				    kst_resize(variant->cmd, sizeof(buf)),
 				    buf));
 	reject_unchanged(_metadata, self);
 }
@@ -962,8 +962,8 @@ TEST_F(reject, size_larger_zero_tail)
 
 	memset(buf, 0, sizeof(buf));
 	batch_init(b, self->e, 2);
-	ASSERT_EQ(0, kvt_ioctl(self->pfd,
-			       kvt_resize(variant->cmd, sizeof(buf)), buf));
+	ASSERT_EQ(0, kst_ioctl(self->pfd,
+			       kst_resize(variant->cmd, sizeof(buf)), buf));
 	ASSERT_EQ(2U, b->done);
 	ASSERT_EQ(0, self->e[0].status);
 	ASSERT_EQ(0, self->e[1].status);

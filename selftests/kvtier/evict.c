@@ -6,7 +6,7 @@
  */
 #include "kvtier_test.h"
 
-#define BS	KVT_PAGE
+#define BS	KST_PAGE
 #define CAP	64
 #define DRAM	4
 #define K0	0xe71c7ULL	/* first key word of every block here */
@@ -19,15 +19,15 @@ FIXTURE(evict) {
 
 FIXTURE_SETUP(evict)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "evict");
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, DRAM);
+	kst_name(self->name, "evict");
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, CAP, DRAM);
 	ASSERT_LE(0, self->pfd);
-	self->buf = kvt_alloc(16 * BS);
+	self->buf = kst_alloc(16 * BS);
 	ASSERT_NE(NULL, self->buf);
 }
 
@@ -35,8 +35,8 @@ FIXTURE_TEARDOWN(evict)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	kvt_free(self->buf, 16 * BS);
+	kst_pool_destroy(self->ctl, self->name);
+	kst_free(self->buf, 16 * BS);
 	close(self->ctl);
 }
 
@@ -48,8 +48,8 @@ static int put_keys(FIXTURE_DATA(evict) *self, unsigned int first,
 	int ret;
 
 	for (i = first; i <= last; i++) {
-		kvt_fill(self->buf, BS, K0, i, i);
-		ret = kvt_put1(self->pfd, K0, i, self->buf, NULL);
+		kst_fill(self->buf, BS, K0, i, i);
+		ret = kst_put1(self->pfd, K0, i, self->buf, NULL);
 		if (ret)
 			return ret;
 	}
@@ -69,8 +69,8 @@ static long long resident_mask(FIXTURE_DATA(evict) *self, unsigned int n)
 	int ret;
 
 	for (i = 0; i < n; i++)
-		kvt_blk(&b[i], K0, i, NULL);
-	ret = kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, n, 0, &done);
+		kst_blk(&b[i], K0, i, NULL);
+	ret = kst_batch(self->pfd, KVTIER_IOC_LOOKUP, b, n, 0, &done);
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {
@@ -88,16 +88,16 @@ static int get_check(FIXTURE_DATA(evict) *self, int fd, unsigned int i)
 	int ret;
 
 	memset(self->buf, 0, BS);
-	ret = kvt_get1(fd, K0, i, self->buf, NULL);
+	ret = kst_get1(fd, K0, i, self->buf, NULL);
 	if (ret)
 		return ret;
-	return kvt_check_gen(self->buf, BS, K0, i, i) == -1 ? 0 : -EILSEQ;
+	return kst_check_gen(self->buf, BS, K0, i, i) == -1 ? 0 : -EILSEQ;
 }
 
 static long long stat_field(int fd, size_t off)
 {
 	struct kvtier_pool_stat st;
-	int ret = kvt_stat(fd, &st);
+	int ret = kst_stat(fd, &st);
 
 	return ret ? ret : (long long)*(__u64 *)((char *)&st + off);
 }
@@ -114,8 +114,8 @@ TEST_F(evict, lru_evicts_oldest)
 	ASSERT_EQ(0, put_keys(self, 4, 4));
 	ASSERT_EQ(0x1eLL, resident_mask(self, 8));
 	ASSERT_EQ(1LL, EVICTIONS(self->pfd));
-	ASSERT_EQ((long long)DRAM, kvt_resident(self->pfd));
-	ASSERT_EQ(-ENOENT, kvt_get1(self->pfd, K0, 0, self->buf, NULL));
+	ASSERT_EQ((long long)DRAM, kst_resident(self->pfd));
+	ASSERT_EQ(-ENOENT, kst_get1(self->pfd, K0, 0, self->buf, NULL));
 }
 
 TEST_F(evict, get_refreshes)
@@ -132,7 +132,7 @@ TEST_F(evict, get_refreshes)
 TEST_F(evict, lookup_does_not_refresh)
 {
 	ASSERT_EQ(0, put_keys(self, 0, 3));
-	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 0, NULL));
+	ASSERT_EQ(0, kst_lookup1(self->pfd, K0, 0, NULL));
 	ASSERT_EQ(0, put_keys(self, 4, 4));
 	ASSERT_EQ(0x1eLL, resident_mask(self, 8));
 }
@@ -140,7 +140,7 @@ TEST_F(evict, lookup_does_not_refresh)
 TEST_F(evict, lookup_touch_refreshes)
 {
 	ASSERT_EQ(0, put_keys(self, 0, 3));
-	ASSERT_EQ(0, kvt_one(self->pfd, KVTIER_IOC_LOOKUP, K0, 0, NULL,
+	ASSERT_EQ(0, kst_one(self->pfd, KVTIER_IOC_LOOKUP, K0, 0, NULL,
 			     KVTIER_LOOKUP_TOUCH, NULL));
 	ASSERT_EQ(0, put_keys(self, 4, 4));
 	ASSERT_EQ(0x1dLL, resident_mask(self, 8));
@@ -154,7 +154,7 @@ TEST_F(evict, churn)
 	ASSERT_EQ(0, put_keys(self, 0, 31));
 	ASSERT_EQ(0xfLL << 28, resident_mask(self, 32));
 	ASSERT_EQ(28LL, EVICTIONS(self->pfd));
-	ASSERT_EQ((long long)DRAM, kvt_resident(self->pfd));
+	ASSERT_EQ((long long)DRAM, kst_resident(self->pfd));
 	for (i = 28; i < 32; i++)
 		ASSERT_EQ(0, get_check(self, self->pfd, i));
 }
@@ -167,10 +167,10 @@ TEST_F(evict, batch_larger_than_dram)
 	int i;
 
 	for (i = 0; i < 8; i++) {
-		kvt_fill(self->buf + i * BS, BS, K0, i, i);
-		kvt_blk(&b[i], K0, i, self->buf + i * BS);
+		kst_fill(self->buf + i * BS, BS, K0, i, i);
+		kst_blk(&b[i], K0, i, self->buf + i * BS);
 	}
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PUT, b, 8, 0, &done));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, 8, 0, &done));
 	ASSERT_EQ(8U, done);
 	ASSERT_EQ(0xf0LL, resident_mask(self, 8));
 	for (i = 4; i < 8; i++)
@@ -182,8 +182,8 @@ TEST_F(evict, batch_larger_than_dram)
 TEST_F(evict, pinned_not_evicted)
 {
 	ASSERT_EQ(0, put_keys(self, 0, 3));
-	ASSERT_EQ(0, kvt_pin1(self->pfd, K0, 0));
-	ASSERT_EQ(1LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(0, kst_pin1(self->pfd, K0, 0));
+	ASSERT_EQ(1LL, kst_pinned(self->pfd));
 	/* 4 puts: 1, 2, 3 and then 4 (the oldest unpinned) go */
 	ASSERT_EQ(0, put_keys(self, 4, 7));
 	ASSERT_EQ(0xe1LL, resident_mask(self, 8));
@@ -199,13 +199,13 @@ TEST_F(evict, all_pinned_put_enospc)
 
 	ASSERT_EQ(0, put_keys(self, 0, 3));
 	for (i = 0; i < 4; i++)
-		ASSERT_EQ(0, kvt_pin1(self->pfd, K0, i));
-	ASSERT_EQ(4LL, kvt_pinned(self->pfd));
+		ASSERT_EQ(0, kst_pin1(self->pfd, K0, i));
+	ASSERT_EQ(4LL, kst_pinned(self->pfd));
 	for (i = 0; i < 2; i++) {
-		kvt_fill(self->buf + i * BS, BS, K0, 4 + i, 4 + i);
-		kvt_blk(&b[i], K0, 4 + i, self->buf + i * BS);
+		kst_fill(self->buf + i * BS, BS, K0, 4 + i, 4 + i);
+		kst_blk(&b[i], K0, 4 + i, self->buf + i * BS);
 	}
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PUT, b, 2, 0, &done));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, 2, 0, &done));
 	ASSERT_EQ(0U, done);
 	ASSERT_EQ(-ENOSPC, b[0].status);
 	ASSERT_EQ(-ENOSPC, b[1].status);
@@ -221,15 +221,15 @@ TEST_F(evict, unpin_makes_evictable)
 
 	ASSERT_EQ(0, put_keys(self, 0, 3));
 	for (i = 0; i < 4; i++)
-		ASSERT_EQ(0, kvt_pin1(self->pfd, K0, i));
-	ASSERT_EQ(0, kvt_unpin1(self->pfd, K0, 2));
-	ASSERT_EQ(3LL, kvt_pinned(self->pfd));
+		ASSERT_EQ(0, kst_pin1(self->pfd, K0, i));
+	ASSERT_EQ(0, kst_unpin1(self->pfd, K0, 2));
+	ASSERT_EQ(3LL, kst_pinned(self->pfd));
 	ASSERT_EQ(0, put_keys(self, 4, 4));
 	ASSERT_EQ(0x1bLL, resident_mask(self, 8));
 	/* and now it is full of pins again */
-	ASSERT_EQ(0, kvt_pin1(self->pfd, K0, 4));
-	kvt_fill(self->buf, BS, K0, 5, 5);
-	ASSERT_EQ(-ENOSPC, kvt_put1(self->pfd, K0, 5, self->buf, NULL));
+	ASSERT_EQ(0, kst_pin1(self->pfd, K0, 4));
+	kst_fill(self->buf, BS, K0, 5, 5);
+	ASSERT_EQ(-ENOSPC, kst_put1(self->pfd, K0, 5, self->buf, NULL));
 }
 
 /* pinned counts blocks pinned by any fd, once each. */
@@ -240,28 +240,28 @@ TEST_F(evict, pin_counts)
 	int fd2;
 
 	ASSERT_EQ(0, put_keys(self, 0, 3));
-	fd2 = kvt_pool_open(self->ctl, self->name, 0);
+	fd2 = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, fd2);
 
-	kvt_blk(&b[0], K0, 0, NULL);
-	kvt_blk(&b[1], K0, 1, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PIN, b, 2, 0, &done));
+	kst_blk(&b[0], K0, 0, NULL);
+	kst_blk(&b[1], K0, 1, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PIN, b, 2, 0, &done));
 	ASSERT_EQ(2U, done);
-	ASSERT_EQ(2LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(2LL, kst_pinned(self->pfd));
 
-	ASSERT_EQ(0, kvt_pin1(fd2, K0, 1));
-	ASSERT_EQ(0, kvt_pin1(fd2, K0, 2));
-	ASSERT_EQ(3LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(0, kst_pin1(fd2, K0, 1));
+	ASSERT_EQ(0, kst_pin1(fd2, K0, 2));
+	ASSERT_EQ(3LL, kst_pinned(self->pfd));
 
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_UNPIN, b, 2, 0, &done));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_UNPIN, b, 2, 0, &done));
 	ASSERT_EQ(2U, done);
 	/* 1 is still pinned by fd2 */
-	ASSERT_EQ(2LL, kvt_pinned(self->pfd));
-	ASSERT_EQ(-EBUSY, kvt_drop1(self->pfd, K0, 1));
-	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, 0));
+	ASSERT_EQ(2LL, kst_pinned(self->pfd));
+	ASSERT_EQ(-EBUSY, kst_drop1(self->pfd, K0, 1));
+	ASSERT_EQ(0, kst_drop1(self->pfd, K0, 0));
 
 	close(fd2);
-	ASSERT_EQ(0LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(0LL, kst_pinned(self->pfd));
 }
 
 TEST_F(evict, unpin_not_pinned_by_this_fd)
@@ -269,32 +269,32 @@ TEST_F(evict, unpin_not_pinned_by_this_fd)
 	int fd2;
 
 	ASSERT_EQ(0, put_keys(self, 0, 1));
-	fd2 = kvt_pool_open(self->ctl, self->name, 0);
+	fd2 = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, kvt_pin1(self->pfd, K0, 0));
-	ASSERT_EQ(-EINVAL, kvt_unpin1(fd2, K0, 0));
-	ASSERT_EQ(1LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(0, kst_pin1(self->pfd, K0, 0));
+	ASSERT_EQ(-EINVAL, kst_unpin1(fd2, K0, 0));
+	ASSERT_EQ(1LL, kst_pinned(self->pfd));
 	/* fd2's failed unpin did not take the pin of the first fd */
-	ASSERT_EQ(-EBUSY, kvt_drop1(fd2, K0, 0));
+	ASSERT_EQ(-EBUSY, kst_drop1(fd2, K0, 0));
 	close(fd2);
 }
 
 TEST_F(evict, unpin_never_pinned)
 {
 	ASSERT_EQ(0, put_keys(self, 0, 0));
-	ASSERT_EQ(-EINVAL, kvt_unpin1(self->pfd, K0, 0));
-	ASSERT_EQ(0LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(-EINVAL, kst_unpin1(self->pfd, K0, 0));
+	ASSERT_EQ(0LL, kst_pinned(self->pfd));
 }
 
 TEST_F(evict, unpin_unknown)
 {
-	ASSERT_EQ(-ENOENT, kvt_unpin1(self->pfd, K0, 9));
+	ASSERT_EQ(-ENOENT, kst_unpin1(self->pfd, K0, 9));
 }
 
 TEST_F(evict, pin_unknown)
 {
-	ASSERT_EQ(-ENOENT, kvt_pin1(self->pfd, K0, 9));
-	ASSERT_EQ(0LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(-ENOENT, kst_pin1(self->pfd, K0, 9));
+	ASSERT_EQ(0LL, kst_pinned(self->pfd));
 }
 
 TEST_F(evict, pin_batch_mixed)
@@ -303,49 +303,49 @@ TEST_F(evict, pin_batch_mixed)
 	__u32 done;
 
 	ASSERT_EQ(0, put_keys(self, 0, 1));
-	kvt_blk(&b[0], K0, 0, NULL);
-	kvt_blk(&b[1], K0, 7, NULL);
-	kvt_blk(&b[2], K0, 1, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PIN, b, 3, 0, &done));
+	kst_blk(&b[0], K0, 0, NULL);
+	kst_blk(&b[1], K0, 7, NULL);
+	kst_blk(&b[2], K0, 1, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PIN, b, 3, 0, &done));
 	ASSERT_EQ(2U, done);
 	ASSERT_EQ(0, b[0].status);
 	ASSERT_EQ(-ENOENT, b[1].status);
 	ASSERT_EQ(0, b[2].status);
-	ASSERT_EQ(2LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(2LL, kst_pinned(self->pfd));
 }
 
 TEST_F(evict, drop_pinned)
 {
 	ASSERT_EQ(0, put_keys(self, 0, 0));
-	ASSERT_EQ(0, kvt_pin1(self->pfd, K0, 0));
-	ASSERT_EQ(-EBUSY, kvt_drop1(self->pfd, K0, 0));
+	ASSERT_EQ(0, kst_pin1(self->pfd, K0, 0));
+	ASSERT_EQ(-EBUSY, kst_drop1(self->pfd, K0, 0));
 	ASSERT_EQ(0, get_check(self, self->pfd, 0));
-	ASSERT_EQ(0, kvt_unpin1(self->pfd, K0, 0));
-	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, 0));
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 0, NULL));
+	ASSERT_EQ(0, kst_unpin1(self->pfd, K0, 0));
+	ASSERT_EQ(0, kst_drop1(self->pfd, K0, 0));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 0, NULL));
 }
 
 TEST_F(evict, replace_pinned)
 {
 	ASSERT_EQ(0, put_keys(self, 0, 0));
-	ASSERT_EQ(0, kvt_pin1(self->pfd, K0, 0));
-	kvt_fill(self->buf, BS, K0, 0, 99);
-	ASSERT_EQ(-EBUSY, kvt_replace1(self->pfd, K0, 0, self->buf, NULL));
+	ASSERT_EQ(0, kst_pin1(self->pfd, K0, 0));
+	kst_fill(self->buf, BS, K0, 0, 99);
+	ASSERT_EQ(-EBUSY, kst_replace1(self->pfd, K0, 0, self->buf, NULL));
 	ASSERT_EQ(0, get_check(self, self->pfd, 0));
 }
 
 /* A pin lives in the fd: closing it frees the block for eviction. */
 TEST_F(evict, pins_vanish_on_close)
 {
-	int fd2 = kvt_pool_open(self->ctl, self->name, 0);
+	int fd2 = kst_pool_open(self->ctl, self->name, 0);
 
 	ASSERT_LE(0, fd2);
 	ASSERT_EQ(0, put_keys(self, 0, 3));
-	ASSERT_EQ(0, kvt_pin1(fd2, K0, 0));
-	ASSERT_EQ(0, kvt_pin1(fd2, K0, 3));
-	ASSERT_EQ(2LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(0, kst_pin1(fd2, K0, 0));
+	ASSERT_EQ(0, kst_pin1(fd2, K0, 3));
+	ASSERT_EQ(2LL, kst_pinned(self->pfd));
 	close(fd2);
-	ASSERT_EQ(0LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(0LL, kst_pinned(self->pfd));
 	/* four new blocks push out all four old ones */
 	ASSERT_EQ(0, put_keys(self, 4, 7));
 	ASSERT_EQ(0xf0LL, resident_mask(self, 8));
@@ -360,18 +360,18 @@ TEST_F(evict, pins_vanish_on_sigkill)
 
 	ASSERT_EQ(0, put_keys(self, 0, 3));
 	ASSERT_EQ(0, pipe(pipefd));
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		int ctl = kvt_ctl_open(), fd;
+		int ctl = kst_ctl_open(), fd;
 
 		close(pipefd[0]);
 		if (ctl < 0)
 			_exit(10);
-		fd = kvt_pool_open(ctl, self->name, 0);
+		fd = kst_pool_open(ctl, self->name, 0);
 		if (fd < 0)
 			_exit(11);
-		if (kvt_pin1(fd, K0, 1) || kvt_pin1(fd, K0, 2))
+		if (kst_pin1(fd, K0, 1) || kst_pin1(fd, K0, 2))
 			_exit(12);
 		if (write(pipefd[1], "p", 1) != 1)
 			_exit(13);
@@ -380,11 +380,11 @@ TEST_F(evict, pins_vanish_on_sigkill)
 	}
 	close(pipefd[1]);
 	ASSERT_EQ(1, read(pipefd[0], &c, 1));
-	ASSERT_EQ(2LL, kvt_pinned(self->pfd));
-	ASSERT_EQ(-EBUSY, kvt_drop1(self->pfd, K0, 1));
+	ASSERT_EQ(2LL, kst_pinned(self->pfd));
+	ASSERT_EQ(-EBUSY, kst_drop1(self->pfd, K0, 1));
 	ASSERT_EQ(0, kill(pid, SIGKILL));
-	ASSERT_EQ(128 + SIGKILL, kvt_wait(pid));
-	ASSERT_EQ(0LL, kvt_pinned(self->pfd));
+	ASSERT_EQ(128 + SIGKILL, kst_wait(pid));
+	ASSERT_EQ(0LL, kst_pinned(self->pfd));
 	ASSERT_EQ(0, put_keys(self, 4, 7));
 	ASSERT_EQ(0xf0LL, resident_mask(self, 8));
 	close(pipefd[0]);

@@ -48,7 +48,7 @@
 #define FZ_MAPS		4		/* mappings a thread holds */
 #define FZ_NAMES	10		/* pool names the run plays with */
 #define FZ_NBUF		8		/* block buffers per thread */
-#define FZ_BS_MAX	(64 * KVT_KIB)
+#define FZ_BS_MAX	(64 * KST_KIB)
 #define FZ_ENTS		(KVTIER_BATCH_MAX + 1)
 #define FZ_ARG_PAGES	5		/* room for _IOC_SIZE up to 16383 */
 #define FZ_KEYS		48		/* hot key space of the fuzzed pools */
@@ -57,7 +57,7 @@
 #define FZ_BADFD	100000
 
 /* The oracle pool: small DRAM share, so blocks come and go. */
-#define OR_BS		(4 * KVT_KIB)
+#define OR_BS		(4 * KST_KIB)
 #define OR_CAP		48
 #define OR_DRAM		12
 #define OR_KEYS		32
@@ -362,7 +362,7 @@ static int fz_ioctl(struct fz_thr *t, enum fz_fdkind kind, int fd,
 {
 	int ret;
 
-	ret = kvt_ioctl(fd, cmd, arg);
+	ret = kst_ioctl(fd, cmd, arg);
 	atomic_fetch_add(&fz->calls, 1);
 	if (t->child)
 		atomic_fetch_add(&fz->child_calls, 1);
@@ -387,14 +387,14 @@ static int fz_ioctl(struct fz_thr *t, enum fz_fdkind kind, int fd,
  */
 static char *guarded(size_t pages, int prot)
 {
-	char *p = mmap(NULL, (pages + 1) * KVT_PAGE, PROT_READ | PROT_WRITE,
+	char *p = mmap(NULL, (pages + 1) * KST_PAGE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
-	mprotect(p + pages * KVT_PAGE, KVT_PAGE, PROT_NONE);
+	mprotect(p + pages * KST_PAGE, KST_PAGE, PROT_NONE);
 	if (prot != (PROT_READ | PROT_WRITE))
-		mprotect(p, pages * KVT_PAGE, prot);
+		mprotect(p, pages * KST_PAGE, prot);
 	return p;
 }
 
@@ -402,7 +402,7 @@ static size_t ents_bytes(void)
 {
 	size_t b = FZ_ENTS * sizeof(struct kvtier_block);
 
-	return (b + KVT_PAGE - 1) & ~(KVT_PAGE - 1);
+	return (b + KST_PAGE - 1) & ~(KST_PAGE - 1);
 }
 
 /* The entry array placed so that its end touches the guard page. */
@@ -594,9 +594,9 @@ static void fz_own_blocks(struct fz_thr *t, unsigned long cmd, void *arg,
  */
 static void ro_clear(struct fz_thr *t)
 {
-	mprotect(t->ro, KVT_PAGE, PROT_READ | PROT_WRITE);
-	memset(t->ro, 0, KVT_PAGE);
-	mprotect(t->ro, KVT_PAGE, PROT_READ);
+	mprotect(t->ro, KST_PAGE, PROT_READ | PROT_WRITE);
+	memset(t->ro, 0, KST_PAGE);
+	mprotect(t->ro, KST_PAGE, PROT_READ);
 }
 
 /*
@@ -612,7 +612,7 @@ static int issue(struct fz_thr *t, enum fz_fdkind kind, int fd,
 	char *p = t->arg;
 	int ret;
 
-	memset(t->arg, 0, FZ_ARG_PAGES * KVT_PAGE);
+	memset(t->arg, 0, FZ_ARG_PAGES * KST_PAGE);
 	memcpy(t->arg, in, ksize);
 	*normal = true;
 	if (pct(t, 15)) {
@@ -652,15 +652,15 @@ static int issue(struct fz_thr *t, enum fz_fdkind kind, int fd,
 			memmove(p, t->arg, usize);
 			break;
 		case 1:	/* straddles the guard page */
-			p = t->arg + FZ_ARG_PAGES * KVT_PAGE -
+			p = t->arg + FZ_ARG_PAGES * KST_PAGE -
 			    (usize > 1 ? rn(t, usize - 1) + 1 : 1);
 			break;
 		case 2:	/* read-only: copy in works, copy out faults */
-			if (usize <= KVT_PAGE) {
-				mprotect(t->ro, KVT_PAGE,
+			if (usize <= KST_PAGE) {
+				mprotect(t->ro, KST_PAGE,
 					 PROT_READ | PROT_WRITE);
 				memcpy(t->ro, t->arg, usize);
-				mprotect(t->ro, KVT_PAGE, PROT_READ);
+				mprotect(t->ro, KST_PAGE, PROT_READ);
 				p = t->ro;
 			}
 			break;
@@ -675,7 +675,7 @@ static int issue(struct fz_thr *t, enum fz_fdkind kind, int fd,
 	if (p != t->arg)
 		*normal = false;
 	/* What the kernel wrote back: a new fd must not be lost. */
-	if (out && p >= t->arg && p + ksize <= t->arg + FZ_ARG_PAGES * KVT_PAGE)
+	if (out && p >= t->arg && p + ksize <= t->arg + FZ_ARG_PAGES * KST_PAGE)
 		memcpy(out, p, ksize);
 	else if (out)
 		memset(out, 0xff, ksize);
@@ -698,7 +698,7 @@ static void slot_take(struct fz_thr *t, int i, int fd, bool ro)
 	int ret;
 
 	slot_close(t, i);
-	ret = kvt_stat(fd, &st);
+	ret = kst_stat(fd, &st);
 	if (ret) {
 		fz_failf(t, "STAT of a new pool fd: %d", ret);
 		close(fd);
@@ -739,7 +739,7 @@ static void op_api(struct fz_thr *t)
 
 	memset(&a, 0, sizeof(a));
 	a.api = KVTIER_API_VERSION;
-	a.features = pct(t, 80) ? KVT_F_KNOWN & rnd(t) : rnd(t);
+	a.features = pct(t, 80) ? KST_F_KNOWN & rnd(t) : rnd(t);
 	/* the handshaken fd says EBUSY; the raw one is not handshaken */
 	ret = issue(t, raw ? FD_RAW : FD_CTL, fd, KVTIER_IOC_API, &a,
 		    sizeof(a), &out, &normal);
@@ -750,7 +750,7 @@ static void op_api(struct fz_thr *t)
 		 * and pool.c): start over with a fresh fd.
 		 */
 		close(t->raw);
-		t->raw = kvt_ctl_open_raw();
+		t->raw = kst_ctl_open_raw();
 	}
 	if (ret)
 		return;
@@ -760,8 +760,8 @@ static void op_api(struct fz_thr *t)
 	}
 	/* it took the handshake: make a new raw fd */
 	close(t->raw);
-	t->raw = kvt_ctl_open_raw();
-	if (normal && (out.supported & ~KVT_F_KNOWN ||
+	t->raw = kst_ctl_open_raw();
+	if (normal && (out.supported & ~KST_F_KNOWN ||
 		       out.features != (a.features & out.supported) ||
 		       out.batch_max != KVTIER_BATCH_MAX ||
 		       nonzero(out.reserved, sizeof(out.reserved))))
@@ -778,7 +778,7 @@ static void op_create(struct fz_thr *t)
 	bool normal;
 	int ret, i;
 
-	kvt_create_init(&c, pick_name(t), bss[rn(t, 8)], 1 + rn(t, 64), 0);
+	kst_create_init(&c, pick_name(t), bss[rn(t, 8)], 1 + rn(t, 64), 0);
 	c.dram_blocks = rn(t, c.capacity + 1);
 	if (c.dram_blocks > 16)
 		c.dram_blocks = 16;
@@ -811,7 +811,7 @@ static void op_open(struct fz_thr *t)
 	int ret;
 
 	memset(&o, 0, sizeof(o));
-	kvt_set_name(o.name, pick_name(t));
+	kst_set_name(o.name, pick_name(t));
 	o.flags = pct(t, 30) ? KVTIER_POOL_RDONLY : 0;
 	o.fd = -1;
 	ret = issue(t, FD_CTL, t->ctl, KVTIER_IOC_POOL_OPEN, &o, sizeof(o),
@@ -832,7 +832,7 @@ static void op_destroy(struct fz_thr *t)
 	bool normal;
 
 	memset(&d, 0, sizeof(d));
-	kvt_set_name(d.name, pick_name(t));
+	kst_set_name(d.name, pick_name(t));
 	issue(t, FD_CTL, t->ctl, KVTIER_IOC_POOL_DESTROY, &d, sizeof(d), NULL,
 	      &normal);
 }
@@ -947,10 +947,10 @@ static void op_raw(struct fz_thr *t)
 	}
 	cmd = _IOC(rn(t, 4), pct(t, 90) ? KVTIER_IOC_MAGIC : rn(t, 256),
 		   pct(t, 80) ? rn(t, 0x20) : rn(t, 256), rn(t, 1 << 14));
-	memset(t->arg, 0, FZ_ARG_PAGES * KVT_PAGE);
+	memset(t->arg, 0, FZ_ARG_PAGES * KST_PAGE);
 	if (pct(t, 50))
 		for (i = 0; i < 64; i++)
-			t->arg[rn(t, FZ_ARG_PAGES * KVT_PAGE)] = rnd(t);
+			t->arg[rn(t, FZ_ARG_PAGES * KST_PAGE)] = rnd(t);
 	p = pct(t, 80) ? t->arg : (void *)(uintptr_t)bad_ptr(t, 64, true);
 	/*
 	 * A random number may be a real command with a valid argument:
@@ -965,7 +965,7 @@ static void op_raw(struct fz_thr *t)
 	if (kind == FD_RAW && _IOC_NR(cmd) == 0) {
 		/* a handshake may have happened (efault_* tests) */
 		close(t->raw);
-		t->raw = kvt_ctl_open_raw();
+		t->raw = kst_ctl_open_raw();
 	}
 }
 
@@ -1040,11 +1040,11 @@ static void op_batch(struct fz_thr *t)
 	for (i = 0; i < written; i++) {
 		__u64 k0 = shared && nr == 0x10 ? 7 : fz_key0(t);
 
-		kvt_blk(&e[i], k0, 0, NULL);
+		kst_blk(&e[i], k0, 0, NULL);
 		if (has_buf) {
 			e[i].buf = (__u64)(uintptr_t)buf_of(t, shared ? 0 : i);
 			if (nr == 0x10 && (!shared || i == 0))
-				kvt_fill(buf_of(t, shared ? 0 : i), bs, k0, 0,
+				kst_fill(buf_of(t, shared ? 0 : i), bs, k0, 0,
 					 ++t->gen);
 			if (pml(t, 15)) {
 				e[i].buf = bad_ptr(t, bs, nr != 0x10) ?: 8;
@@ -1072,7 +1072,7 @@ static void op_batch(struct fz_thr *t)
 	if (nr == 0x10 && pct(t, 30))
 		b.flags = KVTIER_PUT_REPLACE;
 	if (nr == 0x12)
-		b.flags = rn(t, 4) & KVT_LOOKUP_FLAGS;
+		b.flags = rn(t, 4) & KST_LOOKUP_FLAGS;
 	if (pct(t, 4)) {
 		b.flags = 1u << rn(t, 32);
 		bad_ent = true;
@@ -1141,7 +1141,7 @@ static void op_batch(struct fz_thr *t)
 		/* Any pool: a block GET returns is whole and of its key. */
 		if (nr == 0x11 && !shared && t->s[slot].bs <= FZ_BS_MAX &&
 		    bs_seen == bs &&
-		    kvt_check(buf_of(t, i), bs, e[i].key[0], e[i].key[1],
+		    kst_check(buf_of(t, i), bs, e[i].key[0], e[i].key[1],
 			      NULL) != -1)
 			fz_failf(t, "GET key %#llx:%#llx (bs %llu, addr %llu): bytes of key %#llx:%#llx gen %llu, or torn",
 				 (unsigned long long)e[i].key[0],
@@ -1219,7 +1219,7 @@ static void op_fds(struct fz_thr *t)
 	default:
 		/* a second control fd, closed and opened again */
 		close(t->ctl2);
-		t->ctl2 = kvt_ctl_open();
+		t->ctl2 = kst_ctl_open();
 		break;
 	}
 }
@@ -1249,8 +1249,8 @@ static void op_mmap(struct fz_thr *t)
 		/* touch: resident blocks read, others SIGBUS, nothing else */
 		if (t->m[i].p) {
 			char tmp[64];
-			size_t at = (size_t)rn(t, t->m[i].len / KVT_PAGE) *
-				    KVT_PAGE;
+			size_t at = (size_t)rn(t, t->m[i].len / KST_PAGE) *
+				    KST_PAGE;
 
 			probe(t->m[i].p + at, tmp, sizeof(tmp));
 			if (pct(t, 20) &&
@@ -1306,7 +1306,7 @@ static void op_fork(struct fz_thr *t)
 	pid_t pid;
 	int rc;
 
-	pid = kvt_fork();
+	pid = kst_fork();
 	if (pid < 0)
 		return;
 	if (pid == 0) {
@@ -1316,7 +1316,7 @@ static void op_fork(struct fz_thr *t)
 		t->rng ^= 0xc41d;
 		/* the raw fd's file is the parent's: a handshake would stick */
 		close(t->raw);
-		t->raw = kvt_ctl_open_raw();
+		t->raw = kst_ctl_open_raw();
 		for (t->call = 0; t->call < n; t->call++)
 			fz_step(t);
 		_exit(0);
@@ -1329,7 +1329,7 @@ static void op_fork(struct fz_thr *t)
 		kill(pid, SIGKILL);
 		atomic_fetch_add(&fz->kills, 1);
 	}
-	rc = kvt_wait(pid);
+	rc = kst_wait(pid);
 	if (rc != 0 && rc != 128 + SIGKILL)
 		fz_failf(t, "child %d ended with %d", (int)pid, rc);
 	rn(t, 2);	/* keep the parent's sequence independent of timing */
@@ -1414,7 +1414,7 @@ static void or_seen(struct fz_thr *t, int k, const char *what, int st,
 	m->present = true;
 	if (!buf)
 		return;
-	if (kvt_check(buf, OR_BS, k, OR_K1, &gen) != -1) {
+	if (kst_check(buf, OR_BS, k, OR_K1, &gen) != -1) {
 		fz_failf(t, "oracle %s key %d: not the bytes of this key (gen word %llu)",
 			 what, k, (unsigned long long)*(const __u64 *)buf);
 		return;
@@ -1434,7 +1434,7 @@ static int or_batch(struct fz_thr *t, unsigned long cmd, const int *keys,
 	int i;
 
 	for (i = 0; i < n; i++)
-		kvt_blk(&e[i], keys[i], OR_K1,
+		kst_blk(&e[i], keys[i], OR_K1,
 			cmd == KVTIER_IOC_PUT || cmd == KVTIER_IOC_GET ?
 			buf_of(t, i) : NULL);
 	memset(&b, 0, sizeof(b));
@@ -1453,13 +1453,13 @@ static void or_put(struct fz_thr *t, const int *keys, int n, long epoch)
 
 	for (i = 0; i < n; i++) {
 		gens[i] = ++t->gen;
-		kvt_fill(buf_of(t, i), OR_BS, keys[i], OR_K1, gens[i]);
+		kst_fill(buf_of(t, i), OR_BS, keys[i], OR_K1, gens[i]);
 	}
 	/* one buffer that faults: that entry must change nothing */
 	if (pct(t, 10))
 		bad = rn(t, n);
 	for (i = 0; i < n; i++)
-		kvt_blk(&e[i], keys[i], OR_K1, buf_of(t, i));
+		kst_blk(&e[i], keys[i], OR_K1, buf_of(t, i));
 	if (bad >= 0)
 		e[bad].buf = bad_ptr(t, OR_BS, false) ?: FZ_KPTR;
 	{
@@ -1580,7 +1580,7 @@ static void op_oracle(struct fz_thr *t)
 			or_seen(t, keys[i], "GET", e[i].status, buf_of(t, i));
 	} else if (op < 80) {
 		if (or_batch(t, KVTIER_IOC_LOOKUP, keys, n,
-			     rn(t, 4) & KVT_LOOKUP_FLAGS))
+			     rn(t, 4) & KST_LOOKUP_FLAGS))
 			return;
 		/*
 		 * Every entry comes from one look at the index; a load
@@ -1702,16 +1702,16 @@ static int thr_init(struct fz_thr *t, int id)
 	t->id = id;
 	t->rng = fz_seed * 0x100000001b3ULL + id;
 	t->ofd = -1;
-	t->ctl = kvt_ctl_open();
-	t->ctl2 = kvt_ctl_open();
-	t->raw = kvt_ctl_open_raw();
+	t->ctl = kst_ctl_open();
+	t->ctl2 = kst_ctl_open();
+	t->raw = kst_ctl_open_raw();
 	t->nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	t->bufs = guarded(FZ_NBUF * FZ_BS_MAX / KVT_PAGE, PROT_READ | PROT_WRITE);
-	t->ents = (struct kvtier_block *)guarded(ents_bytes() / KVT_PAGE,
+	t->bufs = guarded(FZ_NBUF * FZ_BS_MAX / KST_PAGE, PROT_READ | PROT_WRITE);
+	t->ents = (struct kvtier_block *)guarded(ents_bytes() / KST_PAGE,
 						 PROT_READ | PROT_WRITE);
 	t->ro = guarded(1, PROT_READ);
 	t->arg = guarded(FZ_ARG_PAGES, PROT_READ | PROT_WRITE);
-	t->gap = mmap(NULL, KVT_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+	t->gap = mmap(NULL, KST_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 		      -1, 0);
 	for (i = 0; i < FZ_SLOTS; i++)
 		t->s[i].fd = -1;
@@ -1751,7 +1751,7 @@ static void *thr_run(void *arg)
 /* Names of the pools that exist (sysfs); the count. */
 static int pool_list(char names[][KVTIER_NAME_MAX], int max)
 {
-	DIR *d = opendir(KVT_SYSFS_DIR "/pools");
+	DIR *d = opendir(KST_SYSFS_DIR "/pools");
 	struct dirent *de;
 	int n = 0;
 
@@ -1774,7 +1774,7 @@ static long long pools_counted(void)
 {
 	long long cols[16];
 
-	if (kvt_read_cols(KVT_SYSFS_DIR "/stat", cols, 16, 0) < 1)
+	if (kst_read_cols(KST_SYSFS_DIR "/stat", cols, 16, 0) < 1)
 		return -1;
 	return cols[0];
 }
@@ -1806,7 +1806,7 @@ FIXTURE_SETUP(fuzz)
 	struct stat st;
 	int i;
 
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	fz_seed = fz_env("KVTIER_FUZZ_SEED",
 			 (unsigned long long)time(NULL) * 1000003ULL ^ getpid());
@@ -1814,7 +1814,7 @@ FIXTURE_SETUP(fuzz)
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, fz);
 	memset(fz, 0, sizeof(*fz));
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 
 	fz_dev = getenv("KVTIER_NVME_DEV");
@@ -1827,7 +1827,7 @@ FIXTURE_SETUP(fuzz)
 		struct kvtier_nvme_stat ns;
 
 		memset(&ns, 0, sizeof(ns));
-		ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+		ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 		self->attached_before = ns.attached;
 	}
 
@@ -1902,8 +1902,8 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 	{
 		struct kvtier_pool_create c;
 
-		kvt_create_init(&c, fz_oracle_name, OR_BS, OR_CAP, OR_DRAM);
-		ofd = kvt_create(self->ctl, &c);
+		kst_create_init(&c, fz_oracle_name, OR_BS, OR_CAP, OR_DRAM);
+		ofd = kst_create(self->ctl, &c);
 		ASSERT_LE(0, ofd);
 		thr[0].ofd = ofd;
 	}
@@ -1932,7 +1932,7 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 			if (still >= FZ_STALL_S * 5) {
 				TH_LOG("no call ended for %d s: a hang; stacks follow",
 				       FZ_STALL_S);
-				kvt_dump_stacks(getpid(), 0);
+				kst_dump_stacks(getpid(), 0);
 				fz_report(_metadata);
 				ASSERT_TRUE(false);
 			}
@@ -1950,7 +1950,7 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 		atomic_load(&fz->attaches), atomic_load(&fz->detaches));
 
 	/* Nothing left pinned on the oracle pool once its pins went. */
-	EXPECT_EQ(0, kvt_pinned(ofd));
+	EXPECT_EQ(0, kst_pinned(ofd));
 	close(ofd);
 	for (i = 0; i < nthr; i++)
 		thr_fini(&thr[i]);
@@ -1967,14 +1967,14 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 		if (in_list(self->before, self->nbefore, after[i]))
 			continue;
 		leftover++;
-		pfd = kvt_pool_open(self->ctl, after[i], KVTIER_POOL_RDONLY);
+		pfd = kst_pool_open(self->ctl, after[i], KVTIER_POOL_RDONLY);
 		EXPECT_LE(0, pfd) TH_LOG("open %s", after[i]);
 		if (pfd >= 0) {
-			EXPECT_EQ(0, kvt_stat(pfd, &st));
+			EXPECT_EQ(0, kst_stat(pfd, &st));
 			EXPECT_EQ(0ULL, st.pinned) TH_LOG("%s pinned", after[i]);
 			close(pfd);
 		}
-		EXPECT_EQ(0, kvt_pool_destroy(self->ctl, after[i]))
+		EXPECT_EQ(0, kst_pool_destroy(self->ctl, after[i]))
 			TH_LOG("destroy %s", after[i]);
 	}
 	free(after);
@@ -1982,7 +1982,7 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 		struct kvtier_nvme_detach d;
 
 		memset(&d, 0, sizeof(d));
-		kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d);
+		kst_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d);
 	}
 	/* Every pool of the run is freed: the module counts as before. */
 	for (tries = 0; tries < 50; tries++) {

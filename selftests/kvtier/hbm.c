@@ -12,7 +12,7 @@
 
 #include "nvme_test.h"
 
-#define BS	(64 * KVT_KIB)
+#define BS	(64 * KST_KIB)
 #define CAP	512U
 #define DRAM	32U
 #define SLOTS	16U
@@ -32,8 +32,8 @@ static int set_param(const char *name, long long val)
 {
 	char path[256];
 
-	snprintf(path, sizeof(path), KVT_PARAM_DIR "/%s", name);
-	return kvt_write_num(path, val);
+	snprintf(path, sizeof(path), KST_PARAM_DIR "/%s", name);
+	return kst_write_num(path, val);
 }
 
 /* ---- the mover of the user backend ------------------------------------ */
@@ -110,7 +110,7 @@ static int hbm_attach(int pfd, __u32 backend, __u32 slots, int *mover_fd)
 	memset(&a, 0, sizeof(a));
 	a.backend = backend;
 	a.slots = slots;
-	ret = kvt_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a);
+	ret = kst_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a);
 	if (!ret && mover_fd)
 		*mover_fd = a.mover_fd;
 	return ret;
@@ -119,7 +119,7 @@ static int hbm_attach(int pfd, __u32 backend, __u32 slots, int *mover_fd)
 static int hbm_stat(int pfd, struct kvtier_hbm_stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	return kvt_ioctl(pfd, KVTIER_IOC_HBM_STAT, st);
+	return kst_ioctl(pfd, KVTIER_IOC_HBM_STAT, st);
 }
 
 static int put_keys(int pfd, void *buf, __u64 first, __u32 n)
@@ -128,8 +128,8 @@ static int put_keys(int pfd, void *buf, __u64 first, __u32 n)
 	int ret;
 
 	for (i = 0; i < n; i++) {
-		kvt_fill(buf, BS, K0, first + i, 1);
-		ret = kvt_put1(pfd, K0, first + i, buf, NULL);
+		kst_fill(buf, BS, K0, first + i, 1);
+		ret = kst_put1(pfd, K0, first + i, buf, NULL);
 		if (ret)
 			return ret;
 	}
@@ -142,10 +142,10 @@ static int get_as(int pfd, void *buf, __u64 k, __u64 want)
 	int ret;
 
 	memset(buf, 0x5a, BS);
-	ret = kvt_get1(pfd, K0, k, buf, NULL);
+	ret = kst_get1(pfd, K0, k, buf, NULL);
 	if (ret)
 		return ret;
-	return kvt_check_gen(buf, BS, K0, want, 1) == -1 ? 0 : -EILSEQ;
+	return kst_check_gen(buf, BS, K0, want, 1) == -1 ? 0 : -EILSEQ;
 }
 
 /* PREFETCH keys into HBM and wait; the completion's status and ready. */
@@ -169,7 +169,7 @@ static int stage(int pfd, __u64 first, __u32 n, __u64 group, __u32 *ready)
 	pf.group = group;
 	pf.tier = KVTIER_TIER_HBM;
 	pf.deadline_ns = now_ns() + 20 * SEC;
-	ret = kvt_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf);
+	ret = kst_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf);
 	if (ret)
 		return ret;
 	do {
@@ -187,7 +187,7 @@ static int stage(int pfd, __u64 first, __u32 n, __u64 group, __u32 *ready)
 static long long pstat_hbm(int pfd)
 {
 	struct kvtier_pool_stat st;
-	int ret = kvt_stat(pfd, &st);
+	int ret = kst_stat(pfd, &st);
 
 	return ret ? ret : (long long)st.resident[KVTIER_TIER_HBM];
 }
@@ -195,7 +195,7 @@ static long long pstat_hbm(int pfd)
 static int lookup_slot(int pfd, __u64 k, __u32 *slot)
 {
 	struct kvtier_block b;
-	int ret = kvt_lookup1(pfd, K0, k, &b);
+	int ret = kst_lookup1(pfd, K0, k, &b);
 
 	if (ret)
 		return ret;
@@ -216,7 +216,7 @@ static int adopt(int pfd, __u64 k, __u32 slot)
 	memset(&b, 0, sizeof(b));
 	b.blocks = (__u64)(uintptr_t)&e;
 	b.count = 1;
-	ret = kvt_ioctl(pfd, KVTIER_IOC_ADOPT, &b);
+	ret = kst_ioctl(pfd, KVTIER_IOC_ADOPT, &b);
 	return ret ? ret : e.status;
 }
 
@@ -225,8 +225,8 @@ static void mover_start(FIXTURE_DATA(hbm) *self, int fd)
 	self->mv.fd = fd;
 	self->mv.map = mmap(NULL, (size_t)CAP * BS, PROT_READ, MAP_SHARED,
 			    self->pfd, 0);
-	self->mv.arena = kvt_alloc((size_t)SLOTS * BS);
-	self->mv.stage = kvt_alloc(BS);
+	self->mv.arena = kst_alloc((size_t)SLOTS * BS);
+	self->mv.stage = kst_alloc(BS);
 	pthread_create(&self->mv.thread, NULL, mover_main, &self->mv);
 }
 
@@ -244,21 +244,21 @@ FIXTURE_SETUP(hbm)
 {
 	int mfd = -1;
 
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
 	self->mv.fd = -1;
 	self->user = variant->backend == KVTIER_HBM_USER;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	ASSERT_EQ(0, kvt_param("hbm_timeout_ms", &self->timeout));
+	ASSERT_EQ(0, kst_param("hbm_timeout_ms", &self->timeout));
 	if (nvt_attached(self->ctl) >= 1)
 		ASSERT_EQ(0, nvt_detach_deadline(120));
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
-	self->buf = kvt_alloc(BS);
+	self->buf = kst_alloc(BS);
 	ASSERT_NE(NULL, self->buf);
-	kvt_name(self->name, "hbm");
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, DRAM);
+	kst_name(self->name, "hbm");
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, CAP, DRAM);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, put_keys(self->pfd, self->buf, 0, NPUT));
 	ASSERT_EQ(0, hbm_attach(self->pfd, variant->backend, SLOTS, &mfd));
@@ -280,10 +280,10 @@ FIXTURE_TEARDOWN(hbm)
 	set_param("hbm_timeout_ms", self->timeout);
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	if (nvt_attached(self->ctl) >= 1)
 		nvt_detach_deadline(120);
-	kvt_free(self->buf, BS);
+	kst_free(self->buf, BS);
 	close(self->ctl);
 }
 
@@ -295,8 +295,8 @@ TEST_F(hbm, attach_errors)
 	int pfd, ro;
 
 	ASSERT_EQ(-EBUSY, hbm_attach(self->pfd, variant->backend, SLOTS, NULL));
-	kvt_name(name, "hbm2");
-	pfd = kvt_pool_create(self->ctl, name, BS, 64, 16);
+	kst_name(name, "hbm2");
+	pfd = kst_pool_create(self->ctl, name, BS, 64, 16);
 	ASSERT_LE(0, pfd);
 	EXPECT_EQ(-EINVAL, hbm_attach(pfd, 0, SLOTS, NULL));
 	EXPECT_EQ(-EINVAL, hbm_attach(pfd, 3, SLOTS, NULL));
@@ -307,21 +307,21 @@ TEST_F(hbm, attach_errors)
 	a.backend = variant->backend;
 	a.slots = 1;
 	a.flags = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a));
+	EXPECT_EQ(-EINVAL, kst_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a));
 	a.flags = 0;
 	a.reserved[1] = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a));
+	EXPECT_EQ(-EINVAL, kst_ioctl(pfd, KVTIER_IOC_HBM_ATTACH, &a));
 	/* 4 GiB of emulated HBM: more than hbm_emul_mb. */
 	EXPECT_EQ(-ENOSPC, hbm_attach(pfd, KVTIER_HBM_EMUL,
 				      KVTIER_HBM_SLOTS_MAX, NULL));
-	ro = kvt_pool_open(self->ctl, name, KVTIER_POOL_RDONLY);
+	ro = kst_pool_open(self->ctl, name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, ro);
 	EXPECT_EQ(-EBADF, hbm_attach(ro, variant->backend, 1, NULL));
 	/* A pool without HBM: PREFETCH to HBM and ADOPT refused. */
 	EXPECT_EQ(-ENODEV, adopt(pfd, 1, 0));
 	close(ro);
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /* Blocks only on NVMe go to HBM by PREFETCH; LOOKUP says HBM and where. */
@@ -349,7 +349,7 @@ TEST_F(hbm, nvme_to_hbm)
 		seen |= 1U << slot;
 		/* The device holds the block's bytes. */
 		if (self->user)
-			EXPECT_EQ(-1, kvt_check_gen(self->mv.arena +
+			EXPECT_EQ(-1, kst_check_gen(self->mv.arena +
 						    (size_t)slot * BS, BS, K0,
 						    i, 1));
 	}
@@ -375,13 +375,13 @@ TEST_F(hbm, adopt_round_trip)
 
 	if (self->user) {
 		slot = 3;
-		kvt_fill(self->mv.arena + (size_t)slot * BS, BS, K0, 7, 1);
+		kst_fill(self->mv.arena + (size_t)slot * BS, BS, K0, 7, 1);
 	} else {
 		ASSERT_EQ(0, stage(self->pfd, 7, 1, 2, &ready));
 		ASSERT_EQ(KVTIER_TIER_HBM, lookup_slot(self->pfd, 7, &slot));
 	}
 	/* The key goes, the slot keeps the bytes; adopt them as key 1000. */
-	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, 7));
+	ASSERT_EQ(0, kst_drop1(self->pfd, K0, 7));
 	ASSERT_EQ(0, adopt(self->pfd, 1000, slot));
 	ASSERT_EQ(KVTIER_TIER_HBM, lookup_slot(self->pfd, 1000, &ready));
 	EXPECT_EQ(slot, ready);
@@ -403,7 +403,7 @@ TEST_F(hbm, adopt_errors)
 	EXPECT_EQ(-EINVAL, adopt(self->pfd, 2000, SLOTS));
 	EXPECT_EQ(-EEXIST, adopt(self->pfd, 0, 0));
 	if (self->user)
-		kvt_fill(self->mv.arena, BS, K0, 2000, 1);
+		kst_fill(self->mv.arena, BS, K0, 2000, 1);
 	ASSERT_EQ(0, adopt(self->pfd, 2000, 0));
 	EXPECT_EQ(-EBUSY, adopt(self->pfd, 2001, 0));
 	EXPECT_EQ(-EEXIST, adopt(self->pfd, 2000, 1));
@@ -414,14 +414,14 @@ TEST_F(hbm, adopt_errors)
 	memset(&b, 0, sizeof(b));
 	b.blocks = (__u64)(uintptr_t)e;
 	b.count = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_ADOPT, &b));
+	EXPECT_EQ(-EINVAL, kst_ioctl(self->pfd, KVTIER_IOC_ADOPT, &b));
 	b.count = 0;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(self->pfd, KVTIER_IOC_ADOPT, &b));
-	ro = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	EXPECT_EQ(-EINVAL, kst_ioctl(self->pfd, KVTIER_IOC_ADOPT, &b));
+	ro = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, ro);
 	e[0].reserved = 0;
 	b.count = 1;
-	EXPECT_EQ(-EBADF, kvt_ioctl(ro, KVTIER_IOC_ADOPT, &b));
+	EXPECT_EQ(-EBADF, kst_ioctl(ro, KVTIER_IOC_ADOPT, &b));
 	close(ro);
 }
 
@@ -429,7 +429,7 @@ TEST_F(hbm, adopt_errors)
 TEST_F(hbm, adopted_block_reaches_nvme)
 {
 	if (self->user)
-		kvt_fill(self->mv.arena + 5 * BS, BS, K0, 3000, 1);
+		kst_fill(self->mv.arena + 5 * BS, BS, K0, 3000, 1);
 	else
 		return;	/* the emulated slot holds no chosen bytes here */
 	ASSERT_EQ(0, adopt(self->pfd, 3000, 5));

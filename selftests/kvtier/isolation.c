@@ -38,7 +38,7 @@
 #define GID_A	2000		/* A's group */
 #define GID_B	2001
 
-#define BS	KVT_PAGE
+#define BS	KST_PAGE
 
 /* ---- identities -------------------------------------------------------- */
 
@@ -104,7 +104,7 @@ static int assume(const struct who *w)
  */
 static int as(const struct who *w, int (*fn)(void *), void *arg)
 {
-	pid_t pid = kvt_fork();
+	pid_t pid = kst_fork();
 
 	if (pid < 0)
 		return -errno;
@@ -113,7 +113,7 @@ static int as(const struct who *w, int (*fn)(void *), void *arg)
 			_exit(250);
 		_exit(fn(arg));
 	}
-	return kvt_wait(pid);
+	return kst_wait(pid);
 }
 
 /* In a child: report and return the line when @got is not @want. */
@@ -138,12 +138,12 @@ static int child_create(void *arg)
 {
 	struct mk *m = arg;
 	struct kvtier_pool_create c;
-	int ctl = kvt_ctl_open(), fd;
+	int ctl = kst_ctl_open(), fd;
 
 	CHILD_EXPECT(1, ctl >= 0);
-	kvt_create_init(&c, m->name, BS, m->cap ?: 8, m->cap ?: 8);
+	kst_create_init(&c, m->name, BS, m->cap ?: 8, m->cap ?: 8);
 	c.mode = m->mode;
-	fd = kvt_create(ctl, &c);
+	fd = kst_create(ctl, &c);
 	CHILD_EXPECT(1, fd >= 0);
 	close(fd);
 	close(ctl);
@@ -168,24 +168,24 @@ FIXTURE(iso) {
 
 FIXTURE_SETUP(iso)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "iso");
-	kvt_name(self->name2, "iso");
-	self->buf = kvt_alloc(BS);
-	self->out = kvt_alloc(BS);
+	kst_name(self->name, "iso");
+	kst_name(self->name2, "iso");
+	self->buf = kst_alloc(BS);
+	self->out = kst_alloc(BS);
 	ASSERT_NE(NULL, self->buf);
 	ASSERT_NE(NULL, self->out);
 }
 
 FIXTURE_TEARDOWN(iso)
 {
-	kvt_pool_destroy(self->ctl, self->name);
-	kvt_pool_destroy(self->ctl, self->name2);
-	kvt_free(self->buf, BS);
-	kvt_free(self->out, BS);
+	kst_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name2);
+	kst_free(self->buf, BS);
+	kst_free(self->out, BS);
 	close(self->ctl);
 }
 
@@ -220,19 +220,19 @@ static int child_open(void *arg)
 {
 	struct open_try *o = arg;
 	struct kvtier_pool_stat st;
-	int ctl = kvt_ctl_open(), fd;
+	int ctl = kst_ctl_open(), fd;
 
 	CHILD_EXPECT(1, ctl >= 0);
 	if (o->existing) {
 		struct kvtier_pool_create c;
 
 		/* another geometry: it is the existing pool that opens */
-		kvt_create_init(&c, o->name, 2 * BS, 3, 3);
+		kst_create_init(&c, o->name, 2 * BS, 3, 3);
 		c.flags = KVTIER_POOL_OPEN_EXISTING |
 			  (o->rdonly ? KVTIER_POOL_RDONLY : 0);
-		fd = kvt_create(ctl, &c);
+		fd = kst_create(ctl, &c);
 	} else {
-		fd = kvt_pool_open(ctl, o->name,
+		fd = kst_pool_open(ctl, o->name,
 				   o->rdonly ? KVTIER_POOL_RDONLY : 0);
 	}
 	if (o->want) {
@@ -240,7 +240,7 @@ static int child_open(void *arg)
 		return 0;
 	}
 	CHILD_EXPECT(1, fd >= 0);
-	CHILD_EXPECT(0, kvt_stat(fd, &st));
+	CHILD_EXPECT(0, kst_stat(fd, &st));
 	CHILD_EXPECT(UID_A, st.uid);
 	CHILD_EXPECT(BS, st.block_size);
 	close(fd);
@@ -255,16 +255,16 @@ FIXTURE(modes) {
 
 FIXTURE_SETUP(modes)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "isom");
+	kst_name(self->name, "isom");
 }
 
 FIXTURE_TEARDOWN(modes)
 {
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->ctl);
 }
 
@@ -319,7 +319,7 @@ TEST_F(modes, open_matrix)
 		}
 	}
 	/* root (CAP_DAC_OVERRIDE) opens whatever the mode */
-	pfd = kvt_pool_open(self->ctl, self->name, 0);
+	pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 }
@@ -334,10 +334,10 @@ struct destroy_try {
 static int child_destroy(void *arg)
 {
 	struct destroy_try *d = arg;
-	int ctl = kvt_ctl_open();
+	int ctl = kst_ctl_open();
 
 	CHILD_EXPECT(1, ctl >= 0);
-	CHILD_EXPECT(d->want, kvt_pool_destroy(ctl, d->name));
+	CHILD_EXPECT(d->want, kst_pool_destroy(ctl, d->name));
 	return 0;
 }
 
@@ -352,7 +352,7 @@ TEST_F(iso, destroy_needs_owner_or_admin)
 	EXPECT_EQ(0, as(&TENANT_C, child_destroy, &d));
 	EXPECT_EQ(0, as(&ROOT_NO_ADMIN, child_destroy, &d));
 	/* still there, for everyone */
-	pfd = kvt_pool_open(self->ctl, self->name, 0);
+	pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 	/* an unknown name is -ENOENT for anyone: no EPERM before lookup */
@@ -363,15 +363,15 @@ TEST_F(iso, destroy_needs_owner_or_admin)
 	d.name = self->name;
 	d.want = 0;
 	EXPECT_EQ(0, as(&TENANT_A, child_destroy, &d));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 /* Root with CAP_SYS_ADMIN destroys another tenant's pool. */
 TEST_F(iso, destroy_by_admin)
 {
 	ASSERT_EQ(0, a_creates(self->name, 0600));
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 /* ---- read-only fds ----------------------------------------------------- */
@@ -407,24 +407,24 @@ struct ro_arg {
 /* Everything a read-only fd refuses, and what it still does. */
 static int ro_checks(int fd, __u64 k0, __u64 k1, __u64 gen)
 {
-	char *buf = kvt_alloc(BS), *map;
+	char *buf = kst_alloc(BS), *map;
 	struct kvtier_sync s;
 	int i;
 
 	CHILD_EXPECT(1, buf != NULL);
-	kvt_fill(buf, BS, k0, 99, 1);
-	CHILD_EXPECT(-EBADF, kvt_put1(fd, k0, 99, buf, NULL));
-	CHILD_EXPECT(-EBADF, kvt_replace1(fd, k0, k1, buf, NULL));
-	CHILD_EXPECT(-EBADF, kvt_drop1(fd, k0, k1));
+	kst_fill(buf, BS, k0, 99, 1);
+	CHILD_EXPECT(-EBADF, kst_put1(fd, k0, 99, buf, NULL));
+	CHILD_EXPECT(-EBADF, kst_replace1(fd, k0, k1, buf, NULL));
+	CHILD_EXPECT(-EBADF, kst_drop1(fd, k0, k1));
 	memset(&s, 0, sizeof(s));
-	CHILD_EXPECT(-EBADF, kvt_ioctl(fd, KVTIER_IOC_SYNC, &s));
+	CHILD_EXPECT(-EBADF, kst_ioctl(fd, KVTIER_IOC_SYNC, &s));
 	/* reads work, the block is untouched */
-	CHILD_EXPECT(0, kvt_get1(fd, k0, k1, buf, NULL));
-	CHILD_EXPECT(-1, kvt_check_gen(buf, BS, k0, k1, gen));
-	CHILD_EXPECT(0, kvt_lookup1(fd, k0, k1, NULL));
-	CHILD_EXPECT(-ENOENT, kvt_lookup1(fd, k0, 99, NULL));
-	CHILD_EXPECT(0, kvt_pin1(fd, k0, k1));
-	CHILD_EXPECT(0, kvt_unpin1(fd, k0, k1));
+	CHILD_EXPECT(0, kst_get1(fd, k0, k1, buf, NULL));
+	CHILD_EXPECT(-1, kst_check_gen(buf, BS, k0, k1, gen));
+	CHILD_EXPECT(0, kst_lookup1(fd, k0, k1, NULL));
+	CHILD_EXPECT(-ENOENT, kst_lookup1(fd, k0, 99, NULL));
+	CHILD_EXPECT(0, kst_pin1(fd, k0, k1));
+	CHILD_EXPECT(0, kst_unpin1(fd, k0, k1));
 	/* mappings: read only, shared or private, now or later */
 	for (i = 0; i < 2; i++) {
 		int flags = i ? MAP_PRIVATE : MAP_SHARED;
@@ -442,17 +442,17 @@ static int ro_checks(int fd, __u64 k0, __u64 k1, __u64 gen)
 		CHILD_EXPECT(SIGSEGV, probe_write(map));
 		munmap(map, BS);
 	}
-	kvt_free(buf, BS);
+	kst_free(buf, BS);
 	return 0;
 }
 
 static int child_ro(void *arg)
 {
 	struct ro_arg *r = arg;
-	int ctl = kvt_ctl_open(), fd, ret;
+	int ctl = kst_ctl_open(), fd, ret;
 
 	CHILD_EXPECT(1, ctl >= 0);
-	fd = kvt_pool_open(ctl, r->name, KVTIER_POOL_RDONLY);
+	fd = kst_pool_open(ctl, r->name, KVTIER_POOL_RDONLY);
 	CHILD_EXPECT(1, fd >= 0);
 	ret = ro_checks(fd, 0x150, r->k1, 7);
 	close(fd);
@@ -466,15 +466,15 @@ TEST_F(iso, rdonly_fd_refuses_writes)
 	int pfd;
 
 	ASSERT_EQ(0, a_creates(self->name, 0644));
-	pfd = kvt_pool_open(self->ctl, self->name, 0);
+	pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pfd);
-	kvt_fill(self->buf, BS, 0x150, 1, 7);
-	ASSERT_EQ(0, kvt_put1(pfd, 0x150, 1, self->buf, NULL));
+	kst_fill(self->buf, BS, 0x150, 1, 7);
+	ASSERT_EQ(0, kst_put1(pfd, 0x150, 1, self->buf, NULL));
 	EXPECT_EQ(0, as(&TENANT_B, child_ro, &r));
 	EXPECT_EQ(0, as(&TENANT_A, child_ro, &r));
 	/* root's read-only fd too: CAP_DAC_OVERRIDE does not lift RDONLY */
 	close(pfd);
-	pfd = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	pfd = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, pfd);
 	EXPECT_EQ(0, ro_checks(pfd, 0x150, 1, 7));
 	close(pfd);
@@ -486,7 +486,7 @@ TEST_F(iso, rdwr_fd_maps_read_only)
 	char *map;
 	int pfd;
 
-	pfd = kvt_pool_create(self->ctl, self->name, BS, 4, 4);
+	pfd = kst_pool_create(self->ctl, self->name, BS, 4, 4);
 	ASSERT_LE(0, pfd);
 	map = mmap(NULL, BS, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
 	ASSERT_EQ(MAP_FAILED, map);
@@ -508,10 +508,10 @@ TEST_F(iso, rdonly_fd_no_reopen)
 	char path[64];
 	int pfd, fd;
 
-	pfd = kvt_pool_create(self->ctl, self->name, BS, 4, 4);
+	pfd = kst_pool_create(self->ctl, self->name, BS, 4, 4);
 	ASSERT_LE(0, pfd);
 	close(pfd);
-	pfd = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	pfd = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, pfd);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
 	fd = open(path, O_RDWR | O_CLOEXEC);
@@ -532,23 +532,23 @@ static int child_admin(void *arg)
 	struct kvtier_nvme_attach a;
 	struct kvtier_nvme_detach d;
 	struct kvtier_nvme_stat st;
-	int ctl = kvt_ctl_open();
+	int ctl = kst_ctl_open();
 
 	(void)arg;
 	CHILD_EXPECT(1, ctl >= 0);
 	memset(&a, 0, sizeof(a));
 	a.path = (__u64)(uintptr_t)"/dev/nvme0n1";
-	CHILD_EXPECT(-EPERM, kvt_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	CHILD_EXPECT(-EPERM, kst_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a));
 	a.flags = KVTIER_NVME_FORMAT;
-	CHILD_EXPECT(-EPERM, kvt_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	CHILD_EXPECT(-EPERM, kst_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a));
 	/* even a path that does not exist: no probing of paths */
 	a.path = (__u64)(uintptr_t)"/nonexistent";
-	CHILD_EXPECT(-EPERM, kvt_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	CHILD_EXPECT(-EPERM, kst_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a));
 	memset(&d, 0, sizeof(d));
-	CHILD_EXPECT(-EPERM, kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d));
+	CHILD_EXPECT(-EPERM, kst_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d));
 	/* the tier's state is public */
 	memset(&st, 0, sizeof(st));
-	CHILD_EXPECT(0, kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, &st));
+	CHILD_EXPECT(0, kst_ioctl(ctl, KVTIER_IOC_NVME_STAT, &st));
 	close(ctl);
 	return 0;
 }
@@ -558,12 +558,12 @@ TEST_F(iso, admin_commands_need_cap_sys_admin)
 	struct kvtier_nvme_stat before, after;
 
 	memset(&before, 0, sizeof(before));
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &before));
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &before));
 	EXPECT_EQ(0, as(&TENANT_B, child_admin, NULL));
 	EXPECT_EQ(0, as(&ROOT_NO_ADMIN, child_admin, NULL));
 	/* and nothing changed */
 	memset(&after, 0, sizeof(after));
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &after));
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &after));
 	EXPECT_EQ(before.attached, after.attached);
 	EXPECT_EQ(0, memcmp(before.uuid, after.uuid, sizeof(before.uuid)));
 }
@@ -624,32 +624,32 @@ struct scm_arg {
 static int child_receiver(void *arg)
 {
 	struct scm_arg *s = arg;
-	char *buf = kvt_alloc(BS);
-	int ctl = kvt_ctl_open(), rw, ro;
+	char *buf = kst_alloc(BS);
+	int ctl = kst_ctl_open(), rw, ro;
 
 	CHILD_EXPECT(1, buf != NULL && ctl >= 0);
 	/* by name B gets nothing */
-	CHILD_EXPECT(-EACCES, kvt_pool_open(ctl, s->name, KVTIER_POOL_RDONLY));
+	CHILD_EXPECT(-EACCES, kst_pool_open(ctl, s->name, KVTIER_POOL_RDONLY));
 	rw = recv_fd(s->sock);
 	CHILD_EXPECT(1, rw >= 0);
 	ro = recv_fd(s->sock);
 	CHILD_EXPECT(1, ro >= 0);
 	/* the read-write fd: everything */
-	CHILD_EXPECT(0, kvt_get1(rw, 0x5c, 0, buf, NULL));
-	CHILD_EXPECT(-1, kvt_check_gen(buf, BS, 0x5c, 0, 3));
-	kvt_fill(buf, BS, 0x5c, 1, 4);
-	CHILD_EXPECT(0, kvt_put1(rw, 0x5c, 1, buf, NULL));
-	CHILD_EXPECT(0, kvt_pin1(rw, 0x5c, 1));
-	CHILD_EXPECT(0, kvt_unpin1(rw, 0x5c, 1));
+	CHILD_EXPECT(0, kst_get1(rw, 0x5c, 0, buf, NULL));
+	CHILD_EXPECT(-1, kst_check_gen(buf, BS, 0x5c, 0, 3));
+	kst_fill(buf, BS, 0x5c, 1, 4);
+	CHILD_EXPECT(0, kst_put1(rw, 0x5c, 1, buf, NULL));
+	CHILD_EXPECT(0, kst_pin1(rw, 0x5c, 1));
+	CHILD_EXPECT(0, kst_unpin1(rw, 0x5c, 1));
 	/* the read-only one: reads only, as A opened it */
-	CHILD_EXPECT(0, kvt_get1(ro, 0x5c, 1, buf, NULL));
-	CHILD_EXPECT(-1, kvt_check_gen(buf, BS, 0x5c, 1, 4));
-	CHILD_EXPECT(-EBADF, kvt_put1(ro, 0x5c, 2, buf, NULL));
-	CHILD_EXPECT(-EBADF, kvt_drop1(ro, 0x5c, 0));
+	CHILD_EXPECT(0, kst_get1(ro, 0x5c, 1, buf, NULL));
+	CHILD_EXPECT(-1, kst_check_gen(buf, BS, 0x5c, 1, 4));
+	CHILD_EXPECT(-EBADF, kst_put1(ro, 0x5c, 2, buf, NULL));
+	CHILD_EXPECT(-EBADF, kst_drop1(ro, 0x5c, 0));
 	CHILD_EXPECT(0, ro_checks(ro, 0x5c, 0, 3));
 	/* holding fds gives no right over the name */
-	CHILD_EXPECT(-EPERM, kvt_pool_destroy(ctl, s->name));
-	CHILD_EXPECT(-EACCES, kvt_pool_open(ctl, s->name, KVTIER_POOL_RDONLY));
+	CHILD_EXPECT(-EPERM, kst_pool_destroy(ctl, s->name));
+	CHILD_EXPECT(-EACCES, kst_pool_open(ctl, s->name, KVTIER_POOL_RDONLY));
 	close(rw);
 	close(ro);
 	close(ctl);
@@ -660,15 +660,15 @@ static int child_receiver(void *arg)
 static int child_sender(void *arg)
 {
 	struct scm_arg *s = arg;
-	char *buf = kvt_alloc(BS);
-	int ctl = kvt_ctl_open(), rw, ro;
+	char *buf = kst_alloc(BS);
+	int ctl = kst_ctl_open(), rw, ro;
 
 	CHILD_EXPECT(1, buf != NULL && ctl >= 0);
-	rw = kvt_pool_open(ctl, s->name, 0);
-	ro = kvt_pool_open(ctl, s->name, KVTIER_POOL_RDONLY);
+	rw = kst_pool_open(ctl, s->name, 0);
+	ro = kst_pool_open(ctl, s->name, KVTIER_POOL_RDONLY);
 	CHILD_EXPECT(1, rw >= 0 && ro >= 0);
-	kvt_fill(buf, BS, 0x5c, 0, 3);
-	CHILD_EXPECT(0, kvt_put1(rw, 0x5c, 0, buf, NULL));
+	kst_fill(buf, BS, 0x5c, 0, 3);
+	CHILD_EXPECT(0, kst_put1(rw, 0x5c, 0, buf, NULL));
 	CHILD_EXPECT(0, send_fd(s->sock, rw));
 	CHILD_EXPECT(0, send_fd(s->sock, ro));
 	close(rw);
@@ -685,7 +685,7 @@ TEST_F(iso, scm_rights_keeps_rights)
 	ASSERT_EQ(0, a_creates(self->name, 0600));
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
 	s.sock = sv[1];
-	rx = kvt_fork();
+	rx = kst_fork();
 	ASSERT_LE(0, rx);
 	if (rx == 0) {
 		close(sv[0]);
@@ -695,15 +695,15 @@ TEST_F(iso, scm_rights_keeps_rights)
 	}
 	s.sock = sv[0];
 	EXPECT_EQ(0, as(&TENANT_A, child_sender, &s));
-	EXPECT_EQ(0, kvt_wait(rx));
+	EXPECT_EQ(0, kst_wait(rx));
 	close(sv[0]);
 	close(sv[1]);
 	/* what B put through A's fd is in A's pool */
-	pfd = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	pfd = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_get1(pfd, 0x5c, 1, self->out, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, BS, 0x5c, 1, 4));
-	ASSERT_EQ(0, kvt_pinned(pfd));
+	ASSERT_EQ(0, kst_get1(pfd, 0x5c, 1, self->out, NULL));
+	ASSERT_EQ(-1, kst_check_gen(self->out, BS, 0x5c, 1, 4));
+	ASSERT_EQ(0, kst_pinned(pfd));
 	close(pfd);
 }
 
@@ -721,21 +721,21 @@ TEST_F(iso, keys_scoped_per_pool)
 	__u32 done;
 	int pa, pb, i;
 
-	pa = kvt_pool_create(self->ctl, self->name, BS, 8, 8);
+	pa = kst_pool_create(self->ctl, self->name, BS, 8, 8);
 	ASSERT_LE(0, pa);
-	pb = kvt_pool_create(self->ctl, self->name2, BS, 8, 8);
+	pb = kst_pool_create(self->ctl, self->name2, BS, 8, 8);
 	ASSERT_LE(0, pb);
 	/* a chain of 4 keys in pool A */
 	for (i = 0; i < 4; i++) {
-		kvt_fill(self->buf, BS, 0xa11, i, 1);
-		ASSERT_EQ(0, kvt_put1(pa, 0xa11, i, self->buf, NULL));
+		kst_fill(self->buf, BS, 0xa11, i, 1);
+		ASSERT_EQ(0, kst_put1(pa, 0xa11, i, self->buf, NULL));
 	}
-	ASSERT_EQ(0, kvt_stat(pa, &sa0));
+	ASSERT_EQ(0, kst_stat(pa, &sa0));
 
 	/* pool B finds none of them, whatever the command */
 	for (i = 0; i < 4; i++)
-		kvt_blk(&blk[i], 0xa11, i, NULL);
-	ASSERT_EQ(0, kvt_batch(pb, KVTIER_IOC_LOOKUP, blk, 4,
+		kst_blk(&blk[i], 0xa11, i, NULL);
+	ASSERT_EQ(0, kst_batch(pb, KVTIER_IOC_LOOKUP, blk, 4,
 			       KVTIER_LOOKUP_TOUCH, &done));
 	EXPECT_EQ(0U, done);
 	for (i = 0; i < 4; i++) {
@@ -743,17 +743,17 @@ TEST_F(iso, keys_scoped_per_pool)
 		EXPECT_EQ(KVTIER_ADDR_NONE, blk[i].addr);
 		EXPECT_EQ((__u32)KVTIER_TIER_NONE, blk[i].tier);
 	}
-	EXPECT_EQ(-ENOENT, kvt_get1(pb, 0xa11, 0, self->out, NULL));
-	EXPECT_EQ(-ENOENT, kvt_pin1(pb, 0xa11, 1));
-	EXPECT_EQ(-ENOENT, kvt_unpin1(pb, 0xa11, 1));
-	EXPECT_EQ(-ENOENT, kvt_drop1(pb, 0xa11, 2));
+	EXPECT_EQ(-ENOENT, kst_get1(pb, 0xa11, 0, self->out, NULL));
+	EXPECT_EQ(-ENOENT, kst_pin1(pb, 0xa11, 1));
+	EXPECT_EQ(-ENOENT, kst_unpin1(pb, 0xa11, 1));
+	EXPECT_EQ(-ENOENT, kst_drop1(pb, 0xa11, 2));
 	/* B's misses are B's: A's counters did not move */
-	ASSERT_EQ(0, kvt_stat(pa, &sa1));
+	ASSERT_EQ(0, kst_stat(pa, &sa1));
 	EXPECT_EQ(sa0.hits, sa1.hits);
 	EXPECT_EQ(sa0.misses, sa1.misses);
 	EXPECT_EQ(sa0.resident[KVTIER_TIER_DRAM],
 		  sa1.resident[KVTIER_TIER_DRAM]);
-	ASSERT_EQ(0, kvt_stat(pb, &sb));
+	ASSERT_EQ(0, kst_stat(pb, &sb));
 	EXPECT_EQ(0ULL, sb.resident[KVTIER_TIER_DRAM]);
 	EXPECT_EQ(0ULL, sb.hits);
 
@@ -776,20 +776,20 @@ TEST_F(iso, keys_scoped_per_pool)
 	munmap(map, 8 * BS);
 
 	/* the same key in B is a block of its own */
-	kvt_fill(self->buf, BS, 0xa11, 0, 2);
-	ASSERT_EQ(0, kvt_put1(pb, 0xa11, 0, self->buf, NULL));
-	ASSERT_EQ(0, kvt_get1(pa, 0xa11, 0, self->out, NULL));
-	EXPECT_EQ(-1, kvt_check_gen(self->out, BS, 0xa11, 0, 1));
-	ASSERT_EQ(0, kvt_get1(pb, 0xa11, 0, self->out, NULL));
-	EXPECT_EQ(-1, kvt_check_gen(self->out, BS, 0xa11, 0, 2));
+	kst_fill(self->buf, BS, 0xa11, 0, 2);
+	ASSERT_EQ(0, kst_put1(pb, 0xa11, 0, self->buf, NULL));
+	ASSERT_EQ(0, kst_get1(pa, 0xa11, 0, self->out, NULL));
+	EXPECT_EQ(-1, kst_check_gen(self->out, BS, 0xa11, 0, 1));
+	ASSERT_EQ(0, kst_get1(pb, 0xa11, 0, self->out, NULL));
+	EXPECT_EQ(-1, kst_check_gen(self->out, BS, 0xa11, 0, 2));
 	/* dropping it in B leaves A's */
-	ASSERT_EQ(0, kvt_drop1(pb, 0xa11, 0));
-	ASSERT_EQ(0, kvt_get1(pa, 0xa11, 0, self->out, NULL));
-	EXPECT_EQ(-1, kvt_check_gen(self->out, BS, 0xa11, 0, 1));
+	ASSERT_EQ(0, kst_drop1(pb, 0xa11, 0));
+	ASSERT_EQ(0, kst_get1(pa, 0xa11, 0, self->out, NULL));
+	EXPECT_EQ(-1, kst_check_gen(self->out, BS, 0xa11, 0, 1));
 	/* replacing it in A leaves B without it */
-	kvt_fill(self->buf, BS, 0xa11, 0, 3);
-	ASSERT_EQ(0, kvt_replace1(pa, 0xa11, 0, self->buf, NULL));
-	EXPECT_EQ(-ENOENT, kvt_lookup1(pb, 0xa11, 0, NULL));
+	kst_fill(self->buf, BS, 0xa11, 0, 3);
+	ASSERT_EQ(0, kst_replace1(pa, 0xa11, 0, self->buf, NULL));
+	EXPECT_EQ(-ENOENT, kst_lookup1(pb, 0xa11, 0, NULL));
 	close(pa);
 	close(pb);
 }
@@ -806,27 +806,27 @@ static int child_tenant_probe(void *arg)
 {
 	struct probe_arg *p = arg;
 	struct kvtier_block blk[4];
-	char *buf = kvt_alloc(BS);
-	int ctl = kvt_ctl_open(), fd, i;
+	char *buf = kst_alloc(BS);
+	int ctl = kst_ctl_open(), fd, i;
 	__u32 done;
 
 	CHILD_EXPECT(1, buf != NULL && ctl >= 0);
-	fd = kvt_pool_create(ctl, p->name, BS, 8, 8);
+	fd = kst_pool_create(ctl, p->name, BS, 8, 8);
 	CHILD_EXPECT(1, fd >= 0);
 	for (i = 0; i < 4; i++)
-		kvt_blk(&blk[i], 0xa12, i, NULL);
-	CHILD_EXPECT(0, kvt_batch(fd, KVTIER_IOC_LOOKUP, blk, 4,
+		kst_blk(&blk[i], 0xa12, i, NULL);
+	CHILD_EXPECT(0, kst_batch(fd, KVTIER_IOC_LOOKUP, blk, 4,
 				  KVTIER_LOOKUP_TOUCH, &done));
 	CHILD_EXPECT(0, done);
 	for (i = 0; i < 4; i++)
 		CHILD_EXPECT(-ENOENT, blk[i].status);
-	CHILD_EXPECT(-ENOENT, kvt_get1(fd, 0xa12, 0, buf, NULL));
-	kvt_fill(buf, BS, 0xa12, 0, 9);
-	CHILD_EXPECT(0, kvt_put1(fd, 0xa12, 0, buf, NULL));
-	CHILD_EXPECT(0, kvt_get1(fd, 0xa12, 0, buf, NULL));
-	CHILD_EXPECT(-1, kvt_check_gen(buf, BS, 0xa12, 0, 9));
+	CHILD_EXPECT(-ENOENT, kst_get1(fd, 0xa12, 0, buf, NULL));
+	kst_fill(buf, BS, 0xa12, 0, 9);
+	CHILD_EXPECT(0, kst_put1(fd, 0xa12, 0, buf, NULL));
+	CHILD_EXPECT(0, kst_get1(fd, 0xa12, 0, buf, NULL));
+	CHILD_EXPECT(-1, kst_check_gen(buf, BS, 0xa12, 0, 9));
 	close(fd);
-	CHILD_EXPECT(0, kvt_pool_destroy(ctl, p->name));
+	CHILD_EXPECT(0, kst_pool_destroy(ctl, p->name));
 	return 0;
 }
 
@@ -836,17 +836,17 @@ TEST_F(iso, keys_scoped_across_tenants)
 	int pa, i;
 
 	ASSERT_EQ(0, a_creates(self->name, 0644));
-	pa = kvt_pool_open(self->ctl, self->name, 0);
+	pa = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pa);
 	for (i = 0; i < 4; i++) {
-		kvt_fill(self->buf, BS, 0xa12, i, 1);
-		ASSERT_EQ(0, kvt_put1(pa, 0xa12, i, self->buf, NULL));
+		kst_fill(self->buf, BS, 0xa12, i, 1);
+		ASSERT_EQ(0, kst_put1(pa, 0xa12, i, self->buf, NULL));
 	}
 	EXPECT_EQ(0, as(&TENANT_B, child_tenant_probe, &p));
 	/* A's blocks are untouched */
 	for (i = 0; i < 4; i++) {
-		ASSERT_EQ(0, kvt_get1(pa, 0xa12, i, self->out, NULL));
-		EXPECT_EQ(-1, kvt_check_gen(self->out, BS, 0xa12, i, 1));
+		ASSERT_EQ(0, kst_get1(pa, 0xa12, i, self->out, NULL));
+		EXPECT_EQ(-1, kst_check_gen(self->out, BS, 0xa12, i, 1));
 	}
 	close(pa);
 }
@@ -860,14 +860,14 @@ struct pin_arg {
 static int child_pin_other(void *arg)
 {
 	struct pin_arg *p = arg;
-	int ctl = kvt_ctl_open(), fd;
+	int ctl = kst_ctl_open(), fd;
 
 	CHILD_EXPECT(1, ctl >= 0);
-	fd = kvt_pool_open(ctl, p->name, 0);
+	fd = kst_pool_open(ctl, p->name, 0);
 	CHILD_EXPECT(1, fd >= 0);
 	/* A's pin is A's: B cannot take it away, nor drop the block */
-	CHILD_EXPECT(-EINVAL, kvt_unpin1(fd, 0x917, 0));
-	CHILD_EXPECT(-EBUSY, kvt_drop1(fd, 0x917, 0));
+	CHILD_EXPECT(-EINVAL, kst_unpin1(fd, 0x917, 0));
+	CHILD_EXPECT(-EBUSY, kst_drop1(fd, 0x917, 0));
 	close(fd);
 	return 0;
 }
@@ -878,23 +878,23 @@ TEST_F(iso, pins_belong_to_their_fd)
 	int pfd, w;
 
 	ASSERT_EQ(0, a_creates(self->name, 0666));
-	w = kvt_pool_open(self->ctl, self->name, 0);
+	w = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, w);
-	kvt_fill(self->buf, BS, 0x917, 0, 1);
-	ASSERT_EQ(0, kvt_put1(w, 0x917, 0, self->buf, NULL));
+	kst_fill(self->buf, BS, 0x917, 0, 1);
+	ASSERT_EQ(0, kst_put1(w, 0x917, 0, self->buf, NULL));
 	close(w);
 	/* a read-only fd of root's pins; tenant B's own fd cannot unpin */
-	pfd = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	pfd = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_pin1(pfd, 0x917, 0));
+	ASSERT_EQ(0, kst_pin1(pfd, 0x917, 0));
 	EXPECT_EQ(0, as(&TENANT_B, child_pin_other, &p));
-	ASSERT_EQ(1, kvt_pinned(pfd));
+	ASSERT_EQ(1, kst_pinned(pfd));
 	/* closing the fd that pinned lets go */
 	close(pfd);
-	pfd = kvt_pool_open(self->ctl, self->name, 0);
+	pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_pinned(pfd));
-	ASSERT_EQ(0, kvt_drop1(pfd, 0x917, 0));
+	ASSERT_EQ(0, kst_pinned(pfd));
+	ASSERT_EQ(0, kst_drop1(pfd, 0x917, 0));
 	close(pfd);
 }
 
@@ -905,12 +905,12 @@ static int child_sysfs(void *arg)
 	const char *name = arg;
 	char path[256], buf[256];
 
-	snprintf(path, sizeof(path), KVT_SYSFS_DIR "/pools/%s/stat", name);
-	CHILD_EXPECT(-EACCES, kvt_read_file(path, buf, sizeof(buf)));
-	snprintf(path, sizeof(path), KVT_SYSFS_DIR "/pools/%s/config", name);
-	CHILD_EXPECT(-EACCES, kvt_read_file(path, buf, sizeof(buf)));
+	snprintf(path, sizeof(path), KST_SYSFS_DIR "/pools/%s/stat", name);
+	CHILD_EXPECT(-EACCES, kst_read_file(path, buf, sizeof(buf)));
+	snprintf(path, sizeof(path), KST_SYSFS_DIR "/pools/%s/config", name);
+	CHILD_EXPECT(-EACCES, kst_read_file(path, buf, sizeof(buf)));
 	/* the global line is public */
-	CHILD_EXPECT(1, kvt_read_file(KVT_SYSFS_DIR "/stat", buf,
+	CHILD_EXPECT(1, kst_read_file(KST_SYSFS_DIR "/stat", buf,
 				      sizeof(buf)) > 0);
 	return 0;
 }

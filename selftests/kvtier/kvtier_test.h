@@ -6,6 +6,10 @@
  * (no libkvtier), so the tests exercise the ABI itself. Helpers return 0 or
  * a file descriptor on success and -errno on failure; the tests assert on
  * those values, the helpers never assert.
+ *
+ * The helpers are named kst_ (macros KST_): the module's own functions are
+ * kvt_ and libkvtier's kvtier_, and a name defined in two of kmod/, lib/
+ * and selftests/ fails tools/names.sh.
  */
 #ifndef KVTIER_TEST_H
 #define KVTIER_TEST_H
@@ -43,68 +47,68 @@
 #include "kselftest_harness.h"
 #pragma GCC diagnostic pop
 
-#define KVT_DEV		"/dev/" KVTIER_DEVICE_NAME
-#define KVT_PARAM_DIR	"/sys/module/kvtier/parameters"
-#define KVT_SYSFS_DIR	"/sys/kernel/kvtier"
+#define KST_DEV		"/dev/" KVTIER_DEVICE_NAME
+#define KST_PARAM_DIR	"/sys/module/kvtier/parameters"
+#define KST_SYSFS_DIR	"/sys/kernel/kvtier"
 
-#define KVT_PAGE	4096ULL
-#define KVT_KIB		1024ULL
-#define KVT_MIB		(1024ULL * 1024ULL)
+#define KST_PAGE	4096ULL
+#define KST_KIB		1024ULL
+#define KST_MIB		(1024ULL * 1024ULL)
 
 /*
  * Feature bits: the v1 set every kernel with this ABI supports, and every
  * bit the uapi header in use defines (it grows; tests of an "unknown" bit
- * use one outside KVT_F_KNOWN).
+ * use one outside KST_F_KNOWN).
  */
-#define KVT_F_V1	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
+#define KST_F_V1	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
 			 KVTIER_F_REPLACE)
 #if defined(KVTIER_F_HBM)
-#define KVT_F_KNOWN	(KVT_F_V1 | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
+#define KST_F_KNOWN	(KST_F_V1 | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
 			 KVTIER_F_URING | KVTIER_F_HBM)
 #elif defined(KVTIER_F_PREFETCH)
-#define KVT_F_KNOWN	(KVT_F_V1 | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
+#define KST_F_KNOWN	(KST_F_V1 | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
 			 KVTIER_F_URING)
 #elif defined(KVTIER_F_NVME)
-#define KVT_F_KNOWN	(KVT_F_V1 | KVTIER_F_NVME)
+#define KST_F_KNOWN	(KST_F_V1 | KVTIER_F_NVME)
 #else
-#define KVT_F_KNOWN	KVT_F_V1
+#define KST_F_KNOWN	KST_F_V1
 #endif
 
 /* Flags each command knows, as far as this header says. */
-#define KVT_CREATE_FLAGS	(KVTIER_POOL_CREATE_FLAGS | KVTIER_POOL_OPEN_FLAGS)
+#define KST_CREATE_FLAGS	(KVTIER_POOL_CREATE_FLAGS | KVTIER_POOL_OPEN_FLAGS)
 #ifdef KVTIER_LOOKUP_LOAD
-#define KVT_LOOKUP_FLAGS	(KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD)
+#define KST_LOOKUP_FLAGS	(KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD)
 #else
-#define KVT_LOOKUP_FLAGS	KVTIER_LOOKUP_TOUCH
+#define KST_LOOKUP_FLAGS	KVTIER_LOOKUP_TOUCH
 #endif
 
 /* The lowest bit not in @mask (a flag no kernel of this header knows). */
-static inline __u64 kvt_unknown_bit(__u64 mask)
+static inline __u64 kst_unknown_bit(__u64 mask)
 {
 	return ~mask & (mask + 1);
 }
 
 /* 0 or -errno of an ioctl. */
-static inline int kvt_ioctl(int fd, unsigned long cmd, void *arg)
+static inline int kst_ioctl(int fd, unsigned long cmd, void *arg)
 {
 	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
 }
 
 /* Command @cmd with its argument size field set to @size bytes. */
-static inline unsigned long kvt_resize(unsigned long cmd, size_t size)
+static inline unsigned long kst_resize(unsigned long cmd, size_t size)
 {
 	return _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd), _IOC_NR(cmd), size);
 }
 
 /* A control fd without the handshake, or -errno. */
-static inline int kvt_ctl_open_raw(void)
+static inline int kst_ctl_open_raw(void)
 {
-	int fd = open(KVT_DEV, O_RDWR | O_CLOEXEC);
+	int fd = open(KST_DEV, O_RDWR | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
 }
 
-static inline int kvt_api(int ctl, __u64 features, struct kvtier_api *out)
+static inline int kst_api(int ctl, __u64 features, struct kvtier_api *out)
 {
 	struct kvtier_api api;
 	int ret;
@@ -112,21 +116,21 @@ static inline int kvt_api(int ctl, __u64 features, struct kvtier_api *out)
 	memset(&api, 0, sizeof(api));
 	api.api = KVTIER_API_VERSION;
 	api.features = features;
-	ret = kvt_ioctl(ctl, KVTIER_IOC_API, &api);
+	ret = kst_ioctl(ctl, KVTIER_IOC_API, &api);
 	if (out)
 		*out = api;
 	return ret;
 }
 
 /* A control fd that has done the handshake, or -errno. */
-static inline int kvt_ctl_open(void)
+static inline int kst_ctl_open(void)
 {
-	int fd = kvt_ctl_open_raw();
+	int fd = kst_ctl_open_raw();
 	int ret;
 
 	if (fd < 0)
 		return fd;
-	ret = kvt_api(fd, KVT_F_KNOWN, NULL);
+	ret = kst_api(fd, KST_F_KNOWN, NULL);
 	if (ret) {
 		close(fd);
 		return ret;
@@ -138,7 +142,7 @@ static inline int kvt_ctl_open(void)
  * A pool name unique to this process: "kst.<tag>.<pid>.<n>". Pools outlive
  * a test process that dies before its teardown, so names never repeat.
  */
-static inline void kvt_name(char name[KVTIER_NAME_MAX], const char *tag)
+static inline void kst_name(char name[KVTIER_NAME_MAX], const char *tag)
 {
 	static unsigned int seq;
 
@@ -147,7 +151,7 @@ static inline void kvt_name(char name[KVTIER_NAME_MAX], const char *tag)
 }
 
 /* Copy a pool name into a zeroed name field, truncated to fit. */
-static inline void kvt_set_name(__u8 dst[KVTIER_NAME_MAX], const char *name)
+static inline void kst_set_name(__u8 dst[KVTIER_NAME_MAX], const char *name)
 {
 	size_t len = strnlen(name, KVTIER_NAME_MAX - 1);
 
@@ -156,12 +160,12 @@ static inline void kvt_set_name(__u8 dst[KVTIER_NAME_MAX], const char *name)
 }
 
 /* A valid create request: mode 0600, node -1, no flags. */
-static inline void kvt_create_init(struct kvtier_pool_create *c,
+static inline void kst_create_init(struct kvtier_pool_create *c,
 				   const char *name, __u64 block_size,
 				   __u32 capacity, __u32 dram_blocks)
 {
 	memset(c, 0, sizeof(*c));
-	kvt_set_name(c->name, name);
+	kst_set_name(c->name, name);
 	c->block_size = block_size;
 	c->capacity = capacity;
 	c->dram_blocks = dram_blocks;
@@ -171,45 +175,45 @@ static inline void kvt_create_init(struct kvtier_pool_create *c,
 }
 
 /* Issue POOL_CREATE; the pool fd or -errno. */
-static inline int kvt_create(int ctl, struct kvtier_pool_create *c)
+static inline int kst_create(int ctl, struct kvtier_pool_create *c)
 {
-	int ret = kvt_ioctl(ctl, KVTIER_IOC_POOL_CREATE, c);
+	int ret = kst_ioctl(ctl, KVTIER_IOC_POOL_CREATE, c);
 
 	return ret ? ret : c->fd;
 }
 
-static inline int kvt_pool_create(int ctl, const char *name, __u64 block_size,
+static inline int kst_pool_create(int ctl, const char *name, __u64 block_size,
 				  __u32 capacity, __u32 dram_blocks)
 {
 	struct kvtier_pool_create c;
 
-	kvt_create_init(&c, name, block_size, capacity, dram_blocks);
-	return kvt_create(ctl, &c);
+	kst_create_init(&c, name, block_size, capacity, dram_blocks);
+	return kst_create(ctl, &c);
 }
 
-static inline int kvt_pool_open(int ctl, const char *name, __u32 flags)
+static inline int kst_pool_open(int ctl, const char *name, __u32 flags)
 {
 	struct kvtier_pool_open o;
 	int ret;
 
 	memset(&o, 0, sizeof(o));
-	kvt_set_name(o.name, name);
+	kst_set_name(o.name, name);
 	o.flags = flags;
 	o.fd = -1;
-	ret = kvt_ioctl(ctl, KVTIER_IOC_POOL_OPEN, &o);
+	ret = kst_ioctl(ctl, KVTIER_IOC_POOL_OPEN, &o);
 	return ret ? ret : o.fd;
 }
 
-static inline int kvt_pool_destroy(int ctl, const char *name)
+static inline int kst_pool_destroy(int ctl, const char *name)
 {
 	struct kvtier_pool_destroy d;
 
 	memset(&d, 0, sizeof(d));
-	kvt_set_name(d.name, name);
-	return kvt_ioctl(ctl, KVTIER_IOC_POOL_DESTROY, &d);
+	kst_set_name(d.name, name);
+	return kst_ioctl(ctl, KVTIER_IOC_POOL_DESTROY, &d);
 }
 
-static inline void kvt_blk(struct kvtier_block *b, __u64 k0, __u64 k1,
+static inline void kst_blk(struct kvtier_block *b, __u64 k0, __u64 k1,
 			   const void *buf)
 {
 	memset(b, 0, sizeof(*b));
@@ -223,7 +227,7 @@ static inline void kvt_blk(struct kvtier_block *b, __u64 k0, __u64 k1,
 }
 
 /* A batched command; 0 or -errno of the whole batch, @done if not NULL. */
-static inline int kvt_batch(int pfd, unsigned long cmd,
+static inline int kst_batch(int pfd, unsigned long cmd,
 			    struct kvtier_block *blocks, __u32 count,
 			    __u32 flags, __u32 *done)
 {
@@ -235,7 +239,7 @@ static inline int kvt_batch(int pfd, unsigned long cmd,
 	b.count = count;
 	b.flags = flags;
 	b.done = 0xffffffffU;
-	ret = kvt_ioctl(pfd, cmd, &b);
+	ret = kst_ioctl(pfd, cmd, &b);
 	if (done)
 		*done = b.done;
 	return ret;
@@ -244,17 +248,17 @@ static inline int kvt_batch(int pfd, unsigned long cmd,
 /*
  * One-entry batch on key (k0, k1). Returns the batch result; on success
  * the entry status is the return value and @out (if not NULL) gets the
- * entry. So callers can write ASSERT_EQ(-ENOENT, kvt_one(...)).
+ * entry. So callers can write ASSERT_EQ(-ENOENT, kst_one(...)).
  */
-static inline int kvt_one(int pfd, unsigned long cmd, __u64 k0, __u64 k1,
+static inline int kst_one(int pfd, unsigned long cmd, __u64 k0, __u64 k1,
 			  const void *buf, __u32 flags, struct kvtier_block *out)
 {
 	struct kvtier_block b;
 	__u32 done;
 	int ret;
 
-	kvt_blk(&b, k0, k1, buf);
-	ret = kvt_batch(pfd, cmd, &b, 1, flags, &done);
+	kst_blk(&b, k0, k1, buf);
+	ret = kst_batch(pfd, cmd, &b, 1, flags, &done);
 	if (out)
 		*out = b;
 	if (ret)
@@ -265,48 +269,48 @@ static inline int kvt_one(int pfd, unsigned long cmd, __u64 k0, __u64 k1,
 	return b.status;
 }
 
-#define kvt_put1(fd, k0, k1, buf, out) \
-	kvt_one(fd, KVTIER_IOC_PUT, k0, k1, buf, 0, out)
-#define kvt_replace1(fd, k0, k1, buf, out) \
-	kvt_one(fd, KVTIER_IOC_PUT, k0, k1, buf, KVTIER_PUT_REPLACE, out)
-#define kvt_get1(fd, k0, k1, buf, out) \
-	kvt_one(fd, KVTIER_IOC_GET, k0, k1, buf, 0, out)
-#define kvt_lookup1(fd, k0, k1, out) \
-	kvt_one(fd, KVTIER_IOC_LOOKUP, k0, k1, NULL, 0, out)
-#define kvt_drop1(fd, k0, k1) \
-	kvt_one(fd, KVTIER_IOC_DROP, k0, k1, NULL, 0, NULL)
-#define kvt_pin1(fd, k0, k1) \
-	kvt_one(fd, KVTIER_IOC_PIN, k0, k1, NULL, 0, NULL)
-#define kvt_unpin1(fd, k0, k1) \
-	kvt_one(fd, KVTIER_IOC_UNPIN, k0, k1, NULL, 0, NULL)
+#define kst_put1(fd, k0, k1, buf, out) \
+	kst_one(fd, KVTIER_IOC_PUT, k0, k1, buf, 0, out)
+#define kst_replace1(fd, k0, k1, buf, out) \
+	kst_one(fd, KVTIER_IOC_PUT, k0, k1, buf, KVTIER_PUT_REPLACE, out)
+#define kst_get1(fd, k0, k1, buf, out) \
+	kst_one(fd, KVTIER_IOC_GET, k0, k1, buf, 0, out)
+#define kst_lookup1(fd, k0, k1, out) \
+	kst_one(fd, KVTIER_IOC_LOOKUP, k0, k1, NULL, 0, out)
+#define kst_drop1(fd, k0, k1) \
+	kst_one(fd, KVTIER_IOC_DROP, k0, k1, NULL, 0, NULL)
+#define kst_pin1(fd, k0, k1) \
+	kst_one(fd, KVTIER_IOC_PIN, k0, k1, NULL, 0, NULL)
+#define kst_unpin1(fd, k0, k1) \
+	kst_one(fd, KVTIER_IOC_UNPIN, k0, k1, NULL, 0, NULL)
 
-static inline int kvt_stat(int pfd, struct kvtier_pool_stat *st)
+static inline int kst_stat(int pfd, struct kvtier_pool_stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	return kvt_ioctl(pfd, KVTIER_IOC_STAT, st);
+	return kst_ioctl(pfd, KVTIER_IOC_STAT, st);
 }
 
 /* Blocks resident in DRAM, or -errno. */
-static inline long long kvt_resident(int pfd)
+static inline long long kst_resident(int pfd)
 {
 	struct kvtier_pool_stat st;
-	int ret = kvt_stat(pfd, &st);
+	int ret = kst_stat(pfd, &st);
 
 	return ret ? ret : (long long)st.resident[KVTIER_TIER_DRAM];
 }
 
 /* Pinned blocks, or -errno. */
-static inline long long kvt_pinned(int pfd)
+static inline long long kst_pinned(int pfd)
 {
 	struct kvtier_pool_stat st;
-	int ret = kvt_stat(pfd, &st);
+	int ret = kst_stat(pfd, &st);
 
 	return ret ? ret : (long long)st.pinned;
 }
 
 /* ---- block contents ---------------------------------------------------- */
 
-static inline __u64 kvt_mix(__u64 x)
+static inline __u64 kst_mix(__u64 x)
 {
 	x += 0x9e3779b97f4a7c15ULL;
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -320,12 +324,12 @@ static inline __u64 kvt_mix(__u64 x)
  * can then be checked without knowing which writer/generation made it,
  * and a block of another key or a mix of two writes never passes.
  */
-static inline void kvt_fill(void *buf, size_t size, __u64 k0, __u64 k1,
+static inline void kst_fill(void *buf, size_t size, __u64 k0, __u64 k1,
 			    __u64 gen)
 {
 	__u64 *w = buf;
 	size_t i, n = size / sizeof(*w);
-	__u64 seed = kvt_mix(k0 ^ kvt_mix(k1 ^ kvt_mix(gen)));
+	__u64 seed = kst_mix(k0 ^ kst_mix(k1 ^ kst_mix(gen)));
 
 	w[0] = gen;
 	w[1] = k0;
@@ -335,11 +339,11 @@ static inline void kvt_fill(void *buf, size_t size, __u64 k0, __u64 k1,
 }
 
 /*
- * Check a block filled by kvt_fill() for key (k0, k1); the generation is
+ * Check a block filled by kst_fill() for key (k0, k1); the generation is
  * read from the block and stored in @gen (if not NULL). Returns -1 if the
  * whole block is right, else the index of the first bad 64-bit word.
  */
-static inline long kvt_check(const void *buf, size_t size, __u64 k0, __u64 k1,
+static inline long kst_check(const void *buf, size_t size, __u64 k0, __u64 k1,
 			     __u64 *gen)
 {
 	const __u64 *w = buf;
@@ -350,7 +354,7 @@ static inline long kvt_check(const void *buf, size_t size, __u64 k0, __u64 k1,
 		return 1;
 	if (w[2] != k1)
 		return 2;
-	seed = kvt_mix(k0 ^ kvt_mix(k1 ^ kvt_mix(w[0])));
+	seed = kst_mix(k0 ^ kst_mix(k1 ^ kst_mix(w[0])));
 	for (i = 3; i < n; i++)
 		if (w[i] != (seed ^ (i * 0x9e3779b97f4a7c15ULL)))
 			return (long)i;
@@ -360,11 +364,11 @@ static inline long kvt_check(const void *buf, size_t size, __u64 k0, __u64 k1,
 }
 
 /* Check a block made with an expected generation. */
-static inline long kvt_check_gen(const void *buf, size_t size, __u64 k0,
+static inline long kst_check_gen(const void *buf, size_t size, __u64 k0,
 				 __u64 k1, __u64 want_gen)
 {
 	__u64 gen = ~want_gen;
-	long bad = kvt_check(buf, size, k0, k1, &gen);
+	long bad = kst_check(buf, size, k0, k1, &gen);
 
 	if (bad >= 0)
 		return bad;
@@ -374,7 +378,7 @@ static inline long kvt_check_gen(const void *buf, size_t size, __u64 k0,
 /* ---- memory ------------------------------------------------------------ */
 
 /* Page-aligned anonymous memory, or NULL. */
-static inline void *kvt_alloc(size_t size)
+static inline void *kst_alloc(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -382,44 +386,44 @@ static inline void *kvt_alloc(size_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static inline void kvt_free(void *p, size_t size)
+static inline void kst_free(void *p, size_t size)
 {
 	if (p)
 		munmap(p, size);
 }
 
 /* An address with nothing mapped at it (for -EFAULT tests). */
-static inline void *kvt_unmapped_addr(void)
+static inline void *kst_unmapped_addr(void)
 {
-	void *p = mmap(NULL, 4 * KVT_PAGE, PROT_NONE,
+	void *p = mmap(NULL, 4 * KST_PAGE, PROT_NONE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return (void *)(uintptr_t)8;	/* first page is never mapped */
-	munmap(p, 4 * KVT_PAGE);
-	return (char *)p + KVT_PAGE;
+	munmap(p, 4 * KST_PAGE);
+	return (char *)p + KST_PAGE;
 }
 
 /*
  * A read-only page holding @len bytes of @src, or NULL: an argument the
  * kernel can read but not write its answer to (-EFAULT on the way out).
  */
-static inline void *kvt_ro_page_with(const void *src, size_t len)
+static inline void *kst_ro_page_with(const void *src, size_t len)
 {
-	char *p = mmap(NULL, KVT_PAGE, PROT_READ | PROT_WRITE,
+	char *p = mmap(NULL, KST_PAGE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
 	memcpy(p, src, len);
-	mprotect(p, KVT_PAGE, PROT_READ);
+	mprotect(p, KST_PAGE, PROT_READ);
 	return p;
 }
 
 /* ---- sysfs ------------------------------------------------------------- */
 
 /* Read a small file into @buf (NUL-terminated); bytes read or -errno. */
-static inline int kvt_read_file(const char *path, char *buf, size_t len)
+static inline int kst_read_file(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -437,7 +441,7 @@ static inline int kvt_read_file(const char *path, char *buf, size_t len)
 }
 
 /* Write a number to a sysfs or debugfs file; 0 or -errno. */
-static inline int kvt_write_num(const char *path, long long val)
+static inline int kst_write_num(const char *path, long long val)
 {
 	char buf[32];
 	int fd, n, ret = 0;
@@ -453,13 +457,13 @@ static inline int kvt_write_num(const char *path, long long val)
 }
 
 /* A module parameter as a number; 0 or -errno. */
-static inline int kvt_param(const char *name, long long *val)
+static inline int kst_param(const char *name, long long *val)
 {
 	char path[256], buf[64], *end;
 	int ret;
 
-	snprintf(path, sizeof(path), KVT_PARAM_DIR "/%s", name);
-	ret = kvt_read_file(path, buf, sizeof(buf));
+	snprintf(path, sizeof(path), KST_PARAM_DIR "/%s", name);
+	ret = kst_read_file(path, buf, sizeof(buf));
 	if (ret < 0)
 		return ret;
 	errno = 0;
@@ -475,13 +479,13 @@ static inline int kvt_param(const char *name, long long *val)
  * or on more than one line. Columns whose bit is set in @octal_mask are
  * read in base 8, the others in base 10.
  */
-static inline int kvt_read_cols(const char *path, long long *vals, int max,
+static inline int kst_read_cols(const char *path, long long *vals, int max,
 				unsigned long octal_mask)
 {
 	char buf[1024], *p, *end;
 	int n = 0, ret;
 
-	ret = kvt_read_file(path, buf, sizeof(buf));
+	ret = kst_read_file(path, buf, sizeof(buf));
 	if (ret < 0)
 		return ret;
 	p = buf;
@@ -508,10 +512,10 @@ static inline int kvt_read_cols(const char *path, long long *vals, int max,
 /* ---- processes --------------------------------------------------------- */
 
 /* Print a small file to stderr, as "# PATH:" and its lines. */
-static inline void kvt_dump_file(const char *path)
+static inline void kst_dump_file(const char *path)
 {
 	char buf[4096];
-	int n = kvt_read_file(path, buf, sizeof(buf));
+	int n = kst_read_file(path, buf, sizeof(buf));
 
 	if (n > 0)
 		fprintf(stderr, "# %s:\n%s", path, buf);
@@ -521,7 +525,7 @@ static inline void kvt_dump_file(const char *path)
  * Kernel stacks (and syscalls) of every thread of @pid and of its
  * children, two levels down from @depth 0: what a hung call waits for.
  */
-static inline void kvt_dump_stacks(pid_t pid, int depth)
+static inline void kst_dump_stacks(pid_t pid, int depth)
 {
 	char path[320], kids[1024], *k;
 	struct dirent *de;
@@ -536,16 +540,16 @@ static inline void kvt_dump_stacks(pid_t pid, int depth)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/stack",
 			 (int)pid, de->d_name);
-		kvt_dump_file(path);
+		kst_dump_file(path);
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
 			 (int)pid, de->d_name);
-		kvt_dump_file(path);
+		kst_dump_file(path);
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
 			 (int)pid, de->d_name);
-		if (depth < 2 && kvt_read_file(path, kids, sizeof(kids)) > 0)
+		if (depth < 2 && kst_read_file(path, kids, sizeof(kids)) > 0)
 			for (k = strtok(kids, " \n"); k;
 			     k = strtok(NULL, " \n"))
-				kvt_dump_stacks(atoi(k), depth + 1);
+				kst_dump_stacks(atoi(k), depth + 1);
 	}
 	closedir(d);
 }
@@ -555,7 +559,7 @@ static inline void kvt_dump_stacks(pid_t pid, int depth)
  * never leaves it behind). Children report with _exit(code), never with
  * ASSERT_*.
  */
-static inline pid_t kvt_fork(void)
+static inline pid_t kst_fork(void)
 {
 	pid_t parent = getpid();
 	pid_t pid = fork();
@@ -569,7 +573,7 @@ static inline pid_t kvt_fork(void)
 }
 
 /* Wait for @pid; its exit code, 128 + signal, or -errno. */
-static inline int kvt_wait(pid_t pid)
+static inline int kst_wait(pid_t pid)
 {
 	int status;
 
@@ -586,7 +590,7 @@ static inline int kvt_wait(pid_t pid)
  * Drop all privileges and become @uid/@gid (no supplementary groups);
  * 0 or -errno.
  */
-static inline int kvt_become(uid_t uid, gid_t gid)
+static inline int kst_become(uid_t uid, gid_t gid)
 {
 	if (setgroups(0, NULL))
 		return -errno;
@@ -603,7 +607,7 @@ static inline int kvt_become(uid_t uid, gid_t gid)
  * Every test file ends with the stock TEST_HARNESS_MAIN. What our tests add
  * to it goes through the harness's own hooks, not a main() of ours:
  *
- *  - Every FIXTURE_SETUP() starts with kvt_setup(_metadata) (and the NVMe
+ *  - Every FIXTURE_SETUP() starts with kst_setup(_metadata) (and the NVMe
  *    ones with nvt_setup_check(), which calls it). Without the module
  *    (/dev/kvtier missing) each case is skipped there: the binary prints
  *    "ok N # SKIP /dev/kvtier missing: kvtier not loaded" for every case,
@@ -633,11 +637,11 @@ static inline int kvt_become(uid_t uid, gid_t gid)
  * the teardown runs, and the case is reported "ok N # SKIP <reason>". The
  * setup must not have made anything the teardown would undo.
  */
-#define KVT_SETUP_SKIP(fmt, ...) \
+#define KST_SETUP_SKIP(fmt, ...) \
 	SKIP(longjmp(_metadata->env, 1), fmt, ##__VA_ARGS__)
 
 /* Whether @name contains one of the comma-separated words of @want. */
-static inline bool kvt_test_wanted(const char *want, const char *name)
+static inline bool kst_test_wanted(const char *want, const char *name)
 {
 	char word[128];
 
@@ -659,23 +663,23 @@ static inline bool kvt_test_wanted(const char *want, const char *name)
  * The first thing of every FIXTURE_SETUP(): skip the case when the module
  * is not loaded or KVTIER_TEST leaves it out (see above).
  */
-static inline void kvt_setup(struct __test_metadata *_metadata)
+static inline void kst_setup(struct __test_metadata *_metadata)
 {
 	const char *want = getenv("KVTIER_TEST");
 	char full[512];
 
-	if (access(KVT_DEV, F_OK))
-		KVT_SETUP_SKIP(KVT_DEV " missing: kvtier not loaded");
+	if (access(KST_DEV, F_OK))
+		KST_SETUP_SKIP(KST_DEV " missing: kvtier not loaded");
 	if (!want || !*want)
 		return;
 	snprintf(full, sizeof(full), "%s.%s", _metadata->fixture->name,
 		 _metadata->name);
-	if (!kvt_test_wanted(want, full))
-		KVT_SETUP_SKIP("not selected by KVTIER_TEST=%s", want);
+	if (!kst_test_wanted(want, full))
+		KST_SETUP_SKIP("not selected by KVTIER_TEST=%s", want);
 }
 
 /* KVTIER_TEST_TIMEOUT_MIN: raise the cases' timeouts, once (see above). */
-static void kvt_timeout_min(void)
+static void kst_timeout_min(void)
 {
 	static bool done;
 	const char *tmin = getenv("KVTIER_TEST_TIMEOUT_MIN");
@@ -692,9 +696,9 @@ static void kvt_timeout_min(void)
 				t->timeout = min;
 }
 
-static void __attribute__((constructor)) kvt_harness_hooks(void)
+static void __attribute__((constructor)) kst_harness_hooks(void)
 {
-	pthread_atfork(kvt_timeout_min, NULL, NULL);
+	pthread_atfork(kst_timeout_min, NULL, NULL);
 }
 
 #endif /* KVTIER_TEST_H */

@@ -14,14 +14,14 @@
 #include <sys/mount.h>
 #include "nvme_test.h"
 
-#define BS		(16 * KVT_KIB)
+#define BS		(16 * KST_KIB)
 #define CAP		256U
 #define K0		0x4c494645ULL	/* "LIFE" */
 
 static long long pf_live(void)
 {
 	char buf[4096], *p;
-	int n = kvt_read_file(KVT_SYSFS_DIR "/prefetch", buf, sizeof(buf));
+	int n = kst_read_file(KST_SYSFS_DIR "/prefetch", buf, sizeof(buf));
 
 	if (n < 0)
 		return n;
@@ -63,22 +63,22 @@ static int wait_ready(int rfd)
 static int kill9(pid_t pid)
 {
 	kill(pid, SIGKILL);
-	return kvt_wait(pid) == 128 + SIGKILL ? 0 : -ECHILD;
+	return kst_wait(pid) == 128 + SIGKILL ? 0 : -ECHILD;
 }
 
 static int put_range(int pfd, __u64 first, __u32 n, __u64 gen)
 {
-	char *buf = kvt_alloc(BS);
+	char *buf = kst_alloc(BS);
 	__u32 i;
 	int ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
 	for (i = 0; i < n && !ret; i++) {
-		kvt_fill(buf, BS, K0, first + i, gen);
-		ret = kvt_put1(pfd, K0, first + i, buf, NULL);
+		kst_fill(buf, BS, K0, first + i, gen);
+		ret = kst_put1(pfd, K0, first + i, buf, NULL);
 	}
-	kvt_free(buf, BS);
+	kst_free(buf, BS);
 	return ret;
 }
 
@@ -91,12 +91,12 @@ FIXTURE(life) {
 
 FIXTURE_SETUP(life)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "life");
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, CAP);
+	kst_name(self->name, "life");
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, CAP, CAP);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, pipe(self->pipe));
 }
@@ -107,7 +107,7 @@ FIXTURE_TEARDOWN(life)
 	close(self->pipe[1]);
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->ctl);
 }
 
@@ -115,26 +115,26 @@ FIXTURE_TEARDOWN(life)
 static void after_kill(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(life) *self, __u32 nkeys)
 {
-	char *buf = kvt_alloc(BS);
+	char *buf = kst_alloc(BS);
 	__u64 gen;
 	__u32 i;
 	int ret;
 
 	ASSERT_NE(NULL, buf);
-	EXPECT_EQ(0, kvt_pinned(self->pfd));
+	EXPECT_EQ(0, kst_pinned(self->pfd));
 	EXPECT_EQ(0, pf_live_settle(10));
 	for (i = 0; i < nkeys; i++) {
-		ret = kvt_get1(self->pfd, K0, i, buf, NULL);
+		ret = kst_get1(self->pfd, K0, i, buf, NULL);
 		if (ret == -ENOENT)
 			continue;
 		ASSERT_EQ(0, ret);
-		ASSERT_EQ(-1, kvt_check(buf, BS, K0, i, &gen));
+		ASSERT_EQ(-1, kst_check(buf, BS, K0, i, &gen));
 	}
-	kvt_free(buf, BS);
+	kst_free(buf, BS);
 	close(self->pfd);
 	self->pfd = -1;
-	EXPECT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
-	EXPECT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	EXPECT_EQ(0, kst_pool_destroy(self->ctl, self->name));
+	EXPECT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 /* Pins held and pages mapped by a killed process go with it. */
@@ -144,18 +144,18 @@ TEST_F(life, kill_pins_and_mappings)
 
 	ASSERT_EQ(0, put_range(self->pfd, 0, 64, 1));
 	for (n = 0; n < 4; n++) {
-		pid_t pid = kvt_fork();
+		pid_t pid = kst_fork();
 
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
-			int fd = kvt_pool_open(self->ctl, self->name, 0);
+			int fd = kst_pool_open(self->ctl, self->name, 0);
 			volatile char *m;
 			__u32 i;
 
 			if (fd < 0)
 				_exit(1);
 			for (i = 0; i < 32; i++)
-				if (kvt_pin1(fd, K0, i))
+				if (kst_pin1(fd, K0, i))
 					_exit(2);
 			m = mmap(NULL, 64 * BS, PROT_READ, MAP_SHARED, fd, 0);
 			if (m == MAP_FAILED)
@@ -163,14 +163,14 @@ TEST_F(life, kill_pins_and_mappings)
 			for (i = 0; i < 64; i++)
 				(void)m[i * BS];
 			/* Another fd with pins, closed by the kill. */
-			if (kvt_pin1(dup(fd), K0, 40))
+			if (kst_pin1(dup(fd), K0, 40))
 				_exit(5);
 			ready_and_wait(self->pipe[1]);
 		}
 		ASSERT_EQ(0, wait_ready(self->pipe[0]));
-		EXPECT_LE(32, kvt_pinned(self->pfd));
+		EXPECT_LE(32, kst_pinned(self->pfd));
 		ASSERT_EQ(0, kill9(pid));
-		EXPECT_EQ(0, kvt_pinned(self->pfd));
+		EXPECT_EQ(0, kst_pinned(self->pfd));
 	}
 	after_kill(_metadata, self, 64);
 }
@@ -203,14 +203,14 @@ TEST_F_TIMEOUT(life, kill_inflight_uring, 120)
 
 	ASSERT_EQ(0, put_range(self->pfd, 0, 64, 1));
 	for (n = 0; n < 6; n++) {
-		pid_t pid = kvt_fork();
+		pid_t pid = kst_fork();
 
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
 			static struct kvtier_block e[3][64];
 			static struct kvtier_batch b[3];
-			char *in = kvt_alloc(64 * BS), *out = kvt_alloc(64 * BS);
-			int fd = kvt_pool_open(self->ctl, self->name, 0);
+			char *in = kst_alloc(64 * BS), *out = kst_alloc(64 * BS);
+			int fd = kst_pool_open(self->ctl, self->name, 0);
 			struct io_uring ring;
 			__u64 round = 0;
 			__u32 i;
@@ -219,10 +219,10 @@ TEST_F_TIMEOUT(life, kill_inflight_uring, 120)
 			    io_uring_queue_init(64, &ring, 0))
 				_exit(1);
 			for (i = 0; i < 64; i++) {
-				kvt_fill(in + i * BS, BS, K0, 64 + i, 2);
-				kvt_blk(&e[0][i], K0, 64 + i, in + i * BS);
-				kvt_blk(&e[1][i], K0, i, out + i * BS);
-				kvt_blk(&e[2][i], K0, i, NULL);
+				kst_fill(in + i * BS, BS, K0, 64 + i, 2);
+				kst_blk(&e[0][i], K0, 64 + i, in + i * BS);
+				kst_blk(&e[1][i], K0, i, out + i * BS);
+				kst_blk(&e[2][i], K0, i, NULL);
 			}
 			for (i = 0; i < 3; i++) {
 				memset(&b[i], 0, sizeof(b[i]));
@@ -250,9 +250,9 @@ TEST_F_TIMEOUT(life, kill_inflight_uring, 120)
 		usleep(1000 * (n * 7 % 20));
 		ASSERT_EQ(0, kill9(pid));
 		/* The ring's work is torn down asynchronously. */
-		for (int i = 0; i < 100 && kvt_pinned(self->pfd); i++)
+		for (int i = 0; i < 100 && kst_pinned(self->pfd); i++)
 			usleep(100000);
-		EXPECT_EQ(0, kvt_pinned(self->pfd)) {
+		EXPECT_EQ(0, kst_pinned(self->pfd)) {
 			TH_LOG("round %d: pins left 10 s after the kill", n);
 		}
 	}
@@ -266,9 +266,9 @@ TEST_F(life, kill_pending_prefetch)
 	__u64 written;
 	int n;
 
-	n = kvt_ctl_open_raw();
+	n = kst_ctl_open_raw();
 	ASSERT_LE(0, n);
-	ASSERT_EQ(0, kvt_api(n, KVT_F_KNOWN, &api));
+	ASSERT_EQ(0, kst_api(n, KST_F_KNOWN, &api));
 	close(n);
 	if (!(api.supported & KVTIER_F_PREFETCH))
 		SKIP(return, "no KVTIER_F_PREFETCH");
@@ -276,23 +276,23 @@ TEST_F(life, kill_pending_prefetch)
 		SKIP(return, "no NVMe device: prefetches would not be pending");
 	/* A pool on NVMe whose blocks are mostly only there. */
 	close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	if (nvt_attached(self->ctl) >= 1)
 		ASSERT_EQ(0, nvt_detach_deadline(120));
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, 16);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, CAP, 16);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, put_range(self->pfd, 0, 128, 1));
 	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 120, &written));
 
 	for (n = 0; n < 4; n++) {
-		pid_t pid = kvt_fork();
+		pid_t pid = kst_fork();
 
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
 			static struct kvtier_hint h[128];
 			struct kvtier_prefetch pf;
-			int fd = kvt_pool_open(self->ctl, self->name, 0);
+			int fd = kst_pool_open(self->ctl, self->name, 0);
 			__u32 g, i;
 
 			if (fd < 0)
@@ -310,7 +310,7 @@ TEST_F(life, kill_pending_prefetch)
 				pf.cookie = g;
 				pf.deadline_ns = 0;
 				pf.tier = KVTIER_TIER_DRAM;
-				if (kvt_ioctl(fd, KVTIER_IOC_PREFETCH, &pf))
+				if (kst_ioctl(fd, KVTIER_IOC_PREFETCH, &pf))
 					_exit(2);
 			}
 			ready_and_wait(self->pipe[1]);
@@ -341,14 +341,14 @@ TEST_F(life, unload_refused_while_in_use)
 
 	ASSERT_EQ(0, put_range(self->pfd, 0, 4, 1));
 	for (i = 0; i < 4; i++) {
-		ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, i, &b));
+		ASSERT_EQ(0, kst_lookup1(self->pfd, K0, i, &b));
 		ASSERT_GT(CAP, b.addr);
 		addr[i] = b.addr;
 	}
 	m = mmap(NULL, (size_t)CAP * BS, PROT_READ, MAP_SHARED, self->pfd, 0);
 	ASSERT_NE(MAP_FAILED, m);
 	/* One block faulted in while the fds are open, the rest after. */
-	ASSERT_EQ(-1, kvt_check_gen(m + addr[0] * BS, BS, K0, 0, 1));
+	ASSERT_EQ(-1, kst_check_gen(m + addr[0] * BS, BS, K0, 0, 1));
 
 	/* ctl and pool fd open, and a mapping. */
 	ret = unload();
@@ -365,16 +365,16 @@ TEST_F(life, unload_refused_while_in_use)
 	self->pfd = -1;
 	ret = unload();
 	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY);
-	ASSERT_EQ(0, access(KVT_DEV, F_OK)) {
+	ASSERT_EQ(0, access(KST_DEV, F_OK)) {
 		TH_LOG("the module went away under a mapping");
 	}
 	for (i = 0; i < 4; i++) {
-		EXPECT_EQ(-1, kvt_check_gen(m + addr[i] * BS, BS, K0, i, 1)) {
+		EXPECT_EQ(-1, kst_check_gen(m + addr[i] * BS, BS, K0, i, 1)) {
 			TH_LOG("block %u wrong through the mapping", i);
 		}
 	}
 	munmap(m, (size_t)CAP * BS);
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 }
 
@@ -402,7 +402,7 @@ static int cg_make(char *dir, size_t len, const char *tag, const char *max)
 	if (access(CG_ROOT "/cgroup.controllers", F_OK) &&
 	    mount("none", CG_ROOT, "cgroup2", 0, NULL))
 		return -ENODEV;
-	if (kvt_read_file(CG_ROOT "/cgroup.controllers", buf, sizeof(buf)) < 0 ||
+	if (kst_read_file(CG_ROOT "/cgroup.controllers", buf, sizeof(buf)) < 0 ||
 	    !strstr(buf, "memory"))
 		return -ENODEV;
 	write_str(CG_ROOT "/cgroup.subtree_control", "+memory");
@@ -439,7 +439,7 @@ static long long cg_peak(const char *dir)
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/memory.peak", dir);
-	ret = kvt_read_file(path, buf, sizeof(buf));
+	ret = kst_read_file(path, buf, sizeof(buf));
 	return ret < 0 ? ret : strtoll(buf, NULL, 10);
 }
 
@@ -461,7 +461,7 @@ static long long index_bytes(__u32 capacity)
 TEST_F(life, memcg_limit_enomem)
 {
 	char dir[256], procs[300], cname[KVTIER_NAME_MAX];
-	char *buf = kvt_alloc(BS);
+	char *buf = kst_alloc(BS);
 	int ret, code;
 	pid_t pid;
 	__u64 gen;
@@ -471,8 +471,8 @@ TEST_F(life, memcg_limit_enomem)
 	ret = cg_setup(dir, sizeof(dir));
 	if (ret)
 		SKIP(return, "no cgroup2 memory controller (%d)", ret);
-	kvt_name(cname, "lifecg");
-	pid = kvt_fork();
+	kst_name(cname, "lifecg");
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		char pidstr[32];
@@ -483,12 +483,12 @@ TEST_F(life, memcg_limit_enomem)
 		if (write_str(procs, pidstr))
 			_exit(10);
 		/* 64 MiB of blocks: four times the cgroup's limit. */
-		fd = kvt_pool_create(self->ctl, cname, BS, 4096, 4096);
+		fd = kst_pool_create(self->ctl, cname, BS, 4096, 4096);
 		if (fd < 0)
 			_exit(fd == -ENOMEM ? 0 : 11);
 		for (i = 0; i < 4096; i++) {
-			kvt_fill(buf, BS, K0, i, 1);
-			ret = kvt_put1(fd, K0, i, buf, NULL);
+			kst_fill(buf, BS, K0, i, 1);
+			ret = kst_put1(fd, K0, i, buf, NULL);
 			if (ret == -ENOMEM)
 				break;
 			if (ret)
@@ -497,26 +497,26 @@ TEST_F(life, memcg_limit_enomem)
 		if (i == 4096)
 			_exit(13);
 		/* Still ENOMEM, and what went in is readable. */
-		if (kvt_put1(fd, K0, 5000, buf, NULL) != -ENOMEM)
+		if (kst_put1(fd, K0, 5000, buf, NULL) != -ENOMEM)
 			_exit(14);
-		if (i && (kvt_get1(fd, K0, 0, buf, NULL) ||
-			  kvt_check(buf, BS, K0, 0, &gen) != -1))
+		if (i && (kst_get1(fd, K0, 0, buf, NULL) ||
+			  kst_check(buf, BS, K0, 0, &gen) != -1))
 			_exit(15);
 		close(fd);
-		_exit(kvt_pool_destroy(self->ctl, cname) ? 16 : 0);
+		_exit(kst_pool_destroy(self->ctl, cname) ? 16 : 0);
 	}
-	code = kvt_wait(pid);
+	code = kst_wait(pid);
 	EXPECT_EQ(0, code);
 	/* The parent's pool is unaffected. */
 	ASSERT_EQ(0, put_range(self->pfd, 0, 128, 7));
 	for (i = 0; i < 128; i++) {
-		ASSERT_EQ(0, kvt_get1(self->pfd, K0, i, buf, NULL));
-		ASSERT_EQ(-1, kvt_check(buf, BS, K0, i, &gen));
+		ASSERT_EQ(0, kst_get1(self->pfd, K0, i, buf, NULL));
+		ASSERT_EQ(-1, kst_check(buf, BS, K0, i, &gen));
 		ASSERT_EQ(7ULL, gen);
 	}
-	kvt_pool_destroy(self->ctl, cname);
+	kst_pool_destroy(self->ctl, cname);
 	rmdir(dir);
-	kvt_free(buf, BS);
+	kst_free(buf, BS);
 }
 
 /*
@@ -539,10 +539,10 @@ TEST_F(life, create_reserves_before_allocating)
 	if (ret || cg_peak(dir) < 0)
 		SKIP(return, "no cgroup2 memory controller with memory.peak (%d)",
 		     ret);
-	ASSERT_EQ(0, kvt_param("dram_mb", &mb));
+	ASSERT_EQ(0, kst_param("dram_mb", &mb));
 
 	/* OPEN_EXISTING of the fixture's pool, asking for the largest index. */
-	pid[0] = kvt_fork();
+	pid[0] = kst_fork();
 	ASSERT_LE(0, pid[0]);
 	if (pid[0] == 0) {
 		struct kvtier_pool_create c;
@@ -551,16 +551,16 @@ TEST_F(life, create_reserves_before_allocating)
 
 		if (cg_enter(dir))
 			_exit(10);
-		kvt_create_init(&c, self->name, BS, KVTIER_CAPACITY_MAX, 1);
+		kst_create_init(&c, self->name, BS, KVTIER_CAPACITY_MAX, 1);
 		c.flags = KVTIER_POOL_OPEN_EXISTING;
-		fd = kvt_create(self->ctl, &c);
+		fd = kst_create(self->ctl, &c);
 		if (fd < 0)
 			_exit(11);
-		if (kvt_stat(fd, &st) || st.capacity != CAP)
+		if (kst_stat(fd, &st) || st.capacity != CAP)
 			_exit(12);
 		_exit(cg_peak(dir) < (16LL << 20) ? 0 : 13);
 	}
-	code = kvt_wait(pid[0]);
+	code = kst_wait(pid[0]);
 	EXPECT_EQ(0, code) TH_LOG("peak %lld MiB (an index of %u blocks is %lld MiB)",
 				  cg_peak(dir) >> 20,
 				  (unsigned int)KVTIER_CAPACITY_MAX,
@@ -573,36 +573,36 @@ TEST_F(life, create_reserves_before_allocating)
 		cap += cap / 16;
 	idx = index_bytes(cap);
 	for (i = 0; i < 4; i++) {
-		pid[i] = kvt_fork();
+		pid[i] = kst_fork();
 		ASSERT_LE(0, pid[i]);
 		if (pid[i] == 0) {
 			int round, fd;
 
 			if (cg_enter(dir))
 				_exit(10);
-			kvt_name(cname, "resv");
+			kst_name(cname, "resv");
 			for (round = 0, made = 0; round < 3; round++) {
 				struct kvtier_pool_stat st;
 
-				fd = kvt_pool_create(self->ctl, cname, KVT_PAGE,
+				fd = kst_pool_create(self->ctl, cname, KST_PAGE,
 						     cap, 1);
 				if (fd < 0 && fd != -ENOSPC)
 					_exit(11);
 				if (fd < 0)
 					continue;
 				/* Two such indexes cannot fit the budget. */
-				if (kvt_stat(fd, &st) ||
+				if (kst_stat(fd, &st) ||
 				    st.meta_bytes * 2 <= (__u64)mb << 20)
 					_exit(12);
 				close(fd);
-				kvt_pool_destroy(self->ctl, cname);
+				kst_pool_destroy(self->ctl, cname);
 				made++;
 			}
 			_exit(20 + made);
 		}
 	}
 	for (i = 0, made = 0; i < 4; i++) {
-		code = kvt_wait(pid[i]);
+		code = kst_wait(pid[i]);
 		EXPECT_LE(20, code);
 		EXPECT_GE(23, code);
 		made += code - 20;

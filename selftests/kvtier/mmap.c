@@ -75,26 +75,26 @@ FIXTURE_VARIANT(mmap) {
 	__u64 block_size;
 };
 
-FIXTURE_VARIANT_ADD(mmap, b4k) { .block_size = 4 * KVT_KIB };
-FIXTURE_VARIANT_ADD(mmap, b12k) { .block_size = 12 * KVT_KIB };
-FIXTURE_VARIANT_ADD(mmap, b64k) { .block_size = 64 * KVT_KIB };
-FIXTURE_VARIANT_ADD(mmap, b2m) { .block_size = 2 * KVT_MIB };
+FIXTURE_VARIANT_ADD(mmap, b4k) { .block_size = 4 * KST_KIB };
+FIXTURE_VARIANT_ADD(mmap, b12k) { .block_size = 12 * KST_KIB };
+FIXTURE_VARIANT_ADD(mmap, b64k) { .block_size = 64 * KST_KIB };
+FIXTURE_VARIANT_ADD(mmap, b2m) { .block_size = 2 * KST_MIB };
 
 FIXTURE_SETUP(mmap)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
 	self->map = NULL;
 	self->map_len = CAP * variant->block_size;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "mmap");
-	self->pfd = kvt_pool_create(self->ctl, self->name, variant->block_size,
+	kst_name(self->name, "mmap");
+	self->pfd = kst_pool_create(self->ctl, self->name, variant->block_size,
 				    CAP, DRAM);
 	ASSERT_LE(0, self->pfd);
-	self->buf = kvt_alloc(variant->block_size);
-	self->out = kvt_alloc(variant->block_size);
+	self->buf = kst_alloc(variant->block_size);
+	self->out = kst_alloc(variant->block_size);
 	ASSERT_NE(NULL, self->buf);
 	ASSERT_NE(NULL, self->out);
 	ASSERT_EQ(0, probe_install());
@@ -106,9 +106,9 @@ FIXTURE_TEARDOWN(mmap)
 		munmap(self->map, self->map_len);
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	kvt_free(self->buf, variant->block_size);
-	kvt_free(self->out, variant->block_size);
+	kst_pool_destroy(self->ctl, self->name);
+	kst_free(self->buf, variant->block_size);
+	kst_free(self->out, variant->block_size);
 	close(self->ctl);
 }
 
@@ -126,8 +126,8 @@ static long long put_at(FIXTURE_DATA(mmap) *self, __u64 bs, __u64 k0,
 	struct kvtier_block b;
 	int ret;
 
-	kvt_fill(self->buf, bs, k0, k1, gen);
-	ret = kvt_put1(self->pfd, k0, k1, self->buf, &b);
+	kst_fill(self->buf, bs, k0, k1, gen);
+	ret = kst_put1(self->pfd, k0, k1, self->buf, &b);
 	if (ret)
 		return ret;
 	return b.addr < CAP ? (long long)b.addr : -ERANGE;
@@ -153,12 +153,12 @@ TEST_F(mmap, read_matches_put)
 	ASSERT_NE(NULL, self->map);
 	for (i = 0; i < DRAM; i++) {
 		ASSERT_EQ(0, map_read(self, bs, addr[i]));
-		ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3a9, i, 10 + i));
+		ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3a9, i, 10 + i));
 	}
 	/* a second pass (now faulted in) reads the same */
 	for (i = DRAM - 1; i >= 0; i--) {
 		ASSERT_EQ(0, map_read(self, bs, addr[i]));
-		ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3a9, i, 10 + i));
+		ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3a9, i, 10 + i));
 	}
 }
 
@@ -173,7 +173,7 @@ TEST_F(mmap, put_after_map)
 	a = put_at(self, bs, 0x3aa, 0, 1);
 	ASSERT_LE(0, a);
 	ASSERT_EQ(0, map_read(self, bs, a));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3aa, 0, 1));
+	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3aa, 0, 1));
 }
 
 /* A mapping of one block at its offset. */
@@ -189,14 +189,14 @@ TEST_F(mmap, map_one_block)
 	p = map_pool(self->pfd, bs, PROT_READ, MAP_SHARED, a * bs);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, probe_read(p, self->out, bs));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3ab, 1, 2));
+	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3ab, 1, 2));
 	munmap(p, bs);
 }
 
 TEST_F(mmap, map_rdonly_fd)
 {
 	const __u64 bs = variant->block_size;
-	int ro = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	int ro = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	long long a;
 	char *p;
 
@@ -206,7 +206,7 @@ TEST_F(mmap, map_rdonly_fd)
 	p = map_pool(ro, self->map_len, PROT_READ, MAP_SHARED, 0);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, probe_read(p + a * bs, self->out, bs));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3ac, 0, 3));
+	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3ac, 0, 3));
 	munmap(p, self->map_len);
 	close(ro);
 }
@@ -245,7 +245,7 @@ TEST_F(mmap, mprotect_write_fails)
 	ASSERT_EQ(EACCES, errno);
 	/* still readable and unchanged */
 	ASSERT_EQ(0, map_read(self, bs, a));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3ad, 0, 1));
+	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3ad, 0, 1));
 }
 
 TEST_F(mmap, beyond_capacity_len)
@@ -269,7 +269,7 @@ TEST_F(mmap, beyond_capacity_offset)
 /* Starts inside, runs one page past the end. */
 TEST_F(mmap, beyond_capacity_straddle)
 {
-	void *p = mmap(NULL, variant->block_size + KVT_PAGE, PROT_READ,
+	void *p = mmap(NULL, variant->block_size + KST_PAGE, PROT_READ,
 		       MAP_SHARED, self->pfd,
 		       self->map_len - variant->block_size);
 
@@ -308,9 +308,9 @@ TEST_F(mmap, drop_then_sigbus)
 	self->map = map_pool(self->pfd, self->map_len, PROT_READ, MAP_SHARED, 0);
 	ASSERT_NE(NULL, self->map);
 	ASSERT_EQ(0, map_read(self, bs, a));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3af, 0, 1));
+	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3af, 0, 1));
 
-	ASSERT_EQ(0, kvt_drop1(self->pfd, 0x3af, 0));
+	ASSERT_EQ(0, kst_drop1(self->pfd, 0x3af, 0));
 	ASSERT_EQ(SIGBUS, probe_read(self->map + a * bs, self->out, 8));
 	ASSERT_EQ(SIGBUS, map_read(self, bs, a));
 
@@ -318,11 +318,11 @@ TEST_F(mmap, drop_then_sigbus)
 	ASSERT_LE(0, b);
 	if (b == a) {
 		ASSERT_EQ(0, map_read(self, bs, a));
-		ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3af, 1, 2));
+		ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3af, 1, 2));
 	} else {
 		ASSERT_EQ(SIGBUS, map_read(self, bs, a));
 		ASSERT_EQ(0, map_read(self, bs, b));
-		ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3af, 1, 2));
+		ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3af, 1, 2));
 	}
 }
 
@@ -345,18 +345,18 @@ TEST_F(mmap, evict_then_sigbus)
 	/* key 0 is the oldest: it goes */
 	addr[DRAM] = put_at(self, bs, 0x3b0, DRAM, DRAM);
 	ASSERT_LE(0, addr[DRAM]);
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, 0x3b0, 0, NULL));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, 0x3b0, 0, NULL));
 
 	sig = map_read(self, bs, addr[0]);
 	if (addr[DRAM] == addr[0]) {
 		ASSERT_EQ(0, sig);
-		ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3b0, DRAM, DRAM));
+		ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3b0, DRAM, DRAM));
 	} else {
 		ASSERT_EQ(SIGBUS, sig);
 	}
 	for (i = 1; i <= DRAM; i++) {
 		ASSERT_EQ(0, map_read(self, bs, addr[i]));
-		ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3b0, i, i));
+		ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3b0, i, i));
 	}
 }
 
@@ -371,17 +371,17 @@ TEST_F(mmap, replace_shows_new)
 	self->map = map_pool(self->pfd, self->map_len, PROT_READ, MAP_SHARED, 0);
 	ASSERT_NE(NULL, self->map);
 	ASSERT_EQ(0, map_read(self, bs, a));
-	kvt_fill(self->buf, bs, 0x3b1, 0, 2);
-	ASSERT_EQ(0, kvt_replace1(self->pfd, 0x3b1, 0, self->buf, &b));
+	kst_fill(self->buf, bs, 0x3b1, 0, 2);
+	ASSERT_EQ(0, kst_replace1(self->pfd, 0x3b1, 0, self->buf, &b));
 	ASSERT_GT((__u64)CAP, b.addr);
 	ASSERT_EQ(0, map_read(self, bs, b.addr));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3b1, 0, 2));
+	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3b1, 0, 2));
 	if (b.addr != (__u64)a) {
 		int sig = map_read(self, bs, a);
 
 		/* the old address never shows the old bytes */
 		if (!sig)
-			ASSERT_NE(-1, kvt_check_gen(self->out, bs, 0x3b1, 0, 1));
+			ASSERT_NE(-1, kst_check_gen(self->out, bs, 0x3b1, 0, 1));
 	}
 }
 
@@ -396,9 +396,9 @@ TEST_F(mmap, survives_close_and_destroy)
 	ASSERT_NE(NULL, self->map);
 	close(self->pfd);
 	self->pfd = -1;
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
 	ASSERT_EQ(0, map_read(self, bs, a));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3b2, 0, 5));
+	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3b2, 0, 5));
 	ASSERT_EQ(SIGBUS, map_read(self, bs, (a + 1) % CAP));
 	ASSERT_EQ(0, munmap(self->map, self->map_len));
 	self->map = NULL;
@@ -414,18 +414,18 @@ TEST_F(mmap, inherited_by_fork)
 	ASSERT_LE(0, a);
 	self->map = map_pool(self->pfd, self->map_len, PROT_READ, MAP_SHARED, 0);
 	ASSERT_NE(NULL, self->map);
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		if (map_read(self, bs, a))
 			_exit(10);
-		if (kvt_check_gen(self->out, bs, 0x3b3, 0, 6) != -1)
+		if (kst_check_gen(self->out, bs, 0x3b3, 0, 6) != -1)
 			_exit(11);
 		if (map_read(self, bs, (a + 1) % CAP) != SIGBUS)
 			_exit(12);
 		_exit(0);
 	}
-	ASSERT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(0, kst_wait(pid));
 }
 
 /*
@@ -442,14 +442,14 @@ TEST_F(mmap, sigkill_child_with_mapping)
 
 	ASSERT_LE(0, a);
 	ASSERT_EQ(0, pipe(pipefd));
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		int ctl = kvt_ctl_open(), fd;
+		int ctl = kst_ctl_open(), fd;
 		char *m;
 
 		close(pipefd[0]);
-		fd = ctl < 0 ? -1 : kvt_pool_open(ctl, self->name,
+		fd = ctl < 0 ? -1 : kst_pool_open(ctl, self->name,
 						  KVTIER_POOL_RDONLY);
 		if (fd < 0)
 			_exit(10);
@@ -460,7 +460,7 @@ TEST_F(mmap, sigkill_child_with_mapping)
 		close(ctl);
 		if (probe_read(m + a * bs, self->out, bs))
 			_exit(12);
-		if (kvt_check_gen(self->out, bs, 0x3b4, 0, 7) != -1)
+		if (kst_check_gen(self->out, bs, 0x3b4, 0, 7) != -1)
 			_exit(13);
 		if (write(pipefd[1], "m", 1) != 1)
 			_exit(14);
@@ -470,25 +470,25 @@ TEST_F(mmap, sigkill_child_with_mapping)
 	close(pipefd[1]);
 	ASSERT_EQ(1, read(pipefd[0], &c, 1));
 	ASSERT_EQ(0, kill(pid, SIGKILL));
-	ASSERT_EQ(128 + SIGKILL, kvt_wait(pid));
+	ASSERT_EQ(128 + SIGKILL, kst_wait(pid));
 	close(pipefd[0]);
 
 	memset(self->out, 0, bs);
-	ASSERT_EQ(0, kvt_get1(self->pfd, 0x3b4, 0, self->out, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, bs, 0x3b4, 0, 7));
-	ASSERT_EQ(0, kvt_drop1(self->pfd, 0x3b4, 0));
-	ASSERT_EQ(0LL, kvt_resident(self->pfd));
+	ASSERT_EQ(0, kst_get1(self->pfd, 0x3b4, 0, self->out, NULL));
+	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3b4, 0, 7));
+	ASSERT_EQ(0, kst_drop1(self->pfd, 0x3b4, 0));
+	ASSERT_EQ(0LL, kst_resident(self->pfd));
 }
 
 /* ---- faults racing with DROP / REPLACE / eviction ---------------------- */
 
-#define RACE_BS		(64 * KVT_KIB)
+#define RACE_BS		(64 * KST_KIB)
 #define RACE_CAP	4
 #define RACE_K0		0x7ace
 #define RACE_KEYS	3
 #define RACE_SECS	2
 #define RACE_MAXN	(1 << 16)	/* writer operations at most */
-#define RACE_WPP	(KVT_PAGE / 8)	/* 64-bit words per page */
+#define RACE_WPP	(KST_PAGE / 8)	/* 64-bit words per page */
 #define RACE_C		0x9e3779b97f4a7c15ULL
 
 /*
@@ -504,7 +504,7 @@ struct race {
 	int fd;
 	char *map;
 	volatile bool stop;
-	__u64 seed[RACE_MAXN];		/* kvt_fill() seed of generation n */
+	__u64 seed[RACE_MAXN];		/* kst_fill() seed of generation n */
 	char failed[RACE_MAXN];		/* the op of generation n failed */
 	long maxn;			/* seeds published so far */
 	long dead_below[RACE_KEYS];	/* per key: older ones are gone */
@@ -517,17 +517,17 @@ struct race {
 /* Key and operation of the writer's step n: a fixed pseudo-random mix. */
 static __u64 race_key(long n)
 {
-	return kvt_mix(n) % RACE_KEYS;
+	return kst_mix(n) % RACE_KEYS;
 }
 
 static int race_op(long n)
 {
-	return (kvt_mix(n) >> 32) % 4;
+	return (kst_mix(n) >> 32) % 4;
 }
 
 static __u64 race_seed(__u64 k1, __u64 gen)
 {
-	return kvt_mix(RACE_K0 ^ kvt_mix(k1 ^ kvt_mix(gen)));
+	return kst_mix(RACE_K0 ^ kst_mix(k1 ^ kst_mix(gen)));
 }
 
 static void race_fail(struct race *r, const char *what, long a, long b)
@@ -596,14 +596,14 @@ static void *race_reader(void *p)
 		size_t a = n % RACE_CAP, pg;
 
 		n++;
-		for (pg = 0; pg < RACE_BS / KVT_PAGE && !r->stop; pg++) {
-			const char *src = r->map + a * RACE_BS + pg * KVT_PAGE;
+		for (pg = 0; pg < RACE_BS / KST_PAGE && !r->stop; pg++) {
+			const char *src = r->map + a * RACE_BS + pg * KST_PAGE;
 
 			/* what was gone before this read began */
 			for (k = 0; k < RACE_KEYS; k++)
 				dead[k] = __atomic_load_n(&r->dead_below[k],
 							  __ATOMIC_ACQUIRE);
-			if (probe_read(src, page, KVT_PAGE)) {
+			if (probe_read(src, page, KST_PAGE)) {
 				__atomic_add_fetch(&r->pages_bus, 1,
 						   __ATOMIC_RELAXED);
 				continue;
@@ -626,7 +626,7 @@ static double race_now(void)
 static long long stat_evictions(int fd)
 {
 	struct kvtier_pool_stat st;
-	int ret = kvt_stat(fd, &st);
+	int ret = kst_stat(fd, &st);
 
 	return ret ? ret : (long long)st.evictions;
 }
@@ -644,7 +644,7 @@ static void *race_writer(void *p)
 {
 	struct race *r = p;
 	double end = race_now() + RACE_SECS;
-	char *buf = kvt_alloc(RACE_BS);
+	char *buf = kst_alloc(RACE_BS);
 	long n = 0;
 	int ret;
 
@@ -662,11 +662,11 @@ static void *race_writer(void *p)
 		k1 = race_key(n);
 		r->seed[n] = race_seed(k1, n);
 		__atomic_store_n(&r->maxn, n, __ATOMIC_RELEASE);
-		kvt_fill(buf, RACE_BS, RACE_K0, k1, n);
+		kst_fill(buf, RACE_BS, RACE_K0, k1, n);
 		ret = 0;
 		switch (race_op(n)) {
 		case 0:
-			ret = kvt_drop1(r->fd, RACE_K0, k1);
+			ret = kst_drop1(r->fd, RACE_K0, k1);
 			if (ret && ret != -ENOENT)
 				race_fail(r, "drop: n/ret", n, ret);
 			/* every generation of k1 so far is gone */
@@ -674,14 +674,14 @@ static void *race_writer(void *p)
 					 __ATOMIC_RELEASE);
 			break;
 		case 1:
-			ret = kvt_put1(r->fd, RACE_K0, k1, buf, NULL);
+			ret = kst_put1(r->fd, RACE_K0, k1, buf, NULL);
 			if (ret && ret != -EEXIST)
 				race_fail(r, "put: n/ret", n, ret);
 			if (ret)
 				r->failed[n] = 1;
 			break;
 		default:
-			ret = kvt_replace1(r->fd, RACE_K0, k1, buf, NULL);
+			ret = kst_replace1(r->fd, RACE_K0, k1, buf, NULL);
 			if (ret && ret != -EBUSY)
 				race_fail(r, "replace: n/ret", n, ret);
 			if (ret)
@@ -697,7 +697,7 @@ static void *race_writer(void *p)
 	}
 	r->ops = n;
 	r->stop = true;
-	kvt_free(buf, RACE_BS);
+	kst_free(buf, RACE_BS);
 	return NULL;
 }
 
@@ -708,28 +708,28 @@ FIXTURE(mrace) {
 
 FIXTURE_SETUP(mrace)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "mrace");
+	kst_name(self->name, "mrace");
 	ASSERT_EQ(0, probe_install());
 }
 
 FIXTURE_TEARDOWN(mrace)
 {
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->ctl);
 }
 
 TEST_F_TIMEOUT(mrace, faults_vs_writers, 60)
 {
-	struct race *r = kvt_alloc(sizeof(*r));
+	struct race *r = kst_alloc(sizeof(*r));
 	pthread_t th[3];
 	int i;
 
 	ASSERT_NE(NULL, r);
-	r->fd = kvt_pool_create(self->ctl, self->name, RACE_BS, RACE_CAP, 2);
+	r->fd = kst_pool_create(self->ctl, self->name, RACE_BS, RACE_CAP, 2);
 	ASSERT_LE(0, r->fd);
 	r->map = map_pool(r->fd, RACE_CAP * RACE_BS, PROT_READ, MAP_SHARED, 0);
 	ASSERT_NE(NULL, r->map);
@@ -752,12 +752,12 @@ TEST_F_TIMEOUT(mrace, faults_vs_writers, 60)
 	ASSERT_LT(0LL, stat_evictions(r->fd));
 	munmap(r->map, RACE_CAP * RACE_BS);
 	close(r->fd);
-	kvt_free(r, sizeof(*r));
+	kst_free(r, sizeof(*r));
 }
 
 /* ---- NUMA -------------------------------------------------------------- */
 
-static long kvt_move_pages(int count, void **pages, int *status)
+static long kst_move_pages(int count, void **pages, int *status)
 {
 	return syscall(__NR_move_pages, 0, count, pages, NULL, status, 0);
 }
@@ -769,8 +769,8 @@ static long kvt_move_pages(int count, void **pages, int *status)
 static void numa_check_node(struct __test_metadata *_metadata, int ctl,
 			    int node)
 {
-	const __u64 bs = 16 * KVT_KIB;
-	const int nblk = 2, npg = (int)(nblk * bs / KVT_PAGE);
+	const __u64 bs = 16 * KST_KIB;
+	const int nblk = 2, npg = (int)(nblk * bs / KST_PAGE);
 	struct kvtier_pool_create c;
 	struct kvtier_pool_stat st;
 	char name[KVTIER_NAME_MAX];
@@ -779,20 +779,20 @@ static void numa_check_node(struct __test_metadata *_metadata, int ctl,
 	char *buf, *map;
 	int pfd, i;
 
-	kvt_name(name, "numa");
-	kvt_create_init(&c, name, bs, nblk, nblk);
+	kst_name(name, "numa");
+	kst_create_init(&c, name, bs, nblk, nblk);
 	c.numa_node = node;
-	pfd = kvt_create(ctl, &c);
+	pfd = kst_create(ctl, &c);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(ctl, name));
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_pool_destroy(ctl, name));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ(node, st.numa_node);
 
-	buf = kvt_alloc(bs);
+	buf = kst_alloc(bs);
 	ASSERT_NE(NULL, buf);
 	for (i = 0; i < nblk; i++) {
-		kvt_fill(buf, bs, 0x4a, i, node);
-		ASSERT_EQ(0, kvt_put1(pfd, 0x4a, i, buf, NULL));
+		kst_fill(buf, bs, 0x4a, i, node);
+		ASSERT_EQ(0, kst_put1(pfd, 0x4a, i, buf, NULL));
 	}
 	map = map_pool(pfd, nblk * bs, PROT_READ, MAP_SHARED, 0);
 	ASSERT_NE(NULL, map);
@@ -800,15 +800,15 @@ static void numa_check_node(struct __test_metadata *_metadata, int ctl,
 		char c;
 
 		/* fault it in */
-		ASSERT_EQ(0, probe_read(map + i * KVT_PAGE, &c, 1));
-		pages[i] = map + i * KVT_PAGE;
+		ASSERT_EQ(0, probe_read(map + i * KST_PAGE, &c, 1));
+		pages[i] = map + i * KST_PAGE;
 		status[i] = -1000;
 	}
-	ASSERT_EQ(0, kvt_move_pages(npg, pages, status));
+	ASSERT_EQ(0, kst_move_pages(npg, pages, status));
 	for (i = 0; i < npg; i++)
 		ASSERT_EQ(node, status[i]);
 	munmap(map, nblk * bs);
-	kvt_free(buf, bs);
+	kst_free(buf, bs);
 	close(pfd);
 }
 
@@ -819,9 +819,9 @@ FIXTURE(numa) {
 
 FIXTURE_SETUP(numa)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 }
 
@@ -841,7 +841,7 @@ TEST_F(numa, placement)
 /* GET of a node-1 pool's block is right too. */
 TEST_F(numa, node1_get)
 {
-	const __u64 bs = 8 * KVT_KIB;
+	const __u64 bs = 8 * KST_KIB;
 	struct kvtier_pool_create c;
 	char name[KVTIER_NAME_MAX];
 	char *buf;
@@ -849,19 +849,19 @@ TEST_F(numa, node1_get)
 
 	if (access("/sys/devices/system/node/node1", F_OK))
 		SKIP(return, "one NUMA node (boot the VM with --numa)");
-	kvt_name(name, "numa");
-	kvt_create_init(&c, name, bs, 4, 4);
+	kst_name(name, "numa");
+	kst_create_init(&c, name, bs, 4, 4);
 	c.numa_node = 1;
-	pfd = kvt_create(self->ctl, &c);
+	pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
-	buf = kvt_alloc(bs);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+	buf = kst_alloc(bs);
 	ASSERT_NE(NULL, buf);
-	kvt_fill(buf, bs, 0x4b, 0, 1);
-	ASSERT_EQ(0, kvt_put1(pfd, 0x4b, 0, buf, NULL));
+	kst_fill(buf, bs, 0x4b, 0, 1);
+	ASSERT_EQ(0, kst_put1(pfd, 0x4b, 0, buf, NULL));
 	memset(buf, 0, bs);
-	ASSERT_EQ(0, kvt_get1(pfd, 0x4b, 0, buf, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(buf, bs, 0x4b, 0, 1));
+	ASSERT_EQ(0, kst_get1(pfd, 0x4b, 0, buf, NULL));
+	ASSERT_EQ(-1, kst_check_gen(buf, bs, 0x4b, 0, 1));
 	close(pfd);
 }
 

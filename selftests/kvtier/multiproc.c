@@ -21,16 +21,16 @@ FIXTURE(mp) {
 
 FIXTURE_SETUP(mp)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "mp");
+	kst_name(self->name, "mp");
 }
 
 FIXTURE_TEARDOWN(mp)
 {
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->ctl);
 }
 
@@ -39,9 +39,9 @@ static int mp_create(FIXTURE_DATA(mp) *self, __u64 bs, __u32 cap, __u32 mode)
 {
 	struct kvtier_pool_create c;
 
-	kvt_create_init(&c, self->name, bs, cap, cap);
+	kst_create_init(&c, self->name, bs, cap, cap);
 	c.mode = mode;
-	return kvt_create(self->ctl, &c);
+	return kst_create(self->ctl, &c);
 }
 
 /*
@@ -50,16 +50,16 @@ static int mp_create(FIXTURE_DATA(mp) *self, __u64 bs, __u32 cap, __u32 mode)
  */
 static int as_user(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 {
-	pid_t pid = kvt_fork();
+	pid_t pid = kst_fork();
 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		if (gid != (gid_t)-1 && kvt_become(uid, gid))
+		if (gid != (gid_t)-1 && kst_become(uid, gid))
 			_exit(100);
 		_exit(fn(arg));
 	}
-	return kvt_wait(pid);
+	return kst_wait(pid);
 }
 
 struct open_case {
@@ -72,11 +72,11 @@ struct open_case {
 static int child_open(void *arg)
 {
 	struct open_case *oc = arg;
-	int ctl = kvt_ctl_open(), fd;
+	int ctl = kst_ctl_open(), fd;
 
 	if (ctl < 0)
 		return 101;
-	fd = kvt_pool_open(ctl, oc->name, oc->flags);
+	fd = kst_pool_open(ctl, oc->name, oc->flags);
 	if (fd >= 0) {
 		close(fd);
 		fd = 0;
@@ -108,67 +108,67 @@ struct share_arg {
 static int child_share(void *arg)
 {
 	struct share_arg *sa = arg;
-	char *buf = kvt_alloc(sa->bs);
-	int ctl = kvt_ctl_open(), fd, i;
+	char *buf = kst_alloc(sa->bs);
+	int ctl = kst_ctl_open(), fd, i;
 
 	if (!buf || ctl < 0)
 		return 101;
-	fd = kvt_pool_open(ctl, sa->name, 0);
+	fd = kst_pool_open(ctl, sa->name, 0);
 	if (fd < 0)
 		return 102;
 	for (i = 0; i < sa->n; i++) {
-		if (kvt_get1(fd, 0x5a, i, buf, NULL))
+		if (kst_get1(fd, 0x5a, i, buf, NULL))
 			return 10 + i;
-		if (kvt_check_gen(buf, sa->bs, 0x5a, i, 1) != -1)
+		if (kst_check_gen(buf, sa->bs, 0x5a, i, 1) != -1)
 			return 40 + i;
 	}
 	/* and leave one for the parent */
-	kvt_fill(buf, sa->bs, 0x5b, 0, 2);
-	if (kvt_put1(fd, 0x5b, 0, buf, NULL))
+	kst_fill(buf, sa->bs, 0x5b, 0, 2);
+	if (kst_put1(fd, 0x5b, 0, buf, NULL))
 		return 103;
 	return 0;
 }
 
 TEST_F(mp, child_reads_parent_blocks)
 {
-	struct share_arg sa = { .name = self->name, .bs = 16 * KVT_KIB, .n = 8 };
-	char *buf = kvt_alloc(sa.bs);
+	struct share_arg sa = { .name = self->name, .bs = 16 * KST_KIB, .n = 8 };
+	char *buf = kst_alloc(sa.bs);
 	int pfd, i;
 
 	ASSERT_NE(NULL, buf);
 	pfd = mp_create(self, sa.bs, 16, 0600);
 	ASSERT_LE(0, pfd);
 	for (i = 0; i < sa.n; i++) {
-		kvt_fill(buf, sa.bs, 0x5a, i, 1);
-		ASSERT_EQ(0, kvt_put1(pfd, 0x5a, i, buf, NULL));
+		kst_fill(buf, sa.bs, 0x5a, i, 1);
+		ASSERT_EQ(0, kst_put1(pfd, 0x5a, i, buf, NULL));
 	}
 	ASSERT_EQ(0, as_user(0, (gid_t)-1, child_share, &sa));
 	memset(buf, 0, sa.bs);
-	ASSERT_EQ(0, kvt_get1(pfd, 0x5b, 0, buf, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(buf, sa.bs, 0x5b, 0, 2));
+	ASSERT_EQ(0, kst_get1(pfd, 0x5b, 0, buf, NULL));
+	ASSERT_EQ(-1, kst_check_gen(buf, sa.bs, 0x5b, 0, 2));
 	close(pfd);
 }
 
 /* A pool fd inherited across fork is the same open file. */
 TEST_F(mp, inherited_pool_fd)
 {
-	const __u64 bs = KVT_PAGE;
-	char *buf = kvt_alloc(bs);
+	const __u64 bs = KST_PAGE;
+	char *buf = kst_alloc(bs);
 	int pfd;
 	pid_t pid;
 
 	ASSERT_NE(NULL, buf);
 	pfd = mp_create(self, bs, 4, 0600);
 	ASSERT_LE(0, pfd);
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		kvt_fill(buf, bs, 0x5c, 0, 3);
-		_exit(kvt_put1(pfd, 0x5c, 0, buf, NULL) ? 1 : 0);
+		kst_fill(buf, bs, 0x5c, 0, 3);
+		_exit(kst_put1(pfd, 0x5c, 0, buf, NULL) ? 1 : 0);
 	}
-	ASSERT_EQ(0, kvt_wait(pid));
-	ASSERT_EQ(0, kvt_get1(pfd, 0x5c, 0, buf, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(buf, bs, 0x5c, 0, 3));
+	ASSERT_EQ(0, kst_wait(pid));
+	ASSERT_EQ(0, kst_get1(pfd, 0x5c, 0, buf, NULL));
+	ASSERT_EQ(-1, kst_check_gen(buf, bs, 0x5c, 0, 3));
 	close(pfd);
 }
 
@@ -176,7 +176,7 @@ TEST_F(mp, inherited_pool_fd)
 
 TEST_F(mp, mode_0600_other_uid_eacces)
 {
-	int pfd = mp_create(self, KVT_PAGE, 4, 0600);
+	int pfd = mp_create(self, KST_PAGE, 4, 0600);
 
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, open_as(NOBODY, NOBODY, self->name, KVTIER_POOL_RDONLY,
@@ -187,7 +187,7 @@ TEST_F(mp, mode_0600_other_uid_eacces)
 
 TEST_F(mp, mode_0644_other_uid_rdonly)
 {
-	int pfd = mp_create(self, KVT_PAGE, 4, 0644);
+	int pfd = mp_create(self, KST_PAGE, 4, 0644);
 
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, open_as(NOBODY, NOBODY, self->name, KVTIER_POOL_RDONLY,
@@ -198,7 +198,7 @@ TEST_F(mp, mode_0644_other_uid_rdonly)
 
 TEST_F(mp, mode_0666_other_uid_rdwr)
 {
-	int pfd = mp_create(self, KVT_PAGE, 4, 0666);
+	int pfd = mp_create(self, KST_PAGE, 4, 0666);
 
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, open_as(NOBODY, NOBODY, self->name, 0, 0));
@@ -208,7 +208,7 @@ TEST_F(mp, mode_0666_other_uid_rdwr)
 /* Write without read is not enough: read is always needed. */
 TEST_F(mp, mode_0622_other_uid_eacces)
 {
-	int pfd = mp_create(self, KVT_PAGE, 4, 0622);
+	int pfd = mp_create(self, KST_PAGE, 4, 0622);
 
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, open_as(NOBODY, NOBODY, self->name, 0, -EACCES));
@@ -218,7 +218,7 @@ TEST_F(mp, mode_0622_other_uid_eacces)
 /* Group bits apply to the pool's group (the creator's, gid 0 here). */
 TEST_F(mp, mode_0640_group)
 {
-	int pfd = mp_create(self, KVT_PAGE, 4, 0640);
+	int pfd = mp_create(self, KST_PAGE, 4, 0640);
 
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, open_as(UID_A, 0, self->name, KVTIER_POOL_RDONLY, 0));
@@ -237,21 +237,21 @@ static int child_ro_get(void *arg)
 {
 	struct ro_get_arg *ra = arg;
 	struct kvtier_block b;
-	char *buf = kvt_alloc(KVT_PAGE);
-	int ctl = kvt_ctl_open(), fd;
+	char *buf = kst_alloc(KST_PAGE);
+	int ctl = kst_ctl_open(), fd;
 
 	if (!buf || ctl < 0)
 		return 101;
-	fd = kvt_pool_open(ctl, ra->name, KVTIER_POOL_RDONLY);
+	fd = kst_pool_open(ctl, ra->name, KVTIER_POOL_RDONLY);
 	if (fd < 0)
 		return 102;
-	if (kvt_get1(fd, 0x5d, 0, buf, NULL))
+	if (kst_get1(fd, 0x5d, 0, buf, NULL))
 		return 103;
-	if (kvt_check_gen(buf, KVT_PAGE, 0x5d, 0, 4) != -1)
+	if (kst_check_gen(buf, KST_PAGE, 0x5d, 0, 4) != -1)
 		return 104;
-	kvt_fill(buf, KVT_PAGE, 0x5d, 1, 4);
-	kvt_blk(&b, 0x5d, 1, buf);
-	if (kvt_batch(fd, KVTIER_IOC_PUT, &b, 1, 0, NULL) != -EBADF)
+	kst_fill(buf, KST_PAGE, 0x5d, 1, 4);
+	kst_blk(&b, 0x5d, 1, buf);
+	if (kst_batch(fd, KVTIER_IOC_PUT, &b, 1, 0, NULL) != -EBADF)
 		return 105;
 	return 0;
 }
@@ -259,13 +259,13 @@ static int child_ro_get(void *arg)
 TEST_F(mp, other_uid_reads_0644_pool)
 {
 	struct ro_get_arg ra = { .name = self->name };
-	char *buf = kvt_alloc(KVT_PAGE);
-	int pfd = mp_create(self, KVT_PAGE, 4, 0644);
+	char *buf = kst_alloc(KST_PAGE);
+	int pfd = mp_create(self, KST_PAGE, 4, 0644);
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_LE(0, pfd);
-	kvt_fill(buf, KVT_PAGE, 0x5d, 0, 4);
-	ASSERT_EQ(0, kvt_put1(pfd, 0x5d, 0, buf, NULL));
+	kst_fill(buf, KST_PAGE, 0x5d, 0, 4);
+	ASSERT_EQ(0, kst_put1(pfd, 0x5d, 0, buf, NULL));
 	ASSERT_EQ(0, as_user(NOBODY, NOBODY, child_ro_get, &ra));
 	close(pfd);
 }
@@ -273,11 +273,11 @@ TEST_F(mp, other_uid_reads_0644_pool)
 static int child_destroy(void *arg)
 {
 	struct open_case *oc = arg;
-	int ctl = kvt_ctl_open(), ret;
+	int ctl = kst_ctl_open(), ret;
 
 	if (ctl < 0)
 		return 101;
-	ret = kvt_pool_destroy(ctl, oc->name);
+	ret = kst_pool_destroy(ctl, oc->name);
 	if (ret != oc->want) {
 		fprintf(stderr, "# destroy %s: %d, wanted %d\n", oc->name,
 			ret, oc->want);
@@ -289,12 +289,12 @@ static int child_destroy(void *arg)
 TEST_F(mp, destroy_by_other_uid_eperm)
 {
 	struct open_case oc = { .name = self->name, .want = -EPERM };
-	int pfd = mp_create(self, KVT_PAGE, 4, 0666);
+	int pfd = mp_create(self, KST_PAGE, 4, 0666);
 
 	ASSERT_LE(0, pfd);
 	close(pfd);
 	ASSERT_EQ(0, as_user(NOBODY, NOBODY, child_destroy, &oc));
-	pfd = kvt_pool_open(self->ctl, self->name, 0);
+	pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 }
@@ -310,21 +310,21 @@ static int child_create(void *arg)
 	struct owner_arg *oa = arg;
 	struct kvtier_pool_create c;
 	struct kvtier_pool_stat st;
-	int ctl = kvt_ctl_open(), fd;
+	int ctl = kst_ctl_open(), fd;
 
 	if (ctl < 0)
 		return 101;
-	kvt_create_init(&c, oa->name, KVT_PAGE, 4, 4);
+	kst_create_init(&c, oa->name, KST_PAGE, 4, 4);
 	c.mode = 0;
-	fd = kvt_create(ctl, &c);
+	fd = kst_create(ctl, &c);
 	if (fd < 0)
 		return 102;
-	if (kvt_stat(fd, &st))
+	if (kst_stat(fd, &st))
 		return 103;
 	if (st.uid != UID_A || st.gid != UID_A || st.mode != 0600)
 		return 104;
 	close(fd);
-	if (oa->destroy && kvt_pool_destroy(ctl, oa->name))
+	if (oa->destroy && kst_pool_destroy(ctl, oa->name))
 		return 105;
 	return 0;
 }
@@ -344,9 +344,9 @@ TEST_F(mp, owner_is_creator)
 	/* the owner can open it again */
 	ASSERT_EQ(0, open_as(UID_A, UID_A, self->name, 0, 0));
 	/* root can open it (CAP_DAC_OVERRIDE) */
-	pfd = kvt_pool_open(self->ctl, self->name, 0);
+	pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ((__u32)UID_A, st.uid);
 	close(pfd);
 	/* and destroy it (CAP_SYS_ADMIN): the teardown does */
@@ -357,19 +357,19 @@ TEST_F(mp, owner_can_destroy)
 	struct owner_arg oa = { .name = self->name, .destroy = 1 };
 
 	ASSERT_EQ(0, as_user(UID_A, UID_A, child_create, &oa));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 /* ---- concurrency ------------------------------------------------------- */
 
-#define CC_BS		(64 * KVT_KIB)
+#define CC_BS		(64 * KST_KIB)
 #define CC_KEYS		2
 #define CC_K0		0xcc
 #define CC_SECS		2
 
 /*
  * Writers own generations writer << 32 | n; readers check that every block
- * they get is whole (kvt_check: one key, one generation throughout).
+ * they get is whole (kst_check: one key, one generation throughout).
  */
 struct cc_arg {
 	int fd;
@@ -391,7 +391,7 @@ static double now_s(void)
 static void *cc_run(void *p)
 {
 	struct cc_arg *a = p;
-	char *buf = kvt_alloc(CC_BS);
+	char *buf = kst_alloc(CC_BS);
 	double end = now_s() + CC_SECS;
 	__u64 gen;
 	long n = 0;
@@ -407,26 +407,26 @@ static void *cc_run(void *p)
 		n++;
 		if (a->writer) {
 			gen = ((__u64)a->id << 32) | (__u64)n;
-			kvt_fill(buf, CC_BS, CC_K0, k1, gen);
+			kst_fill(buf, CC_BS, CC_K0, k1, gen);
 			if (n % 7 == 0) {
-				ret = kvt_drop1(a->fd, CC_K0, k1);
+				ret = kst_drop1(a->fd, CC_K0, k1);
 				if (ret && ret != -ENOENT)
 					a->err = 2;
 			} else if (n % 3 == 0) {
-				ret = kvt_put1(a->fd, CC_K0, k1, buf, NULL);
+				ret = kst_put1(a->fd, CC_K0, k1, buf, NULL);
 				if (ret && ret != -EEXIST)
 					a->err = 3;
 			} else {
-				ret = kvt_replace1(a->fd, CC_K0, k1, buf, NULL);
+				ret = kst_replace1(a->fd, CC_K0, k1, buf, NULL);
 				if (ret && ret != -EBUSY)
 					a->err = 4;
 			}
 		} else {
 			memset(buf, 0, 64);
-			ret = kvt_get1(a->fd, CC_K0, k1, buf, NULL);
+			ret = kst_get1(a->fd, CC_K0, k1, buf, NULL);
 			if (ret == 0) {
 				a->hits++;
-				if (kvt_check(buf, CC_BS, CC_K0, k1, &gen) != -1)
+				if (kst_check(buf, CC_BS, CC_K0, k1, &gen) != -1)
 					a->err = 5;
 				else if (gen >> 32 == 0)
 					a->err = 6;
@@ -441,7 +441,7 @@ static void *cc_run(void *p)
 				 (unsigned long long)k1, ret);
 	}
 	a->ops = n;
-	kvt_free(buf, CC_BS);
+	kst_free(buf, CC_BS);
 	return NULL;
 }
 
@@ -495,12 +495,12 @@ TEST_F_TIMEOUT(mp, concurrent_processes, 60)
 	for (i = 0; i < 5; i++) {
 		a[i].id = i + 1;
 		a[i].writer = i < 2;
-		pid[i] = kvt_fork();
+		pid[i] = kst_fork();
 		ASSERT_LE(0, pid[i]);
 		if (pid[i] == 0) {
-			int ctl = kvt_ctl_open();
+			int ctl = kst_ctl_open();
 
-			a[i].fd = ctl < 0 ? -1 : kvt_pool_open(ctl, self->name,
+			a[i].fd = ctl < 0 ? -1 : kst_pool_open(ctl, self->name,
 							       0);
 			if (a[i].fd < 0)
 				_exit(1);
@@ -509,7 +509,7 @@ TEST_F_TIMEOUT(mp, concurrent_processes, 60)
 		}
 	}
 	for (i = 0; i < 5; i++)
-		ASSERT_EQ(0, kvt_wait(pid[i]));
+		ASSERT_EQ(0, kst_wait(pid[i]));
 	for (i = 0; i < 5; i++) {
 		if (a[i].err)
 			TH_LOG("%s", a[i].what);
@@ -527,13 +527,13 @@ TEST_F_TIMEOUT(mp, concurrent_processes, 60)
  * one key): afterwards every block present is whole, the counts agree,
  * and everything can be dropped.
  */
-#define KL_BS	(64 * KVT_KIB)
+#define KL_BS	(64 * KST_KIB)
 #define KL_KEYS	64
 
 TEST_F_TIMEOUT(mp, sigkill_mid_put_loop, 60)
 {
 	struct kvtier_pool_stat st;
-	char *buf = kvt_alloc(KL_BS);
+	char *buf = kst_alloc(KL_BS);
 	int pfd, pipefd[2], i, found = 0;
 	pid_t pid;
 	char c;
@@ -543,11 +543,11 @@ TEST_F_TIMEOUT(mp, sigkill_mid_put_loop, 60)
 	pfd = mp_create(self, KL_BS, KL_KEYS + 2, 0600);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, pipe(pipefd));
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		struct kvtier_block b[4];
-		char *cbuf = kvt_alloc(4 * KL_BS);
+		char *cbuf = kst_alloc(4 * KL_BS);
 		__u64 gen = 1;
 
 		close(pipefd[0]);
@@ -555,13 +555,13 @@ TEST_F_TIMEOUT(mp, sigkill_mid_put_loop, 60)
 			_exit(1);
 		for (;;) {
 			for (i = 0; i < KL_KEYS; i += 2) {
-				kvt_fill(cbuf, KL_BS, 0x6b, i, gen);
-				kvt_fill(cbuf + KL_BS, KL_BS, 0x6b, i + 1, gen);
-				kvt_fill(cbuf + 2 * KL_BS, KL_BS, 0x6c, 0, gen);
-				kvt_blk(&b[0], 0x6b, i, cbuf);
-				kvt_blk(&b[1], 0x6b, i + 1, cbuf + KL_BS);
-				kvt_blk(&b[2], 0x6c, 0, cbuf + 2 * KL_BS);
-				kvt_batch(pfd, KVTIER_IOC_PUT, b, 3,
+				kst_fill(cbuf, KL_BS, 0x6b, i, gen);
+				kst_fill(cbuf + KL_BS, KL_BS, 0x6b, i + 1, gen);
+				kst_fill(cbuf + 2 * KL_BS, KL_BS, 0x6c, 0, gen);
+				kst_blk(&b[0], 0x6b, i, cbuf);
+				kst_blk(&b[1], 0x6b, i + 1, cbuf + KL_BS);
+				kst_blk(&b[2], 0x6c, 0, cbuf + 2 * KL_BS);
+				kst_batch(pfd, KVTIER_IOC_PUT, b, 3,
 					  KVTIER_PUT_REPLACE, NULL);
 				gen++;
 				if (gen == 8 && write(pipefd[1], "g", 1) != 1)
@@ -569,44 +569,44 @@ TEST_F_TIMEOUT(mp, sigkill_mid_put_loop, 60)
 			}
 			/* start over: drop the lot, so puts keep running */
 			for (i = 0; i < KL_KEYS; i++)
-				kvt_drop1(pfd, 0x6b, i);
+				kst_drop1(pfd, 0x6b, i);
 		}
 	}
 	close(pipefd[1]);
 	ASSERT_EQ(1, read(pipefd[0], &c, 1));
 	usleep(20000);
 	ASSERT_EQ(0, kill(pid, SIGKILL));
-	ASSERT_EQ(128 + SIGKILL, kvt_wait(pid));
+	ASSERT_EQ(128 + SIGKILL, kst_wait(pid));
 	close(pipefd[0]);
 
 	for (i = 0; i < KL_KEYS; i++) {
-		int ret = kvt_get1(pfd, 0x6b, i, buf, NULL);
+		int ret = kst_get1(pfd, 0x6b, i, buf, NULL);
 
 		if (ret == -ENOENT)
 			continue;
 		ASSERT_EQ(0, ret);
-		ASSERT_EQ(-1, kvt_check(buf, KL_BS, 0x6b, i, NULL));
+		ASSERT_EQ(-1, kst_check(buf, KL_BS, 0x6b, i, NULL));
 		found++;
 	}
-	ASSERT_EQ(0, kvt_get1(pfd, 0x6c, 0, buf, NULL));
-	ASSERT_EQ(-1, kvt_check(buf, KL_BS, 0x6c, 0, NULL));
+	ASSERT_EQ(0, kst_get1(pfd, 0x6c, 0, buf, NULL));
+	ASSERT_EQ(-1, kst_check(buf, KL_BS, 0x6c, 0, NULL));
 	found++;
 
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ((__u64)found, st.resident[KVTIER_TIER_DRAM]);
 	ASSERT_EQ(0ULL, st.pinned);
 	ASSERT_EQ(0ULL, st.evictions);
 
 	for (i = 0; i < KL_KEYS; i++) {
-		int ret = kvt_drop1(pfd, 0x6b, i);
+		int ret = kst_drop1(pfd, 0x6b, i);
 
 		ASSERT_TRUE(ret == 0 || ret == -ENOENT);
 	}
-	ASSERT_EQ(0, kvt_drop1(pfd, 0x6c, 0));
-	ASSERT_EQ(0LL, kvt_resident(pfd));
+	ASSERT_EQ(0, kst_drop1(pfd, 0x6c, 0));
+	ASSERT_EQ(0LL, kst_resident(pfd));
 	/* and the pool takes new blocks */
-	kvt_fill(buf, KL_BS, 0x6d, 0, 1);
-	ASSERT_EQ(0, kvt_put1(pfd, 0x6d, 0, buf, NULL));
+	kst_fill(buf, KL_BS, 0x6d, 0, 1);
+	ASSERT_EQ(0, kst_put1(pfd, 0x6d, 0, buf, NULL));
 	close(pfd);
 }
 
@@ -618,8 +618,8 @@ TEST_F_TIMEOUT(mp, sigkill_mid_put_loop, 60)
 static int name_race_child(const char *name, int id)
 {
 	double end = now_s() + CC_SECS;
-	char *buf = kvt_alloc(KVT_PAGE);
-	int ctl = kvt_ctl_open(), fd, ret;
+	char *buf = kst_alloc(KST_PAGE);
+	int ctl = kst_ctl_open(), fd, ret;
 	long n = 0;
 
 	if (ctl < 0 || !buf)
@@ -628,34 +628,34 @@ static int name_race_child(const char *name, int id)
 		struct kvtier_pool_create c;
 
 		n++;
-		kvt_create_init(&c, name, KVT_PAGE, 4, 4);
+		kst_create_init(&c, name, KST_PAGE, 4, 4);
 		c.mode = 0;
 		switch ((n + id) % 3) {
 		case 0:
 			c.flags = KVTIER_POOL_OPEN_EXISTING;
-			fd = kvt_create(ctl, &c);
+			fd = kst_create(ctl, &c);
 			if (fd < 0)
 				return 10;
 			break;
 		case 1:
-			fd = kvt_create(ctl, &c);
+			fd = kst_create(ctl, &c);
 			if (fd < 0 && fd != -EEXIST)
 				return 11;
 			break;
 		default:
-			fd = kvt_pool_open(ctl, name, 0);
+			fd = kst_pool_open(ctl, name, 0);
 			if (fd < 0 && fd != -ENOENT)
 				return 12;
 			break;
 		}
 		if (fd >= 0) {
-			kvt_fill(buf, KVT_PAGE, 0x6e, n % 4, n);
-			ret = kvt_put1(fd, 0x6e, n % 4, buf, NULL);
+			kst_fill(buf, KST_PAGE, 0x6e, n % 4, n);
+			ret = kst_put1(fd, 0x6e, n % 4, buf, NULL);
 			if (ret && ret != -EEXIST)
 				return 13;
-			ret = kvt_get1(fd, 0x6e, (n + 1) % 4, buf, NULL);
+			ret = kst_get1(fd, 0x6e, (n + 1) % 4, buf, NULL);
 			if (ret == 0 &&
-			    kvt_check(buf, KVT_PAGE, 0x6e, (n + 1) % 4,
+			    kst_check(buf, KST_PAGE, 0x6e, (n + 1) % 4,
 				      NULL) != -1)
 				return 14;
 			if (ret && ret != -ENOENT)
@@ -663,7 +663,7 @@ static int name_race_child(const char *name, int id)
 			close(fd);
 		}
 		if (n % 2) {
-			ret = kvt_pool_destroy(ctl, name);
+			ret = kst_pool_destroy(ctl, name);
 			if (ret && ret != -ENOENT)
 				return 16;
 		}
@@ -677,17 +677,17 @@ TEST_F_TIMEOUT(mp, name_race, 60)
 	pid_t pid[4];
 	int i;
 
-	ASSERT_EQ(10, kvt_read_cols(KVT_SYSFS_DIR "/stat", a, 10, 0));
+	ASSERT_EQ(10, kst_read_cols(KST_SYSFS_DIR "/stat", a, 10, 0));
 	for (i = 0; i < 4; i++) {
-		pid[i] = kvt_fork();
+		pid[i] = kst_fork();
 		ASSERT_LE(0, pid[i]);
 		if (pid[i] == 0)
 			_exit(name_race_child(self->name, i));
 	}
 	for (i = 0; i < 4; i++)
-		EXPECT_EQ(0, kvt_wait(pid[i]));
-	kvt_pool_destroy(self->ctl, self->name);
-	ASSERT_EQ(10, kvt_read_cols(KVT_SYSFS_DIR "/stat", b, 10, 0));
+		EXPECT_EQ(0, kst_wait(pid[i]));
+	kst_pool_destroy(self->ctl, self->name);
+	ASSERT_EQ(10, kst_read_cols(KST_SYSFS_DIR "/stat", b, 10, 0));
 	/* pools, reserved and used DRAM */
 	ASSERT_EQ(a[0], b[0]);
 	ASSERT_EQ(a[2], b[2]);

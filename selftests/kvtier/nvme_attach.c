@@ -36,10 +36,10 @@ FIXTURE_TEARDOWN(attach)
 TEST_F(attach, api_advertises_nvme)
 {
 	struct kvtier_api api;
-	int ctl = kvt_ctl_open_raw();
+	int ctl = kst_ctl_open_raw();
 
 	ASSERT_LE(0, ctl);
-	ASSERT_EQ(0, kvt_api(ctl, KVTIER_F_NVME, &api));
+	ASSERT_EQ(0, kst_api(ctl, KVTIER_F_NVME, &api));
 	EXPECT_EQ(KVTIER_F_NVME, api.features);
 	EXPECT_TRUE(!!(api.supported & KVTIER_F_NVME));
 	EXPECT_TRUE(!!(api.ioctls & (1ULL << _IOC_NR(KVTIER_IOC_NVME_ATTACH))));
@@ -62,7 +62,7 @@ TEST_F(attach, ioctl_rules)
 	int raw, pfd;
 
 	/* Before KVTIER_IOC_API: -EINVAL. */
-	raw = kvt_ctl_open_raw();
+	raw = kst_ctl_open_raw();
 	ASSERT_LE(0, raw);
 	ASSERT_EQ(-EINVAL, nvt_attach(raw, nvt_dev(), KVTIER_NVME_FORMAT, 0));
 	ASSERT_EQ(-EINVAL, nvt_detach(raw));
@@ -73,30 +73,30 @@ TEST_F(attach, ioctl_rules)
 	memset(&a, 0, sizeof(a));
 	a.path = (__u64)(uintptr_t)nvt_dev();
 	a.flags = KVTIER_NVME_FORMAT;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, kst_resize(KVTIER_IOC_NVME_ATTACH,
 							   sizeof(a) - 8), &a));
 	memset(&big, 0, sizeof(big));
 	big.a = a;
 	big.tail = 1;
-	ASSERT_EQ(-E2BIG, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+	ASSERT_EQ(-E2BIG, kst_ioctl(self->ctl, kst_resize(KVTIER_IOC_NVME_ATTACH,
 							  sizeof(big)), &big));
 	ASSERT_EQ(0, nvt_attached(self->ctl));
 	big.tail = 0;
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, kvt_resize(KVTIER_IOC_NVME_ATTACH,
+	ASSERT_EQ(0, kst_ioctl(self->ctl, kst_resize(KVTIER_IOC_NVME_ATTACH,
 						     sizeof(big)), &big));
 	ASSERT_EQ(1, nvt_attached(self->ctl));
 
 	/* SYNC is a pool command, ATTACH a control command. */
 	memset(&sy, 0, sizeof(sy));
-	ASSERT_EQ(-ENOTTY, kvt_ioctl(self->ctl, KVTIER_IOC_SYNC, &sy));
-	kvt_name(name, "rules");
-	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	ASSERT_EQ(-ENOTTY, kst_ioctl(self->ctl, KVTIER_IOC_SYNC, &sy));
+	kst_name(name, "rules");
+	pfd = kst_pool_create(self->ctl, name, KST_PAGE, 16, 16);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(-ENOTTY, kvt_ioctl(pfd, KVTIER_IOC_NVME_ATTACH, &a));
-	ASSERT_EQ(-EINVAL, kvt_ioctl(pfd, kvt_resize(KVTIER_IOC_SYNC,
+	ASSERT_EQ(-ENOTTY, kst_ioctl(pfd, KVTIER_IOC_NVME_ATTACH, &a));
+	ASSERT_EQ(-EINVAL, kst_ioctl(pfd, kst_resize(KVTIER_IOC_SYNC,
 						     sizeof(sy) - 8), &sy));
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /* Without CAP_SYS_ADMIN: -EPERM, and nothing is written to the device. */
@@ -109,14 +109,14 @@ TEST_F(attach, nonroot_eperm)
 	ASSERT_EQ(0, nvt_detach(self->ctl));
 	sb_uuid(before);
 
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		int ctl;
 
-		if (kvt_become(65534, 65534))
+		if (kst_become(65534, 65534))
 			_exit(10);
-		ctl = kvt_ctl_open();
+		ctl = kst_ctl_open();
 		if (ctl < 0)
 			_exit(11);
 		if (nvt_attach(ctl, nvt_dev(), 0, 0) != -EPERM)
@@ -127,33 +127,33 @@ TEST_F(attach, nonroot_eperm)
 			_exit(14);
 		_exit(0);
 	}
-	ASSERT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(0, kst_wait(pid));
 	ASSERT_EQ(0, nvt_attached(self->ctl));
 	sb_uuid(after);
 	ASSERT_EQ(0, memcmp(before, after, 16));
 
 	/* Detach of an attached device by an unprivileged user. */
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		int ctl;
 
-		if (kvt_become(1000, 1000))
+		if (kst_become(1000, 1000))
 			_exit(10);
-		ctl = kvt_ctl_open();
+		ctl = kst_ctl_open();
 		if (ctl < 0)
 			_exit(11);
 		_exit(nvt_detach(ctl) == -EPERM ? 0 : 12);
 	}
-	ASSERT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(0, kst_wait(pid));
 	ASSERT_EQ(1, nvt_attached(self->ctl));
 }
 
 /* Foreign content: -EMEDIUMTYPE and untouched; FORMAT takes it. */
 TEST_F(attach, foreign_content_emediumtype)
 {
-	char *back = kvt_alloc(NVT_DISK_PAGE);
+	char *back = kst_alloc(NVT_DISK_PAGE);
 	unsigned int i;
 
 	ASSERT_NE(NULL, back);
@@ -172,7 +172,7 @@ TEST_F(attach, foreign_content_emediumtype)
 	/* Its own store is not foreign. */
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
 	ASSERT_EQ(0, nvt_detach(self->ctl));
-	kvt_free(back, NVT_DISK_PAGE);
+	kst_free(back, NVT_DISK_PAGE);
 }
 
 /* A kvtier superblock whose checksum fails is foreign too. */
@@ -195,7 +195,7 @@ TEST_F(attach, blank_device_formats)
 	struct kvtier_nvme_stat ns;
 	struct nvt_disk_sb sb;
 	size_t tlen = NVT_POOL_SLOTS * 256;
-	char *table = kvt_alloc(tlen);
+	char *table = kst_alloc(tlen);
 	__u8 zero[16] = { 0 };
 	size_t i;
 
@@ -211,8 +211,8 @@ TEST_F(attach, blank_device_formats)
 	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
 	EXPECT_EQ(1U, ns.attached);
 	EXPECT_EQ((__u64)bytes, ns.dev_bytes);
-	EXPECT_EQ(4 * KVT_MIB, ns.region_bytes);
-	EXPECT_EQ((bytes - NVT_DATA_OFF) / (4 * KVT_MIB), ns.nr_regions);
+	EXPECT_EQ(4 * KST_MIB, ns.region_bytes);
+	EXPECT_EQ((bytes - NVT_DATA_OFF) / (4 * KST_MIB), ns.nr_regions);
 	EXPECT_EQ(ns.nr_regions, ns.free_regions);
 	EXPECT_NE(0, memcmp(ns.uuid, zero, 16));
 	EXPECT_EQ(0U, ns.lost_blocks);
@@ -235,7 +235,7 @@ TEST_F(attach, blank_device_formats)
 		if (table[i])
 			break;
 	EXPECT_EQ(tlen, i);
-	kvt_free(table, tlen);
+	kst_free(table, tlen);
 }
 
 /* The superblock's generation grows at every attach. */
@@ -267,7 +267,7 @@ TEST_F(attach, format_region_sizes)
 
 	ASSERT_LT(0, bytes);
 	for (i = 0; i < sizeof(kib) / sizeof(kib[0]); i++) {
-		__u64 rb = (kib[i] ? kib[i] : 4096) * KVT_KIB;
+		__u64 rb = (kib[i] ? kib[i] : 4096) * KST_KIB;
 
 		if ((__u64)bytes < NVT_DATA_OFF + 2 * rb)
 			continue;
@@ -339,7 +339,7 @@ TEST_F(attach, reserved_nonzero_einval)
 		a.path = (__u64)(uintptr_t)nvt_dev();
 		a.flags = KVTIER_NVME_FORMAT;
 		a.reserved[i] = 1;
-		ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+		ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
 	}
 	ASSERT_EQ(0, nvt_attached(self->ctl));
 }
@@ -349,9 +349,9 @@ TEST_F(attach, bad_path)
 	struct kvtier_nvme_attach a;
 
 	memset(&a, 0, sizeof(a));
-	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
-	a.path = (__u64)(uintptr_t)kvt_unmapped_addr();
-	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	ASSERT_EQ(-EFAULT, kst_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+	a.path = (__u64)(uintptr_t)kst_unmapped_addr();
+	ASSERT_EQ(-EFAULT, kst_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
 	ASSERT_EQ(-ENOENT, nvt_attach(self->ctl, "/nonexistent/kvtier", 0, 0));
 	ASSERT_EQ(-ENOTBLK, nvt_attach(self->ctl, "/dev/null", 0, 0));
 	ASSERT_EQ(-ENOTBLK, nvt_attach(self->ctl, "/proc/version", 0, 0));
@@ -373,7 +373,7 @@ TEST_F(attach, second_attach_ebusy)
 	ASSERT_EQ(1, nvt_attached(self->ctl));
 	sb_uuid(disk);
 	ASSERT_EQ(0, memcmp(ns.uuid, disk, 16));
-	ASSERT_EQ((long long)(4 * KVT_MIB), NSTAT(self->ctl, region_bytes));
+	ASSERT_EQ((long long)(4 * KST_MIB), NSTAT(self->ctl, region_bytes));
 }
 
 /* A device held by a device-mapper table: -EBUSY. */
@@ -460,25 +460,25 @@ TEST_F(attach, detach_bad_fields_einval)
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
 	memset(&d, 0, sizeof(d));
 	d.flags = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
 	memset(&d, 0, sizeof(d));
 	d.__pad = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
 	memset(&d, 0, sizeof(d));
 	d.reserved = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
 	/* A path: unreadable, not a device, a device not attached. */
 	memset(&d, 0, sizeof(d));
-	d.path = (__u64)(uintptr_t)kvt_unmapped_addr();
-	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	d.path = (__u64)(uintptr_t)kst_unmapped_addr();
+	ASSERT_EQ(-EFAULT, kst_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
 	d.path = (__u64)(uintptr_t)"/nonexistent/kvtier";
-	ASSERT_EQ(-ENOENT, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	ASSERT_EQ(-ENOENT, kst_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
 	d.path = (__u64)(uintptr_t)"/dev/null";
-	ASSERT_EQ(-ENOTBLK, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
+	ASSERT_EQ(-ENOTBLK, kst_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH, &d));
 	d.path = (__u64)(uintptr_t)"/dev/nvme1n1";
 	if (!access("/dev/nvme1n1", F_OK) &&
 	    strcmp(nvt_dev(), "/dev/nvme1n1")) {
-		ASSERT_EQ(-ENODEV, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH,
+		ASSERT_EQ(-ENODEV, kst_ioctl(self->ctl, KVTIER_IOC_NVME_DETACH,
 					     &d));
 	}
 	ASSERT_EQ(1, nvt_attached(self->ctl));
@@ -494,7 +494,7 @@ TEST_F(attach, nvme_stat)
 
 	/* Detached: attached 0 and every other field zero. */
 	memset(&ns, 0, sizeof(ns));
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	for (i = 0; i < sizeof(ns); i++)
 		if (p[i])
 			break;
@@ -502,22 +502,22 @@ TEST_F(attach, nvme_stat)
 
 	memset(&ns, 0, sizeof(ns));
 	ns.flags = 2;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	for (i = 0; i < sizeof(ns.reserved) / sizeof(ns.reserved[0]); i++) {
 		memset(&ns, 0, sizeof(ns));
 		ns.reserved[i] = 1;
-		ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+		ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	}
 	memset(&ns, 0, sizeof(ns));
 	ns.__pad = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	/* An index only with KVTIER_NVME_STAT_DEV, and in range. */
 	memset(&ns, 0, sizeof(ns));
 	ns.dev_index = 1;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	ns.flags = KVTIER_NVME_STAT_DEV;
 	ns.dev_index = KVTIER_NVME_MAX;
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
 	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
@@ -530,7 +530,7 @@ TEST_F(attach, nvme_stat)
 	/* Device 0 is this one; device 1 is not in use. */
 	memset(&ns, 0, sizeof(ns));
 	ns.flags = KVTIER_NVME_STAT_DEV;
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	ASSERT_EQ(1U, ns.attached);
 	ASSERT_EQ((__u32)KVTIER_NVME_STAT_DEV, ns.flags);
 	ASSERT_EQ(0, stat(nvt_dev(), &sb));
@@ -539,7 +539,7 @@ TEST_F(attach, nvme_stat)
 	memset(&ns, 0, sizeof(ns));
 	ns.flags = KVTIER_NVME_STAT_DEV;
 	ns.dev_index = 1;
-	ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
 	ASSERT_EQ(0U, ns.attached);
 	ASSERT_EQ(0ULL, ns.dev_bytes);
 }
@@ -549,15 +549,15 @@ TEST_F(attach, sync_without_device_enodev)
 	char name[KVTIER_NAME_MAX];
 	int pfd;
 
-	kvt_name(name, "nosync");
-	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	kst_name(name, "nosync");
+	pfd = kst_pool_create(self->ctl, name, KST_PAGE, 16, 16);
 	ASSERT_LE(0, pfd);
 	/* An empty pool. */
 	EXPECT_EQ(-ENODEV, nvt_sync(pfd, NULL));
-	ASSERT_EQ(0, put_range(pfd, self->buf, KVT_PAGE, 0, 4, 1, 0));
+	ASSERT_EQ(0, put_range(pfd, self->buf, KST_PAGE, 0, 4, 1, 0));
 	EXPECT_EQ(-ENODEV, nvt_sync(pfd, NULL));
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 TEST_F(attach, sync_bad_fields_einval)
@@ -567,32 +567,32 @@ TEST_F(attach, sync_bad_fields_einval)
 	int pfd;
 
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
-	kvt_name(name, "syncbad");
-	pfd = kvt_pool_create(self->ctl, name, KVT_PAGE, 16, 16);
+	kst_name(name, "syncbad");
+	pfd = kst_pool_create(self->ctl, name, KST_PAGE, 16, 16);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, put_range(pfd, self->buf, KVT_PAGE, 0, 4, 1, 0));
+	ASSERT_EQ(0, put_range(pfd, self->buf, KST_PAGE, 0, 4, 1, 0));
 
 	memset(&s, 0, sizeof(s));
 	s.flags = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	EXPECT_EQ(-EINVAL, kst_ioctl(pfd, KVTIER_IOC_SYNC, &s));
 	memset(&s, 0, sizeof(s));
 	s.__pad = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	EXPECT_EQ(-EINVAL, kst_ioctl(pfd, KVTIER_IOC_SYNC, &s));
 	memset(&s, 0, sizeof(s));
 	s.reserved[0] = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	EXPECT_EQ(-EINVAL, kst_ioctl(pfd, KVTIER_IOC_SYNC, &s));
 	memset(&s, 0, sizeof(s));
 	s.reserved[1] = 1;
-	EXPECT_EQ(-EINVAL, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	EXPECT_EQ(-EINVAL, kst_ioctl(pfd, KVTIER_IOC_SYNC, &s));
 	/* Nothing was written by the rejected calls. */
 	EXPECT_EQ(4, PSTAT(pfd, dirty));
 	EXPECT_EQ(0, PSTAT(pfd, demotions));
 
 	memset(&s, 0, sizeof(s));
-	EXPECT_EQ(0, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s));
+	EXPECT_EQ(0, kst_ioctl(pfd, KVTIER_IOC_SYNC, &s));
 	EXPECT_EQ(4U, s.written);
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /*
@@ -601,15 +601,15 @@ TEST_F(attach, sync_bad_fields_einval)
  */
 TEST_F(attach, block_larger_than_region)
 {
-	const __u64 bs = 8 * KVT_MIB;
+	const __u64 bs = 8 * KST_MIB;
 	char name[KVTIER_NAME_MAX];
-	char *buf = kvt_alloc(bs);
+	char *buf = kst_alloc(bs);
 	int pfd;
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
-	kvt_name(name, "huge");
-	pfd = kvt_pool_create(self->ctl, name, bs, 8, 2);
+	kst_name(name, "huge");
+	pfd = kst_pool_create(self->ctl, name, bs, 8, 2);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, put_range(pfd, buf, bs, 0, 3, 1, 0));
 	EXPECT_EQ(0, get_check(pfd, buf, bs, 1, 1));
@@ -618,8 +618,8 @@ TEST_F(attach, block_larger_than_region)
 	EXPECT_EQ(0, NSTAT(self->ctl, bytes_demoted));
 	EXPECT_EQ(-EFBIG, nvt_sync(pfd, NULL));
 	close(pfd);
-	kvt_free(buf, bs);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	kst_free(buf, bs);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /*
@@ -630,7 +630,7 @@ TEST_F(attach, block_larger_than_region)
  * (Found by the fuzzer.)
  */
 #define DR_THREADS	4
-#define DR_BS		(64 * KVT_KIB)
+#define DR_BS		(64 * KST_KIB)
 #define DR_BLOCKS	64
 
 struct dr_arg {
@@ -642,11 +642,11 @@ static void *dr_detach(void *arg)
 {
 	struct dr_arg *a = arg;
 	struct kvtier_nvme_detach d;
-	int ctl = kvt_ctl_open();
+	int ctl = kst_ctl_open();
 
 	memset(&d, 0, sizeof(d));
 	pthread_barrier_wait(a->bar);
-	a->ret = ctl < 0 ? ctl : kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
+	a->ret = ctl < 0 ? ctl : kst_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
 	if (ctl >= 0)
 		close(ctl);
 	return NULL;
@@ -662,21 +662,21 @@ TEST_F_TIMEOUT(attach, detach_race, 240)
 	char *buf;
 	int round, i, pfd, ok, enodev;
 
-	buf = kvt_alloc(DR_BS);
+	buf = kst_alloc(DR_BS);
 	ASSERT_NE(NULL, buf);
 	for (round = 0; round < 3; round++) {
 		memset(&a, 0, sizeof(a));
 		a.path = (__u64)(uintptr_t)nvt_dev();
 		a.flags = KVTIER_NVME_FORMAT;
-		ASSERT_EQ(0, kvt_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
+		ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_ATTACH, &a));
 		/* recorded on the device, with dirty blocks to write back */
-		kvt_name(name, "detrace");
-		pfd = kvt_pool_create(self->ctl, name, DR_BS, DR_BLOCKS,
+		kst_name(name, "detrace");
+		pfd = kst_pool_create(self->ctl, name, DR_BS, DR_BLOCKS,
 				      DR_BLOCKS);
 		ASSERT_LE(0, pfd);
 		for (i = 0; i < DR_BLOCKS; i++) {
-			kvt_fill(buf, DR_BS, 0xd7, i, round);
-			ASSERT_EQ(0, kvt_put1(pfd, 0xd7, i, buf, NULL));
+			kst_fill(buf, DR_BS, 0xd7, i, round);
+			ASSERT_EQ(0, kst_put1(pfd, 0xd7, i, buf, NULL));
 		}
 		ASSERT_EQ(0, pthread_barrier_init(&bar, NULL, DR_THREADS));
 		for (i = 0; i < DR_THREADS; i++) {
@@ -698,13 +698,13 @@ TEST_F_TIMEOUT(attach, detach_race, 240)
 		EXPECT_EQ(DR_THREADS - 1, enodev);
 		/* the blocks are still there (in DRAM) */
 		for (i = 0; i < DR_BLOCKS; i++) {
-			ASSERT_EQ(0, kvt_get1(pfd, 0xd7, i, buf, NULL));
-			ASSERT_EQ(-1, kvt_check_gen(buf, DR_BS, 0xd7, i, round));
+			ASSERT_EQ(0, kst_get1(pfd, 0xd7, i, buf, NULL));
+			ASSERT_EQ(-1, kst_check_gen(buf, DR_BS, 0xd7, i, round));
 		}
 		close(pfd);
-		ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+		ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 	}
-	kvt_free(buf, DR_BS);
+	kst_free(buf, DR_BS);
 }
 
 TEST_HARNESS_MAIN

@@ -15,7 +15,7 @@
 /* ==== several devices ==================================================== */
 
 #define DEV2		"/dev/nvme1n1"
-#define MULTI_BS	(64 * KVT_KIB)
+#define MULTI_BS	(64 * KST_KIB)
 #define MULTI_N		600U
 
 FIXTURE(multi) {
@@ -43,7 +43,7 @@ static int nstat_dev(int ctl, __u32 index, struct kvtier_nvme_stat *ns)
 	memset(ns, 0, sizeof(*ns));
 	ns->flags = KVTIER_NVME_STAT_DEV;
 	ns->dev_index = index;
-	return kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, ns);
+	return kst_ioctl(ctl, KVTIER_IOC_NVME_STAT, ns);
 }
 
 static int detach_path(int ctl, const char *path)
@@ -52,7 +52,7 @@ static int detach_path(int ctl, const char *path)
 
 	memset(&d, 0, sizeof(d));
 	d.path = (__u64)(uintptr_t)path;
-	return kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
+	return kst_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
 }
 
 /* Two devices: demotion uses both; the sum is the sum of the devices. */
@@ -132,7 +132,7 @@ TEST_F_TIMEOUT(multi, pool_recorded_on_new_device, 240)
 	ASSERT_EQ(0, nvt_attached(self->ctl));
 	ASSERT_EQ(0, nvt_attach(self->ctl, DEV2, 0, 0));
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
-	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	self->pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, self->pfd);
 	tally_range(self->pfd, self->buf, MULTI_BS, 0, MULTI_N, 1, &t, NULL);
 	EXPECT_EQ(0U, t.wrong);
@@ -177,7 +177,7 @@ FIXTURE(wrap) {
 };
 
 #define WRAP_MIB	64	/* device size */
-#define WRAP_BS		(64 * KVT_KIB)
+#define WRAP_BS		(64 * KST_KIB)
 #define WRAP_DRAM	32U
 #define WRAP_HOT	16U
 
@@ -215,7 +215,7 @@ TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1,
 			       0));
 	/* Enough cold data to go round the log twice and a half. */
-	cold_total = nr * (1024 * KVT_KIB / WRAP_BS) * 5 / 2;
+	cold_total = nr * (1024 * KST_KIB / WRAP_BS) * 5 / 2;
 	while (next - 1000 < (__u64)cold_total) {
 		ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, next,
 				       3 * WRAP_HOT, 1, 0));
@@ -252,7 +252,7 @@ FIXTURE(dm) {
 	struct nvt_fix;		/* sectors, linear: of DM_FAULT */
 };
 
-#define DM_BS	(16 * KVT_KIB)
+#define DM_BS	(16 * KST_KIB)
 #define DM_PATH	"/dev/mapper/" DM_FAULT
 
 /*
@@ -396,14 +396,14 @@ TEST_F_TIMEOUT(dm, corrupted_reads_are_misses, 240)
 	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 0, &loc));
 	ASSERT_EQ(0, dm_flakey(self, "5 corrupt_bio_byte 64 r 1 0"));
 	/* Does this kernel's dm-flakey corrupt reads at all? */
-	raw = kvt_alloc(DM_BS);
+	raw = kst_alloc(DM_BS);
 	ASSERT_NE(NULL, raw);
 	ASSERT_EQ(0, nvt_raw_read(DM_PATH, loc.data_off, raw, DM_BS));
-	if (kvt_check_gen(raw, DM_BS, K0, 0, GEN(1)) == -1) {
-		kvt_free(raw, DM_BS);
+	if (kst_check_gen(raw, DM_BS, K0, 0, GEN(1)) == -1) {
+		kst_free(raw, DM_BS);
 		SKIP(return, "dm-flakey corrupt_bio_byte does not corrupt reads here");
 	}
-	kvt_free(raw, DM_BS);
+	kst_free(raw, DM_BS);
 	tally_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, &t, NULL);
 	TH_LOG("corrupted reads: %u exact, %u miss", t.exact, t.miss);
 	EXPECT_EQ(0U, t.wrong);
@@ -437,7 +437,7 @@ TEST_F_TIMEOUT(dm, unreadable_block_is_miss, 240)
 
 	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, DM_BS, 5, 1));
 	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
-	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 5, NULL));
+	EXPECT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 5, NULL));
 	tally_range(self->pfd, self->buf, DM_BS, 0, 5, 1, &t, NULL);
 	EXPECT_EQ(5U, t.exact);
 	tally_range(self->pfd, self->buf, DM_BS, 6, NPUT - 6, 1, &t, NULL);
@@ -519,7 +519,7 @@ struct put_arg {
 static void *put_fn(void *arg)
 {
 	struct put_arg *p = arg;
-	void *buf = kvt_alloc(DM_BS);
+	void *buf = kst_alloc(DM_BS);
 
 	if (!buf) {
 		p->ret = -ENOMEM;
@@ -527,7 +527,7 @@ static void *put_fn(void *arg)
 	}
 	p->ret = put_range(p->pfd, buf, DM_BS, p->key, 1, 1, 0);
 	p->done = 1;
-	kvt_free(buf, DM_BS);
+	kst_free(buf, DM_BS);
 	return NULL;
 }
 
@@ -570,7 +570,7 @@ FIXTURE(full) {
 	struct nvt_fix;
 };
 
-#define FULL_BS		(16 * KVT_KIB)
+#define FULL_BS		(16 * KST_KIB)
 #define FULL_MIB	12
 
 /* A 12 MiB dm device with 1 MiB regions; the tests make the pool. */
@@ -599,7 +599,7 @@ TEST_F_TIMEOUT(full, wraps_and_reclaims, 300)
 	unsigned int i, newest;
 	struct tally t;
 
-	self->pfd = kvt_pool_create(self->ctl, self->name, FULL_BS, 2048, dram);
+	self->pfd = kst_pool_create(self->ctl, self->name, FULL_BS, 2048, dram);
 	ASSERT_LE(0, self->pfd);
 	for (i = 0; i < n; i++) {
 		int ret = put_range(self->pfd, self->buf, FULL_BS, i, 1, 1, 0);
@@ -624,12 +624,12 @@ TEST_F_TIMEOUT(full, wraps_and_reclaims, 300)
 	 * are there.
 	 */
 	for (newest = 0; newest < n; newest++)
-		if (kvt_lookup1(self->pfd, K0, n - 1 - newest, NULL))
+		if (kst_lookup1(self->pfd, K0, n - 1 - newest, NULL))
 			break;
 	TH_LOG("the newest %u blocks are there", newest);
 	EXPECT_LE(dram + (FULL_MIB - 1) / 2, newest);
 	for (i = 0; i + newest < n; i++)
-		EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, i, NULL));
+		EXPECT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, i, NULL));
 
 	/*
 	 * Reading them back loads old blocks whose regions the next writes
@@ -659,7 +659,7 @@ TEST_F_TIMEOUT(full, sync_more_than_fits_enospc, 300)
 	const unsigned int n = 1024;
 	struct tally t;
 
-	self->pfd = kvt_pool_create(self->ctl, self->name, FULL_BS, n, n);
+	self->pfd = kst_pool_create(self->ctl, self->name, FULL_BS, n, n);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, FULL_BS, 0, n, 1, 0));
 	ASSERT_EQ(-ENOSPC, nvt_sync_deadline(self->pfd, 30, NULL));
@@ -710,7 +710,7 @@ struct lw_op {
 	int mark;		/* 1.. for marks "synced1".., else 0 */
 };
 
-#define LW_BS		(16 * KVT_KIB)
+#define LW_BS		(16 * KST_KIB)
 #define LW_DEV_MIB	32
 #define LW_BASE_PATH	"/dev/mapper/" DM_BASE
 #define LW_PATH		"/dev/mapper/" DM_LW
@@ -738,15 +738,15 @@ FIXTURE_SETUP(replay)
 	nvt_setup(_metadata, NVT_FIX(self), &replay_cfg);
 	self->ops = calloc(LW_MAX, sizeof(*self->ops));
 	ASSERT_NE(NULL, self->ops);
-	self->zero = kvt_alloc(LW_DEV_MIB * KVT_MIB);
+	self->zero = kst_alloc(LW_DEV_MIB * KST_MIB);
 	ASSERT_NE(NULL, self->zero);
-	memset(self->zero, 0, LW_DEV_MIB * KVT_MIB);
+	memset(self->zero, 0, LW_DEV_MIB * KST_MIB);
 	/* Initial content: zeroes; an empty log. */
 	ASSERT_EQ(0, nvt_raw_write(LW_BASE_PATH, 0, self->zero,
-				   LW_DEV_MIB * KVT_MIB));
-	ASSERT_EQ(0, nvt_raw_write(LW_LOGDEV, 0, self->zero, KVT_MIB));
+				   LW_DEV_MIB * KST_MIB));
+	ASSERT_EQ(0, nvt_raw_write(LW_LOGDEV, 0, self->zero, KST_MIB));
 	snprintf(table, sizeof(table), "0 %llu log-writes %s %s",
-		 LW_DEV_MIB * KVT_MIB / 512, LW_BASE_PATH, LW_LOGDEV);
+		 LW_DEV_MIB * KST_MIB / 512, LW_BASE_PATH, LW_LOGDEV);
 	ASSERT_EQ(0, nvt_dm_create(DM_LW, table));
 }
 
@@ -759,7 +759,7 @@ FIXTURE_TEARDOWN(replay)
 			free(self->ops[i].data);
 	free(self->ops);
 	if (self->zero)
-		kvt_free(self->zero, LW_DEV_MIB * KVT_MIB);
+		kst_free(self->zero, LW_DEV_MIB * KST_MIB);
 	nvt_teardown(NVT_FIX(self));
 }
 
@@ -771,8 +771,8 @@ static int lw_mark(const char *what)
 /* Read the log into self->ops; 0 or -errno. */
 static int lw_parse(FIXTURE_DATA(replay) *self)
 {
-	size_t len = 16 * KVT_MIB;
-	char *log = kvt_alloc(len);
+	size_t len = 16 * KST_MIB;
+	char *log = kst_alloc(len);
 	struct lw_super sup;
 	__u64 pos, i;
 	int ret;
@@ -826,7 +826,7 @@ static int lw_parse(FIXTURE_DATA(replay) *self)
 	}
 	ret = 0;
 out:
-	kvt_free(log, len);
+	kst_free(log, len);
 	return ret;
 }
 
@@ -842,19 +842,19 @@ static int lw_replay(FIXTURE_DATA(replay) *self, unsigned int n, __u64 torn)
 	fd = open(LW_BASE_PATH, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (pwrite(fd, self->zero, LW_DEV_MIB * KVT_MIB, 0) !=
-	    (ssize_t)(LW_DEV_MIB * KVT_MIB))
+	if (pwrite(fd, self->zero, LW_DEV_MIB * KST_MIB, 0) !=
+	    (ssize_t)(LW_DEV_MIB * KST_MIB))
 		ret = -EIO;
 	for (i = 0; !ret && i < n + !!torn; i++) {
 		struct lw_op *op = &self->ops[i];
 		__u64 len = i < n ? op->len : torn;
-		size_t alen = (len + KVT_PAGE - 1) & ~(KVT_PAGE - 1);
+		size_t alen = (len + KST_PAGE - 1) & ~(KST_PAGE - 1);
 		char *src;
 
 		if (op->mark || !len)
 			continue;
 		/* O_DIRECT wants aligned memory. */
-		src = kvt_alloc(alen);
+		src = kst_alloc(alen);
 		if (!src) {
 			ret = -ENOMEM;
 			break;
@@ -863,7 +863,7 @@ static int lw_replay(FIXTURE_DATA(replay) *self, unsigned int n, __u64 torn)
 			memcpy(src, op->data, len);
 		if (pwrite(fd, src, len, op->off) != (ssize_t)len)
 			ret = -EIO;
-		kvt_free(src, alen);
+		kst_free(src, alen);
 	}
 	if (!ret && fsync(fd))
 		ret = -errno;
@@ -900,7 +900,7 @@ static int lw_check(struct __test_metadata *_metadata,
 		       (unsigned long long)torn, marks, ret);
 		return ret;
 	}
-	pfd = kvt_pool_open(self->ctl, LW_POOL, 0);
+	pfd = kst_pool_open(self->ctl, LW_POOL, 0);
 	if (pfd < 0) {
 		TH_LOG("cut after op %u + %llu bytes (%d SYNCs done): pool open %d",
 		       n, (unsigned long long)torn, marks, pfd);
@@ -912,8 +912,8 @@ static int lw_check(struct __test_metadata *_metadata,
 
 		lw_want(k, marks, &lo, &hi);
 		memset(self->buf, 0, LW_BS);
-		ret = kvt_get1(pfd, K0, k, self->buf, NULL);
-		if (!ret && kvt_check(self->buf, LW_BS, K0, k, &gen) != -1)
+		ret = kst_get1(pfd, K0, k, self->buf, NULL);
+		if (!ret && kst_check(self->buf, LW_BS, K0, k, &gen) != -1)
 			ret = -EILSEQ;
 		if (!ret) {
 			gen ^= salt;
@@ -936,7 +936,7 @@ static int lw_check(struct __test_metadata *_metadata,
 out_detach:
 	nvt_detach(self->ctl);
 	/* Forget the pool (detached: the replayed device keeps its slot). */
-	kvt_pool_destroy(self->ctl, LW_POOL);
+	kst_pool_destroy(self->ctl, LW_POOL);
 	return bad;
 }
 
@@ -947,7 +947,7 @@ TEST_F_TIMEOUT(replay, every_power_cut, 600)
 
 	/* The workload, through the logging device. */
 	ASSERT_EQ(0, nvt_attach(self->ctl, LW_PATH, KVTIER_NVME_FORMAT, 1024));
-	pfd = kvt_pool_create(self->ctl, LW_POOL, LW_BS, 64, 64);
+	pfd = kst_pool_create(self->ctl, LW_POOL, LW_BS, 64, 64);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, lw_mark("created"));
 	ASSERT_EQ(0, put_range(pfd, self->buf, LW_BS, 0, 16, 1, 0));
@@ -964,7 +964,7 @@ TEST_F_TIMEOUT(replay, every_power_cut, 600)
 	ASSERT_EQ(0, lw_mark("synced3"));
 	close(pfd);
 	ASSERT_EQ(0, nvt_detach(self->ctl));
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, LW_POOL));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, LW_POOL));
 	ASSERT_EQ(0, nvt_dm_remove(DM_LW));
 
 	ASSERT_EQ(0, lw_parse(self));

@@ -48,7 +48,7 @@ static __u64 salt;
 
 static inline void new_salt(void)
 {
-	salt = kvt_mix((__u64)getpid() << 32 ^ (__u64)(nvt_now() * 1e6)) << 8;
+	salt = kst_mix((__u64)getpid() << 32 ^ (__u64)(nvt_now() * 1e6)) << 8;
 }
 
 /* PUT keys first..first+n-1 of generation @gen; 0 or the first bad status. */
@@ -59,8 +59,8 @@ static inline int put_range(int pfd, void *buf, __u64 bs, __u64 first, __u64 n,
 	int ret;
 
 	for (k = first; k < first + n; k++) {
-		kvt_fill(buf, bs, K0, k, GEN(gen));
-		ret = kvt_one(pfd, KVTIER_IOC_PUT, K0, k, buf, flags, NULL);
+		kst_fill(buf, bs, K0, k, GEN(gen));
+		ret = kst_one(pfd, KVTIER_IOC_PUT, K0, k, buf, flags, NULL);
 		if (ret)
 			return ret;
 	}
@@ -73,10 +73,10 @@ static inline int get_check(int pfd, void *buf, __u64 bs, __u64 k, __u64 gen)
 	int ret;
 
 	memset(buf, 0xa5, bs);
-	ret = kvt_get1(pfd, K0, k, buf, NULL);
+	ret = kst_get1(pfd, K0, k, buf, NULL);
 	if (ret)
 		return ret;
-	return kvt_check_gen(buf, bs, K0, k, GEN(gen)) == -1 ? 0 : -EILSEQ;
+	return kst_check_gen(buf, bs, K0, k, GEN(gen)) == -1 ? 0 : -EILSEQ;
 }
 
 struct tally {
@@ -116,15 +116,15 @@ static inline int lookup_range(int pfd, struct kvtier_block *b, __u64 first,
 	__u32 i;
 
 	for (i = 0; i < n; i++)
-		kvt_blk(&b[i], K0, first + i, NULL);
-	return kvt_batch(pfd, KVTIER_IOC_LOOKUP, b, n, flags, done);
+		kst_blk(&b[i], K0, first + i, NULL);
+	return kst_batch(pfd, KVTIER_IOC_LOOKUP, b, n, flags, done);
 }
 
 /* The tier a key is in by LOOKUP (without touching), or -errno. */
 static inline int key_tier(int pfd, __u64 k)
 {
 	struct kvtier_block b;
-	int ret = kvt_lookup1(pfd, K0, k, &b);
+	int ret = kst_lookup1(pfd, K0, k, &b);
 
 	return ret ? ret : (int)b.tier;
 }
@@ -152,7 +152,7 @@ static inline int push_out(int pfd, void *buf, __u64 bs, __u64 k, __u64 *next)
 static inline long long pool_stat_u64(int pfd, size_t off)
 {
 	struct kvtier_pool_stat st;
-	int ret = kvt_stat(pfd, &st);
+	int ret = kst_stat(pfd, &st);
 
 	return ret ? ret : (long long)*(__u64 *)((char *)&st + off);
 }
@@ -285,7 +285,7 @@ static inline int fail_writer_set(const char *knob, long long v)
 	char path[128];
 
 	snprintf(path, sizeof(path), FAIL_WRITER "%s", knob);
-	return kvt_write_num(path, v);
+	return kst_write_num(path, v);
 }
 
 /* Read one; the value, or LLONG_MIN. */
@@ -295,7 +295,7 @@ static inline long long fail_writer_get(const char *knob)
 	long long v;
 
 	snprintf(path, sizeof(path), FAIL_WRITER "%s", knob);
-	return kvt_read_cols(path, &v, 1, 0) == 1 ? v : LLONG_MIN;
+	return kst_read_cols(path, &v, 1, 0) == 1 ? v : LLONG_MIN;
 }
 
 /* ---- one setup for every fixture ----------------------------------------- */
@@ -311,7 +311,7 @@ struct nvt_cfg {
 	__u64 block_size;	/* of the buffers and of the pool */
 	bool out;		/* a second block buffer */
 	bool writer_ok;		/* fail_writer probability set to 0 first */
-	const char *tag;	/* pool name tag (kvt_name()); NULL: no name */
+	const char *tag;	/* pool name tag (kst_name()); NULL: no name */
 	__u32 capacity;		/* of the pool; 0: no pool made */
 	__u32 dram_blocks;
 	unsigned int dm_need;	/* NVT_DM_* targets, else the case is skipped */
@@ -355,36 +355,36 @@ static inline void nvt_setup(struct __test_metadata *_metadata,
 	nvt_setup_check(_metadata);
 	if (cfg->dev2 && (stat(cfg->dev2, &st) || !S_ISBLK(st.st_mode) ||
 			  !strcmp(nvt_dev(), cfg->dev2)))
-		KVT_SETUP_SKIP("%s missing (--nvme 2)", cfg->dev2);
+		KST_SETUP_SKIP("%s missing (--nvme 2)", cfg->dev2);
 	if (cfg->dm_need && !nvt_dm_target(cfg->dm_need))
-		KVT_SETUP_SKIP("no device-mapper target (mask %#x)",
+		KST_SETUP_SKIP("no device-mapper target (mask %#x)",
 			       cfg->dm_need);
 	if (cfg->dm_extra &&
 	    nvt_sh("modprobe dm-%s >/dev/null 2>&1 && "
 		   "dmsetup targets | grep -qw '^%s'", cfg->dm_extra,
 		   cfg->dm_extra))
-		KVT_SETUP_SKIP("no dm-%s", cfg->dm_extra);
+		KST_SETUP_SKIP("no dm-%s", cfg->dm_extra);
 	new_salt();
 	f->cfg = cfg;
 	f->pfd = -1;
 	/* A test that timed out may have left writer failures on. */
 	if (cfg->writer_ok)
 		fail_writer_set("probability", 0);
-	f->ctl = kvt_ctl_open();
+	f->ctl = kst_ctl_open();
 	ASSERT_LE(0, f->ctl);
 	nvt_reset(f->ctl);
 	f->bs = cfg->block_size;
-	f->buf = kvt_alloc(f->bs);
+	f->buf = kst_alloc(f->bs);
 	ASSERT_NE(NULL, f->buf);
 	if (cfg->out) {
-		f->out = kvt_alloc(f->bs);
+		f->out = kst_alloc(f->bs);
 		ASSERT_NE(NULL, f->out);
 	}
 	if (cfg->tag)
-		kvt_name(f->name, cfg->tag);
+		kst_name(f->name, cfg->tag);
 	f->path = nvt_dev();
 	if (cfg->dm) {
-		f->sectors = cfg->dm_mib ? cfg->dm_mib * (long long)(KVT_MIB / 512) :
+		f->sectors = cfg->dm_mib ? cfg->dm_mib * (long long)(KST_MIB / 512) :
 					   dev_sectors(nvt_dev());
 		ASSERT_LT(0, f->sectors);
 		linear_table(f->linear, sizeof(f->linear), f->sectors);
@@ -400,7 +400,7 @@ static inline void nvt_setup(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, nvt_attach(f->ctl, cfg->dev2, KVTIER_NVME_FORMAT,
 					0));
 	if (cfg->capacity) {
-		f->pfd = kvt_pool_create(f->ctl, f->name, f->bs, cfg->capacity,
+		f->pfd = kst_pool_create(f->ctl, f->name, f->bs, cfg->capacity,
 					 cfg->dram_blocks);
 		ASSERT_LE(0, f->pfd);
 	}
@@ -421,11 +421,11 @@ static inline void nvt_teardown(struct nvt_fix *f)
 	if (cfg->tag) {
 		if (cfg->reattach && nvt_attached(f->ctl) != 1)
 			nvt_attach(f->ctl, f->path, 0, 0);
-		kvt_pool_destroy(f->ctl, f->name);
+		kst_pool_destroy(f->ctl, f->name);
 	}
 	nvt_reset(f->ctl);
-	kvt_free(f->buf, f->bs);
-	kvt_free(f->out, f->bs);
+	kst_free(f->buf, f->bs);
+	kst_free(f->out, f->bs);
 	close(f->ctl);
 }
 

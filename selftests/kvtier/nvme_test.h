@@ -114,7 +114,7 @@ static inline int nvt_attach(int ctl, const char *path, __u32 flags,
 	a.path = (__u64)(uintptr_t)path;
 	a.flags = flags;
 	a.region_kib = region_kib;
-	return kvt_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a);
+	return kst_ioctl(ctl, KVTIER_IOC_NVME_ATTACH, &a);
 }
 
 static inline int nvt_detach(int ctl)
@@ -122,13 +122,13 @@ static inline int nvt_detach(int ctl)
 	struct kvtier_nvme_detach d;
 
 	memset(&d, 0, sizeof(d));
-	return kvt_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
+	return kst_ioctl(ctl, KVTIER_IOC_NVME_DETACH, &d);
 }
 
 static inline int nvt_nstat(int ctl, struct kvtier_nvme_stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	return kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, st);
+	return kst_ioctl(ctl, KVTIER_IOC_NVME_STAT, st);
 }
 
 /* 1 if a device is attached, 0 if not, or -errno. */
@@ -148,7 +148,7 @@ static inline int nvt_sync(int pfd, __u64 *written)
 
 	memset(&s, 0, sizeof(s));
 	s.written = 0x5a5a5a5a5a5a5a5aULL;
-	ret = kvt_ioctl(pfd, KVTIER_IOC_SYNC, &s);
+	ret = kst_ioctl(pfd, KVTIER_IOC_SYNC, &s);
 	if (written)
 		*written = s.written;
 	return ret;
@@ -217,7 +217,7 @@ static inline int nvt_sync_deadline(int pfd, double secs, __u64 *written)
 
 	if (pipe(pipefd))
 		return -errno;
-	pid = kvt_fork();
+	pid = kst_fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
@@ -238,13 +238,13 @@ static inline int nvt_sync_deadline(int pfd, double secs, __u64 *written)
 /* DETACH in a child (which opens its own control fd), killed after @secs. */
 static inline int nvt_detach_deadline(double secs)
 {
-	pid_t pid = kvt_fork();
+	pid_t pid = kst_fork();
 	int ctl;
 
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		ctl = kvt_ctl_open();
+		ctl = kst_ctl_open();
 		if (ctl < 0)
 			_exit(-ctl);
 		_exit(-nvt_detach(ctl));
@@ -294,7 +294,7 @@ static inline int nvt_raw_io(const char *path, bool write_it, __u64 off,
 		flags |= O_DIRECT;
 	if (off % NVT_DISK_PAGE || len % NVT_DISK_PAGE)
 		return -EINVAL;
-	bounce = kvt_alloc(len);
+	bounce = kst_alloc(len);
 	if (!bounce)
 		return -ENOMEM;
 	fd = open(path, flags);
@@ -318,7 +318,7 @@ static inline int nvt_raw_io(const char *path, bool write_it, __u64 off,
 		ret = -EIO;
 	close(fd);
 out_free:
-	kvt_free(bounce, len);
+	kst_free(bounce, len);
 	return ret;
 }
 
@@ -380,7 +380,7 @@ struct nvt_loc {
 static inline int nvt_pool_id(const char *path, const char *name, __u64 *id)
 {
 	size_t len = NVT_POOL_SLOTS * sizeof(struct nvt_disk_pool);
-	struct nvt_disk_pool *table = kvt_alloc(len);
+	struct nvt_disk_pool *table = kst_alloc(len);
 	unsigned int i;
 	int ret;
 
@@ -397,7 +397,7 @@ static inline int nvt_pool_id(const char *path, const char *name, __u64 *id)
 			}
 		}
 	}
-	kvt_free(table, len);
+	kst_free(table, len);
 	return ret;
 }
 
@@ -430,7 +430,7 @@ static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
 	slen = sizeof(*dr) + sb.region_bytes / NVT_DISK_PAGE * sizeof(dr->recs[0]);
 	slen = (slen + NVT_DISK_PAGE - 1) & ~(NVT_DISK_PAGE - 1);
 	max_recs = (slen - sizeof(*dr)) / sizeof(dr->recs[0]);
-	dr = kvt_alloc(slen);
+	dr = kst_alloc(slen);
 	if (!dr)
 		return -ENOMEM;
 	for (r = 0; r < sb.nr_regions; r++) {
@@ -488,7 +488,7 @@ static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
 		if (!locs[i].copies)
 			ret = -ENOENT;
 out:
-	kvt_free(dr, slen);
+	kst_free(dr, slen);
 	return ret;
 }
 
@@ -577,7 +577,7 @@ static inline bool nvt_dm_exists(const char *name)
 
 	for (i = 0; i < 256 && !found; i++) {
 		snprintf(path, sizeof(path), "/sys/block/dm-%d/dm/name", i);
-		if (kvt_read_file(path, buf, sizeof(buf)) <= 0)
+		if (kst_read_file(path, buf, sizeof(buf)) <= 0)
 			continue;
 		buf[strcspn(buf, "\n")] = '\0';
 		found = !strcmp(buf, name);
@@ -624,7 +624,7 @@ static inline bool nvt_dm_target(unsigned int mask)
 /* ---- skip when the device is missing ------------------------------------ */
 
 /*
- * The first thing of every FIXTURE_SETUP() of the NVMe tests: kvt_setup()
+ * The first thing of every FIXTURE_SETUP() of the NVMe tests: kst_setup()
  * (kvtier_test.h), then skip the case when the NVMe device is missing or
  * the module has no NVMe tier.
  */
@@ -634,16 +634,16 @@ static inline void nvt_setup_check(struct __test_metadata *_metadata)
 	struct stat st;
 	int ctl, ret;
 
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 	if (stat(nvt_dev(), &st) || !S_ISBLK(st.st_mode))
-		KVT_SETUP_SKIP("%s missing: boot the VM with --nvme 1",
+		KST_SETUP_SKIP("%s missing: boot the VM with --nvme 1",
 			       nvt_dev());
-	ctl = kvt_ctl_open_raw();
-	ret = ctl < 0 ? ctl : kvt_api(ctl, KVT_F_KNOWN, &api);
+	ctl = kst_ctl_open_raw();
+	ret = ctl < 0 ? ctl : kst_api(ctl, KST_F_KNOWN, &api);
 	if (ctl >= 0)
 		close(ctl);
 	if (ret || !(api.supported & KVTIER_F_NVME))
-		KVT_SETUP_SKIP("kvtier without KVTIER_F_NVME");
+		KST_SETUP_SKIP("kvtier without KVTIER_F_NVME");
 }
 
 #endif /* KVTIER_NVME_TEST_H */

@@ -31,8 +31,8 @@ FIXTURE_VARIANT(tier) {
 	struct nvt_cfg cfg;
 };
 
-FIXTURE_VARIANT_ADD(tier, b4k) { .cfg = TIER_CFG(4 * KVT_KIB) };
-FIXTURE_VARIANT_ADD(tier, b64k) { .cfg = TIER_CFG(64 * KVT_KIB) };
+FIXTURE_VARIANT_ADD(tier, b4k) { .cfg = TIER_CFG(4 * KST_KIB) };
+FIXTURE_VARIANT_ADD(tier, b64k) { .cfg = TIER_CFG(64 * KST_KIB) };
 
 FIXTURE_SETUP(tier)
 {
@@ -52,7 +52,7 @@ TEST_F(tier, demote_and_promote)
 	struct tally t;
 
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
 	EXPECT_LE(NCOLD, st.resident[KVTIER_TIER_NVME]);
 	EXPECT_LE(NCOLD, st.demotions);
@@ -69,7 +69,7 @@ TEST_F(tier, demote_and_promote)
 	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &t, NULL);
 	EXPECT_EQ(NPUT, t.exact);
 	EXPECT_EQ(0U, t.wrong);
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_LE(NCOLD, st.promotions);
 	EXPECT_EQ(0U, st.bad_reads);
 	EXPECT_EQ(0U, st.misses);
@@ -92,8 +92,8 @@ TEST_F(tier, full_pool_reads_back)
 	struct tally t;
 	int pfd;
 
-	kvt_name(name, "fullpool");
-	pfd = kvt_pool_create(self->ctl, name, self->bs, 32, DRAM);
+	kst_name(name, "fullpool");
+	pfd = kst_pool_create(self->ctl, name, self->bs, 32, DRAM);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 32, 1, 0));
 	/* No address left for a new key. */
@@ -105,7 +105,7 @@ TEST_F(tier, full_pool_reads_back)
 	if (t.other)
 		TH_LOG("first error: %d", t.first_other);
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /* PIN of a block only on NVMe loads it and keeps it in DRAM. */
@@ -116,7 +116,7 @@ TEST_F(tier, pin_loads_and_holds)
 
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
 	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
-	ASSERT_EQ(0, kvt_one(self->pfd, KVTIER_IOC_PIN, K0, 0, NULL, 0, &b));
+	ASSERT_EQ(0, kst_one(self->pfd, KVTIER_IOC_PIN, K0, 0, NULL, 0, &b));
 	ASSERT_EQ((__u32)KVTIER_TIER_DRAM, b.tier);
 	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
 	/* Many more blocks come and go; the pinned one stays. */
@@ -124,7 +124,7 @@ TEST_F(tier, pin_loads_and_holds)
 	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, 0));
 	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
 	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
-	ASSERT_EQ(0, kvt_unpin1(self->pfd, K0, 0));
+	ASSERT_EQ(0, kst_unpin1(self->pfd, K0, 0));
 	ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, 0, &next));
 	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
 	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
@@ -140,13 +140,13 @@ TEST_F(tier, drop_nvme_block)
 	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
 	nvme = RES_NVME(self->pfd);
 	ASSERT_EQ((long long)NPUT, nvme);
-	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, 0));
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 0, NULL));
+	ASSERT_EQ(0, kst_drop1(self->pfd, K0, 0));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 0, NULL));
 	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
 	ASSERT_EQ(nvme - 1, RES_NVME(self->pfd));
 	/* And one also in DRAM. */
 	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, NPUT - 1));
-	ASSERT_EQ(0, kvt_drop1(self->pfd, K0, NPUT - 1));
+	ASSERT_EQ(0, kst_drop1(self->pfd, K0, NPUT - 1));
 	ASSERT_EQ(nvme - 2, RES_NVME(self->pfd));
 	ASSERT_EQ(0, PSTAT(self->pfd, dirty));
 	/* The address can be used again. */
@@ -226,12 +226,12 @@ TEST_F(tier, lookup_load_stops_at_miss)
 	__u32 done;
 
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
-	kvt_blk(&b[0], K0, 0, NULL);
-	kvt_blk(&b[1], K0, 1, NULL);
-	kvt_blk(&b[2], K0, 1000, NULL);	/* never put */
-	kvt_blk(&b[3], K0, 3, NULL);
-	kvt_blk(&b[4], K0, 4, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, 5,
+	kst_blk(&b[0], K0, 0, NULL);
+	kst_blk(&b[1], K0, 1, NULL);
+	kst_blk(&b[2], K0, 1000, NULL);	/* never put */
+	kst_blk(&b[3], K0, 3, NULL);
+	kst_blk(&b[4], K0, 4, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, b, 5,
 			       KVTIER_LOOKUP_LOAD, &done));
 	ASSERT_EQ(2U, done);
 	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[0].tier);
@@ -255,13 +255,13 @@ TEST_F(tier, mmap_fault_loads)
 	char *map;
 
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
-	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 0, &b));
+	ASSERT_EQ(0, kst_lookup1(self->pfd, K0, 0, &b));
 	ASSERT_EQ((__u32)KVTIER_TIER_NVME, b.tier);
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, self->pfd, 0);
 	ASSERT_NE(MAP_FAILED, map);
 
 	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
-	kvt_fill(self->buf, self->bs, K0, 0, GEN(1));
+	kst_fill(self->buf, self->bs, K0, 0, GEN(1));
 	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
 	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
 	ASSERT_EQ(KVTIER_TIER_DRAM, key_tier(self->pfd, 0));
@@ -271,7 +271,7 @@ TEST_F(tier, mmap_fault_loads)
 	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
 	memset(self->out, 0, self->bs);
 	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
-	kvt_fill(self->buf, self->bs, K0, 0, GEN(1));
+	kst_fill(self->buf, self->bs, K0, 0, GEN(1));
 	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
 	ASSERT_EQ(2, PSTAT(self->pfd, promotions));
 	munmap(map, len);
@@ -287,13 +287,13 @@ TEST_F(tier, mmap_fault_noload_sigbus)
 	char *map;
 	int pfd;
 
-	kvt_name(name, "noload");
-	kvt_create_init(&c, name, self->bs, CAP, DRAM);
+	kst_name(name, "noload");
+	kst_create_init(&c, name, self->bs, CAP, DRAM);
 	c.flags = KVTIER_POOL_FAULT_NOLOAD;
-	pfd = kvt_create(self->ctl, &c);
+	pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, NPUT, 1, 0));
-	ASSERT_EQ(0, kvt_lookup1(pfd, K0, 0, &b));
+	ASSERT_EQ(0, kst_lookup1(pfd, K0, 0, &b));
 	ASSERT_EQ((__u32)KVTIER_TIER_NVME, b.tier);
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, pfd, 0);
 	ASSERT_NE(MAP_FAILED, map);
@@ -310,7 +310,7 @@ TEST_F(tier, mmap_fault_noload_sigbus)
 	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
 	munmap(map, len);
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 struct cget {
@@ -323,7 +323,7 @@ struct cget {
 static void *cget_fn(void *arg)
 {
 	struct cget *c = arg;
-	void *buf = kvt_alloc(c->bs);
+	void *buf = kst_alloc(c->bs);
 
 	if (!buf) {
 		c->result = -ENOMEM;
@@ -331,7 +331,7 @@ static void *cget_fn(void *arg)
 	}
 	pthread_barrier_wait(c->bar);
 	c->result = get_check(c->pfd, buf, c->bs, c->key, 1);
-	kvt_free(buf, c->bs);
+	kst_free(buf, c->bs);
 	return NULL;
 }
 
@@ -379,18 +379,18 @@ TEST_F(tier, sync_clears_dirty)
 	__u64 written = 0;
 	int pfd;
 
-	kvt_name(name, "sync");
-	pfd = kvt_pool_create(self->ctl, name, self->bs, 32, 32);
+	kst_name(name, "sync");
+	pfd = kst_pool_create(self->ctl, name, self->bs, 32, 32);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 20, 1, 0));
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_LT(0U, st.dirty);
 	ASSERT_GE(20U, st.dirty);
 	ASSERT_EQ(20U, st.dirty + st.demotions);
 
 	ASSERT_EQ(0, nvt_sync(pfd, &written));
 	EXPECT_EQ(st.dirty, written);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	EXPECT_EQ(0U, st.dirty);
 	EXPECT_EQ(20U, st.demotions);
 	EXPECT_EQ(20U, st.resident[KVTIER_TIER_NVME]);
@@ -411,7 +411,7 @@ TEST_F(tier, sync_clears_dirty)
 	EXPECT_EQ(1U, written);
 	EXPECT_EQ(0, PSTAT(pfd, dirty));
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 struct writer {
@@ -426,7 +426,7 @@ struct writer {
 static void *writer_fn(void *arg)
 {
 	struct writer *w = arg;
-	void *buf = kvt_alloc(w->bs);
+	void *buf = kst_alloc(w->bs);
 	__u64 i;
 
 	if (!buf) {
@@ -438,8 +438,8 @@ static void *writer_fn(void *arg)
 		__u64 k = 1000 + i % NPUT;
 		int ret;
 
-		kvt_fill(buf, w->bs, K0, k, GEN(i + 2));
-		ret = kvt_one(w->pfd, KVTIER_IOC_PUT, K0, k, buf,
+		kst_fill(buf, w->bs, K0, k, GEN(i + 2));
+		ret = kst_one(w->pfd, KVTIER_IOC_PUT, K0, k, buf,
 			      KVTIER_PUT_REPLACE, NULL);
 		if (ret) {
 			w->err = ret;
@@ -447,7 +447,7 @@ static void *writer_fn(void *arg)
 		}
 		w->puts++;
 	}
-	kvt_free(buf, w->bs);
+	kst_free(buf, w->bs);
 	return NULL;
 }
 
@@ -500,8 +500,8 @@ TEST_F_TIMEOUT(tier, capacity_kept, 120)
 	/* At most a quarter of the device. */
 	if (n * self->bs > (__u64)dev / 4)
 		n = dev / 4 / self->bs;
-	kvt_name(name, "capacity");
-	pfd = kvt_pool_create(self->ctl, name, self->bs, n + 16, DRAM);
+	kst_name(name, "capacity");
+	pfd = kst_pool_create(self->ctl, name, self->bs, n + 16, DRAM);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, n, 1, 0));
 	TH_LOG("%llu blocks of %llu KiB put: %lld regions reclaimed, %lld blocks lost",
@@ -512,7 +512,7 @@ TEST_F_TIMEOUT(tier, capacity_kept, 120)
 	EXPECT_EQ(0U, t.wrong);
 	EXPECT_EQ(n, t.exact);
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /*
@@ -539,8 +539,8 @@ TEST_F_TIMEOUT(tier, small_dram_packs_regions, 240)
 	n = nr * DRAM * 3 / 2;
 	if (n * self->bs > (__u64)dev / 2)
 		n = dev / 2 / self->bs;
-	kvt_name(name, "smalldram");
-	pfd = kvt_pool_create(self->ctl, name, self->bs, n + 16, DRAM);
+	kst_name(name, "smalldram");
+	pfd = kst_pool_create(self->ctl, name, self->bs, n + 16, DRAM);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, n, 1, 0));
 	ASSERT_EQ(0, nvt_sync(pfd, NULL));
@@ -559,7 +559,7 @@ TEST_F_TIMEOUT(tier, small_dram_packs_regions, 240)
 	EXPECT_EQ(0U, t.wrong);
 	EXPECT_EQ(n, t.exact);
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /* REPLACE of a block that has an NVMe copy: the old copy never returns. */
@@ -611,7 +611,7 @@ struct reader {
 static void *reader_fn(void *arg)
 {
 	struct reader *r = arg;
-	void *buf = kvt_alloc(r->bs);
+	void *buf = kst_alloc(r->bs);
 	__u64 i;
 
 	if (!buf) {
@@ -620,7 +620,7 @@ static void *reader_fn(void *arg)
 	}
 	for (i = 0; !r->stop; i++) {
 		__u64 k = (i * 37) % NPUT;
-		int ret = kvt_get1(r->pfd, K0, k, buf, NULL);
+		int ret = kst_get1(r->pfd, K0, k, buf, NULL);
 
 		r->gets++;
 		if (ret == -ENOENT)
@@ -630,10 +630,10 @@ static void *reader_fn(void *arg)
 			break;
 		}
 		r->hits++;
-		if (kvt_check(buf, r->bs, K0, k, NULL) != -1)
+		if (kst_check(buf, r->bs, K0, k, NULL) != -1)
 			r->wrong++;
 	}
-	kvt_free(buf, r->bs);
+	kst_free(buf, r->bs);
 	return NULL;
 }
 
@@ -660,15 +660,15 @@ TEST_F_TIMEOUT(tier, drop_races_eviction, 120)
 	ASSERT_EQ(0, pthread_create(&th, NULL, reader_fn, &r));
 	until = nvt_now() + 4;
 	for (i = 0; nvt_now() < until && !ret; i++) {
-		k = kvt_mix(i ^ salt) % NPUT;
+		k = kst_mix(i ^ salt) % NPUT;
 		if (i % 3 == 0) {
-			ret = kvt_drop1(self->pfd, K0, k);
+			ret = kst_drop1(self->pfd, K0, k);
 			if (ret == -ENOENT)
 				ret = 0;
 		}
 		if (!ret) {
-			kvt_fill(self->buf, self->bs, K0, k, GEN(++gen[k]));
-			ret = kvt_one(self->pfd, KVTIER_IOC_PUT, K0, k,
+			kst_fill(self->buf, self->bs, K0, k, GEN(++gen[k]));
+			ret = kst_one(self->pfd, KVTIER_IOC_PUT, K0, k,
 				      self->buf, KVTIER_PUT_REPLACE, NULL);
 		}
 		/* Clean again, so that evictions keep happening. */
@@ -692,13 +692,13 @@ TEST_F_TIMEOUT(tier, drop_races_eviction, 120)
 		EXPECT_EQ(0U, t.wrong + t.other) TH_LOG("key %llu",
 							 (unsigned long long)k);
 	}
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
 	for (k = 0; k < NPUT; k++) {
-		ret = kvt_drop1(self->pfd, K0, k);
+		ret = kst_drop1(self->pfd, K0, k);
 		EXPECT_TRUE(!ret || ret == -ENOENT);
 	}
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_EQ(0U, st.resident[KVTIER_TIER_DRAM]);
 	EXPECT_EQ(0U, st.resident[KVTIER_TIER_NVME]);
 	EXPECT_EQ(0U, st.dirty);
@@ -721,9 +721,9 @@ TEST_F(tier, reattach_reopens_pool)
 	ASSERT_EQ(0, nvt_detach(self->ctl));
 
 	/* Detached: the pool lives on in DRAM, nothing on NVMe. */
-	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	self->pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, self->pfd);
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_EQ(0U, st.resident[KVTIER_TIER_NVME]);
 	EXPECT_GE(DRAM, st.resident[KVTIER_TIER_DRAM]);
 	EXPECT_EQ(st.resident[KVTIER_TIER_DRAM], st.dirty);
@@ -741,9 +741,9 @@ TEST_F(tier, reattach_reopens_pool)
 	self->pfd = -1;
 
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
-	self->pfd = kvt_pool_open(self->ctl, self->name, 0);
+	self->pfd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, self->pfd);
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	/* Every block has its durable copy again. */
 	EXPECT_EQ(NPUT, st.resident[KVTIER_TIER_NVME]);
 	EXPECT_EQ(0U, st.dirty);
@@ -754,9 +754,9 @@ TEST_F(tier, reattach_reopens_pool)
 	EXPECT_EQ(0U, written);
 	/* Dropping all of them leaves the counters at zero. */
 	for (i = 0; i < NPUT; i++) {
-		ASSERT_EQ(0, kvt_drop1(self->pfd, K0, i));
+		ASSERT_EQ(0, kst_drop1(self->pfd, K0, i));
 	}
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_EQ(0U, st.resident[KVTIER_TIER_NVME]);
 	EXPECT_EQ(0U, st.resident[KVTIER_TIER_DRAM]);
 	EXPECT_EQ(0U, st.dirty);
@@ -783,7 +783,7 @@ TEST_F(tier, replace_while_detached)
 TEST_F_TIMEOUT(tier, on_disk_layout, 120)
 {
 	size_t tlen = NVT_POOL_SLOTS * sizeof(struct nvt_disk_pool);
-	struct nvt_disk_pool *table = kvt_alloc(tlen), *mine = NULL;
+	struct nvt_disk_pool *table = kst_alloc(tlen), *mine = NULL;
 	struct kvtier_nvme_stat ns;
 	struct nvt_disk_sb sb;
 	struct nvt_loc locs[NPUT];
@@ -826,7 +826,7 @@ TEST_F_TIMEOUT(tier, on_disk_layout, 120)
 
 		if (ok && !nvt_raw_read(nvt_dev(), loc.data_off, self->out,
 					self->bs))
-			bad = kvt_check_gen(self->out, self->bs, K0, i, GEN(1));
+			bad = kst_check_gen(self->out, self->bs, K0, i, GEN(1));
 		if (!ok || bad != -1)
 			TH_LOG("key %u: find %d, copies %u, pool %llx (table %llx), pages %u, seq %llu, region at %llu, data at %llu, bad word %ld",
 			       i, ret, loc.copies,
@@ -842,10 +842,10 @@ TEST_F_TIMEOUT(tier, on_disk_layout, 120)
 	/* Destroying the pool clears its slot. */
 	close(self->pfd);
 	self->pfd = -1;
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
 	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), NVT_POOL_TABLE_OFF, table, tlen));
 	ASSERT_EQ(0U, table[mine - table].id);
-	kvt_free(table, tlen);
+	kst_free(table, tlen);
 }
 
 /* A pool destroyed while attached does not come back at the next attach. */
@@ -854,22 +854,22 @@ TEST_F(tier, destroyed_pool_not_restored)
 	char name[KVTIER_NAME_MAX];
 	int pfd;
 
-	kvt_name(name, "gone");
-	pfd = kvt_pool_create(self->ctl, name, self->bs, CAP, DRAM);
+	kst_name(name, "gone");
+	pfd = kst_pool_create(self->ctl, name, self->bs, CAP, DRAM);
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 16, 1, 0));
 	ASSERT_EQ(0, nvt_sync(pfd, NULL));
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 	ASSERT_EQ(0, nvt_detach(self->ctl));
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, name, 0));
 	/* A new pool of that name starts empty (another pool id). */
-	pfd = kvt_pool_create(self->ctl, name, self->bs, CAP, DRAM);
+	pfd = kst_pool_create(self->ctl, name, self->bs, CAP, DRAM);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(-ENOENT, kvt_lookup1(pfd, K0, 0, NULL));
+	ASSERT_EQ(-ENOENT, kst_lookup1(pfd, K0, 0, NULL));
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /*
@@ -900,7 +900,7 @@ TEST_F(tier, corrupt_data_is_miss)
 	ASSERT_EQ(0, cold_and_detached(self));
 	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 0, &loc));
 	ASSERT_EQ(0, nvt_raw_read(nvt_dev(), loc.data_off, self->out, self->bs));
-	ASSERT_EQ(-1, kvt_check_gen(self->out, self->bs, K0, 0, GEN(1)));
+	ASSERT_EQ(-1, kst_check_gen(self->out, self->bs, K0, 0, GEN(1)));
 	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), loc.data_off + self->bs / 2 + 5,
 				  0x10));
 
@@ -909,7 +909,7 @@ TEST_F(tier, corrupt_data_is_miss)
 	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
 	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
 	/* Dropped: a plain miss from now on. */
-	ASSERT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 0, NULL));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 0, NULL));
 	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, self->bs, 0, 1));
 	ASSERT_EQ(1, PSTAT(self->pfd, bad_reads));
 	tally_range(self->pfd, self->buf, self->bs, 1, NPUT - 1, 1, &t, NULL);
@@ -935,26 +935,26 @@ TEST_F(tier, corrupt_data_load_and_fault)
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
 
 	/* LOOKUP LOAD [0, 1, 3]: 0 loads, 1 fails to verify and ends it. */
-	kvt_blk(&b[0], K0, 0, NULL);
-	kvt_blk(&b[1], K0, 1, NULL);
-	kvt_blk(&b[2], K0, 3, NULL);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, 3,
+	kst_blk(&b[0], K0, 0, NULL);
+	kst_blk(&b[1], K0, 1, NULL);
+	kst_blk(&b[2], K0, 3, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, b, 3,
 			       KVTIER_LOOKUP_LOAD, &done));
 	EXPECT_EQ(1U, done);
 	EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[0].tier);
 	EXPECT_NE(0, b[1].status);
 	EXPECT_EQ((__u32)KVTIER_TIER_NONE, b[1].tier);
 	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
-	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 1, NULL));
+	EXPECT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 1, NULL));
 
 	/* A fault on key 2 (corrupt): SIGBUS, never wrong bytes. */
-	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 2, &b[0]));
+	ASSERT_EQ(0, kst_lookup1(self->pfd, K0, 2, &b[0]));
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, self->pfd, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	EXPECT_EQ(SIGBUS, probe_read(map + b[0].addr * self->bs, self->out,
 				     self->bs));
 	EXPECT_EQ(2, PSTAT(self->pfd, bad_reads));
-	EXPECT_EQ(-ENOENT, kvt_lookup1(self->pfd, K0, 2, NULL));
+	EXPECT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 2, NULL));
 	munmap(map, len);
 	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 0, 1));
 	ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, 3, 1));
@@ -1044,7 +1044,7 @@ TEST_F_TIMEOUT(tier, writer_out_of_memory, 180)
 	EXPECT_LE(0, left);
 	TH_LOG("%lld writer allocations failed", times - left);
 
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_EQ(0U, st.dirty);
 	EXPECT_LE(NCOLD, st.demotions);
 	EXPECT_EQ(NPUT, st.resident[KVTIER_TIER_NVME]);
@@ -1062,7 +1062,7 @@ FIXTURE(pinned) {
 
 /* The device attached; a pool of 8 blocks of 4 KiB, 2 of them in DRAM. */
 static const struct nvt_cfg pinned_cfg = {
-	.block_size = KVT_PAGE, .tag = "pinned", .capacity = 8,
+	.block_size = KST_PAGE, .tag = "pinned", .capacity = 8,
 	.dram_blocks = 2, .attach = true,
 };
 
@@ -1085,11 +1085,11 @@ FIXTURE_TEARDOWN(pinned)
  */
 static int child_get_status(int pfd, __u64 k0, __u64 k1)
 {
-	char *buf = kvt_alloc(KVT_PAGE);
+	char *buf = kst_alloc(KST_PAGE);
 
 	if (!buf)
 		return 101;
-	return -kvt_get1(pfd, k0, k1, buf, NULL);
+	return -kst_get1(pfd, k0, k1, buf, NULL);
 }
 
 TEST_F_TIMEOUT(pinned, load_all_pinned, 120)
@@ -1104,21 +1104,21 @@ TEST_F_TIMEOUT(pinned, load_all_pinned, 120)
 
 	/* two blocks, durable; a third evicts the older one to NVMe */
 	for (i = 0; i < 2; i++) {
-		kvt_fill(buf, KVT_PAGE, 0x1b, i, 1);
-		ASSERT_EQ(0, kvt_put1(pfd, 0x1b, i, buf, NULL));
+		kst_fill(buf, KST_PAGE, 0x1b, i, 1);
+		ASSERT_EQ(0, kst_put1(pfd, 0x1b, i, buf, NULL));
 	}
 	memset(&sy, 0, sizeof(sy));
-	ASSERT_EQ(0, kvt_ioctl(pfd, KVTIER_IOC_SYNC, &sy));
+	ASSERT_EQ(0, kst_ioctl(pfd, KVTIER_IOC_SYNC, &sy));
 	written = sy.written;
 	EXPECT_EQ(2ULL, written);
-	kvt_fill(buf, KVT_PAGE, 0x1b, 2, 1);
-	ASSERT_EQ(0, kvt_put1(pfd, 0x1b, 2, buf, NULL));
-	ASSERT_EQ(0, kvt_lookup1(pfd, 0x1b, 0, &blk));
+	kst_fill(buf, KST_PAGE, 0x1b, 2, 1);
+	ASSERT_EQ(0, kst_put1(pfd, 0x1b, 2, buf, NULL));
+	ASSERT_EQ(0, kst_lookup1(pfd, 0x1b, 0, &blk));
 	ASSERT_EQ((__u32)KVTIER_TIER_NVME, blk.tier);
 	/* every DRAM block pinned */
-	ASSERT_EQ(0, kvt_pin1(pfd, 0x1b, 1));
-	ASSERT_EQ(0, kvt_pin1(pfd, 0x1b, 2));
-	pid = kvt_fork();
+	ASSERT_EQ(0, kst_pin1(pfd, 0x1b, 1));
+	ASSERT_EQ(0, kst_pin1(pfd, 0x1b, 2));
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0)
 		_exit(child_get_status(pfd, 0x1b, 0));
@@ -1128,7 +1128,7 @@ TEST_F_TIMEOUT(pinned, load_all_pinned, 120)
 		usleep(100000);
 	}
 	if (i == 200) {
-		kvt_dump_stacks(pid, 1);
+		kst_dump_stacks(pid, 1);
 		kill(pid, SIGKILL);
 		waitpid(pid, &rc, 0);
 	}
@@ -1136,9 +1136,9 @@ TEST_F_TIMEOUT(pinned, load_all_pinned, 120)
 	if (i < 200)
 		EXPECT_EQ(ENOSPC, WEXITSTATUS(rc));
 	/* unpinned, it loads */
-	ASSERT_EQ(0, kvt_unpin1(pfd, 0x1b, 1));
-	ASSERT_EQ(0, kvt_get1(pfd, 0x1b, 0, buf, NULL));
-	EXPECT_EQ(-1, kvt_check_gen(buf, KVT_PAGE, 0x1b, 0, 1));
+	ASSERT_EQ(0, kst_unpin1(pfd, 0x1b, 1));
+	ASSERT_EQ(0, kst_get1(pfd, 0x1b, 0, buf, NULL));
+	EXPECT_EQ(-1, kst_check_gen(buf, KST_PAGE, 0x1b, 0, 1));
 }
 
 TEST_HARNESS_MAIN

@@ -2,7 +2,7 @@
 /*
  * nvme_tool: the helper of the kvtier NVMe persistence scripts
  * (nvme-persist.sh, nvme-crash.sh). Blocks hold the deterministic pattern of
- * kvt_fill() for key (NVT_TOOL_K0, n) and a generation, so any run can tell
+ * kst_fill() for key (NVT_TOOL_K0, n) and a generation, so any run can tell
  * exact bytes from wrong ones without remembering what it wrote.
  *
  *   nvme_tool attach DEV [format [REGION_KIB]]
@@ -42,7 +42,7 @@
 
 #define NVT_TOOL_K0	0x6b7674746f6f6c00ULL	/* "kvttool" */
 #define BATCH		16
-#define WRITER_BS	(16 * KVT_KIB)
+#define WRITER_BS	(16 * KST_KIB)
 
 static const char *prog = "nvme_tool";
 
@@ -72,16 +72,16 @@ static unsigned long long num(const char *s)
 
 static int ctl_open(void)
 {
-	int ctl = kvt_ctl_open();
+	int ctl = kst_ctl_open();
 
 	if (ctl < 0)
-		die(2, "open %s: %s", KVT_DEV, strerror(-ctl));
+		die(2, "open %s: %s", KST_DEV, strerror(-ctl));
 	return ctl;
 }
 
 static int pool_open(int ctl, const char *name)
 {
-	int pfd = kvt_pool_open(ctl, name, 0);
+	int pfd = kst_pool_open(ctl, name, 0);
 
 	if (pfd < 0)
 		die(2, "open pool %s: %s", name, strerror(-pfd));
@@ -91,7 +91,7 @@ static int pool_open(int ctl, const char *name)
 static __u64 pool_bs(int pfd)
 {
 	struct kvtier_pool_stat st;
-	int ret = kvt_stat(pfd, &st);
+	int ret = kst_stat(pfd, &st);
 
 	if (ret)
 		die(2, "STAT: %s", strerror(-ret));
@@ -102,7 +102,7 @@ static __u64 pool_bs(int pfd)
 static int put_keys(int pfd, __u64 bs, __u64 first, __u64 count, __u64 gen)
 {
 	struct kvtier_block b[BATCH];
-	char *bufs = kvt_alloc(BATCH * bs);
+	char *bufs = kst_alloc(BATCH * bs);
 	__u64 k, n, i;
 	__u32 done;
 	int ret = 0;
@@ -112,15 +112,15 @@ static int put_keys(int pfd, __u64 bs, __u64 first, __u64 count, __u64 gen)
 	for (k = first; k < first + count && !ret; k += n) {
 		n = first + count - k < BATCH ? first + count - k : BATCH;
 		for (i = 0; i < n; i++) {
-			kvt_fill(bufs + i * bs, bs, NVT_TOOL_K0, k + i, gen);
-			kvt_blk(&b[i], NVT_TOOL_K0, k + i, bufs + i * bs);
+			kst_fill(bufs + i * bs, bs, NVT_TOOL_K0, k + i, gen);
+			kst_blk(&b[i], NVT_TOOL_K0, k + i, bufs + i * bs);
 		}
-		ret = kvt_batch(pfd, KVTIER_IOC_PUT, b, n, 0, &done);
+		ret = kst_batch(pfd, KVTIER_IOC_PUT, b, n, 0, &done);
 		for (i = 0; !ret && i < n; i++)
 			if (b[i].status)
 				ret = b[i].status;
 	}
-	kvt_free(bufs, BATCH * bs);
+	kst_free(bufs, BATCH * bs);
 	return ret;
 }
 
@@ -131,10 +131,10 @@ static int get_key(int pfd, void *buf, __u64 bs, __u64 k, __u64 *gen)
 	int ret;
 
 	memset(buf, 0x5a, bs);
-	ret = kvt_get1(pfd, NVT_TOOL_K0, k, buf, NULL);
+	ret = kst_get1(pfd, NVT_TOOL_K0, k, buf, NULL);
 	if (ret)
 		return ret;
-	bad = kvt_check(buf, bs, NVT_TOOL_K0, k, gen);
+	bad = kst_check(buf, bs, NVT_TOOL_K0, k, gen);
 	return bad == -1 ? 0 : -EILSEQ;
 }
 
@@ -196,11 +196,11 @@ static int cmd_create(int argc, char **argv)
 
 	if (argc < 4)
 		die(2, "create POOL BS CAP DRAM [MODE]");
-	kvt_create_init(&c, argv[0], num(argv[1]), num(argv[2]), num(argv[3]));
+	kst_create_init(&c, argv[0], num(argv[1]), num(argv[2]), num(argv[3]));
 	if (argc >= 5)
 		c.mode = num(argv[4]);
 	c.flags = KVTIER_POOL_OPEN_EXISTING;
-	ret = kvt_create(ctl, &c);
+	ret = kst_create(ctl, &c);
 	if (ret < 0)
 		die(1, "create %s: %s", argv[0], strerror(-ret));
 	return 0;
@@ -243,7 +243,7 @@ static int cmd_stat(int argc, char **argv)
 	if (argc < 1)
 		die(2, "stat POOL");
 	pfd = pool_open(ctl_open(), argv[0]);
-	ret = kvt_stat(pfd, &st);
+	ret = kst_stat(pfd, &st);
 	if (ret)
 		die(1, "STAT: %s", strerror(-ret));
 	printf("block_size=%llu capacity=%u dram_blocks=%u mode=%o uid=%u gid=%u resident_dram=%llu resident_nvme=%llu dirty=%llu demotions=%llu promotions=%llu bad_reads=%llu misses=%llu\n",
@@ -271,7 +271,7 @@ static int cmd_verify(int argc, char **argv)
 	count = num(argv[2]);
 	gen = argc >= 4 ? num(argv[3]) : 1;
 	bs = pool_bs(pfd);
-	buf = kvt_alloc(bs);
+	buf = kst_alloc(bs);
 	if (!buf)
 		die(2, "no memory");
 	for (k = first; k < first + count; k++) {
@@ -296,7 +296,7 @@ static int cmd_verify(int argc, char **argv)
 	}
 	printf("verify %s: %llu exact, %llu miss, %llu unexpected\n", argv[0],
 	       exact, miss, bad);
-	kvt_free(buf, bs);
+	kst_free(buf, bs);
 	return bad ? 1 : 0;
 }
 
@@ -310,10 +310,10 @@ static int replace_keys(int pfd, __u64 bs, __u64 first, __u64 count,
 	int ret;
 
 	for (i = 0; i < count; i++) {
-		kvt_fill(bufs + i * bs, bs, NVT_TOOL_K0, first + i, gen);
-		kvt_blk(&b[i], NVT_TOOL_K0, first + i, bufs + i * bs);
+		kst_fill(bufs + i * bs, bs, NVT_TOOL_K0, first + i, gen);
+		kst_blk(&b[i], NVT_TOOL_K0, first + i, bufs + i * bs);
 	}
-	ret = kvt_batch(pfd, KVTIER_IOC_PUT, b, count, KVTIER_PUT_REPLACE, &done);
+	ret = kst_batch(pfd, KVTIER_IOC_PUT, b, count, KVTIER_PUT_REPLACE, &done);
 	for (i = 0; !ret && i < count; i++)
 		ret = b[i].status;
 	return ret;
@@ -336,16 +336,16 @@ static int cmd_writer(int argc, char **argv)
 		die(2, "writer: bad SYNC_EVERY, KEYS or DRAM");
 	ctl = ctl_open();
 	/* Room to spare for REPLACE (and a full pool is another test). */
-	kvt_create_init(&c, argv[0], WRITER_BS, keys + 64, dram);
+	kst_create_init(&c, argv[0], WRITER_BS, keys + 64, dram);
 	c.flags = KVTIER_POOL_OPEN_EXISTING;
-	pfd = kvt_create(ctl, &c);
+	pfd = kst_create(ctl, &c);
 	if (pfd < 0)
 		die(2, "create %s: %s", argv[0], strerror(-pfd));
 	log = open(argv[1], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (log < 0)
 		die(2, "open %s: %s", argv[1], strerror(errno));
 	snprintf(started, sizeof(started), "%s.started", argv[1]);
-	bufs = kvt_alloc(BATCH * WRITER_BS);
+	bufs = kst_alloc(BATCH * WRITER_BS);
 	if (!bufs)
 		die(2, "no memory");
 
@@ -413,11 +413,11 @@ static int cmd_check(int argc, char **argv)
 	upto = num(argv[2]);
 	keys = num(argv[3]);
 	maxgen = num(argv[4]);
-	ret = kvt_stat(pfd, &st);
+	ret = kst_stat(pfd, &st);
 	if (ret)
 		die(2, "STAT: %s", strerror(-ret));
 	bs = st.block_size;
-	buf = kvt_alloc(bs);
+	buf = kst_alloc(bs);
 	b = calloc(KVTIER_BATCH_MAX, sizeof(*b));
 	if (!buf || !b)
 		die(2, "no memory");
@@ -425,8 +425,8 @@ static int cmd_check(int argc, char **argv)
 		n = st.capacity - k < KVTIER_BATCH_MAX ? st.capacity - k :
 							 KVTIER_BATCH_MAX;
 		for (i = 0; i < n; i++)
-			kvt_blk(&b[i], NVT_TOOL_K0, k + i, NULL);
-		ret = kvt_batch(pfd, KVTIER_IOC_LOOKUP, b, n, 0, &done);
+			kst_blk(&b[i], NVT_TOOL_K0, k + i, NULL);
+		ret = kst_batch(pfd, KVTIER_IOC_LOOKUP, b, n, 0, &done);
 		if (ret)
 			die(2, "LOOKUP: %s", strerror(-ret));
 		for (i = 0; i < n; i++) {
@@ -462,7 +462,7 @@ static int cmd_check(int argc, char **argv)
 				       argv[0], key, strerror(-ret));
 		}
 	}
-	ret = kvt_stat(pfd, &st);
+	ret = kst_stat(pfd, &st);
 	printf("check %s: acked pass %llu up to key %llu: present %llu, wrong or failed %llu, acked but lost %llu, acked but older %llu, bad_reads %llu\n",
 	       argv[0], pass, upto, present, wrong, lost, stale,
 	       ret ? 0ULL : (unsigned long long)st.bad_reads);
@@ -475,7 +475,7 @@ static int cmd_destroy(int argc, char **argv)
 
 	if (argc < 1)
 		die(2, "destroy POOL");
-	ret = kvt_pool_destroy(ctl_open(), argv[0]);
+	ret = kst_pool_destroy(ctl_open(), argv[0]);
 	if (ret)
 		die(1, "destroy %s: %s", argv[0], strerror(-ret));
 	return 0;
@@ -487,7 +487,7 @@ static int cmd_exists(int argc, char **argv)
 
 	if (argc < 1)
 		die(2, "exists POOL");
-	pfd = kvt_pool_open(ctl_open(), argv[0], 0);
+	pfd = kst_pool_open(ctl_open(), argv[0], 0);
 	if (pfd == -ENOENT)
 		return 1;
 	if (pfd < 0)

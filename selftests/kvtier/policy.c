@@ -20,7 +20,7 @@
 #include <limits.h>
 #include "kvtier_test.h"
 
-#define BS		KVT_PAGE
+#define BS		KST_PAGE
 #define K0		0x901ca7ULL	/* first key word of every block here */
 #define OPS		2000
 #define LOOKUP_MAX	4		/* keys of one lookup line */
@@ -104,12 +104,12 @@ FIXTURE_VARIANT_ADD(policy, dram1) {
 
 FIXTURE_SETUP(policy)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	self->buf = kvt_alloc(BS);
+	self->buf = kst_alloc(BS);
 	ASSERT_NE(NULL, self->buf);
 	self->probe = calloc(variant->dram_blocks + 2, sizeof(*self->probe));
 	ASSERT_NE(NULL, self->probe);
@@ -119,9 +119,9 @@ FIXTURE_TEARDOWN(policy)
 {
 	if (self->pfd >= 0) {
 		close(self->pfd);
-		kvt_pool_destroy(self->ctl, self->name);
+		kst_pool_destroy(self->ctl, self->name);
 	}
-	kvt_free(self->buf, BS);
+	kst_free(self->buf, BS);
 	free(self->probe);
 	free(self->sim.ops);
 	free(self->resident);
@@ -133,7 +133,7 @@ FIXTURE_TEARDOWN(policy)
 /* The module's policy parameter ("lru", "seg") into @buf; 0 or -errno. */
 static int loaded_policy(char *buf, size_t len)
 {
-	int ret = kvt_read_file(KVT_PARAM_DIR "/policy", buf, len);
+	int ret = kst_read_file(KST_PARAM_DIR "/policy", buf, len);
 
 	if (ret < 0)
 		return ret;
@@ -148,7 +148,7 @@ static int nvme_attached(int ctl)
 	int ret;
 
 	memset(&st, 0, sizeof(st));
-	ret = kvt_ioctl(ctl, KVTIER_IOC_NVME_STAT, &st);
+	ret = kst_ioctl(ctl, KVTIER_IOC_NVME_STAT, &st);
 	return ret ? ret : (int)st.attached;
 }
 
@@ -369,14 +369,14 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 	switch (o->op) {
 	case OP_PUT:
 	case OP_REPLACE:
-		kvt_fill(self->buf, BS, K0, k, i + 1);
-		res = kvt_one(self->pfd, KVTIER_IOC_PUT, K0, k, self->buf,
+		kst_fill(self->buf, BS, K0, k, i + 1);
+		res = kst_one(self->pfd, KVTIER_IOC_PUT, K0, k, self->buf,
 			      o->op == OP_REPLACE ? KVTIER_PUT_REPLACE : 0,
 			      NULL);
 		break;
 	case OP_GET:
-		res = kvt_get1(self->pfd, K0, k, self->buf, NULL);
-		if (!res && kvt_check(self->buf, BS, K0, k, NULL) >= 0) {
+		res = kst_get1(self->pfd, K0, k, self->buf, NULL);
+		if (!res && kst_check(self->buf, BS, K0, k, NULL) >= 0) {
 			snprintf(self->why, sizeof(self->why),
 				 "GET of key %u returned wrong bytes", k);
 			return -1;
@@ -385,8 +385,8 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 	case OP_LOOKUP:
 	case OP_PEEK:
 		for (n = 0; n < o->nkeys; n++)
-			kvt_blk(&b[n], K0, o->keys[n], NULL);
-		ret = kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, b, o->nkeys,
+			kst_blk(&b[n], K0, o->keys[n], NULL);
+		ret = kst_batch(self->pfd, KVTIER_IOC_LOOKUP, b, o->nkeys,
 				o->op == OP_LOOKUP ? KVTIER_LOOKUP_TOUCH : 0,
 				&done);
 		res = ret ? ret : (int)done;
@@ -403,13 +403,13 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 		}
 		break;
 	case OP_DROP:
-		res = kvt_drop1(self->pfd, K0, k);
+		res = kst_drop1(self->pfd, K0, k);
 		break;
 	case OP_PIN:
-		res = kvt_pin1(self->pfd, K0, k);
+		res = kst_pin1(self->pfd, K0, k);
 		break;
 	default:
-		res = kvt_unpin1(self->pfd, K0, k);
+		res = kst_unpin1(self->pfd, K0, k);
 		break;
 	}
 	if (res != o->res) {
@@ -419,7 +419,7 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 		return -1;
 	}
 
-	ret = kvt_stat(self->pfd, &st);
+	ret = kst_stat(self->pfd, &st);
 	if (ret) {
 		snprintf(self->why, sizeof(self->why), "STAT: %s",
 			 strerror(-ret));
@@ -432,13 +432,13 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 	 */
 	if (o->op == OP_PUT || o->op == OP_REPLACE) {
 		for (n = 0; n < self->nresident; n++)
-			kvt_blk(&self->probe[nprobe++], K0,
+			kst_blk(&self->probe[nprobe++], K0,
 				self->resident[n], NULL);
 		if (!res && !was_resident)
-			kvt_blk(&self->probe[nprobe++], K0, k, NULL);
+			kst_blk(&self->probe[nprobe++], K0, k, NULL);
 	}
 	if (nprobe) {
-		ret = kvt_batch(self->pfd, KVTIER_IOC_LOOKUP, self->probe,
+		ret = kst_batch(self->pfd, KVTIER_IOC_LOOKUP, self->probe,
 				nprobe, 0, NULL);
 		if (ret) {
 			snprintf(self->why, sizeof(self->why),
@@ -535,7 +535,7 @@ TEST_F(policy, same_decisions)
 	int ret;
 
 	ret = loaded_policy(policy, sizeof(policy));
-	ASSERT_EQ(0, ret) TH_LOG("reading " KVT_PARAM_DIR "/policy");
+	ASSERT_EQ(0, ret) TH_LOG("reading " KST_PARAM_DIR "/policy");
 	ret = nvme_attached(self->ctl);
 	ASSERT_LE(0, ret);
 	if (ret)
@@ -553,8 +553,8 @@ TEST_F(policy, same_decisions)
 	ASSERT_NE(NULL, self->pins);
 	memset(self->pos, 0xff, (self->sim.max_key + 1) * sizeof(__u32));
 
-	kvt_name(self->name, "policy");
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS,
+	kst_name(self->name, "policy");
+	self->pfd = kst_pool_create(self->ctl, self->name, BS,
 				    4 * variant->dram_blocks,
 				    variant->dram_blocks);
 	ASSERT_LE(0, self->pfd);
@@ -582,8 +582,8 @@ TEST_F(policy, same_decisions)
 		}
 		if (!ret) {
 			model_apply(self, i);
-			resident = kvt_resident(self->pfd);
-			pinned = kvt_pinned(self->pfd);
+			resident = kst_resident(self->pfd);
+			pinned = kst_pinned(self->pfd);
 			if (resident != self->nresident ||
 			    pinned != self->npinned) {
 				snprintf(self->why, sizeof(self->why),

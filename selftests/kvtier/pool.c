@@ -16,20 +16,20 @@ FIXTURE(pool) {
 
 FIXTURE_SETUP(pool)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "pool");
+	kst_name(self->name, "pool");
 }
 
 FIXTURE_TEARDOWN(pool)
 {
 	int i;
 
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	for (i = 0; i < self->nr_extra; i++)
-		kvt_pool_destroy(self->ctl, self->extra[i]);
+		kst_pool_destroy(self->ctl, self->extra[i]);
 	close(self->ctl);
 }
 
@@ -38,7 +38,7 @@ static const char *pool_extra(FIXTURE_DATA(pool) *self)
 {
 	char *name = self->extra[self->nr_extra++];
 
-	kvt_name(name, "pool");
+	kst_name(name, "pool");
 	return name;
 }
 
@@ -56,10 +56,10 @@ TEST_F(pool, create)
 	struct kvtier_pool_stat st;
 	int pfd, i;
 
-	pfd = kvt_pool_create(self->ctl, self->name, 2 * KVT_PAGE, 32, 16);
+	pfd = kst_pool_create(self->ctl, self->name, 2 * KST_PAGE, 32, 16);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
-	ASSERT_EQ(2 * KVT_PAGE, st.block_size);
+	ASSERT_EQ(0, kst_stat(pfd, &st));
+	ASSERT_EQ(2 * KST_PAGE, st.block_size);
 	ASSERT_EQ(32U, st.capacity);
 	ASSERT_EQ(16U, st.dram_blocks);
 	ASSERT_EQ(0600U, st.mode);
@@ -76,7 +76,7 @@ TEST_F(pool, create)
 
 TEST_F(pool, create_fd_cloexec)
 {
-	int pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	int pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 
 	ASSERT_LE(0, pfd);
 	ASSERT_EQ(1, is_cloexec(pfd));
@@ -85,16 +85,16 @@ TEST_F(pool, create_fd_cloexec)
 
 TEST_F(pool, open_fd_cloexec)
 {
-	int pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	int pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	int pfd2;
 
 	ASSERT_LE(0, pfd);
-	pfd2 = kvt_pool_open(self->ctl, self->name, 0);
+	pfd2 = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pfd2);
 	ASSERT_NE(pfd, pfd2);
 	ASSERT_EQ(1, is_cloexec(pfd2));
 	close(pfd2);
-	pfd2 = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	pfd2 = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, pfd2);
 	ASSERT_EQ(1, is_cloexec(pfd2));
 	close(pfd2);
@@ -104,10 +104,10 @@ TEST_F(pool, open_fd_cloexec)
 TEST_F(pool, dram_blocks_zero_means_capacity)
 {
 	struct kvtier_pool_stat st;
-	int pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 12, 0);
+	int pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 12, 0);
 
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ(12U, st.capacity);
 	ASSERT_EQ(12U, st.dram_blocks);
 	close(pfd);
@@ -119,11 +119,11 @@ TEST_F(pool, mode_zero_means_0600)
 	struct kvtier_pool_stat st;
 	int pfd;
 
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
 	c.mode = 0;
-	pfd = kvt_create(self->ctl, &c);
+	pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ(0600U, st.mode);
 	close(pfd);
 }
@@ -134,11 +134,11 @@ TEST_F(pool, mode_kept)
 	struct kvtier_pool_stat st;
 	int pfd;
 
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
 	c.mode = 0751;
-	pfd = kvt_create(self->ctl, &c);
+	pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ(0751U, st.mode);
 	close(pfd);
 }
@@ -149,11 +149,11 @@ TEST_F(pool, numa_node0)
 	struct kvtier_pool_stat st;
 	int pfd;
 
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
 	c.numa_node = 0;
-	pfd = kvt_create(self->ctl, &c);
+	pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ(0, st.numa_node);
 	close(pfd);
 }
@@ -171,9 +171,9 @@ TEST_F(pool, name_longest)
 	strcpy(self->name, name);
 	ASSERT_EQ(KVTIER_NAME_MAX - 1, (int)strlen(self->name));
 
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
-	pfd2 = kvt_pool_open(self->ctl, self->name, 0);
+	pfd2 = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, pfd2);
 	close(pfd2);
 	close(pfd);
@@ -186,7 +186,7 @@ TEST_F(pool, name_charset)
 
 	ASSERT_GT(KVTIER_NAME_MAX - 12, (int)len);
 	strcpy(self->name + len, "-AZaz09._-");
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
 	close(pfd);
 }
@@ -205,12 +205,12 @@ TEST_F(pool, capacity_max)
 	int pfd, ret;
 
 	/* The module's own file: missing or short is a failure, not a skip. */
-	ret = kvt_read_cols(KVT_SYSFS_DIR "/stat", glob, 10, 0);
+	ret = kst_read_cols(KST_SYSFS_DIR "/stat", glob, 10, 0);
 	ASSERT_EQ(10, ret) {
-		TH_LOG("%s/stat: %d", KVT_SYSFS_DIR, ret);
+		TH_LOG("%s/stat: %d", KST_SYSFS_DIR, ret);
 	}
 	left = glob[1] - glob[2];
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE,
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE,
 			      KVTIER_CAPACITY_MAX, 1);
 	if (pfd == -ENOSPC) {
 		/* a key, links and a page pointer: 40 bytes at least */
@@ -218,10 +218,10 @@ TEST_F(pool, capacity_max)
 		return;
 	}
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ((__u32)KVTIER_CAPACITY_MAX, st.capacity);
 	ASSERT_EQ(1U, st.dram_blocks);
-	ASSERT_LE((__u64)KVTIER_CAPACITY_MAX * 40 + KVT_PAGE, st.dram_reserved);
+	ASSERT_LE((__u64)KVTIER_CAPACITY_MAX * 40 + KST_PAGE, st.dram_reserved);
 	ASSERT_LE(st.dram_reserved, left);
 	close(pfd);
 }
@@ -233,13 +233,13 @@ TEST_F(pool, test) \
 { \
 	struct kvtier_pool_create c; \
 	int ret; \
-	kvt_create_init(&c, self->name, 2 * KVT_PAGE, 16, 8); \
+	kst_create_init(&c, self->name, 2 * KST_PAGE, 16, 8); \
 	__VA_ARGS__; \
-	ret = kvt_create(self->ctl, &c); \
+	ret = kst_create(self->ctl, &c); \
 	if (ret >= 0) \
 		close(ret); \
 	ASSERT_EQ(err, ret); \
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0)); \
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0)); \
 }
 
 CREATE_REJECT(reject_name_empty, -EINVAL, memset(c.name, 0, sizeof(c.name)))
@@ -251,17 +251,17 @@ CREATE_REJECT(reject_name_high_byte, -EINVAL, c.name[3] = 0xc3)
 CREATE_REJECT(reject_name_newline, -EINVAL, c.name[3] = '\n')
 CREATE_REJECT(reject_block_size_zero, -EINVAL, c.block_size = 0)
 CREATE_REJECT(reject_block_size_unaligned, -EINVAL,
-	      c.block_size = KVT_PAGE + 512)
+	      c.block_size = KST_PAGE + 512)
 CREATE_REJECT(reject_block_size_half_page, -EINVAL, c.block_size = 2048)
 CREATE_REJECT(reject_block_size_too_big, -EINVAL,
-	      c.block_size = KVTIER_BLOCK_SIZE_MAX + KVT_PAGE)
+	      c.block_size = KVTIER_BLOCK_SIZE_MAX + KST_PAGE)
 CREATE_REJECT(reject_block_size_2_pow_44, -EINVAL, c.block_size = 1ULL << 44)
 CREATE_REJECT(reject_capacity_zero, -EINVAL, c.capacity = 0; c.dram_blocks = 0)
 CREATE_REJECT(reject_capacity_too_big, -EINVAL,
 	      c.capacity = KVTIER_CAPACITY_MAX + 1; c.dram_blocks = 1)
 CREATE_REJECT(reject_dram_over_capacity, -EINVAL, c.dram_blocks = 17)
 CREATE_REJECT(reject_flags_unknown_lowest, -EINVAL,
-	      c.flags = kvt_unknown_bit(KVT_CREATE_FLAGS))
+	      c.flags = kst_unknown_bit(KST_CREATE_FLAGS))
 CREATE_REJECT(reject_flags_unknown_bit31, -EINVAL, c.flags = 1U << 31)
 CREATE_REJECT(reject_mode_sticky, -EINVAL, c.mode = 01600)
 CREATE_REJECT(reject_mode_setuid, -EINVAL, c.mode = 04600)
@@ -281,15 +281,15 @@ static void create_over_budget(struct __test_metadata *_metadata,
 	long long mb = 0;
 	int ret;
 
-	ASSERT_EQ(0, kvt_param("dram_mb", &mb));
-	kvt_create_init(&c, self->name, KVTIER_BLOCK_SIZE_MAX, 1, 1);
+	ASSERT_EQ(0, kst_param("dram_mb", &mb));
+	kst_create_init(&c, self->name, KVTIER_BLOCK_SIZE_MAX, 1, 1);
 	c.capacity = (__u32)(((__u64)mb << 20) / KVTIER_BLOCK_SIZE_MAX + 1);
 	c.dram_blocks = dram_blocks ? c.capacity : 0;
-	ret = kvt_create(self->ctl, &c);
+	ret = kst_create(self->ctl, &c);
 	if (ret >= 0)
 		close(ret);
 	ASSERT_EQ(-ENOSPC, ret);
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 TEST_F(pool, reject_over_dram_budget)
@@ -314,33 +314,33 @@ TEST_F(pool, efault_create_changes_nothing)
 	void *ro;
 	int pfd;
 
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
-	ro = kvt_ro_page_with(&c, sizeof(c));
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
+	ro = kst_ro_page_with(&c, sizeof(c));
 	ASSERT_NE(NULL, ro);
-	ASSERT_EQ(-EFAULT, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, ro));
-	pfd = kvt_pool_open(self->ctl, self->name, 0);
+	ASSERT_EQ(-EFAULT, kst_ioctl(self->ctl, KVTIER_IOC_POOL_CREATE, ro));
+	pfd = kst_pool_open(self->ctl, self->name, 0);
 	EXPECT_EQ(-ENOENT, pfd);
 	if (pfd >= 0)
 		close(pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	/* and the name can be created now */
-	pfd = kvt_create(self->ctl, &c);
+	pfd = kst_create(self->ctl, &c);
 	EXPECT_LE(0, pfd);
 	if (pfd >= 0)
 		close(pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	munmap(ro, KVT_PAGE);
+	kst_pool_destroy(self->ctl, self->name);
+	munmap(ro, KST_PAGE);
 }
 
 /* ---- existing names ---------------------------------------------------- */
 
 TEST_F(pool, exists)
 {
-	int pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	int pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	int ret;
 
 	ASSERT_LE(0, pfd);
-	ret = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	ret = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	if (ret >= 0)
 		close(ret);
 	ASSERT_EQ(-EEXIST, ret);
@@ -350,12 +350,12 @@ TEST_F(pool, exists)
 /* -EEXIST even when the second create asks for something else. */
 TEST_F(pool, exists_other_geometry)
 {
-	int pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	int pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	int ret;
 
 	ASSERT_LE(0, pfd);
 	close(pfd);
-	ret = kvt_pool_create(self->ctl, self->name, 4 * KVT_PAGE, 8, 2);
+	ret = kst_pool_create(self->ctl, self->name, 4 * KST_PAGE, 8, 2);
 	if (ret >= 0)
 		close(ret);
 	ASSERT_EQ(-EEXIST, ret);
@@ -365,27 +365,27 @@ TEST_F(pool, open_existing_flag_opens)
 {
 	struct kvtier_pool_create c;
 	struct kvtier_block b;
-	void *buf = kvt_alloc(KVT_PAGE);
+	void *buf = kst_alloc(KST_PAGE);
 	int pfd, pfd2;
 
 	ASSERT_NE(NULL, buf);
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 	ASSERT_LE(0, pfd);
-	kvt_fill(buf, KVT_PAGE, 7, 8, 1);
-	ASSERT_EQ(0, kvt_put1(pfd, 7, 8, buf, NULL));
+	kst_fill(buf, KST_PAGE, 7, 8, 1);
+	ASSERT_EQ(0, kst_put1(pfd, 7, 8, buf, NULL));
 
-	kvt_create_init(&c, self->name, KVT_PAGE, 4, 4);
+	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
 	c.flags = KVTIER_POOL_OPEN_EXISTING;
-	pfd2 = kvt_create(self->ctl, &c);
+	pfd2 = kst_create(self->ctl, &c);
 	ASSERT_LE(0, pfd2);
 	ASSERT_NE(pfd, pfd2);
 	ASSERT_EQ(1, is_cloexec(pfd2));
-	memset(buf, 0, KVT_PAGE);
-	ASSERT_EQ(0, kvt_get1(pfd2, 7, 8, buf, &b));
-	ASSERT_EQ(-1, kvt_check_gen(buf, KVT_PAGE, 7, 8, 1));
+	memset(buf, 0, KST_PAGE);
+	ASSERT_EQ(0, kst_get1(pfd2, 7, 8, buf, &b));
+	ASSERT_EQ(-1, kst_check_gen(buf, KST_PAGE, 7, 8, 1));
 	close(pfd2);
 	close(pfd);
-	kvt_free(buf, KVT_PAGE);
+	kst_free(buf, KST_PAGE);
 }
 
 TEST_F(pool, open_existing_flag_creates)
@@ -394,12 +394,12 @@ TEST_F(pool, open_existing_flag_creates)
 	struct kvtier_pool_stat st;
 	int pfd;
 
-	kvt_create_init(&c, self->name, 3 * KVT_PAGE, 6, 3);
+	kst_create_init(&c, self->name, 3 * KST_PAGE, 6, 3);
 	c.flags = KVTIER_POOL_OPEN_EXISTING;
-	pfd = kvt_create(self->ctl, &c);
+	pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
-	ASSERT_EQ(3 * KVT_PAGE, st.block_size);
+	ASSERT_EQ(0, kst_stat(pfd, &st));
+	ASSERT_EQ(3 * KST_PAGE, st.block_size);
 	ASSERT_EQ(6U, st.capacity);
 	ASSERT_EQ(3U, st.dram_blocks);
 	close(pfd);
@@ -409,40 +409,40 @@ TEST_F(pool, open_existing_flag_creates)
 
 TEST_F(pool, open_unknown)
 {
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 TEST_F(pool, destroy_unknown)
 {
-	ASSERT_EQ(-ENOENT, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(-ENOENT, kst_pool_destroy(self->ctl, self->name));
 }
 
 TEST_F(pool, destroy_twice)
 {
-	int pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4);
+	int pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4);
 
 	ASSERT_LE(0, pfd);
 	close(pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
-	ASSERT_EQ(-ENOENT, kvt_pool_destroy(self->ctl, self->name));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(-ENOENT, kst_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 }
 
 #define OPEN_REJECT(test, ...) \
 TEST_F(pool, test) \
 { \
 	struct kvtier_pool_open o; \
-	int pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4); \
+	int pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4); \
 	ASSERT_LE(0, pfd); \
 	memset(&o, 0, sizeof(o)); \
-	kvt_set_name(o.name, self->name); \
+	kst_set_name(o.name, self->name); \
 	__VA_ARGS__; \
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_OPEN, &o)); \
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_POOL_OPEN, &o)); \
 	close(pfd); \
 }
 
 OPEN_REJECT(open_reject_flags_unknown_lowest,
-	    o.flags = kvt_unknown_bit(KVTIER_POOL_OPEN_FLAGS))
+	    o.flags = kst_unknown_bit(KVTIER_POOL_OPEN_FLAGS))
 OPEN_REJECT(open_reject_flags_open_existing,
 	    o.flags = KVTIER_POOL_OPEN_EXISTING)
 OPEN_REJECT(open_reject_flags_bit31, o.flags = 1U << 31)
@@ -453,14 +453,14 @@ OPEN_REJECT(open_reject_reserved1, o.reserved[1] = 1ULL << 40)
 TEST_F(pool, test) \
 { \
 	struct kvtier_pool_destroy d; \
-	int pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 4, 4); \
+	int pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 4, 4); \
 	ASSERT_LE(0, pfd); \
 	close(pfd); \
 	memset(&d, 0, sizeof(d)); \
-	kvt_set_name(d.name, self->name); \
+	kst_set_name(d.name, self->name); \
 	__VA_ARGS__; \
-	ASSERT_EQ(-EINVAL, kvt_ioctl(self->ctl, KVTIER_IOC_POOL_DESTROY, &d)); \
-	pfd = kvt_pool_open(self->ctl, self->name, 0); \
+	ASSERT_EQ(-EINVAL, kst_ioctl(self->ctl, KVTIER_IOC_POOL_DESTROY, &d)); \
+	pfd = kst_pool_open(self->ctl, self->name, 0); \
 	ASSERT_LE(0, pfd); \
 	close(pfd); \
 }
@@ -475,37 +475,37 @@ DESTROY_REJECT(destroy_reject_reserved1, d.reserved[1] = 1ULL << 63)
 /* Blocks stay when every fd is closed; a new fd by name finds them. */
 TEST_F(pool, data_outlives_fds)
 {
-	size_t bs = 2 * KVT_PAGE;
+	size_t bs = 2 * KST_PAGE;
 	struct kvtier_block b[3];
-	char *buf = kvt_alloc(3 * bs);
+	char *buf = kst_alloc(3 * bs);
 	__u32 done;
 	int pfd, i;
 
 	ASSERT_NE(NULL, buf);
-	pfd = kvt_pool_create(self->ctl, self->name, bs, 8, 8);
+	pfd = kst_pool_create(self->ctl, self->name, bs, 8, 8);
 	ASSERT_LE(0, pfd);
 	for (i = 0; i < 3; i++) {
-		kvt_fill(buf + i * bs, bs, 0x1234, i, 5);
-		kvt_blk(&b[i], 0x1234, i, buf + i * bs);
+		kst_fill(buf + i * bs, bs, 0x1234, i, 5);
+		kst_blk(&b[i], 0x1234, i, buf + i * bs);
 	}
-	ASSERT_EQ(0, kvt_batch(pfd, KVTIER_IOC_PUT, b, 3, 0, &done));
+	ASSERT_EQ(0, kst_batch(pfd, KVTIER_IOC_PUT, b, 3, 0, &done));
 	ASSERT_EQ(3U, done);
 	close(pfd);
 	close(self->ctl);
 
 	memset(buf, 0, 3 * bs);
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	pfd = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	pfd = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, pfd);
 	for (i = 0; i < 3; i++)
-		kvt_blk(&b[i], 0x1234, i, buf + i * bs);
-	ASSERT_EQ(0, kvt_batch(pfd, KVTIER_IOC_GET, b, 3, 0, &done));
+		kst_blk(&b[i], 0x1234, i, buf + i * bs);
+	ASSERT_EQ(0, kst_batch(pfd, KVTIER_IOC_GET, b, 3, 0, &done));
 	ASSERT_EQ(3U, done);
 	for (i = 0; i < 3; i++)
-		ASSERT_EQ(-1, kvt_check_gen(buf + i * bs, bs, 0x1234, i, 5));
+		ASSERT_EQ(-1, kst_check_gen(buf + i * bs, bs, 0x1234, i, 5));
 	close(pfd);
-	kvt_free(buf, 3 * bs);
+	kst_free(buf, 3 * bs);
 }
 
 /*
@@ -514,39 +514,39 @@ TEST_F(pool, data_outlives_fds)
  */
 TEST_F(pool, destroy_while_open)
 {
-	void *buf = kvt_alloc(KVT_PAGE);
+	void *buf = kst_alloc(KST_PAGE);
 	int pfd, pfd2;
 
 	ASSERT_NE(NULL, buf);
-	pfd = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 8, 8);
+	pfd = kst_pool_create(self->ctl, self->name, KST_PAGE, 8, 8);
 	ASSERT_LE(0, pfd);
-	kvt_fill(buf, KVT_PAGE, 1, 1, 1);
-	ASSERT_EQ(0, kvt_put1(pfd, 1, 1, buf, NULL));
+	kst_fill(buf, KST_PAGE, 1, 1, 1);
+	ASSERT_EQ(0, kst_put1(pfd, 1, 1, buf, NULL));
 
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
-	ASSERT_EQ(-ENOENT, kvt_pool_open(self->ctl, self->name, 0));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
 
 	/* the old fd still works, both ways */
-	kvt_fill(buf, KVT_PAGE, 1, 2, 1);
-	ASSERT_EQ(0, kvt_put1(pfd, 1, 2, buf, NULL));
-	memset(buf, 0, KVT_PAGE);
-	ASSERT_EQ(0, kvt_get1(pfd, 1, 1, buf, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(buf, KVT_PAGE, 1, 1, 1));
+	kst_fill(buf, KST_PAGE, 1, 2, 1);
+	ASSERT_EQ(0, kst_put1(pfd, 1, 2, buf, NULL));
+	memset(buf, 0, KST_PAGE);
+	ASSERT_EQ(0, kst_get1(pfd, 1, 1, buf, NULL));
+	ASSERT_EQ(-1, kst_check_gen(buf, KST_PAGE, 1, 1, 1));
 
 	/* a new pool under the old name is a different, empty pool */
-	pfd2 = kvt_pool_create(self->ctl, self->name, KVT_PAGE, 8, 8);
+	pfd2 = kst_pool_create(self->ctl, self->name, KST_PAGE, 8, 8);
 	ASSERT_LE(0, pfd2);
-	ASSERT_EQ(-ENOENT, kvt_get1(pfd2, 1, 1, buf, NULL));
-	kvt_fill(buf, KVT_PAGE, 1, 1, 2);
-	ASSERT_EQ(0, kvt_put1(pfd2, 1, 1, buf, NULL));
-	memset(buf, 0, KVT_PAGE);
-	ASSERT_EQ(0, kvt_get1(pfd, 1, 1, buf, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(buf, KVT_PAGE, 1, 1, 1));
-	ASSERT_EQ(1LL, kvt_resident(pfd2));
-	ASSERT_EQ(2LL, kvt_resident(pfd));
+	ASSERT_EQ(-ENOENT, kst_get1(pfd2, 1, 1, buf, NULL));
+	kst_fill(buf, KST_PAGE, 1, 1, 2);
+	ASSERT_EQ(0, kst_put1(pfd2, 1, 1, buf, NULL));
+	memset(buf, 0, KST_PAGE);
+	ASSERT_EQ(0, kst_get1(pfd, 1, 1, buf, NULL));
+	ASSERT_EQ(-1, kst_check_gen(buf, KST_PAGE, 1, 1, 1));
+	ASSERT_EQ(1LL, kst_resident(pfd2));
+	ASSERT_EQ(2LL, kst_resident(pfd));
 	close(pfd2);
 	close(pfd);
-	kvt_free(buf, KVT_PAGE);
+	kst_free(buf, KST_PAGE);
 }
 
 /* ---- limits ------------------------------------------------------------ */
@@ -558,14 +558,14 @@ TEST_F_TIMEOUT(pool, max_pools, 120)
 	long long max_pools;
 	int n, i, ret = 0;
 
-	ASSERT_EQ(0, kvt_param("max_pools", &max_pools));
+	ASSERT_EQ(0, kst_param("max_pools", &max_pools));
 	ASSERT_LT(0, max_pools);
 	names = calloc(max_pools + 2, sizeof(*names));
 	ASSERT_NE(NULL, names);
 
 	for (n = 0; n <= max_pools; n++) {
-		kvt_name(names[n], "max");
-		ret = kvt_pool_create(self->ctl, names[n], KVT_PAGE, 1, 1);
+		kst_name(names[n], "max");
+		ret = kst_pool_create(self->ctl, names[n], KST_PAGE, 1, 1);
 		if (ret < 0)
 			break;
 		close(ret);
@@ -575,10 +575,10 @@ TEST_F_TIMEOUT(pool, max_pools, 120)
 	EXPECT_LE(n, max_pools);
 	if (n > 0) {
 		/* the last name was never created */
-		EXPECT_EQ(-ENOENT, kvt_pool_open(self->ctl, names[n], 0));
+		EXPECT_EQ(-ENOENT, kst_pool_open(self->ctl, names[n], 0));
 		/* one freed slot makes room for one more */
-		EXPECT_EQ(0, kvt_pool_destroy(self->ctl, names[0]));
-		ret = kvt_pool_create(self->ctl, names[n], KVT_PAGE, 1, 1);
+		EXPECT_EQ(0, kst_pool_destroy(self->ctl, names[0]));
+		ret = kst_pool_create(self->ctl, names[n], KST_PAGE, 1, 1);
 		EXPECT_LE(0, ret);
 		if (ret >= 0) {
 			close(ret);
@@ -586,7 +586,7 @@ TEST_F_TIMEOUT(pool, max_pools, 120)
 		}
 	}
 	for (i = 1; i < n; i++)
-		kvt_pool_destroy(self->ctl, names[i]);
+		kst_pool_destroy(self->ctl, names[i]);
 	free(names);
 }
 
@@ -598,45 +598,45 @@ TEST_F(pool, dram_budget_reserved)
 {
 	long long before[10], after[10];
 	struct kvtier_pool_stat st;
-	const __u64 bs = KVT_MIB;
+	const __u64 bs = KST_MIB;
 	const char *b_name = pool_extra(self);
 	__u64 avail, left;
 	int pfd, ret;
 
-	ret = kvt_read_cols(KVT_SYSFS_DIR "/stat", before, 10, 0);
+	ret = kst_read_cols(KST_SYSFS_DIR "/stat", before, 10, 0);
 	if (ret < 3)
-		SKIP(return, "no " KVT_SYSFS_DIR "/stat (%d)", ret);
+		SKIP(return, "no " KST_SYSFS_DIR "/stat (%d)", ret);
 	ASSERT_LE(before[2], before[1]);
 	avail = (before[1] - before[2]) / bs;
 	if (avail < 4)
 		SKIP(return, "less than 4 MiB of dram budget left");
 
 	/* half of what is left, in 1 MiB blocks */
-	pfd = kvt_pool_create(self->ctl, self->name, bs, avail / 2, avail / 2);
+	pfd = kst_pool_create(self->ctl, self->name, bs, avail / 2, avail / 2);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_LE(avail / 2 * bs, st.dram_reserved);
-	ASSERT_EQ(10, kvt_read_cols(KVT_SYSFS_DIR "/stat", after, 10, 0));
+	ASSERT_EQ(10, kst_read_cols(KST_SYSFS_DIR "/stat", after, 10, 0));
 	ASSERT_EQ(before[2] + (long long)st.dram_reserved, after[2]);
 
 	/* one block more than is left does not fit */
 	left = after[1] - after[2];
-	ret = kvt_pool_create(self->ctl, b_name, bs, left / bs + 1,
+	ret = kst_pool_create(self->ctl, b_name, bs, left / bs + 1,
 			      left / bs + 1);
 	if (ret >= 0)
 		close(ret);
 	ASSERT_EQ(-ENOSPC, ret);
 
 	/* destroyed but open: still reserved */
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
-	ASSERT_EQ(10, kvt_read_cols(KVT_SYSFS_DIR "/stat", after, 10, 0));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(10, kst_read_cols(KST_SYSFS_DIR "/stat", after, 10, 0));
 	ASSERT_EQ(before[2] + (long long)st.dram_reserved, after[2]);
 
 	/* gone: the budget is back */
 	close(pfd);
-	ASSERT_EQ(10, kvt_read_cols(KVT_SYSFS_DIR "/stat", after, 10, 0));
+	ASSERT_EQ(10, kst_read_cols(KST_SYSFS_DIR "/stat", after, 10, 0));
 	ASSERT_EQ(before[2], after[2]);
-	ret = kvt_pool_create(self->ctl, b_name, bs, avail / 2 + 1,
+	ret = kst_pool_create(self->ctl, b_name, bs, avail / 2 + 1,
 			      avail / 2 + 1);
 	ASSERT_LE(0, ret);
 	close(ret);
@@ -655,22 +655,22 @@ FIXTURE_VARIANT(bsize) {
 	unsigned int count;	/* blocks the tests put */
 };
 
-FIXTURE_VARIANT_ADD(bsize, b4k) { .block_size = 4 * KVT_KIB, .count = 16 };
-FIXTURE_VARIANT_ADD(bsize, b12k) { .block_size = 12 * KVT_KIB, .count = 8 };
-FIXTURE_VARIANT_ADD(bsize, b64k) { .block_size = 64 * KVT_KIB, .count = 8 };
-FIXTURE_VARIANT_ADD(bsize, b2m) { .block_size = 2 * KVT_MIB, .count = 4 };
+FIXTURE_VARIANT_ADD(bsize, b4k) { .block_size = 4 * KST_KIB, .count = 16 };
+FIXTURE_VARIANT_ADD(bsize, b12k) { .block_size = 12 * KST_KIB, .count = 8 };
+FIXTURE_VARIANT_ADD(bsize, b64k) { .block_size = 64 * KST_KIB, .count = 8 };
+FIXTURE_VARIANT_ADD(bsize, b2m) { .block_size = 2 * KST_MIB, .count = 4 };
 
 FIXTURE_SETUP(bsize)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "bsize");
-	self->buf = kvt_alloc(variant->block_size * variant->count);
+	kst_name(self->name, "bsize");
+	self->buf = kst_alloc(variant->block_size * variant->count);
 	ASSERT_NE(NULL, self->buf);
-	self->pfd = kvt_pool_create(self->ctl, self->name, variant->block_size,
+	self->pfd = kst_pool_create(self->ctl, self->name, variant->block_size,
 				    2 * variant->count, variant->count);
 	ASSERT_LE(0, self->pfd);
 }
@@ -679,8 +679,8 @@ FIXTURE_TEARDOWN(bsize)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	kvt_free(self->buf, variant->block_size * variant->count);
+	kst_pool_destroy(self->ctl, self->name);
+	kst_free(self->buf, variant->block_size * variant->count);
 	close(self->ctl);
 }
 
@@ -695,10 +695,10 @@ TEST_F(bsize, round_trip)
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		kvt_fill(self->buf + i * bs, bs, bs, i, 3);
-		kvt_blk(&b[i], bs, i, self->buf + i * bs);
+		kst_fill(self->buf + i * bs, bs, bs, i, 3);
+		kst_blk(&b[i], bs, i, self->buf + i * bs);
 	}
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_PUT, b, n, 0, &done));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, n, 0, &done));
 	ASSERT_EQ(n, done);
 	for (i = 0; i < n; i++) {
 		ASSERT_EQ(0, b[i].status);
@@ -711,12 +711,12 @@ TEST_F(bsize, round_trip)
 
 	memset(self->buf, 0, bs * n);
 	for (i = 0; i < n; i++)
-		kvt_blk(&b[i], bs, n - 1 - i, self->buf + i * bs);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_GET, b, n, 0, &done));
+		kst_blk(&b[i], bs, n - 1 - i, self->buf + i * bs);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, b, n, 0, &done));
 	ASSERT_EQ(n, done);
 	for (i = 0; i < n; i++) {
 		ASSERT_EQ(0, b[i].status);
-		ASSERT_EQ(-1, kvt_check_gen(self->buf + i * bs, bs, bs,
+		ASSERT_EQ(-1, kst_check_gen(self->buf + i * bs, bs, bs,
 					    n - 1 - i, 3));
 	}
 }
@@ -728,11 +728,11 @@ TEST_F(bsize, stat)
 	unsigned int i;
 
 	for (i = 0; i < variant->count; i++) {
-		kvt_fill(self->buf, bs, 9, i, 0);
-		ASSERT_EQ(0, kvt_put1(self->pfd, 9, i, self->buf, NULL));
+		kst_fill(self->buf, bs, 9, i, 0);
+		ASSERT_EQ(0, kst_put1(self->pfd, 9, i, self->buf, NULL));
 	}
-	ASSERT_EQ(0, kvt_get1(self->pfd, 9, 0, self->buf, NULL));
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_get1(self->pfd, 9, 0, self->buf, NULL));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_EQ(bs, st.block_size);
 	ASSERT_EQ(2 * variant->count, st.capacity);
 	ASSERT_EQ(variant->count, st.dram_blocks);
@@ -748,16 +748,16 @@ TEST_F(bsize, replace)
 	const __u64 bs = variant->block_size;
 	struct kvtier_block b;
 
-	kvt_fill(self->buf, bs, 4, 4, 1);
-	ASSERT_EQ(0, kvt_put1(self->pfd, 4, 4, self->buf, NULL));
-	kvt_fill(self->buf, bs, 4, 4, 2);
-	ASSERT_EQ(-EEXIST, kvt_put1(self->pfd, 4, 4, self->buf, NULL));
-	ASSERT_EQ(0, kvt_replace1(self->pfd, 4, 4, self->buf, &b));
+	kst_fill(self->buf, bs, 4, 4, 1);
+	ASSERT_EQ(0, kst_put1(self->pfd, 4, 4, self->buf, NULL));
+	kst_fill(self->buf, bs, 4, 4, 2);
+	ASSERT_EQ(-EEXIST, kst_put1(self->pfd, 4, 4, self->buf, NULL));
+	ASSERT_EQ(0, kst_replace1(self->pfd, 4, 4, self->buf, &b));
 	ASSERT_EQ((__u32)KVTIER_TIER_DRAM, b.tier);
 	memset(self->buf, 0, bs);
-	ASSERT_EQ(0, kvt_get1(self->pfd, 4, 4, self->buf, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(self->buf, bs, 4, 4, 2));
-	ASSERT_EQ(1LL, kvt_resident(self->pfd));
+	ASSERT_EQ(0, kst_get1(self->pfd, 4, 4, self->buf, NULL));
+	ASSERT_EQ(-1, kst_check_gen(self->buf, bs, 4, 4, 2));
+	ASSERT_EQ(1LL, kst_resident(self->pfd));
 }
 
 /* The largest block: 64 MiB, one put and one get. */
@@ -768,27 +768,27 @@ TEST_F_TIMEOUT(pool, block_64m, 180)
 	char *in, *out;
 	int pfd, ret;
 
-	pfd = kvt_pool_create(self->ctl, self->name, bs, 1, 1);
+	pfd = kst_pool_create(self->ctl, self->name, bs, 1, 1);
 	if (pfd == -ENOSPC)
 		SKIP(return, "dram_mb budget too small for a 64 MiB block");
 	ASSERT_LE(0, pfd);
-	in = kvt_alloc(bs);
-	out = kvt_alloc(bs);
+	in = kst_alloc(bs);
+	out = kst_alloc(bs);
 	if (!in || !out)
 		SKIP(return, "no memory for 2 x 64 MiB buffers");
-	kvt_fill(in, bs, 64, 64, 64);
-	ret = kvt_put1(pfd, 64, 64, in, NULL);
+	kst_fill(in, bs, 64, 64, 64);
+	ret = kst_put1(pfd, 64, 64, in, NULL);
 	if (ret == -ENOMEM)
 		SKIP(return, "kernel memory short for a 64 MiB block");
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, kvt_get1(pfd, 64, 64, out, NULL));
-	ASSERT_EQ(-1, kvt_check_gen(out, bs, 64, 64, 64));
-	ASSERT_EQ(0, kvt_stat(pfd, &st));
+	ASSERT_EQ(0, kst_get1(pfd, 64, 64, out, NULL));
+	ASSERT_EQ(-1, kst_check_gen(out, bs, 64, 64, 64));
+	ASSERT_EQ(0, kst_stat(pfd, &st));
 	ASSERT_EQ(bs, st.bytes_in);
 	ASSERT_EQ(bs, st.bytes_out);
 	close(pfd);
-	kvt_free(in, bs);
-	kvt_free(out, bs);
+	kst_free(in, bs);
+	kst_free(out, bs);
 }
 
 TEST_HARNESS_MAIN

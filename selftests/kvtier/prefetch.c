@@ -14,7 +14,7 @@
 
 #include "prefetch_test.h"
 
-#define BS	(64 * KVT_KIB)
+#define BS	(64 * KST_KIB)
 #define CAP	1024U
 #define DRAM	32U
 #define NPUT	160U		/* keys 0..NPUT-1, generation 1 */
@@ -31,7 +31,7 @@ static int prefetch(int pfd, __u64 first, __u32 n, __u64 group,
 	hint_keys(h, first, n);
 	pf_init(&pf, h, n, group, deadline, flags);
 	pf.priority = prio;
-	ret = kvt_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf);
+	ret = kst_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf);
 	if (out)
 		*out = pf;
 	free(h);
@@ -41,7 +41,7 @@ static int prefetch(int pfd, __u64 first, __u32 n, __u64 group,
 static int key_tier(int pfd, __u64 k)
 {
 	struct kvtier_block b;
-	int ret = kvt_lookup1(pfd, K0, k, &b);
+	int ret = kst_lookup1(pfd, K0, k, &b);
 
 	return ret ? ret : (int)b.tier;
 }
@@ -62,8 +62,8 @@ static int put_keys(int pfd, void *buf, __u64 first, __u32 n)
 	int ret;
 
 	for (i = 0; i < n; i++) {
-		kvt_fill(buf, BS, K0, first + i, 1);
-		ret = kvt_put1(pfd, K0, first + i, buf, NULL);
+		kst_fill(buf, BS, K0, first + i, 1);
+		ret = kst_put1(pfd, K0, first + i, buf, NULL);
 		if (ret)
 			return ret;
 	}
@@ -76,10 +76,10 @@ static int get_check(int pfd, void *buf, __u64 k)
 	int ret;
 
 	memset(buf, 0x5a, BS);
-	ret = kvt_get1(pfd, K0, k, buf, NULL);
+	ret = kst_get1(pfd, K0, k, buf, NULL);
 	if (ret)
 		return ret;
-	return kvt_check_gen(buf, BS, K0, k, 1) == -1 ? 0 : -EILSEQ;
+	return kst_check_gen(buf, BS, K0, k, 1) == -1 ? 0 : -EILSEQ;
 }
 
 FIXTURE(pf) {
@@ -91,21 +91,21 @@ FIXTURE(pf) {
 
 FIXTURE_SETUP(pf)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	ASSERT_EQ(0, kvt_param("prefetch_qd", &self->qd));
-	ASSERT_EQ(0, kvt_param("prefetch_protect_pct", &self->pct));
-	ASSERT_EQ(0, kvt_param("prefetch_hold_ms", &self->hold));
+	ASSERT_EQ(0, kst_param("prefetch_qd", &self->qd));
+	ASSERT_EQ(0, kst_param("prefetch_protect_pct", &self->pct));
+	ASSERT_EQ(0, kst_param("prefetch_hold_ms", &self->hold));
 	if (nvt_attached(self->ctl) >= 1)
 		ASSERT_EQ(0, nvt_detach_deadline(120));
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
-	self->buf = kvt_alloc(BS);
+	self->buf = kst_alloc(BS);
 	ASSERT_NE(NULL, self->buf);
-	kvt_name(self->name, "pf");
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, DRAM);
+	kst_name(self->name, "pf");
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, CAP, DRAM);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, put_keys(self->pfd, self->buf, 0, NPUT));
 	/* The first blocks are only on NVMe now. */
@@ -120,10 +120,10 @@ FIXTURE_TEARDOWN(pf)
 	set_param("prefetch_hold_ms", self->hold);
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	if (nvt_attached(self->ctl) >= 1)
 		nvt_detach_deadline(120);
-	kvt_free(self->buf, BS);
+	kst_free(self->buf, BS);
 	close(self->ctl);
 }
 
@@ -185,7 +185,7 @@ TEST_F(pf, unknown_key_dropped)
 	hint_keys(h, 0, 4);
 	h[2].key[1] = 999999;
 	pf_init(&pf, h, 4, 3, 0, 0);
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
 	EXPECT_EQ(0, h[0].status);
 	EXPECT_EQ((__u32)KVTIER_TIER_NVME, h[0].tier);
 	EXPECT_EQ(-ENOENT, h[2].status);
@@ -207,12 +207,12 @@ TEST_F(pf, hints_by_address)
 	struct kvtier_block b;
 	struct kvtier_hint h[2];
 
-	ASSERT_EQ(0, kvt_lookup1(self->pfd, K0, 5, &b));
+	ASSERT_EQ(0, kst_lookup1(self->pfd, K0, 5, &b));
 	memset(h, 0, sizeof(h));
 	h[0].addr = b.addr;
 	h[1].addr = CAP + 5;
 	pf_init(&pf, h, 2, 4, 0, KVTIER_PREFETCH_ADDR);
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
 	EXPECT_EQ(0, h[0].status);
 	EXPECT_EQ(K0, h[0].key[0]);
 	EXPECT_EQ(5ULL, h[0].key[1]);
@@ -273,7 +273,7 @@ TEST_F(pf, cancel_stops_pending)
 			      0, NULL));
 	memset(&cn, 0, sizeof(cn));
 	cn.group = 30;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
 	EXPECT_EQ(1U, cn.cancelled);
 	ASSERT_EQ(0, completion(self->pfd, &c, 10000));
 	EXPECT_EQ(30ULL, c.group);
@@ -282,7 +282,7 @@ TEST_F(pf, cancel_stops_pending)
 	issued = pf_stat("issued");
 	usleep(300000);
 	EXPECT_EQ(issued, pf_stat("issued"));
-	EXPECT_EQ(-ENOENT, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
+	EXPECT_EQ(-ENOENT, kst_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
 	EXPECT_EQ(0, pf_stat("live"));
 }
 
@@ -298,7 +298,7 @@ TEST_F(pf, cancel_all)
 	ASSERT_EQ(0, prefetch(self->pfd, 48, 48, 41, 0, 0, 0, NULL));
 	memset(&cn, 0, sizeof(cn));
 	cn.flags = KVTIER_CANCEL_ALL;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
 	EXPECT_EQ(2U, cn.cancelled);
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, completion(self->pfd, &c, 10000));
@@ -372,7 +372,7 @@ TEST_F(pf, close_cancels)
 	int fd;
 
 	ASSERT_EQ(0, set_param("prefetch_qd", 1));
-	fd = kvt_pool_open(self->ctl, self->name, 0);
+	fd = kst_pool_open(self->ctl, self->name, 0);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, prefetch(fd, 0, 96, 70, 0, 0, 0, NULL));
 	EXPECT_EQ(1, pf_stat("live"));
@@ -445,7 +445,7 @@ TEST_F(pf, poll_and_eventfd)
 	ASSERT_LE(0, efd);
 	memset(&ev, 0, sizeof(ev));
 	ev.fd = efd;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	ASSERT_LE(0, ep);
 	e.events = EPOLLIN;
@@ -482,7 +482,7 @@ TEST_F(pf, group_limits)
 	hint_keys(&h, 0, 1);
 	h.status = 12345;
 	pf_init(&pf, &h, 1, 1, 0, 0);
-	EXPECT_EQ(-EEXIST, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
+	EXPECT_EQ(-EEXIST, kst_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &pf));
 	EXPECT_EQ(12345, h.status);
 	EXPECT_EQ(hints, pf_stat("hints"));
 	/* Resident blocks: groups that end at once, records left unread. */
@@ -509,7 +509,7 @@ TEST_F(pf, group_limits)
 TEST_F(pf, rdonly_fd_prefetches)
 {
 	struct kvtier_completion c;
-	int fd = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	int fd = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, prefetch(fd, 0, 4, 120, 0, 0, 0, NULL));
@@ -570,7 +570,7 @@ TEST_F(pf, uring_put_get_lookup)
 	struct kvtier_block pe[4], ge[4], le[4];
 	struct kvtier_batch pb, gb, lb;
 	struct io_uring ring;
-	char *in = kvt_alloc(4 * BS), *out = kvt_alloc(4 * BS);
+	char *in = kst_alloc(4 * BS), *out = kst_alloc(4 * BS);
 	int res[3] = { 1, 1, 1 };
 	__u32 i;
 
@@ -578,10 +578,10 @@ TEST_F(pf, uring_put_get_lookup)
 	ASSERT_NE(NULL, out);
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
 	for (i = 0; i < 4; i++) {
-		kvt_fill(in + i * BS, BS, K0, 5000 + i, 1);
-		kvt_blk(&pe[i], K0, 5000 + i, in + i * BS);
-		kvt_blk(&ge[i], K0, 5000 + i, out + i * BS);
-		kvt_blk(&le[i], K0, 5000 + i, NULL);
+		kst_fill(in + i * BS, BS, K0, 5000 + i, 1);
+		kst_blk(&pe[i], K0, 5000 + i, in + i * BS);
+		kst_blk(&ge[i], K0, 5000 + i, out + i * BS);
+		kst_blk(&le[i], K0, 5000 + i, NULL);
 	}
 	batch_init(&pb, pe, 4, 0);
 	uring_cmd(&ring, self->pfd, KVTIER_IOC_PUT, &pb, 0);
@@ -600,7 +600,7 @@ TEST_F(pf, uring_put_get_lookup)
 	EXPECT_EQ(4U, lb.done);
 	for (i = 0; i < 4; i++) {
 		EXPECT_EQ(0, ge[i].status);
-		EXPECT_EQ(-1, kvt_check_gen(out + i * BS, BS, K0, 5000 + i, 1));
+		EXPECT_EQ(-1, kst_check_gen(out + i * BS, BS, K0, 5000 + i, 1));
 		EXPECT_EQ((__u32)KVTIER_TIER_DRAM, le[i].tier);
 	}
 	/* The same errors as the ioctl: a PUT of a key present. */
@@ -611,8 +611,8 @@ TEST_F(pf, uring_put_get_lookup)
 	EXPECT_EQ(0U, pb.done);
 	EXPECT_EQ(-EEXIST, pe[0].status);
 	io_uring_queue_exit(&ring);
-	kvt_free(in, 4 * BS);
-	kvt_free(out, 4 * BS);
+	kst_free(in, 4 * BS);
+	kst_free(out, 4 * BS);
 }
 
 /* PREFETCH through the ring; its completion on the fd as usual. */
@@ -653,17 +653,17 @@ TEST_F(pf, uring_bad_commands)
 	int res[6], ro;
 
 	memset(res, 1, sizeof(res));
-	ro = kvt_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
+	ro = kst_pool_open(self->ctl, self->name, KVTIER_POOL_RDONLY);
 	ASSERT_LE(0, ro);
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
-	kvt_blk(&e, K0, 0, NULL);
+	kst_blk(&e, K0, 0, NULL);
 	batch_init(&b, &e, 1, 0);
 	memset(&st, 0, sizeof(st));
 	uring_cmd(&ring, self->pfd, KVTIER_IOC_DROP, &b, 0);
 	uring_cmd(&ring, self->pfd, KVTIER_IOC_STAT, &st, 1);
 	uring_cmd(&ring, self->ctl, KVTIER_IOC_LOOKUP, &b, 2);
 	uring_cmd(&ring, self->pfd, KVTIER_IOC_LOOKUP,
-		  kvt_unmapped_addr(), 3);
+		  kst_unmapped_addr(), 3);
 	sqe = uring_cmd(&ring, self->pfd, KVTIER_IOC_LOOKUP, &b, 4);
 	((struct kvtier_uring_cmd *)sqe->cmd)->reserved = 1;
 	uring_cmd(&ring, ro, KVTIER_IOC_PUT, &b, 5);
@@ -686,14 +686,14 @@ TEST_F(pf, uring_many_in_flight)
 	static struct kvtier_block e[NFLIGHT];
 	static struct kvtier_batch b[NFLIGHT];
 	static int res[NFLIGHT];
-	char *out = kvt_alloc((size_t)NFLIGHT * BS);
+	char *out = kst_alloc((size_t)NFLIGHT * BS);
 	struct io_uring ring;
 	__u32 i;
 
 	ASSERT_NE(NULL, out);
 	ASSERT_EQ(0, io_uring_queue_init(NFLIGHT, &ring, 0));
 	for (i = 0; i < NFLIGHT; i++) {
-		kvt_blk(&e[i], K0, i % NPUT, out + (size_t)i * BS);
+		kst_blk(&e[i], K0, i % NPUT, out + (size_t)i * BS);
 		batch_init(&b[i], &e[i], 1, 0);
 		uring_cmd(&ring, self->pfd, KVTIER_IOC_GET, &b[i], i);
 		res[i] = 1;
@@ -702,11 +702,11 @@ TEST_F(pf, uring_many_in_flight)
 	for (i = 0; i < NFLIGHT; i++) {
 		ASSERT_EQ(0, res[i]);
 		ASSERT_EQ(0, e[i].status);
-		ASSERT_EQ(-1, kvt_check_gen(out + (size_t)i * BS, BS, K0,
+		ASSERT_EQ(-1, kst_check_gen(out + (size_t)i * BS, BS, K0,
 					    i % NPUT, 1));
 	}
 	io_uring_queue_exit(&ring);
-	kvt_free(out, (size_t)NFLIGHT * BS);
+	kst_free(out, (size_t)NFLIGHT * BS);
 }
 
 /* A process that exits (or is killed) with commands in flight. */
@@ -722,14 +722,14 @@ TEST_F(pf, uring_exit_in_flight)
 		if (!pid) {
 			static struct kvtier_block e[64];
 			static struct kvtier_batch b[64];
-			char *out = kvt_alloc((size_t)64 * BS);
+			char *out = kst_alloc((size_t)64 * BS);
 			struct io_uring ring;
 			int i;
 
 			if (!out || io_uring_queue_init(64, &ring, 0))
 				_exit(1);
 			for (i = 0; i < 64; i++) {
-				kvt_blk(&e[i], K0, i, out + (size_t)i * BS);
+				kst_blk(&e[i], K0, i, out + (size_t)i * BS);
 				batch_init(&b[i], &e[i], 1, 0);
 				uring_cmd(&ring, self->pfd, KVTIER_IOC_GET,
 					  &b[i], i);
@@ -746,7 +746,7 @@ TEST_F(pf, uring_exit_in_flight)
 		ASSERT_EQ(pid, waitpid(pid, NULL, 0));
 	}
 	/* Everything still works and reads exact. */
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_EQ(0ULL, st.pinned);
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0, get_check(self->pfd, self->buf, i));

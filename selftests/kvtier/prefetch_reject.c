@@ -35,18 +35,18 @@ static void pf_snap(struct pf_snap *s)
 /* A pool with keys 0 and 1 and an O_NONBLOCK fd; 0 or -errno. */
 static int rj_pool(int ctl, char name[KVTIER_NAME_MAX], int *pfd)
 {
-	char *buf = kvt_alloc(KVT_PAGE);
+	char *buf = kst_alloc(KST_PAGE);
 	int fd, i, ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	kvt_name(name, "pfrj");
-	fd = kvt_pool_create(ctl, name, KVT_PAGE, RJ_CAP, RJ_CAP);
+	kst_name(name, "pfrj");
+	fd = kst_pool_create(ctl, name, KST_PAGE, RJ_CAP, RJ_CAP);
 	for (i = 0; fd >= 0 && i < 2 && !ret; i++) {
-		kvt_fill(buf, KVT_PAGE, K0, i, 1);
-		ret = kvt_put1(fd, K0, i, buf, NULL);
+		kst_fill(buf, KST_PAGE, K0, i, 1);
+		ret = kst_put1(fd, K0, i, buf, NULL);
 	}
-	kvt_free(buf, KVT_PAGE);
+	kst_free(buf, KST_PAGE);
 	if (fd < 0)
 		return fd;
 	if (!ret && fcntl(fd, F_SETFL, O_NONBLOCK))
@@ -78,7 +78,7 @@ static int rj_prefetch(int pfd, __u64 group)
 
 	hint_keys(h, 0, 2);
 	pf_init(&pf, h, 2, group, 0, 0);
-	return kvt_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf);
+	return kst_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf);
 }
 
 /* ---- PREFETCH ---- */
@@ -113,7 +113,7 @@ static void rj_count_huge(struct kvtier_prefetch *pf)
 
 static void rj_flags_unknown(struct kvtier_prefetch *pf)
 {
-	pf->flags = kvt_unknown_bit(KVTIER_PREFETCH_FLAGS);
+	pf->flags = kst_unknown_bit(KVTIER_PREFETCH_FLAGS);
 }
 
 static void rj_flags_bit31(struct kvtier_prefetch *pf)
@@ -187,7 +187,7 @@ static void rj_hints_null(struct kvtier_prefetch *pf)
 
 static void rj_hints_unmapped(struct kvtier_prefetch *pf)
 {
-	pf->hints = (__u64)(uintptr_t)kvt_unmapped_addr();
+	pf->hints = (__u64)(uintptr_t)kst_unmapped_addr();
 }
 
 FIXTURE_VARIANT_ADD(pf_reject, count_zero) {
@@ -260,10 +260,10 @@ static void rj_hints(struct kvtier_hint *h)
 
 FIXTURE_SETUP(pf_reject)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	ASSERT_EQ(0, rj_pool(self->ctl, self->name, &self->pfd));
 	rj_hints(self->h);
@@ -275,7 +275,7 @@ FIXTURE_TEARDOWN(pf_reject)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->ctl);
 }
 
@@ -286,7 +286,7 @@ TEST_F(pf_reject, refused)
 
 	variant->bad(&self->pf);
 	ASSERT_EQ(variant->err,
-		  kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &self->pf));
+		  kst_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &self->pf));
 	rj_unchanged(_metadata, self->pfd, &self->before);
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0x5a5a5a5a5a5a5a5aULL, self->h[i].addr);
@@ -296,7 +296,7 @@ TEST_F(pf_reject, refused)
 	/* Without the bad field: taken, both blocks resident. */
 	rj_hints(self->h);
 	pf_init(&self->pf, self->h, 2, 5, 0, 0);
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &self->pf));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_PREFETCH, &self->pf));
 	ASSERT_EQ(2U, self->pf.resident);
 	ASSERT_EQ(0, completion(self->pfd, &c, 10000));
 	ASSERT_EQ(5ULL, c.group);
@@ -341,7 +341,7 @@ static void rj_cancel_all_and_group(struct kvtier_cancel *cn)
 
 static void rj_cancel_flags_unknown(struct kvtier_cancel *cn)
 {
-	cn->flags = kvt_unknown_bit(KVTIER_CANCEL_ALL);
+	cn->flags = kst_unknown_bit(KVTIER_CANCEL_ALL);
 }
 
 static void rj_cancel_flags_bit31(struct kvtier_cancel *cn)
@@ -401,12 +401,12 @@ FIXTURE_SETUP(cancel_reject)
 {
 	struct kvtier_completion c;
 
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	ASSERT_EQ(0, kvt_param("prefetch_hold_ms", &self->hold));
+	ASSERT_EQ(0, kst_param("prefetch_hold_ms", &self->hold));
 	ASSERT_EQ(0, set_param("prefetch_hold_ms", 600000));
 	ASSERT_EQ(0, rj_pool(self->ctl, self->name, &self->pfd));
 	ASSERT_EQ(0, rj_prefetch(self->pfd, 1));
@@ -424,7 +424,7 @@ FIXTURE_TEARDOWN(cancel_reject)
 	set_param("prefetch_hold_ms", self->hold);
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->ctl);
 }
 
@@ -432,12 +432,12 @@ TEST_F(cancel_reject, refused)
 {
 	variant->bad(&self->cn);
 	ASSERT_EQ(variant->err,
-		  kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &self->cn));
+		  kst_ioctl(self->pfd, KVTIER_IOC_CANCEL, &self->cn));
 	rj_unchanged(_metadata, self->pfd, &self->before);
 	/* Without the bad field: group 1 goes (it had ended: 0 cancelled). */
 	memset(&self->cn, 0, sizeof(self->cn));
 	self->cn.group = 1;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &self->cn));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_CANCEL, &self->cn));
 	ASSERT_EQ(0U, self->cn.cancelled);
 	ASSERT_EQ(self->before.live - 1, pf_stat("live"));
 }
@@ -553,10 +553,10 @@ FIXTURE_SETUP(efd_reject)
 {
 	struct kvtier_eventfd ev;
 
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	ASSERT_EQ(0, rj_pool(self->ctl, self->name, &self->pfd));
 	self->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -566,7 +566,7 @@ FIXTURE_SETUP(efd_reject)
 	ASSERT_EQ(0, pipe(self->pipe));
 	memset(&ev, 0, sizeof(ev));
 	ev.fd = self->efd;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
 	memset(&self->ev, 0, sizeof(self->ev));
 	self->ev.fd = self->efd2;
 	pf_snap(&self->before);
@@ -576,7 +576,7 @@ FIXTURE_TEARDOWN(efd_reject)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->efd);
 	close(self->efd2);
 	close(self->pipe[0]);
@@ -588,7 +588,7 @@ TEST_F(efd_reject, refused)
 {
 	variant->bad(self);
 	ASSERT_EQ(variant->err,
-		  kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &self->ev));
+		  kst_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &self->ev));
 	rj_unchanged(_metadata, self->pfd, &self->before);
 	/* The first eventfd is still the one signalled. */
 	ASSERT_EQ(0, rj_complete(self->pfd, 1));
@@ -597,7 +597,7 @@ TEST_F(efd_reject, refused)
 	/* Without the bad field: the second one is. */
 	memset(&self->ev, 0, sizeof(self->ev));
 	self->ev.fd = self->efd2;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &self->ev));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &self->ev));
 	ASSERT_EQ(0, rj_complete(self->pfd, 2));
 	ASSERT_EQ(0, efd_count(self->efd));
 	ASSERT_EQ(1, efd_count(self->efd2));
@@ -612,10 +612,10 @@ FIXTURE(pf_fd) {
 
 FIXTURE_SETUP(pf_fd)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	ASSERT_EQ(0, rj_pool(self->ctl, self->name, &self->pfd));
 }
@@ -624,7 +624,7 @@ FIXTURE_TEARDOWN(pf_fd)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	close(self->ctl);
 }
 
@@ -636,7 +636,7 @@ TEST_F(pf_fd, cancel_all_of_none)
 	memset(&cn, 0, sizeof(cn));
 	cn.flags = KVTIER_CANCEL_ALL;
 	cn.cancelled = 0xffffffffU;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn));
 	ASSERT_EQ(0U, cn.cancelled);
 }
 
@@ -649,11 +649,11 @@ TEST_F(pf_fd, eventfd_minus1_unregisters)
 	ASSERT_LE(0, efd);
 	memset(&ev, 0, sizeof(ev));
 	ev.fd = efd;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
 	ASSERT_EQ(0, rj_complete(self->pfd, 1));
 	ASSERT_EQ(1, efd_count(efd));
 	ev.fd = -1;
-	ASSERT_EQ(0, kvt_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_EVENTFD, &ev));
 	ASSERT_EQ(0, rj_complete(self->pfd, 2));
 	ASSERT_EQ(0, efd_count(efd));
 	close(efd);

@@ -27,8 +27,8 @@ static inline int set_param(const char *name, long long val)
 {
 	char path[256];
 
-	snprintf(path, sizeof(path), KVT_PARAM_DIR "/%s", name);
-	return kvt_write_num(path, val);
+	snprintf(path, sizeof(path), KST_PARAM_DIR "/%s", name);
+	return kst_write_num(path, val);
 }
 
 /* A counter of /sys/kernel/kvtier/prefetch ("name value" lines). */
@@ -37,7 +37,7 @@ static inline long long pf_stat(const char *name)
 	char buf[2048], *p;
 	size_t len = strlen(name);
 
-	if (kvt_read_file(KVT_SYSFS_DIR "/prefetch", buf, sizeof(buf)) < 0)
+	if (kst_read_file(KST_SYSFS_DIR "/prefetch", buf, sizeof(buf)) < 0)
 		return -1;
 	for (p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
 		if (!strncmp(p, name, len) && p[len] == ' ')

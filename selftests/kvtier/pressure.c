@@ -16,20 +16,20 @@
  */
 #include "nvme_test.h"
 
-#define BS		(64 * KVT_KIB)
+#define BS		(64 * KST_KIB)
 #define NCLEAN		192U
 #define NDIRTY		16U
 #define NPIN		8U
 #define CAP		512U
 #define K0		0x5052455353ULL	/* "PRESS" */
-#define SHRINK_SYSFS	KVT_SYSFS_DIR "/shrinker"
+#define SHRINK_SYSFS	KST_SYSFS_DIR "/shrinker"
 /* How far past MemAvailable allocation_pressure's child may go. */
-#define CHILD_EXTRA	(256 * KVT_MIB)
+#define CHILD_EXTRA	(256 * KST_MIB)
 
 /* Shrinker columns: counts, scans, stops, blocks, pages. */
 static int shrink_cols(long long v[5])
 {
-	return kvt_read_cols(SHRINK_SYSFS, v, 5, 0) == 5 ? 0 : -EINVAL;
+	return kst_read_cols(SHRINK_SYSFS, v, 5, 0) == 5 ? 0 : -EINVAL;
 }
 
 static int drop_caches(void)
@@ -48,7 +48,7 @@ static int drop_caches(void)
 static int tier_of(int pfd, __u64 k)
 {
 	struct kvtier_block b;
-	int ret = kvt_lookup1(pfd, K0, k, &b);
+	int ret = kst_lookup1(pfd, K0, k, &b);
 
 	return ret ? ret : (int)b.tier;
 }
@@ -65,15 +65,15 @@ FIXTURE_SETUP(press)
 	nvt_setup_check(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	if (nvt_attached(self->ctl) >= 1)
 		ASSERT_EQ(0, nvt_detach_deadline(120));
 	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
-	kvt_name(self->name, "press");
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, CAP, CAP);
+	kst_name(self->name, "press");
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, CAP, CAP);
 	ASSERT_LE(0, self->pfd);
-	self->buf = kvt_alloc(BS);
+	self->buf = kst_alloc(BS);
 	ASSERT_NE(NULL, self->buf);
 }
 
@@ -81,22 +81,22 @@ FIXTURE_TEARDOWN(press)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
+	kst_pool_destroy(self->ctl, self->name);
 	if (nvt_attached(self->ctl) >= 1)
 		nvt_detach_deadline(120);
 	close(self->ctl);
 }
 
 /* Fill: NCLEAN synced blocks, NPIN of them pinned, NDIRTY unsynced. */
-static int fill(int pfd, char *buf)
+static int press_fill(int pfd, char *buf)
 {
 	__u64 written;
 	__u32 i;
 	int ret;
 
 	for (i = 0; i < NCLEAN; i++) {
-		kvt_fill(buf, BS, K0, i, 1);
-		ret = kvt_put1(pfd, K0, i, buf, NULL);
+		kst_fill(buf, BS, K0, i, 1);
+		ret = kst_put1(pfd, K0, i, buf, NULL);
 		if (ret)
 			return ret;
 	}
@@ -104,13 +104,13 @@ static int fill(int pfd, char *buf)
 	if (ret)
 		return ret;
 	for (i = 0; i < NPIN; i++) {
-		ret = kvt_pin1(pfd, K0, i);
+		ret = kst_pin1(pfd, K0, i);
 		if (ret)
 			return ret;
 	}
 	for (i = NCLEAN; i < NCLEAN + NDIRTY; i++) {
-		kvt_fill(buf, BS, K0, i, 2);
-		ret = kvt_put1(pfd, K0, i, buf, NULL);
+		kst_fill(buf, BS, K0, i, 2);
+		ret = kst_put1(pfd, K0, i, buf, NULL);
 		if (ret)
 			return ret;
 	}
@@ -129,9 +129,9 @@ static void verify(struct __test_metadata *_metadata, int pfd, char *buf)
 		EXPECT_EQ(KVTIER_TIER_DRAM, tier_of(pfd, i));
 	for (i = 0; i < NCLEAN + NDIRTY; i++) {
 		memset(buf, 0, BS);
-		ASSERT_EQ(0, kvt_get1(pfd, K0, i, buf, NULL));
+		ASSERT_EQ(0, kst_get1(pfd, K0, i, buf, NULL));
 		gen = 0;
-		ASSERT_EQ(-1, kvt_check(buf, BS, K0, i, &gen)) {
+		ASSERT_EQ(-1, kst_check(buf, BS, K0, i, &gen)) {
 			TH_LOG("block %u corrupt", i);
 		}
 		ASSERT_EQ(i < NCLEAN ? 1ULL : 2ULL, gen);
@@ -146,8 +146,8 @@ TEST_F(press, drop_caches_sheds_clean_only)
 	long long res0;
 	int round;
 
-	ASSERT_EQ(0, fill(self->pfd, self->buf));
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, press_fill(self->pfd, self->buf));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	res0 = st.resident[KVTIER_TIER_DRAM];
 	ASSERT_EQ(NCLEAN + NDIRTY, res0);
 	ASSERT_EQ(NDIRTY, st.dirty);
@@ -155,10 +155,10 @@ TEST_F(press, drop_caches_sheds_clean_only)
 
 	for (round = 0; round < 5; round++) {
 		ASSERT_EQ(0, drop_caches());
-		if (kvt_resident(self->pfd) <= NDIRTY + NPIN)
+		if (kst_resident(self->pfd) <= NDIRTY + NPIN)
 			break;
 	}
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	TH_LOG("resident %lld -> %llu after %d drop_caches; dirty %llu",
 	       res0, (unsigned long long)st.resident[KVTIER_TIER_DRAM],
 	       round + 1, (unsigned long long)st.dirty);
@@ -170,7 +170,7 @@ TEST_F(press, drop_caches_sheds_clean_only)
 	EXPECT_LE(before[0] + 1, after[0]);
 	EXPECT_LE(before[1] + 1, after[1]);
 	EXPECT_LE(before[3] + NCLEAN - NPIN, after[3]);
-	EXPECT_LE(before[4] + (long long)((NCLEAN - NPIN) * (BS / KVT_PAGE)),
+	EXPECT_LE(before[4] + (long long)((NCLEAN - NPIN) * (BS / KST_PAGE)),
 		  after[4]);
 	verify(_metadata, self->pfd, self->buf);
 }
@@ -202,12 +202,12 @@ TEST_F_TIMEOUT(press, allocation_pressure, 180)
 	pid_t pid;
 	__u32 i;
 
-	ASSERT_EQ(0, fill(self->pfd, self->buf));
+	ASSERT_EQ(0, press_fill(self->pfd, self->buf));
 	map = mmap(NULL, (size_t)CAP * BS, PROT_READ, MAP_SHARED, self->pfd, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	for (i = 0; i < NCLEAN + NDIRTY; i++)
 		(void)*(volatile char *)(map + (size_t)i * BS);
-	res0 = kvt_resident(self->pfd);
+	res0 = kst_resident(self->pfd);
 	ASSERT_EQ(NCLEAN + NDIRTY, res0);
 	ASSERT_EQ(0, shrink_cols(before));
 	f = fopen("/proc/meminfo", "r");
@@ -218,7 +218,7 @@ TEST_F_TIMEOUT(press, allocation_pressure, 180)
 	fclose(f);
 	ASSERT_LT(64 * 1024, avail_kb);
 
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		/*
@@ -229,18 +229,18 @@ TEST_F_TIMEOUT(press, allocation_pressure, 180)
 		 * before the OOM killer, which takes this child first). A
 		 * shrinker that frees nothing ends in OOM or exit 3.
 		 */
-		size_t first = (size_t)avail_kb * 1024 - 16 * KVT_MIB;
-		size_t len = first + 16 * KVT_MIB + CHILD_EXTRA, off;
+		size_t first = (size_t)avail_kb * 1024 - 16 * KST_MIB;
+		size_t len = first + 16 * KST_MIB + CHILD_EXTRA, off;
 		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 			       -1, 0);
 		long long now[5];
 
 		if (p == MAP_FAILED ||
-		    kvt_write_num("/proc/self/oom_score_adj", 1000))
+		    kst_write_num("/proc/self/oom_score_adj", 1000))
 			_exit(2);
-		for (off = 0; off < len; off += KVT_PAGE) {
-			if (off >= first && !(off % KVT_MIB)) {
+		for (off = 0; off < len; off += KST_PAGE) {
+			if (off >= first && !(off % KST_MIB)) {
 				if (shrink_cols(now))
 					_exit(2);
 				if (now[3] > before[3])
@@ -255,9 +255,9 @@ TEST_F_TIMEOUT(press, allocation_pressure, 180)
 	 * back (exit 3: it never did, though the child went past
 	 * MemAvailable).
 	 */
-	EXPECT_EQ(0, kvt_wait(pid));
+	EXPECT_EQ(0, kst_wait(pid));
 	ASSERT_EQ(0, shrink_cols(after));
-	res1 = kvt_resident(self->pfd);
+	res1 = kst_resident(self->pfd);
 	TH_LOG("shrinker: %lld scans, %lld blocks, %lld pages; resident %lld -> %lld",
 	       after[1] - before[1], after[3] - before[3],
 	       after[4] - before[4], res0, res1);
@@ -269,7 +269,7 @@ TEST_F_TIMEOUT(press, allocation_pressure, 180)
 	 */
 	EXPECT_LT(before[1], after[1]);
 	ASSERT_LT(before[3], after[3]);
-	EXPECT_EQ((after[3] - before[3]) * (long long)(BS / KVT_PAGE),
+	EXPECT_EQ((after[3] - before[3]) * (long long)(BS / KST_PAGE),
 		  after[4] - before[4]);
 	ASSERT_GT(res0, res1);
 	EXPECT_LE(res0 - res1, after[3] - before[3]);
@@ -278,7 +278,7 @@ TEST_F_TIMEOUT(press, allocation_pressure, 180)
 	for (i = 0; i < NCLEAN + NDIRTY; i++) {
 		__u64 gen = 0;
 
-		ASSERT_EQ(-1, kvt_check(map + (size_t)i * BS, BS, K0, i, &gen)) {
+		ASSERT_EQ(-1, kst_check(map + (size_t)i * BS, BS, K0, i, &gen)) {
 			TH_LOG("block %u corrupt through the mapping", i);
 		}
 		ASSERT_EQ(i < NCLEAN ? 1ULL : 2ULL, gen);
@@ -307,36 +307,36 @@ TEST_F(plain, no_nvme_nothing_dropped)
 	char name[KVTIER_NAME_MAX];
 	long long before[5], after[5];
 	int ctl, pfd, i;
-	char *buf = kvt_alloc(BS);
+	char *buf = kst_alloc(BS);
 	__u64 gen;
 
 	ASSERT_NE(NULL, buf);
-	ctl = kvt_ctl_open();
+	ctl = kst_ctl_open();
 	ASSERT_LE(0, ctl);
 	if (nvt_attached(ctl) >= 1)
 		ASSERT_EQ(0, nvt_detach_deadline(120));
-	kvt_name(name, "pressdirty");
-	pfd = kvt_pool_create(ctl, name, BS, 64, 64);
+	kst_name(name, "pressdirty");
+	pfd = kst_pool_create(ctl, name, BS, 64, 64);
 	ASSERT_LE(0, pfd);
 	for (i = 0; i < 64; i++) {
-		kvt_fill(buf, BS, K0, i, 3);
-		ASSERT_EQ(0, kvt_put1(pfd, K0, i, buf, NULL));
+		kst_fill(buf, BS, K0, i, 3);
+		ASSERT_EQ(0, kst_put1(pfd, K0, i, buf, NULL));
 	}
 	ASSERT_EQ(0, shrink_cols(before));
 	ASSERT_EQ(0, drop_caches());
 	ASSERT_EQ(0, drop_caches());
 	ASSERT_EQ(0, shrink_cols(after));
 	EXPECT_EQ(before[3], after[3]);
-	EXPECT_EQ(64, kvt_resident(pfd));
+	EXPECT_EQ(64, kst_resident(pfd));
 	for (i = 0; i < 64; i++) {
-		ASSERT_EQ(0, kvt_get1(pfd, K0, i, buf, NULL));
-		ASSERT_EQ(-1, kvt_check(buf, BS, K0, i, &gen));
+		ASSERT_EQ(0, kst_get1(pfd, K0, i, buf, NULL));
+		ASSERT_EQ(-1, kst_check(buf, BS, K0, i, &gen));
 		ASSERT_EQ(3ULL, gen);
 	}
 	close(pfd);
-	EXPECT_EQ(0, kvt_pool_destroy(ctl, name));
+	EXPECT_EQ(0, kst_pool_destroy(ctl, name));
 	close(ctl);
-	kvt_free(buf, BS);
+	kst_free(buf, BS);
 }
 
 TEST_HARNESS_MAIN

@@ -15,7 +15,7 @@
 #define NTHREADS	4
 #define NPOOLS		3
 #define NKEYS		96		/* per thread and pool */
-#define BS		(8 * KVT_KIB)
+#define BS		(8 * KST_KIB)
 #define CAP		256U
 #define DRAM		128U		/* < NTHREADS * NKEYS: evictions */
 #define MAXPINS		4
@@ -60,7 +60,7 @@ static __u64 rnd(__u64 *s)
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	char *buf = kvt_alloc(BS), *out = kvt_alloc(BS);
+	char *buf = kst_alloc(BS), *out = kst_alloc(BS);
 	__u64 gen_next = 1, k0 = 0x5354000000ULL + w->id, g;
 	__u32 npins = 0;
 
@@ -78,8 +78,8 @@ static void *work(void *arg)
 		switch (op) {
 		case 0: case 1: case 2:		/* PUT */
 			g = gen_next++;
-			kvt_fill(buf, BS, k0, key, g);
-			ret = kvt_put1(fd, k0, key, buf, NULL);
+			kst_fill(buf, BS, k0, key, g);
+			ret = kst_put1(fd, k0, key, buf, NULL);
 			if (!ret) {
 				/* It may have been evicted: a PUT is fine. */
 				ks->gen = g;
@@ -93,8 +93,8 @@ static void *work(void *arg)
 			break;
 		case 3: case 4:			/* REPLACE */
 			g = gen_next++;
-			kvt_fill(buf, BS, k0, key, g);
-			ret = kvt_replace1(fd, k0, key, buf, NULL);
+			kst_fill(buf, BS, k0, key, g);
+			ret = kst_replace1(fd, k0, key, buf, NULL);
 			if (!ret) {
 				ks->gen = g;
 				ks->alt = 0;
@@ -110,7 +110,7 @@ static void *work(void *arg)
 		case 5: case 6: case 7: case 8:	/* GET */
 			w->gets++;
 			memset(out, 0, BS);
-			ret = kvt_get1(fd, k0, key, out, NULL);
+			ret = kst_get1(fd, k0, key, out, NULL);
 			if (ret == -ENOENT) {
 				w->misses++;
 				if (ks->pins)
@@ -123,7 +123,7 @@ static void *work(void *arg)
 			}
 			w->hits++;
 			g = 0;
-			if (kvt_check(out, BS, k0, key, &g) != -1)
+			if (kst_check(out, BS, k0, key, &g) != -1)
 				BAD(w, "GET key %u: bad bytes (gen %llu)", key,
 				    (unsigned long long)g);
 			else if (!ks->gen)
@@ -141,14 +141,14 @@ static void *work(void *arg)
 		case 9:				/* DROP */
 			if (ks->pins)
 				break;
-			ret = kvt_drop1(fd, k0, key);
+			ret = kst_drop1(fd, k0, key);
 			if (ret && ret != -ENOENT)
 				BAD(w, "DROP: %d", ret);
 			else
 				ks->gen = ks->alt = 0;
 			break;
 		case 10: case 11:		/* LOOKUP */
-			ret = kvt_lookup1(fd, k0, key, NULL);
+			ret = kst_lookup1(fd, k0, key, NULL);
 			if (ret && ret != -ENOENT)
 				BAD(w, "LOOKUP: %d", ret);
 			if (!ret && !ks->gen)
@@ -159,7 +159,7 @@ static void *work(void *arg)
 		case 12:			/* PIN */
 			if (npins >= MAXPINS)
 				break;
-			ret = kvt_pin1(fd, k0, key);
+			ret = kst_pin1(fd, k0, key);
 			if (!ret) {
 				if (!ks->gen)
 					BAD(w, "PIN of absent key %u", key);
@@ -173,7 +173,7 @@ static void *work(void *arg)
 		case 13: case 14:		/* UNPIN */
 			if (!ks->pins)
 				break;
-			ret = kvt_unpin1(fd, k0, key);
+			ret = kst_unpin1(fd, k0, key);
 			if (ret)
 				BAD(w, "UNPIN of pinned key %u: %d", key, ret);
 			ks->pins--;
@@ -195,7 +195,7 @@ static void *work(void *arg)
 			pf.count = 4;
 			pf.group = w->ops;
 			pf.tier = KVTIER_TIER_DRAM;
-			ret = kvt_ioctl(fd, KVTIER_IOC_PREFETCH, &pf);
+			ret = kst_ioctl(fd, KVTIER_IOC_PREFETCH, &pf);
 			/*
 			 * -EAGAIN: the fd has KVTIER_PREFETCH_GROUPS_MAX
 			 * groups live or unread. Anything else is a bug
@@ -212,8 +212,8 @@ static void *work(void *arg)
 		}
 		}
 	}
-	kvt_free(buf, BS);
-	kvt_free(out, BS);
+	kst_free(buf, BS);
+	kst_free(out, BS);
 	return NULL;
 }
 
@@ -223,7 +223,7 @@ FIXTURE(stress) {
 
 FIXTURE_SETUP(stress)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->unused = 0;
 }
@@ -255,11 +255,11 @@ TEST_F_TIMEOUT(stress, random_verified_ops, 900)
 			     (__u64)time(NULL) * 2654435761ULL + getpid();
 	TH_LOG("seed %llu (KVTIER_STRESS_SEED), %g s, %d threads x %d pools",
 	       (unsigned long long)seed, secs, NTHREADS, NPOOLS);
-	ctl = kvt_ctl_open();
+	ctl = kst_ctl_open();
 	ASSERT_LE(0, ctl);
 	for (p = 0; p < NPOOLS; p++) {
-		kvt_name(names[p], "stress");
-		pfd[p] = kvt_pool_create(ctl, names[p], BS, CAP, DRAM);
+		kst_name(names[p], "stress");
+		pfd[p] = kst_pool_create(ctl, names[p], BS, CAP, DRAM);
 		ASSERT_LE(0, pfd[p]);
 	}
 	t0 = now();
@@ -270,7 +270,7 @@ TEST_F_TIMEOUT(stress, random_verified_ops, 900)
 		w[i].end = t0 + secs;
 		for (p = 0; p < NPOOLS; p++) {
 			/* O_NONBLOCK: drain completions without waiting. */
-			w[i].fd[p] = kvt_pool_open(ctl, names[p], 0);
+			w[i].fd[p] = kst_pool_open(ctl, names[p], 0);
 			ASSERT_LE(0, w[i].fd[p]);
 			fcntl(w[i].fd[p], F_SETFL, O_NONBLOCK);
 		}
@@ -297,9 +297,9 @@ TEST_F_TIMEOUT(stress, random_verified_ops, 900)
 		for (p = 0; p < NPOOLS; p++)
 			close(w[i].fd[p]);
 	for (p = 0; p < NPOOLS; p++) {
-		EXPECT_EQ(0, kvt_pinned(pfd[p]));
+		EXPECT_EQ(0, kst_pinned(pfd[p]));
 		close(pfd[p]);
-		EXPECT_EQ(0, kvt_pool_destroy(ctl, names[p]));
+		EXPECT_EQ(0, kst_pool_destroy(ctl, names[p]));
 	}
 	close(ctl);
 }

@@ -20,7 +20,7 @@ enum {
 #define C_COLS	7
 enum { C_BS, C_CAP, C_DRAM, C_NODE, C_MODE, C_UID, C_GID };
 
-#define BS	KVT_PAGE
+#define BS	KST_PAGE
 
 FIXTURE(sysfs) {
 	int ctl, pfd;
@@ -31,17 +31,17 @@ FIXTURE(sysfs) {
 
 FIXTURE_SETUP(sysfs)
 {
-	kvt_setup(_metadata);
+	kst_setup(_metadata);
 
 	self->pfd = -1;
-	self->ctl = kvt_ctl_open();
+	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
-	kvt_name(self->name, "sysfs");
-	snprintf(self->dir, sizeof(self->dir), KVT_SYSFS_DIR "/pools/%s",
+	kst_name(self->name, "sysfs");
+	snprintf(self->dir, sizeof(self->dir), KST_SYSFS_DIR "/pools/%s",
 		 self->name);
 	snprintf(self->stat, sizeof(self->stat), "%s/stat", self->dir);
 	snprintf(self->config, sizeof(self->config), "%s/config", self->dir);
-	self->buf = kvt_alloc(8 * BS);
+	self->buf = kst_alloc(8 * BS);
 	ASSERT_NE(NULL, self->buf);
 }
 
@@ -49,14 +49,14 @@ FIXTURE_TEARDOWN(sysfs)
 {
 	if (self->pfd >= 0)
 		close(self->pfd);
-	kvt_pool_destroy(self->ctl, self->name);
-	kvt_free(self->buf, 8 * BS);
+	kst_pool_destroy(self->ctl, self->name);
+	kst_free(self->buf, 8 * BS);
 	close(self->ctl);
 }
 
 static int global(long long v[G_COLS])
 {
-	int n = kvt_read_cols(KVT_SYSFS_DIR "/stat", v, G_COLS, 0);
+	int n = kst_read_cols(KST_SYSFS_DIR "/stat", v, G_COLS, 0);
 
 	return n == G_COLS ? 0 : (n < 0 ? n : -EPROTO);
 }
@@ -66,8 +66,8 @@ static int put_n(FIXTURE_DATA(sysfs) *self, __u64 k0, int first, int n)
 	int i, ret;
 
 	for (i = first; i < first + n; i++) {
-		kvt_fill(self->buf, BS, k0, i, 1);
-		ret = kvt_put1(self->pfd, k0, i, self->buf, NULL);
+		kst_fill(self->buf, BS, k0, i, 1);
+		ret = kst_put1(self->pfd, k0, i, self->buf, NULL);
 		if (ret)
 			return ret;
 	}
@@ -80,12 +80,12 @@ TEST_F(sysfs, global_format)
 	char line[512];
 	int i;
 
-	ASSERT_LT(0, kvt_read_file(KVT_SYSFS_DIR "/stat", line, sizeof(line)));
-	ASSERT_EQ(G_COLS, kvt_read_cols(KVT_SYSFS_DIR "/stat", v, G_COLS + 1,
+	ASSERT_LT(0, kst_read_file(KST_SYSFS_DIR "/stat", line, sizeof(line)));
+	ASSERT_EQ(G_COLS, kst_read_cols(KST_SYSFS_DIR "/stat", v, G_COLS + 1,
 					0));
 	for (i = 0; i < G_COLS; i++)
 		ASSERT_LE(0, v[i]);
-	ASSERT_EQ(0, kvt_param("dram_mb", &mb));
+	ASSERT_EQ(0, kst_param("dram_mb", &mb));
 	ASSERT_EQ(mb << 20, v[G_BUDGET]);
 	ASSERT_LE(v[G_RESERVED], v[G_BUDGET]);
 	ASSERT_LE(v[G_USED], v[G_RESERVED]);
@@ -102,9 +102,9 @@ TEST_F(sysfs, global_counters_move)
 	int i;
 
 	ASSERT_EQ(0, global(a));
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, 16, 4);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 16, 4);
 	ASSERT_LE(0, self->pfd);
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_LT(4 * (long long)BS, (long long)st.dram_reserved);
 	ASSERT_EQ(0, global(b));
 	ASSERT_EQ(a[G_POOLS] + 1, b[G_POOLS]);
@@ -117,15 +117,15 @@ TEST_F(sysfs, global_counters_move)
 	ASSERT_EQ(a[G_USED] + 3 * (long long)BS, b[G_USED]);
 
 	for (i = 0; i < 3; i++)
-		kvt_blk(&g[i], 0x5f, i == 2 ? 9 : i, self->buf + i * BS);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_GET, g, 3, 0, &done));
+		kst_blk(&g[i], 0x5f, i == 2 ? 9 : i, self->buf + i * BS);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, g, 3, 0, &done));
 	ASSERT_EQ(2U, done);
 	ASSERT_EQ(0, global(b));
 	ASSERT_EQ(a[G_GETS] + 2, b[G_GETS]);
 	ASSERT_EQ(a[G_HITS] + 2, b[G_HITS]);
 	ASSERT_EQ(a[G_MISSES] + 1, b[G_MISSES]);
 
-	ASSERT_EQ(0, kvt_drop1(self->pfd, 0x5f, 0));
+	ASSERT_EQ(0, kst_drop1(self->pfd, 0x5f, 0));
 	ASSERT_EQ(0, global(b));
 	ASSERT_EQ(a[G_DROPS] + 1, b[G_DROPS]);
 	ASSERT_EQ(a[G_USED] + 2 * (long long)BS, b[G_USED]);
@@ -139,7 +139,7 @@ TEST_F(sysfs, global_counters_move)
 	/* gone: pools, reservation and DRAM back where they were */
 	close(self->pfd);
 	self->pfd = -1;
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
 	ASSERT_EQ(0, global(b));
 	ASSERT_EQ(a[G_POOLS], b[G_POOLS]);
 	ASSERT_EQ(a[G_RESERVED], b[G_RESERVED]);
@@ -153,11 +153,11 @@ TEST_F(sysfs, global_destroyed_but_open)
 	struct kvtier_pool_stat st;
 
 	ASSERT_EQ(0, global(a));
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, 8, 8);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 8, 8);
 	ASSERT_LE(0, self->pfd);
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	ASSERT_EQ(0, put_n(self, 0x60, 0, 2));
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
 	ASSERT_EQ(0, global(b));
 	ASSERT_EQ(a[G_POOLS] + 1, b[G_POOLS]);
 	ASSERT_EQ(a[G_RESERVED] + (long long)st.dram_reserved, b[G_RESERVED]);
@@ -175,7 +175,7 @@ TEST_F(sysfs, pool_dir_appears)
 	struct stat st;
 
 	ASSERT_EQ(-1, stat(self->dir, &st));
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, 4, 4);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 4, 4);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, stat(self->dir, &st));
 	ASSERT_TRUE(S_ISDIR(st.st_mode));
@@ -189,10 +189,10 @@ TEST_F(sysfs, pool_dir_appears)
 
 TEST_F(sysfs, pool_dir_gone_after_destroy_and_close)
 {
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, 4, 4);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 4, 4);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, access(self->dir, F_OK));
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
 	close(self->pfd);
 	self->pfd = -1;
 	ASSERT_EQ(-1, access(self->dir, F_OK));
@@ -205,16 +205,16 @@ TEST_F(sysfs, pool_dir_gone_at_destroy)
 	long long c[C_COLS];
 	int fd;
 
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, 4, 4);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 4, 4);
 	ASSERT_LE(0, self->pfd);
-	ASSERT_EQ(0, kvt_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
 	ASSERT_EQ(-1, access(self->dir, F_OK));
 	ASSERT_EQ(ENOENT, errno);
 
 	/* a new pool of the same name gets a fresh directory */
-	fd = kvt_pool_create(self->ctl, self->name, 2 * BS, 4, 4);
+	fd = kst_pool_create(self->ctl, self->name, 2 * BS, 4, 4);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(C_COLS, kvt_read_cols(self->config, c, C_COLS, 0));
+	ASSERT_EQ(C_COLS, kst_read_cols(self->config, c, C_COLS, 0));
 	ASSERT_EQ(2 * (long long)BS, c[C_BS]);
 	close(fd);
 }
@@ -225,13 +225,13 @@ TEST_F(sysfs, pool_config)
 	long long v[C_COLS + 1];
 	char line[256];
 
-	kvt_create_init(&c, self->name, 3 * BS, 10, 6);
+	kst_create_init(&c, self->name, 3 * BS, 10, 6);
 	c.mode = 0640;
 	c.numa_node = 0;
-	self->pfd = kvt_create(self->ctl, &c);
+	self->pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, self->pfd);
-	ASSERT_LT(0, kvt_read_file(self->config, line, sizeof(line)));
-	ASSERT_EQ(C_COLS, kvt_read_cols(self->config, v, C_COLS + 1,
+	ASSERT_LT(0, kst_read_file(self->config, line, sizeof(line)));
+	ASSERT_EQ(C_COLS, kst_read_cols(self->config, v, C_COLS + 1,
 					1UL << C_MODE));
 	ASSERT_EQ(3 * (long long)BS, v[C_BS]);
 	ASSERT_EQ(10, v[C_CAP]);
@@ -248,11 +248,11 @@ TEST_F(sysfs, pool_config_defaults)
 	struct kvtier_pool_create c;
 	long long v[C_COLS];
 
-	kvt_create_init(&c, self->name, BS, 5, 0);
+	kst_create_init(&c, self->name, BS, 5, 0);
 	c.mode = 0;
-	self->pfd = kvt_create(self->ctl, &c);
+	self->pfd = kst_create(self->ctl, &c);
 	ASSERT_LE(0, self->pfd);
-	ASSERT_EQ(C_COLS, kvt_read_cols(self->config, v, C_COLS,
+	ASSERT_EQ(C_COLS, kst_read_cols(self->config, v, C_COLS,
 					1UL << C_MODE));
 	ASSERT_EQ(5, v[C_DRAM]);
 	ASSERT_EQ(0600, v[C_MODE]);
@@ -266,22 +266,22 @@ TEST_F(sysfs, pool_stat)
 	__u32 done;
 	int i;
 
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, 8, 8);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 8, 8);
 	ASSERT_LE(0, self->pfd);
-	ASSERT_EQ(P_COLS, kvt_read_cols(self->stat, v, P_COLS + 1, 0));
+	ASSERT_EQ(P_COLS, kst_read_cols(self->stat, v, P_COLS + 1, 0));
 	for (i = 0; i < P_COLS; i++)
 		ASSERT_EQ(0, v[i]);
 
 	ASSERT_EQ(0, put_n(self, 0x61, 0, 3));
 	for (i = 0; i < 3; i++)
-		kvt_blk(&g[i], 0x61, i == 2 ? 7 : i, self->buf + i * BS);
-	ASSERT_EQ(0, kvt_batch(self->pfd, KVTIER_IOC_GET, g, 3, 0, &done));
+		kst_blk(&g[i], 0x61, i == 2 ? 7 : i, self->buf + i * BS);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, g, 3, 0, &done));
 	ASSERT_EQ(2U, done);
-	ASSERT_EQ(0, kvt_drop1(self->pfd, 0x61, 0));
-	ASSERT_EQ(0, kvt_pin1(self->pfd, 0x61, 1));
+	ASSERT_EQ(0, kst_drop1(self->pfd, 0x61, 0));
+	ASSERT_EQ(0, kst_pin1(self->pfd, 0x61, 1));
 
-	ASSERT_LT(0, kvt_read_file(self->stat, line, sizeof(line)));
-	ASSERT_EQ(P_COLS, kvt_read_cols(self->stat, v, P_COLS + 1, 0));
+	ASSERT_LT(0, kst_read_file(self->stat, line, sizeof(line)));
+	ASSERT_EQ(P_COLS, kst_read_cols(self->stat, v, P_COLS + 1, 0));
 	ASSERT_EQ(2, v[P_RESIDENT]);
 	ASSERT_EQ(1, v[P_PINNED]);
 	ASSERT_EQ(3, v[P_PUTS]);
@@ -300,12 +300,12 @@ TEST_F(sysfs, pool_stat_matches_ioctl)
 	struct kvtier_pool_stat st;
 	long long v[P_COLS];
 
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, 8, 2);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 8, 2);
 	ASSERT_LE(0, self->pfd);
 	ASSERT_EQ(0, put_n(self, 0x62, 0, 5));
-	ASSERT_EQ(0, kvt_get1(self->pfd, 0x62, 4, self->buf, NULL));
-	ASSERT_EQ(0, kvt_stat(self->pfd, &st));
-	ASSERT_EQ(P_COLS, kvt_read_cols(self->stat, v, P_COLS, 0));
+	ASSERT_EQ(0, kst_get1(self->pfd, 0x62, 4, self->buf, NULL));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
+	ASSERT_EQ(P_COLS, kst_read_cols(self->stat, v, P_COLS, 0));
 	ASSERT_EQ((long long)st.resident[KVTIER_TIER_DRAM], v[P_RESIDENT]);
 	ASSERT_EQ((long long)st.pinned, v[P_PINNED]);
 	ASSERT_EQ((long long)st.puts, v[P_PUTS]);
@@ -324,47 +324,47 @@ TEST_F(sysfs, pool_files_root_only)
 {
 	pid_t pid;
 
-	self->pfd = kvt_pool_create(self->ctl, self->name, BS, 4, 4);
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 4, 4);
 	ASSERT_LE(0, self->pfd);
-	pid = kvt_fork();
+	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		char line[256];
 
-		if (kvt_become(65534, 65534))
+		if (kst_become(65534, 65534))
 			_exit(100);
-		if (kvt_read_file(self->stat, line, sizeof(line)) != -EACCES)
+		if (kst_read_file(self->stat, line, sizeof(line)) != -EACCES)
 			_exit(1);
-		if (kvt_read_file(self->config, line, sizeof(line)) != -EACCES)
+		if (kst_read_file(self->config, line, sizeof(line)) != -EACCES)
 			_exit(2);
 		/* the global file is for everyone */
-		if (kvt_read_file(KVT_SYSFS_DIR "/stat", line,
+		if (kst_read_file(KST_SYSFS_DIR "/stat", line,
 				  sizeof(line)) <= 0)
 			_exit(3);
 		_exit(0);
 	}
-	ASSERT_EQ(0, kvt_wait(pid));
+	ASSERT_EQ(0, kst_wait(pid));
 }
 
 /* "." and ".." would be sysfs directory names that cannot work. */
 TEST_F(sysfs, name_dot_rejected)
 {
-	int ret = kvt_pool_create(self->ctl, ".", BS, 4, 4);
+	int ret = kst_pool_create(self->ctl, ".", BS, 4, 4);
 
 	if (ret >= 0) {
 		close(ret);
-		kvt_pool_destroy(self->ctl, ".");
+		kst_pool_destroy(self->ctl, ".");
 	}
 	ASSERT_EQ(-EINVAL, ret);
 }
 
 TEST_F(sysfs, name_dotdot_rejected)
 {
-	int ret = kvt_pool_create(self->ctl, "..", BS, 4, 4);
+	int ret = kst_pool_create(self->ctl, "..", BS, 4, 4);
 
 	if (ret >= 0) {
 		close(ret);
-		kvt_pool_destroy(self->ctl, "..");
+		kst_pool_destroy(self->ctl, "..");
 	}
 	ASSERT_EQ(-EINVAL, ret);
 }
@@ -376,12 +376,12 @@ TEST_F(sysfs, name_with_dots)
 	int ret;
 
 	strcpy(self->name, "...");
-	ret = kvt_pool_create(self->ctl, self->name, BS, 4, 4);
+	ret = kst_pool_create(self->ctl, self->name, BS, 4, 4);
 	if (ret == -EEXIST)
 		SKIP(return, "a pool named ... exists already");
 	ASSERT_LE(0, ret);
 	self->pfd = ret;
-	snprintf(dir, sizeof(dir), KVT_SYSFS_DIR "/pools/%s/config",
+	snprintf(dir, sizeof(dir), KST_SYSFS_DIR "/pools/%s/config",
 		 self->name);
 	ASSERT_EQ(0, access(dir, F_OK));
 }
