@@ -24,6 +24,8 @@
 #     NVMe tier, and rmmod under load (stress, then the fuzzer) refused,
 #     then clean after SIGKILL of the load;
 #  6. checkpatch.pl --strict and kernel-doc on each kernel source file;
+#     tools/names.sh: no function or struct defined in two of kmod/, lib/
+#     and selftests/kvtier/ (one case);
 #  7. debug: the debug-kernel lane: the kernel of tools/vm/debug.config,
 #     built by tools/vm/debug-kernel.sh when it is not cached (a counted
 #     case), then steps kmod, vm (then, in the same boot, the fail-nth walk,
@@ -307,12 +309,21 @@ step_smp() {
 	run_tap_script smp selftests/kvtier/smp-unload.sh
 }
 
-# 6. Kernel style: checkpatch --strict and kernel-doc, one case per file.
+# 6. Kernel style: checkpatch --strict and kernel-doc, one case per file;
+# tools/names.sh, one case.
 step_style() {
 	local cp=build/ksrc/scripts/checkpatch.pl kd=build/ksrc/scripts/kernel-doc
 	local srcs f out
 
-	section "checkpatch --strict, kernel-doc"
+	section "checkpatch --strict, kernel-doc, names"
+	# The module, the library and the selftests keep names of their own.
+	local names="names: no function or struct defined in two of kmod/, lib/, selftests/"
+	if out=$(tools/names.sh 2>&1); then
+		pass "$names"
+	else
+		fail "$names"
+		echo "$out"
+	fi
 	mapfile -t srcs < <(find kmod -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' \) \
 		! -name '*.mod.c' | sort)
 	srcs+=(uapi/linux/kvtier.h)
