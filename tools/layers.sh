@@ -20,15 +20,18 @@ cd "$(dirname "$0")/../kmod"
 # The layers, bottom up. A file of the top layer (commands) may call any
 # file; the others only files of lower layers.
 declare -A layer=(
+	[fault.c]=0							# fault injection
 	[block.c]=1 [policy.c]=1					# index
-	[tier_dram.c]=2 [nvme_store.c]=2 [hbm_emul.c]=2 [hbm_user.c]=2	# tiers: devices
+	[tier_dram.c]=2							# tiers: DRAM pages
 	[tier_nvme.c]=3 [tier_hbm.c]=3					# tiers
-	[residency.c]=4							# residency
-	[cmd.c]=5 [prefetch.c]=5 [mmap.c]=5 [shrinker.c]=5		# commands
-	[pool.c]=5 [sysfs.c]=5 [main.c]=5 [uring.c]=5 [fault.c]=5
+	[hbm_emul.c]=4 [hbm_user.c]=4					# HBM backends
+	[residency.c]=5							# residency
+	[cmd.c]=6 [prefetch.c]=6 [mmap.c]=6 [shrinker.c]=6		# commands
+	[pool.c]=6 [sysfs.c]=6 [main.c]=6 [uring.c]=6 [nvme_store.c]=6
 )
-top=5
-declare -A name=([1]=index [2]=tier [3]=tier [4]=residency [5]=command)
+top=6
+declare -A name=([0]=base [1]=index [2]=tier [3]=tier [4]="tier backend"
+		 [5]=residency [6]=command)
 
 verbose=0
 [[ ${1:-} == -v ]] && verbose=1
