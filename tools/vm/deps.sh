@@ -11,7 +11,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
 pkgs=(
-	gcc make pkg-config sparse kmod cpio
+	gcc make pkg-config sparse kmod cpio universal-ctags
 	linux-headers-amd64 linux-image-amd64 linux-source-6.1
 	qemu-system-x86 busybox-static
 	liburing-dev libnvme-dev libnuma-dev
