@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The block index of a pool: block addresses, the key hash, the free list,
- * and the end of a block's life.
+ * The block index of a pool: block addresses, the key hash, the free list
+ * and the user references of blocks. The bottom layer: it calls no other
+ * file of the module (Documentation/design.rst, "Layers"); what a block's
+ * memory and copies become is the residency layer's (residency.c).
  *
  * Every block address has a struct kvt_block in pool->blocks[]. Blocks are
  * chained by address, not by pointer, to keep the metadata per block small.
@@ -68,8 +70,65 @@ void kvt_block_hash_add(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	kvt_block_link(pool, addr);
 	pool->nr_dirty++;
-	kvt_policy_insert(pool, addr);
 	trace_kvtier_block_ready(pool, addr);
+}
+
+/**
+ * kvt_block_alloc() - take a free block address
+ * @pool: the pool, its lock held
+ * @key: the key of the block it will hold
+ *
+ * The block is FILLING, owned by the caller, without memory: it either
+ * enters the hash (kvt_block_hash_add()) or goes back (kvt_block_free()).
+ *
+ * Return: its address, or KVT_NIL when every address holds a block.
+ */
+u32 kvt_block_alloc(struct kvt_pool *pool, const u64 *key)
+{
+	struct kvt_block *blk;
+	u32 addr = pool->free;
+
+	lockdep_assert_held(&pool->lock);
+	if (addr == KVT_NIL)
+		return KVT_NIL;
+	blk = &pool->blocks[addr];
+	pool->free = blk->next;
+	blk->next = KVT_NIL;
+	blk->state = KVT_BLK_FILLING;
+	blk->key[0] = key[0];
+	blk->key[1] = key[1];
+	return addr;
+}
+
+/**
+ * kvt_block_has_free() - whether a block address is free
+ * @pool: the pool, its lock held
+ *
+ * Return: true if kvt_block_alloc() would find one.
+ */
+bool kvt_block_has_free(struct kvt_pool *pool)
+{
+	lockdep_assert_held(&pool->lock);
+	return pool->free != KVT_NIL;
+}
+
+/**
+ * kvt_block_free() - give a block address back to the free list
+ * @pool: the pool, its lock held
+ * @addr: a FILLING or DYING block without users and without memory
+ */
+void kvt_block_free(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	blk->state = KVT_BLK_FREE;
+	blk->flags = 0;
+	blk->pol = 0;
+	blk->nloc = KVT_NIL;
+	blk->next = pool->free;
+	pool->free = addr;
+	trace_kvtier_block_free(pool, addr);
 }
 
 /**
@@ -99,16 +158,11 @@ int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
 	spin_lock(&pool->lock);
 	addr = kvt_block_find(pool, key);
 	if (addr == KVT_NIL) {
-		addr = pool->free;
+		addr = kvt_block_alloc(pool, key);
 		if (addr == KVT_NIL) {
 			ret = -ENOSPC;
 			goto out_unlock;
 		}
-		blk = &pool->blocks[addr];
-		pool->free = blk->next;
-		blk->next = KVT_NIL;
-		blk->key[0] = key[0];
-		blk->key[1] = key[1];
 		kvt_block_link(pool, addr);
 		pool->nr_nvme++;
 	}
@@ -156,10 +210,11 @@ void kvt_block_hash_del(struct kvt_pool *pool, u32 addr)
 /**
  * kvt_block_unlink() - make a READY block invisible; it becomes DYING
  * @pool: the pool, its lock held
- * @addr: an unpinned READY block
+ * @addr: an unpinned READY block, off the replacement list
  *
- * The caller frees it with kvt_block_release() once it has no users:
- * now, if blocks[addr].users is 0, else the last user does.
+ * Prefetch holds on it end. The residency layer (kvt_res_unlink()) frees
+ * it once it has no users: now, if blocks[addr].users is 0, else the last
+ * user does.
  */
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
 {
@@ -167,9 +222,10 @@ void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
 
 	lockdep_assert_held(&pool->lock);
 	kvt_block_hash_del(pool, addr);
-	kvt_policy_remove(pool, addr);
-	kvt_prefetch_forget(pool, addr);
-	kvt_hbm_forget(pool, addr);
+	if (blk->hold) {
+		blk->hold = 0;
+		pool->nr_held--;
+	}
 	blk->state = KVT_BLK_DYING;
 	pool->nr_ready--;
 	if (blk->nloc != KVT_NIL)
@@ -179,164 +235,20 @@ void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
 	trace_kvtier_block_unlink(pool, addr);
 }
 
-/* Wait out faults that may be mapping a block's pages, then zap them. */
-static void kvt_block_unmap(struct kvt_pool *pool, u32 addr)
-{
-	down_write(&pool->map_sem);
-	up_write(&pool->map_sem);
-	kvt_pool_zap(pool, addr);
-}
-
 /**
- * kvt_block_release() - free a DYING block's memory and its address
- * @pool: the pool
- * @addr: a DYING block without users, owned by the caller
- *
- * Faults that saw the block READY still hold map_sem for read while they
- * install PTEs; waiting for them and then zapping the block's range leaves
- * no mapping of its pages before they go back to the allocator.
- */
-void kvt_block_release(struct kvt_pool *pool, u32 addr)
-{
-	struct kvt_block *blk = &pool->blocks[addr];
-	bool dram = kvt_in_dram(blk);
-
-	if (dram) {
-		kvt_block_unmap(pool, addr);
-		kvt_dram_free(pool, blk);
-	}
-
-	spin_lock(&pool->lock);
-	blk->state = KVT_BLK_FREE;
-	blk->flags = 0;
-	blk->pol = 0;
-	blk->nloc = KVT_NIL;
-	blk->next = pool->free;
-	pool->free = addr;
-	if (dram)
-		pool->nr_dram--;
-	spin_unlock(&pool->lock);
-	trace_kvtier_block_free(pool, addr);
-}
-
-/**
- * kvt_block_put_user() - drop a user reference taken under pool->lock
- * @pool: the pool, its lock held; dropped on return
+ * kvt_block_put_user() - drop a user reference
+ * @pool: the pool, its lock held
  * @addr: the block
  *
- * The last user of a DYING block frees it.
+ * Return: true when this was the last user of a DYING block: the caller
+ * frees it.
  */
-void kvt_block_put_user(struct kvt_pool *pool, u32 addr)
-	__releases(&pool->lock)
-{
-	struct kvt_block *blk = &pool->blocks[addr];
-	bool release;
-
-	lockdep_assert_held(&pool->lock);
-	release = !--blk->users && blk->state == KVT_BLK_DYING;
-	spin_unlock(&pool->lock);
-	wake_up_all(&pool->wq);
-	if (release)
-		kvt_block_release(pool, addr);
-}
-
-/**
- * kvt_block_evict_begin() - start taking a clean block's DRAM copy
- * @pool: the pool, its lock held
- * @addr: a READY block in DRAM with an NVMe copy, without users or flags
- *
- * The block leaves the replacement list and is KVT_BF_EVICTING, with a
- * user reference of its own until kvt_block_evict_dram() ends: a DROP, a
- * REPLACE or a lost NVMe copy in between unlinks it, and the eviction's
- * end frees it, so its pages are freed once.
- */
-void kvt_block_evict_begin(struct kvt_pool *pool, u32 addr)
+bool kvt_block_put_user(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 
 	lockdep_assert_held(&pool->lock);
-	blk->flags |= KVT_BF_EVICTING;
-	blk->users++;
-	kvt_policy_remove(pool, addr);
-}
-
-/* The end of an eviction, the block's pages mapped nowhere. */
-static void kvt_block_evict_unmapped(struct kvt_pool *pool, u32 addr)
-{
-	struct kvt_block *blk = &pool->blocks[addr];
-
-	kvt_dram_free(pool, blk);
-
-	spin_lock(&pool->lock);
-	blk->flags &= ~KVT_BF_EVICTING;
-	pool->nr_dram--;
-	pool->stats.evictions++;
-	trace_kvtier_block_demote(pool, addr);
-	kvt_block_put_user(pool, addr);
-}
-
-/**
- * kvt_block_evict_dram() - drop the DRAM copy of a block that has an NVMe
- * copy
- * @pool: the pool
- * @addr: a block after kvt_block_evict_begin(), pool->lock not held
- */
-void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr)
-{
-	kvt_block_unmap(pool, addr);
-	kvt_block_evict_unmapped(pool, addr);
-}
-
-/**
- * kvt_block_evict_dram_locked() - kvt_block_evict_dram() for a caller that holds
- * the pool's map_sem for write (no fault can be mapping the block)
- * @pool: the pool
- * @addr: a block after kvt_block_evict_begin(), pool->lock not held
- *
- * The shrinker's way: it takes map_sem with a trylock, so reclaim never
- * waits for a fault that may itself be in reclaim.
- */
-void kvt_block_evict_dram_locked(struct kvt_pool *pool, u32 addr)
-{
-	lockdep_assert_held_write(&pool->map_sem);
-	kvt_pool_zap(pool, addr);
-	kvt_block_evict_unmapped(pool, addr);
-}
-
-/**
- * kvt_block_forget_nvme() - a block's NVMe copy is gone (its region was
- * reclaimed, or the device detached)
- * @pool: the pool, its lock held
- * @addr: a READY block with an NVMe copy
- *
- * A block only on NVMe goes; one in DRAM stays, dirty again.
- */
-void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr)
-{
-	struct kvt_block *blk = &pool->blocks[addr];
-
-	lockdep_assert_held(&pool->lock);
-	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
-		blk->nloc = KVT_NIL;
-		pool->nr_nvme--;
-		pool->nr_dirty++;
-		return;
-	}
-	/*
-	 * Only on NVMe, or its DRAM copy is coming (a load) or going (an
-	 * eviction): the end of that frees it.
-	 */
-	kvt_block_unlink(pool, addr);
-	if (!blk->users) {
-		/* Nothing in DRAM: releasing it takes no sleeping lock. */
-		blk->state = KVT_BLK_FREE;
-		blk->flags = 0;
-		blk->pol = 0;
-		blk->nloc = KVT_NIL;
-		blk->next = pool->free;
-		pool->free = addr;
-		trace_kvtier_block_free(pool, addr);
-	}
+	return !--blk->users && blk->state == KVT_BLK_DYING;
 }
 
 /*
@@ -402,15 +314,14 @@ int kvt_block_index_init(struct kvt_pool *pool)
 	}
 	pool->blocks[pool->capacity - 1].next = KVT_NIL;
 	pool->free = 0;
-	pool->lru.head = KVT_NIL;
-	pool->lru.tail = KVT_NIL;
 	pool->index_meta = kvt_block_index_bytes(pool->capacity);
 	return 0;
 }
 
 /**
- * kvt_block_index_free() - free every block and the index of a dead pool
- * @pool: a pool without files or mappings
+ * kvt_block_index_free() - free the index of a dead pool
+ * @pool: a pool without files or mappings, whose blocks have given their
+ *	  memory back (kvt_res_pool_free())
  */
 void kvt_block_index_free(struct kvt_pool *pool)
 {
@@ -422,9 +333,8 @@ void kvt_block_index_free(struct kvt_pool *pool)
 		struct kvt_block *blk = &pool->blocks[i];
 
 		WARN_ON_ONCE(blk->state == KVT_BLK_FILLING || blk->users ||
-			     blk->pins);
-		if (blk->state != KVT_BLK_FREE && kvt_in_dram(blk))
-			kvt_dram_free(pool, blk);
+			     blk->pins || (blk->state != KVT_BLK_FREE &&
+					   kvt_in_dram(blk)));
 	}
 	kvfree(pool->buckets);
 	kvfree(pool->blocks);

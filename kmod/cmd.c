@@ -57,148 +57,6 @@ static void kvt_entry_set(struct kvtier_block *e, int status, u64 addr,
 	e->slot = KVTIER_SLOT_NONE;
 }
 
-/* The highest tier holding a block (HBM is told apart by the caller). */
-static u32 kvt_block_tier(const struct kvt_block *blk)
-{
-	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING))
-		return KVTIER_TIER_DRAM;
-	return KVTIER_TIER_NVME;
-}
-
-/*
- * Evict one DRAM block: a clean one loses its DRAM copy, a dirty one is
- * dropped. Lock held; dropped and retaken.
- */
-static void kvt_evict_one(struct kvt_pool *pool, u32 victim)
-	__must_hold(&pool->lock)
-{
-	struct kvt_block *blk = &pool->blocks[victim];
-
-	if (blk->nloc != KVT_NIL) {
-		kvt_block_evict_begin(pool, victim);
-		spin_unlock(&pool->lock);
-		kvt_block_evict_dram(pool, victim);
-	} else {
-		kvt_block_unlink(pool, victim);
-		pool->stats.evictions++;
-		spin_unlock(&pool->lock);
-		kvt_block_release(pool, victim);
-	}
-	spin_lock(&pool->lock);
-}
-
-/**
- * kvt_make_room() - find room for one more DRAM block
- * @pool: the pool, its lock held (dropped and retaken while evicting)
- * @addr: a free block address is needed too (a new block, not a load)
- *
- * With an NVMe tier, dirty blocks at the cold end are written first and
- * evicted once clean; the caller may wait for such a write. Without one,
- * the coldest block is dropped.
- *
- * Return: 0 with room for one block (and a free address if asked),
- * -ENOSPC when nothing can be evicted, -EINTR when killed while waiting.
- */
-int kvt_make_room(struct kvt_pool *pool, bool addr)
-	__must_hold(&pool->lock)
-{
-	u32 victim, events;
-	int ret;
-
-	lockdep_assert_held(&pool->lock);
-	while (pool->nr_dram >= pool->dram_blocks ||
-	       (addr && pool->free == KVT_NIL)) {
-		/* Every address holds a block: only DRAM can be freed. */
-		if (pool->nr_dram < pool->dram_blocks)
-			return -ENOSPC;
-
-		victim = kvt_policy_victim(pool);
-		if (victim != KVT_NIL &&
-		    pool->blocks[victim].nloc != KVT_NIL &&
-		    !kvt_nvme_rescue(pool, victim)) {
-			kvt_evict_one(pool, victim);
-			continue;
-		}
-		if (victim != KVT_NIL && !pool->nr_wb) {
-			/* Dirty: write a batch, or drop it if NVMe can't. */
-			if (kvt_nvme_clean(pool, 0, true) <= 0)
-				kvt_evict_one(pool, victim);
-			continue;
-		}
-		if (!pool->nr_wb && !pool->nr_loading)
-			return -ENOSPC;
-
-		/* I/O under way will leave blocks to evict. */
-		events = pool->io_events;
-		spin_unlock(&pool->lock);
-		ret = wait_event_killable(pool->wq,
-					  READ_ONCE(pool->io_events) != events);
-		spin_lock(&pool->lock);
-		if (ret)
-			return -EINTR;
-	}
-	return 0;
-}
-
-/**
- * kvt_block_dram() - find a block and have it in DRAM
- * @pool: the pool
- * @key: the block's key
- * @addrp: out: its address
- *
- * Loads a block that is only on NVMe, and waits for loads and evictions
- * under way.
- *
- * Return: with pool->lock held either way: 0 and the block READY, in DRAM
- * and not busy; or -ENOENT, -ENOSPC, -ENOMEM, -EINTR, -EIO.
- */
-int kvt_block_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
-	__acquires(&pool->lock)
-{
-	struct kvt_block *blk;
-	u32 addr;
-	int ret;
-
-	spin_lock(&pool->lock);
-	for (;;) {
-		addr = kvt_block_find(pool, key);
-		if (addr == KVT_NIL)
-			return -ENOENT;
-		blk = &pool->blocks[addr];
-		if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
-			*addrp = addr;
-			return 0;
-		}
-		ret = 0;
-		if (!(blk->flags & KVT_BF_BUSY))
-			ret = kvt_nvme_load(pool, addr);
-		else
-			spin_unlock(&pool->lock);
-		if (!ret)
-			ret = wait_event_killable(pool->wq,
-						  !(READ_ONCE(blk->flags) &
-						    KVT_BF_BUSY));
-		spin_lock(&pool->lock);
-		if (ret)
-			return ret == -ERESTARTSYS ? -EINTR : ret;
-	}
-}
-
-/* Start loading a block only on NVMe without waiting; for queue depth. */
-static void kvt_prefetch_one(struct kvt_pool *pool, const u64 *key)
-{
-	struct kvt_block *blk;
-	u32 addr;
-
-	spin_lock(&pool->lock);
-	addr = kvt_block_find(pool, key);
-	blk = addr == KVT_NIL ? NULL : &pool->blocks[addr];
-	if (blk && !kvt_in_dram(blk) && !blk->flags)
-		kvt_nvme_load(pool, addr);
-	else
-		spin_unlock(&pool->lock);
-}
-
 /* A PUT may go ahead over an existing key @old only when replacing it. */
 static int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
 {
@@ -211,18 +69,6 @@ static int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
 	return 0;
 }
 
-static void kvt_put_abort(struct kvt_pool *pool, u32 addr)
-{
-	struct kvt_block *blk = &pool->blocks[addr];
-
-	spin_lock(&pool->lock);
-	blk->state = KVT_BLK_FREE;
-	blk->next = pool->free;
-	pool->free = addr;
-	pool->nr_dram--;
-	spin_unlock(&pool->lock);
-}
-
 static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 		       bool replace)
 {
@@ -233,27 +79,17 @@ static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 
 	spin_lock(&pool->lock);
 	ret = kvt_put_conflict(pool, kvt_block_find(pool, e->key), replace);
-	if (!ret)
-		ret = kvt_make_room(pool, true);
 	if (ret) {
 		spin_unlock(&pool->lock);
 		return ret;
 	}
-	addr = pool->free;
-	blk = &pool->blocks[addr];
-	pool->free = blk->next;
-	pool->nr_dram++;
-	blk->state = KVT_BLK_FILLING;
-	blk->key[0] = e->key[0];
-	blk->key[1] = e->key[1];
-	spin_unlock(&pool->lock);
-
-	ret = kvt_dram_alloc(pool, blk);
+	ret = kvt_res_new(pool, e->key, &addr);
 	if (ret)
-		goto out_abort;
+		return ret;
+	blk = &pool->blocks[addr];
 	if (kvt_dram_copy_in(pool, blk, u64_to_user_ptr(e->buf))) {
 		ret = -EFAULT;
-		goto out_free_mem;
+		goto out_abort;
 	}
 
 	/* Publish: a concurrent GET sees the old block or this one whole. */
@@ -262,30 +98,24 @@ static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 	ret = kvt_put_conflict(pool, old, replace);
 	if (ret) {
 		spin_unlock(&pool->lock);
-		goto out_free_mem;
+		goto out_abort;
 	}
 	if (old != KVT_NIL) {
-		kvt_block_unlink(pool, old);
+		kvt_res_unlink(pool, old);
 		release_old = !pool->blocks[old].users;
 	}
-	kvt_block_hash_add(pool, addr);
 	pool->stats.puts++;
 	pool->stats.bytes_in += pool->block_size;
-	/* Clean ahead, so that eviction finds clean blocks and never waits. */
-	if (!pool->nr_wb && pool->nr_dram + pool->dram_blocks / 8 >=
-	    pool->dram_blocks && kvt_nvme_attached())
-		kvt_nvme_clean(pool, 0, false);
+	kvt_res_publish(pool, addr);
 	spin_unlock(&pool->lock);
 
 	if (release_old)
-		kvt_block_release(pool, old);
+		kvt_res_release(pool, old);
 	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
 	return 0;
 
-out_free_mem:
-	kvt_dram_free(pool, blk);
 out_abort:
-	kvt_put_abort(pool, addr);
+	kvt_res_new_abort(pool, addr);
 	return ret;
 }
 
@@ -297,7 +127,7 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
 	u32 addr;
 	int ret;
 
-	ret = kvt_block_dram(pool, e->key, &addr);
+	ret = kvt_res_dram(pool, e->key, &addr);
 	if (ret) {
 		if (ret == -ENOENT)
 			pool->stats.misses++;
@@ -312,7 +142,7 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
 	blk->users++;
 	pool->stats.hits++;
 	kvt_prefetch_used(pool, addr);
-	kvt_policy_touch(pool, addr);
+	kvt_res_touch(pool, addr, false);
 	spin_unlock(&pool->lock);
 
 	left = kvt_dram_copy_out(pool, blk, u64_to_user_ptr(e->buf));
@@ -327,7 +157,7 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
 	spin_unlock(&pool->lock);
 
 	if (release)
-		kvt_block_release(pool, addr);
+		kvt_res_release(pool, addr);
 	if (left)
 		return -EFAULT;
 	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
@@ -349,13 +179,13 @@ static int kvt_drop_one(struct kvt_pool *pool, struct kvtier_block *e)
 		spin_unlock(&pool->lock);
 		return -EBUSY;
 	}
-	kvt_block_unlink(pool, addr);
+	kvt_res_unlink(pool, addr);
 	pool->stats.drops++;
 	release = !pool->blocks[addr].users;
 	spin_unlock(&pool->lock);
 
 	if (release)
-		kvt_block_release(pool, addr);
+		kvt_res_release(pool, addr);
 	kvt_entry_set(e, 0, KVTIER_ADDR_NONE, KVTIER_TIER_NONE);
 	return 0;
 }
@@ -370,7 +200,7 @@ static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
 	int ret;
 
 	/* Pinned blocks stay in DRAM, for mappings to read. */
-	ret = kvt_block_dram(pool, e->key, &addr);
+	ret = kvt_res_dram(pool, e->key, &addr);
 	if (ret) {
 		spin_unlock(&pool->lock);
 		return ret;
@@ -438,7 +268,7 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 		       u32 count, u32 flags, u32 *prefix)
 {
 	bool in_prefix = true;
-	u32 i, addr;
+	u32 i, addr, slot;
 
 	*prefix = 0;
 	spin_lock(&pool->lock);
@@ -453,15 +283,12 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 			in_prefix = false;
 			continue;
 		}
-		kvt_entry_set(e, 0, addr, kvt_block_tier(&pool->blocks[addr]));
-		e->slot = kvt_hbm_where(pool, addr);
-		if (e->slot != KVT_NIL)
-			e->tier = KVTIER_TIER_HBM;
+		kvt_entry_set(e, 0, addr, kvt_res_tier(pool, addr, &slot));
+		e->slot = slot;
 		pool->stats.hits++;
 		if (flags & KVTIER_LOOKUP_TOUCH) {
 			kvt_prefetch_used(pool, addr);
-			kvt_policy_touch(pool, addr);
-			kvt_hbm_touch(pool, addr);
+			kvt_res_touch(pool, addr, true);
 		}
 		if (in_prefix)
 			(*prefix)++;
@@ -473,7 +300,7 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 	/* Bring the prefix into DRAM: start every read, then wait. */
 	for (i = 0; i < *prefix; i++)
 		if (ents[i].tier == KVTIER_TIER_NVME)
-			kvt_prefetch_one(pool, ents[i].key);
+			kvt_res_load_ahead(pool, ents[i].key);
 	for (i = 0; i < *prefix; i++) {
 		struct kvtier_block *e = &ents[i];
 		int ret;
@@ -482,7 +309,7 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 			continue;
 		/* In HBM and written down already: in DRAM too. */
 		if (e->tier == KVTIER_TIER_HBM) {
-			ret = kvt_block_dram(pool, e->key, &addr);
+			ret = kvt_res_dram(pool, e->key, &addr);
 			spin_unlock(&pool->lock);
 			if (!ret)
 				continue;
@@ -491,7 +318,7 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 			*prefix = i;
 			break;
 		}
-		ret = kvt_block_dram(pool, e->key, &addr);
+		ret = kvt_res_dram(pool, e->key, &addr);
 		spin_unlock(&pool->lock);
 		if (ret) {
 			kvt_entry_set(e, ret, KVTIER_ADDR_NONE,
@@ -575,7 +402,7 @@ static u32 kvt_adopt(struct kvt_pool *pool, struct kvtier_adopt *ents,
 
 	for (i = 0; i < count; i++) {
 		ents[i].addr = KVTIER_ADDR_NONE;
-		ents[i].status = kvt_hbm_adopt(pool, &ents[i]);
+		ents[i].status = kvt_res_adopt(pool, &ents[i]);
 		done += !ents[i].status;
 	}
 	return done;
@@ -615,10 +442,11 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	 * window that half the pool's DRAM can hold, for queue depth.
 	 */
 	window = 0;
-	if (nr == _IOC_NR(KVTIER_IOC_GET) && kvt_nvme_attached())
+	if (nr == _IOC_NR(KVTIER_IOC_GET) &&
+	    kvt_res_live(pool, KVTIER_TIER_NVME))
 		window = min(b->count, max(1U, pool->dram_blocks / 2));
 	for (i = 0; i < window; i++)
-		kvt_prefetch_one(pool, ents[i].key);
+		kvt_res_load_ahead(pool, ents[i].key);
 
 	if (nr == _IOC_NR(KVTIER_IOC_PIN) || nr == _IOC_NR(KVTIER_IOC_UNPIN))
 		mutex_lock(&h->pin_lock);
@@ -626,7 +454,7 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		struct kvtier_block *e = &ents[i];
 
 		if (window && i + window < b->count)
-			kvt_prefetch_one(pool, ents[i + window].key);
+			kvt_res_load_ahead(pool, ents[i + window].key);
 		switch (nr) {
 		case _IOC_NR(KVTIER_IOC_PUT):
 			status = kvt_put_one(pool, e, replace);
@@ -683,9 +511,7 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 						pool->capacity);
 
 	spin_lock(&pool->lock);
-	st->resident[KVTIER_TIER_DRAM] = pool->nr_dram;
-	st->resident[KVTIER_TIER_NVME] = pool->nr_nvme;
-	st->resident[KVTIER_TIER_HBM] = kvt_hbm_used(pool);
+	kvt_res_stat(pool, st->resident);
 	st->demotions = pool->stats.demotions;
 	st->promotions = pool->stats.promotions;
 	st->bad_reads = pool->stats.bad_reads;
@@ -713,7 +539,7 @@ static int kvt_sync(struct kvt_handle *h, struct kvtier_sync *sy)
 		return -EINVAL;
 	if (h->rdonly)
 		return -EBADF;
-	ret = kvt_nvme_sync(h->pool, &written);
+	ret = kvt_res_sync(h->pool, &written);
 	memset(sy, 0, sizeof(*sy));
 	sy->written = written;
 	return ret;

@@ -55,6 +55,8 @@ struct kvt_hbm_copy {
  *	  (any context), or returns -errno without calling it
  * @detach: the arena goes (the pool is freed, or its mover went away):
  *	    fail the copies in flight
+ * @fd: the fd userspace drives the arena with, installed; or -errno
+ *	(NULL: the backend has none)
  */
 struct kvt_hbm_ops {
 	const char *name;
@@ -62,6 +64,7 @@ struct kvt_hbm_ops {
 	void (*fini)(struct kvt_hbm *hbm);
 	int (*copy)(struct kvt_hbm *hbm, struct kvt_hbm_copy *c);
 	void (*detach)(struct kvt_hbm *hbm);
+	int (*fd)(struct kvt_hbm *hbm);
 };
 
 /**
@@ -116,8 +119,5 @@ extern unsigned int kvt_hbm_timeout_ms;
 void kvt_hbm_copy_done(struct kvt_hbm_copy *c, int status);
 void kvt_hbm_detach(struct kvt_hbm *hbm);
 void *kvt_hbm_block_page(struct kvt_hbm *hbm, u32 addr, u32 index);
-
-/* hbm_user.c */
-int kvt_hbm_user_fd(struct kvt_hbm *hbm);
 
 #endif /* _KVTIER_HBM_H */

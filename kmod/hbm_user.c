@@ -291,7 +291,7 @@ static const struct file_operations kvt_mover_fops = {
  *
  * Return: the fd (O_CLOEXEC) or -errno.
  */
-int kvt_hbm_user_fd(struct kvt_hbm *hbm)
+static int kvt_hbm_user_fd(struct kvt_hbm *hbm)
 {
 	struct kvt_mover *mv = hbm->priv;
 	int fd;
@@ -321,4 +321,5 @@ const struct kvt_hbm_ops kvt_hbm_user_ops = {
 	.fini	= kvt_mover_fini,
 	.copy	= kvt_mover_copy,
 	.detach	= kvt_mover_detach,
+	.fd	= kvt_hbm_user_fd,
 };

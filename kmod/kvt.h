@@ -77,9 +77,16 @@ struct kvt_block {
 #define KVT_BF_EVICTING		BIT(2)	/* its DRAM copy is going */
 #define KVT_BF_BUSY		(KVT_BF_LOADING | KVT_BF_EVICTING)
 
+/* The block has DRAM pages (maybe still being read into, or going). */
 static inline bool kvt_in_dram(const struct kvt_block *blk)
 {
 	return blk->mem.page;
+}
+
+/* The block's DRAM copy is there to use: not being read, not going. */
+static inline bool kvt_dram_ready(const struct kvt_block *blk)
+{
+	return kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY);
 }
 
 /* struct kvt_list - a list of blocks linked by address */
@@ -87,6 +94,27 @@ struct kvt_list {
 	u32 head;		/* most recently used */
 	u32 tail;		/* least recently used */
 	u32 nr;
+};
+
+struct kvt_pool;
+
+/**
+ * struct kvt_res_hooks - what a tier tells the residency layer about a
+ * block, from the completion of its I/O; each called with pool->lock held
+ * @unlink: the block's only good copy is gone: it leaves the pool
+ * @landed: its DRAM copy arrived and is whole: it may be evicted again
+ * @forget_nvme: its NVMe copy is gone (the region was reclaimed)
+ * @put: the I/O that held it as a user ended; drops pool->lock, frees a
+ *	 block unlinked meanwhile, and tells the prefetch engine
+ *
+ * The tiers sit below the residency layer and never call it by name: it
+ * gives each pool these when the pool is made (kvt_res_pool_init()).
+ */
+struct kvt_res_hooks {
+	void (*unlink)(struct kvt_pool *pool, u32 addr);
+	void (*landed)(struct kvt_pool *pool, u32 addr);
+	void (*forget_nvme)(struct kvt_pool *pool, u32 addr);
+	void (*put)(struct kvt_pool *pool, u32 addr);
 };
 
 struct kvt_pool_counters {
@@ -105,6 +133,7 @@ struct kvt_pool_counters {
 
 struct kvt_pool {
 	struct kref ref;
+	void (*release)(struct kref *ref);	/* pool.c's, on the last put */
 	char name[KVTIER_NAME_MAX];
 
 	/* Configuration, constant after create. */
@@ -150,6 +179,7 @@ struct kvt_pool {
 	struct kvt_list lru;		/* READY, unpinned blocks */
 	struct kvt_policy pol;		/* the policy's state (policy.h) */
 	struct kvt_hbm *hbm;		/* the device tier, or NULL */
+	const struct kvt_res_hooks *res;	/* the residency layer's */
 	u32 free;			/* first FREE address */
 	u32 nr_dram;			/* blocks holding DRAM pages */
 	u32 nr_ready;
@@ -236,43 +266,126 @@ struct file *kvt_pool_create(struct kvtier_pool_create *pc);
 struct file *kvt_pool_open(struct kvtier_pool_open *po);
 int kvt_pool_destroy(struct kvtier_pool_destroy *pd);
 void kvt_pools_destroy_all(void);
-void kvt_pool_put(struct kvt_pool *pool);
 int kvt_pool_fs_init(void);
 void kvt_pool_fs_exit(void);
 void kvt_pools_stat(u32 *nr, u64 *reserved, struct kvt_pool_counters *sum);
 
-/* block.c: the key index and block state machine */
+/**
+ * kvt_pool_put() - drop a pool reference
+ * @pool: the pool
+ *
+ * The last reference frees the pool's blocks and releases its share of
+ * the DRAM budget (the release pool.c gave it). Must not be called with
+ * kvt_pools_lock held.
+ */
+static inline void kvt_pool_put(struct kvt_pool *pool)
+{
+	kref_put(&pool->ref, pool->release);
+}
+
+/* block.c: the index: keys, addresses, free list, block state machine */
 u32 kvt_block_find(struct kvt_pool *pool, const u64 *key);
+u32 kvt_block_alloc(struct kvt_pool *pool, const u64 *key);
+bool kvt_block_has_free(struct kvt_pool *pool);
+void kvt_block_free(struct kvt_pool *pool, u32 addr);
 void kvt_block_hash_add(struct kvt_pool *pool, u32 addr);
 void kvt_block_hash_del(struct kvt_pool *pool, u32 addr);
 int kvt_block_index_init(struct kvt_pool *pool);
 u64 kvt_block_index_bytes(u32 capacity);
 void kvt_block_index_free(struct kvt_pool *pool);
 u64 kvt_block_meta_bytes(struct kvt_pool *pool);
-void kvt_block_release(struct kvt_pool *pool, u32 addr);
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
-void kvt_block_evict_begin(struct kvt_pool *pool, u32 addr);
-void kvt_block_evict_dram(struct kvt_pool *pool, u32 addr);
-void kvt_block_evict_dram_locked(struct kvt_pool *pool, u32 addr);
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
 		      u32 nloc, u32 ncrc, u32 *addrp);
-void kvt_block_forget_nvme(struct kvt_pool *pool, u32 addr);
-void kvt_block_put_user(struct kvt_pool *pool, u32 addr)
+bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
+
+/**
+ * struct kvt_tier_ops - what the residency layer asks of a tier
+ * @name: for messages
+ * @alloc: give a FILLING or loading block its pages (DRAM)
+ * @free: take a block's pages back (DRAM)
+ * @load: read a block's copy into its DRAM pages; the block is held as a
+ *	  user and KVT_BF_LOADING; pool->lock not held. 0 when under way
+ *	  (the tier ends it through the pool's kvt_res_hooks), or -errno:
+ *	  -ENOENT when the copy can never be read (NVMe)
+ * @clean: queue up to nr dirty blocks (0: a batch) for writing, the
+ *	   coldest first; victims: needed out now; pool->lock held (NVMe)
+ * @doomed: whether a block's copy is about to be reclaimed (NVMe)
+ * @sync: write every dirty block of a pool and wait (NVMe)
+ * @live: whether the tier takes blocks now (NVMe: a device attached)
+ * @where: a block's slot, or KVT_NIL; pool->lock held (HBM)
+ * @used: blocks the tier holds; pool->lock held (HBM)
+ * @touch: a block was used; pool->lock held (HBM)
+ * @forget: a block is leaving the pool; pool->lock held (HBM)
+ * @stage: copy a block in DRAM into the tier (HBM)
+ * @adopt_check: whether a block made in slot @slot can be taken;
+ *		 pool->lock held (HBM)
+ * @adopt: take the block made in slot @slot as @addr, published and
+ *	   held LOADING; its write-down ends through kvt_res_hooks (HBM)
+ *
+ * One instance a tier: kvt_dram_tier, kvt_nvme_tier, kvt_hbm_tier. Only
+ * residency.c calls them; an op a tier does not have is NULL.
+ */
+struct kvt_tier_ops {
+	const char *name;
+	int (*alloc)(struct kvt_pool *pool, struct kvt_block *blk);
+	void (*free)(struct kvt_pool *pool, struct kvt_block *blk);
+	int (*load)(struct kvt_pool *pool, u32 addr);
+	int (*clean)(struct kvt_pool *pool, unsigned int nr, bool victims);
+	bool (*doomed)(struct kvt_pool *pool, u32 addr);
+	int (*sync)(struct kvt_pool *pool, u64 *written);
+	bool (*live)(struct kvt_pool *pool);
+	u32 (*where)(struct kvt_pool *pool, u32 addr);
+	u32 (*used)(struct kvt_pool *pool);
+	void (*touch)(struct kvt_pool *pool, u32 addr);
+	void (*forget)(struct kvt_pool *pool, u32 addr);
+	int (*stage)(struct kvt_pool *pool, u32 addr, bool start);
+	int (*adopt_check)(struct kvt_pool *pool, u32 slot);
+	int (*adopt)(struct kvt_pool *pool, u32 addr, u32 slot);
+};
+
+extern const struct kvt_tier_ops kvt_dram_tier;
+extern const struct kvt_tier_ops kvt_nvme_tier;
+extern const struct kvt_tier_ops kvt_hbm_tier;
+
+/* residency.c: which tier holds a block, and moving it */
+void kvt_res_pool_init(struct kvt_pool *pool);
+void kvt_res_pool_free(struct kvt_pool *pool);
+void kvt_res_set_notify(void (*fn)(void));
+u32 kvt_res_tier(struct kvt_pool *pool, u32 addr, u32 *slot);
+void kvt_res_stat(struct kvt_pool *pool, u64 *resident);
+int kvt_res_make_room(struct kvt_pool *pool, bool addr)
+	__must_hold(&pool->lock);
+int kvt_res_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
+	__acquires(&pool->lock);
+int kvt_res_load(struct kvt_pool *pool, u32 addr)
 	__releases(&pool->lock);
+void kvt_res_load_ahead(struct kvt_pool *pool, const u64 *key);
+bool kvt_res_live(struct kvt_pool *pool, u32 tier);
+int kvt_res_new(struct kvt_pool *pool, const u64 *key, u32 *addrp)
+	__releases(&pool->lock);
+void kvt_res_new_abort(struct kvt_pool *pool, u32 addr);
+void kvt_res_publish(struct kvt_pool *pool, u32 addr);
+void kvt_res_unlink(struct kvt_pool *pool, u32 addr);
+void kvt_res_release(struct kvt_pool *pool, u32 addr);
+void kvt_res_put_user(struct kvt_pool *pool, u32 addr)
+	__releases(&pool->lock);
+void kvt_res_touch(struct kvt_pool *pool, u32 addr, bool slot);
+void kvt_res_evict_begin(struct kvt_pool *pool, u32 addr);
+void kvt_res_evict_dram_locked(struct kvt_pool *pool, u32 addr);
+bool kvt_res_rescue(struct kvt_pool *pool, u32 addr);
+void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr);
+int kvt_res_sync(struct kvt_pool *pool, u64 *written);
+int kvt_res_stage(struct kvt_pool *pool, u32 addr, bool start);
+int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e);
 
 /* cmd.c: the batched block commands */
-int kvt_block_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
-	__acquires(&pool->lock);
-int kvt_make_room(struct kvt_pool *pool, bool addr)
-	__must_hold(&pool->lock);
 long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		  bool nonblock);
 void kvt_handle_unpin_all(struct kvt_handle *h);
 
-/* tier_dram.c */
-int kvt_dram_alloc(struct kvt_pool *pool, struct kvt_block *blk);
-void kvt_dram_free(struct kvt_pool *pool, struct kvt_block *blk);
+/* tier_dram.c: and kvt_dram_tier */
 size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
 			const void __user *buf);
 size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
@@ -288,12 +401,6 @@ struct kvtier_nvme_stat;
 int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib);
 int kvt_nvme_detach(const char *path);
 int kvt_nvme_stat(struct kvtier_nvme_stat *st);
-bool kvt_nvme_attached(void);
-int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims);
-bool kvt_nvme_rescue(struct kvt_pool *pool, u32 addr);
-int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
-	__releases(&pool->lock);
-int kvt_nvme_sync(struct kvt_pool *pool, u64 *written);
 void kvt_nvme_lock_table(void);
 void kvt_nvme_unlock_table(void);
 int kvt_nvme_pool_record(struct kvt_pool *pool);
@@ -314,7 +421,6 @@ __poll_t kvt_prefetch_poll(struct kvt_handle *h, struct file *file,
 void kvt_prefetch_init_fd(struct kvt_handle *h);
 void kvt_prefetch_release_fd(struct kvt_handle *h);
 void kvt_prefetch_used(struct kvt_pool *pool, u32 addr);
-void kvt_prefetch_forget(struct kvt_pool *pool, u32 addr);
 void kvt_prefetch_kick(void);
 ssize_t kvt_prefetch_show(char *buf);
 void kvt_prefetch_exit(void);
@@ -324,16 +430,9 @@ struct kvt_hbm;
 struct kvtier_hbm_attach;
 struct kvtier_hbm_stat;
 struct kvtier_adopt;
-u32 kvt_hbm_where(struct kvt_pool *pool, u32 addr);
-bool kvt_hbm_live(struct kvt_pool *pool);
-u32 kvt_hbm_used(struct kvt_pool *pool);
-void kvt_hbm_touch(struct kvt_pool *pool, u32 addr);
-void kvt_hbm_forget(struct kvt_pool *pool, u32 addr);
-int kvt_hbm_stage(struct kvt_pool *pool, u32 addr, bool start);
 void kvt_hbm_pool_free(struct kvt_pool *pool);
 int kvt_hbm_attach_cmd(struct kvt_handle *h, struct kvtier_hbm_attach *a);
 int kvt_hbm_stat_cmd(struct kvt_pool *pool, struct kvtier_hbm_stat *st);
-int kvt_hbm_adopt(struct kvt_pool *pool, struct kvtier_adopt *e);
 
 /* uring.c */
 struct io_uring_cmd;
@@ -341,7 +440,6 @@ int kvt_pool_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 
 /* mmap.c */
 int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma);
-void kvt_pool_zap(struct kvt_pool *pool, u32 addr);
 
 /* shrinker.c */
 int kvt_shrinker_init(void);

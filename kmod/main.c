@@ -440,6 +440,8 @@ static int __init kvt_init(void)
 	if (ret)
 		return ret;
 
+	/* Reads and copies that end let the prefetch engine look. */
+	kvt_res_set_notify(kvt_prefetch_kick);
 	ret = kvt_pool_fs_init();
 	if (ret)
 		return ret;
@@ -486,6 +488,7 @@ static void __exit kvt_exit(void)
 	kvt_shrinker_exit();
 	/* Persistent pools are written back, to come back at the next load. */
 	kvt_nvme_detach(NULL);
+	kvt_res_set_notify(NULL);
 	kvt_prefetch_exit();
 	kvt_pools_destroy_all();
 	kvt_sysfs_exit();

@@ -7,7 +7,7 @@
  * their node). A fault on an address without a READY block raises SIGBUS;
  * one on a block only on NVMe loads it first (unless the pool was created
  * with KVTIER_POOL_FAULT_NOLOAD).
- * Before a block's pages are freed, kvt_block_release() zaps its range in
+ * Before a block's pages are freed, kvt_res_release() zaps its range in
  * every mapping of the pool; see map_sem in struct kvt_pool.
  */
 #include <linux/mm.h>
@@ -50,7 +50,7 @@ static vm_fault_t kvt_vm_fault(struct vm_fault *vmf)
 			up_read(&pool->map_sem);
 			return VM_FAULT_SIGBUS;
 		}
-		if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
+		if (kvt_dram_ready(blk)) {
 			kvt_prefetch_used(pool, addr);
 			break;
 		}
@@ -62,7 +62,7 @@ static vm_fault_t kvt_vm_fault(struct vm_fault *vmf)
 		up_read(&pool->map_sem);
 		if (pool->flags & KVTIER_POOL_FAULT_NOLOAD)
 			return VM_FAULT_SIGBUS;
-		err = kvt_block_dram(pool, key, &found);
+		err = kvt_res_dram(pool, key, &found);
 		spin_unlock(&pool->lock);
 		if (err)
 			return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
@@ -112,16 +112,4 @@ int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma)
 	vma->vm_flags |= VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP;
 	vma->vm_ops = &kvt_vm_ops;
 	return 0;
-}
-
-/**
- * kvt_pool_zap() - remove a block's pages from every mapping of its pool
- * @pool: the pool
- * @addr: the block address
- */
-void kvt_pool_zap(struct kvt_pool *pool, u32 addr)
-{
-	unmap_mapping_range(pool->inode->i_mapping,
-			    (loff_t)addr * pool->block_size, pool->block_size,
-			    1);
 }

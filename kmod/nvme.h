@@ -39,6 +39,11 @@ struct kvt_wb_entry {
 
 struct kvt_nvme {
 	struct block_device *bdev;
+	/*
+	 * The named pool of an NVMe identity, referenced, or NULL: the
+	 * registry's lookup, given at attach (reclaim resolves records).
+	 */
+	struct kvt_pool *(*pool_get)(u64 id);
 	u8 index;			/* in kvt_nvmes[] */
 	bool closing;			/* no new writes: being detached */
 	bool detaching;			/* kvt_nvme_lock: a detach owns it */

@@ -24,9 +24,6 @@
 #include <linux/ktime.h>
 #include "nvme.h"
 
-struct kvt_nvme *kvt_nvmes[KVTIER_NVME_MAX];
-DEFINE_SPINLOCK(kvt_nvme_qlock);
-
 /*
  * Serializes attach, detach and the pool table. Taken before
  * kvt_pools_lock: pool create and destroy hold it across their
@@ -51,55 +48,6 @@ void kvt_nvme_unlock_table(void)
 	mutex_unlock(&kvt_nvme_lock);
 }
 
-/**
- * kvt_nvme_rw() - synchronous I/O on a kernel buffer (kmalloc or vmalloc)
- * @nvme: the device
- * @opf: REQ_OP_READ, or REQ_OP_WRITE with flags
- * @off: byte offset on the device, 4 KiB aligned
- * @buf: the buffer
- * @len: its length, 4 KiB aligned
- *
- * Return: 0 or -errno.
- */
-int kvt_nvme_rw(struct kvt_nvme *nvme, blk_opf_t opf, u64 off, void *buf,
-		size_t len)
-{
-	struct bio *bio;
-	size_t done = 0;
-	int ret;
-
-	bio = bio_alloc(nvme->bdev, BIO_MAX_VECS, opf, GFP_KERNEL);
-	bio->bi_iter.bi_sector = KVT_SECTORS(off);
-	while (done < len) {
-		void *p = buf + done;
-		struct page *page = is_vmalloc_addr(p) ? vmalloc_to_page(p) :
-							 virt_to_page(p);
-		size_t n = min_t(size_t, len - done,
-				 PAGE_SIZE - offset_in_page(p));
-
-		if (bio_add_page(bio, page, n, offset_in_page(p)) != n) {
-			struct bio *prev = bio;
-
-			bio = bio_alloc(nvme->bdev, BIO_MAX_VECS, opf,
-					GFP_KERNEL);
-			bio->bi_iter.bi_sector = bio_end_sector(prev);
-			bio_chain(prev, bio);
-			submit_bio(prev);
-			continue;
-		}
-		done += n;
-	}
-	ret = submit_bio_wait(bio);
-	bio_put(bio);
-	if (ret)
-		atomic64_inc(&nvme->io_errors);
-	else if (op_is_write(opf))
-		atomic64_add(len, &nvme->bytes_written);
-	else
-		atomic64_add(len, &nvme->bytes_read);
-	return ret;
-}
-
 static u32 kvt_sb_crc(struct kvt_disk_sb *sb)
 {
 	__le32 saved = sb->crc;
@@ -119,24 +67,6 @@ static u32 kvt_pool_entry_crc(struct kvt_disk_pool *dp)
 	dp->crc = 0;
 	crc = crc32c(~0U, dp, sizeof(*dp));
 	dp->crc = saved;
-	return crc;
-}
-
-/**
- * kvt_summary_crc() - the crc of a region summary
- * @dr: the summary
- * @len: its length
- *
- * Return: the crc32c of @len bytes from @dr, its crc field taken as zero.
- */
-u32 kvt_summary_crc(struct kvt_disk_region *dr, size_t len)
-{
-	__le32 saved = dr->crc;
-	u32 crc;
-
-	dr->crc = 0;
-	crc = crc32c(~0U, dr, len);
-	dr->crc = saved;
 	return crc;
 }
 
@@ -323,96 +253,6 @@ static int kvt_region_seq_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/**
- * kvt_seg_pages() - the length of a segment
- * @nvme: the device
- * @dr: its valid summary
- *
- * Return: pages of the segment, summary included (a version 1 summary
- * spans its region).
- */
-u32 kvt_seg_pages(struct kvt_nvme *nvme, struct kvt_disk_region *dr)
-{
-	return le32_to_cpu(dr->seg_pages) ?: nvme->region_pages;
-}
-
-/**
- * kvt_summary_read() - read and check a segment's summary
- * @nvme: the device
- * @r: the region
- * @page: where the segment starts, in pages from the region's start
- * @dr: a buffer of kvt_summary_bytes()
- *
- * Reads as much as a summary can take; the summary says how long it is.
- *
- * Return: 0 and a valid summary of a segment at @page; -EBADMSG if there is
- * none; -EIO.
- */
-int kvt_summary_read(struct kvt_nvme *nvme, u32 r, u32 page,
-		     struct kvt_disk_region *dr)
-{
-	size_t len = min_t(size_t, kvt_summary_bytes(nvme),
-			   (size_t)(nvme->region_pages - page) * KVT_DISK_PAGE);
-	u32 nr, slen, seg;
-	int ret;
-
-	ret = kvt_nvme_rw(nvme, REQ_OP_READ, kvt_region_bytes_off(nvme, r) +
-			  (u64)page * KVT_DISK_PAGE, dr, len);
-	if (ret)
-		return ret;
-	nr = le32_to_cpu(dr->nr);
-	slen = le32_to_cpu(dr->summary_bytes);
-	if (le64_to_cpu(dr->magic) != KVT_REGION_MAGIC ||
-	    memcmp(dr->uuid, nvme->uuid, sizeof(dr->uuid)) ||
-	    nr > nvme->max_recs || slen > len || slen % KVT_DISK_PAGE ||
-	    slen < struct_size(dr, recs, nr) || !dr->seq ||
-	    le32_to_cpu(dr->crc) != kvt_summary_crc(dr, slen))
-		return -EBADMSG;
-	seg = kvt_seg_pages(nvme, dr);
-	if (le32_to_cpu(dr->seg_page) != page ||
-	    (!le32_to_cpu(dr->seg_pages) && page) ||
-	    seg < slen / KVT_DISK_PAGE || seg > nvme->region_pages - page)
-		return -EBADMSG;
-	return 0;
-}
-
-/**
- * kvt_segment_read() - read the next segment of a region
- * @nvme: the device
- * @r: the region
- * @page: in: where the segment starts (0: the first); out: where the next
- *	  one would
- * @seq: the region's sequence and @nonce its nonce, read from its first
- *	 segment; later segments must carry both
- * @dr: a buffer of kvt_summary_bytes()
- *
- * A segment that was never written, or whose summary did not reach the
- * device, ends the chain: what follows it is never believed. The nonce,
- * drawn when the region is opened, stops stale bytes from an older write
- * of the region (a block's data, say) from passing for a later segment.
- *
- * Return: 0 and @dr valid; -EBADMSG at the end of the chain; -EIO.
- */
-int kvt_segment_read(struct kvt_nvme *nvme, u32 r, u32 *page, u64 seq,
-		     struct kvt_disk_region *dr)
-{
-	u64 nonce = *page ? nvme->regions[r].nonce : 0;
-	int ret;
-
-	if (*page >= nvme->region_pages)
-		return -EBADMSG;
-	ret = kvt_summary_read(nvme, r, *page, dr);
-	if (ret)
-		return ret;
-	if (*page && (le64_to_cpu(dr->seq) != seq ||
-		      le64_to_cpu(dr->nonce) != nonce))
-		return -EBADMSG;
-	if (!*page)
-		nvme->regions[r].nonce = le64_to_cpu(dr->nonce);
-	*page += kvt_seg_pages(nvme, dr);
-	return 0;
-}
-
 /*
  * A dirty DRAM block whose key has a copy on the device (it was detached
  * and attached again): adopt the copy if it holds the same bytes, which the
@@ -444,7 +284,7 @@ static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u8 ndev,
 		pool->nr_nvme++;
 		pool->nr_dirty--;
 	}
-	kvt_block_put_user(pool, addr);
+	kvt_res_put_user(pool, addr);
 }
 
 static void kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
@@ -687,7 +527,7 @@ static void kvt_nvme_forget(struct kvt_nvme *nvme)
 			if (pool->blocks[addr].state == KVT_BLK_READY &&
 			    pool->blocks[addr].nloc != KVT_NIL &&
 			    pool->blocks[addr].ndev == nvme->index)
-				kvt_block_forget_nvme(pool, addr);
+				kvt_res_forget_nvme(pool, addr);
 		pool->table_slot[nvme->index] = -1;
 		spin_unlock(&pool->lock);
 	}
@@ -741,6 +581,7 @@ int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 	if (!nvme)
 		goto out_unlock;
 	nvme->index = index;
+	nvme->pool_get = kvt_pool_get_by_id;
 	mutex_init(&nvme->lock);
 	nvme->open = KVT_NIL;
 	atomic_set(&nvme->writes, 0);
@@ -822,7 +663,7 @@ static void kvt_nvme_sync_one(struct kvt_pool *pool)
 {
 	u64 written;
 
-	if (pool->persistent && kvt_nvme_sync(pool, &written))
+	if (pool->persistent && kvt_res_sync(pool, &written))
 		pr_warn("pool %s: not every block reached NVMe\n", pool->name);
 }
 
@@ -918,21 +759,6 @@ int kvt_nvme_detach(const char *path)
 	}
 	mutex_unlock(&kvt_nvme_lock);
 	return ret;
-}
-
-/**
- * kvt_nvme_attached() - whether blocks can be demoted now
- *
- * Return: true if a device is attached.
- */
-bool kvt_nvme_attached(void)
-{
-	int i;
-
-	for (i = 0; i < KVTIER_NVME_MAX; i++)
-		if (READ_ONCE(kvt_nvmes[i]))
-			return true;
-	return false;
 }
 
 /* Add one device's figures to @st. kvt_nvme_lock held. */

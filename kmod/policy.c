@@ -262,6 +262,37 @@ void kvt_policy_touch(struct kvt_pool *pool, u32 addr)
 }
 
 /**
+ * kvt_policy_init() - an empty list for a new pool
+ * @pool: the pool
+ */
+void kvt_policy_init(struct kvt_pool *pool)
+{
+	pool->lru.head = KVT_NIL;
+	pool->lru.tail = KVT_NIL;
+	pool->lru.nr = 0;
+}
+
+/**
+ * kvt_policy_next() - walk the evictable blocks from the cold end
+ * @pool: the pool, its lock held
+ * @addr: KVT_NIL to start, else the block the walk is at (still listed)
+ *
+ * For the writer (which cleans from where eviction will take) and the
+ * shrinker. The walk may skip and come back; it stays valid while the
+ * lock is held and the list is not changed.
+ *
+ * Return: the coldest block to start, else the next hotter one; KVT_NIL
+ * at the end.
+ */
+u32 kvt_policy_next(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	if (addr == KVT_NIL)
+		return pool->lru.tail;
+	return pool->blocks[addr].prev;
+}
+
+/**
  * kvt_policy_victim() - the block to evict next
  * @pool: the pool, its lock held
  *

@@ -59,7 +59,8 @@ enum kvt_policy_kind {
  * pool->lru holds the evictable DRAM blocks, hottest first: the main
  * segment (blocks used again since they came in), then probation (blocks
  * come in once). kvt_policy_victim() takes the tail, so probation goes
- * first, and kvt_nvme_clean() writes from the same tail.
+ * first, and the NVMe writer cleans from the same tail (kvt_policy_next()).
+ * Only policy.c reads or links the list.
  */
 struct kvt_policy {
 	u8 kind;
@@ -71,6 +72,8 @@ struct kvt_policy {
 	u32 back_main;
 };
 
+void kvt_policy_init(struct kvt_pool *pool);
+u32 kvt_policy_next(struct kvt_pool *pool, u32 addr);
 void kvt_policy_insert(struct kvt_pool *pool, u32 addr);
 void kvt_policy_touch(struct kvt_pool *pool, u32 addr);
 void kvt_policy_remove(struct kvt_pool *pool, u32 addr);

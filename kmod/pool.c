@@ -136,6 +136,7 @@ static void kvt_pool_free(struct kref *ref)
 	struct kvt_pool *pool = container_of(ref, struct kvt_pool, ref);
 
 	kvt_hbm_pool_free(pool);
+	kvt_res_pool_free(pool);
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);
@@ -148,18 +149,6 @@ static void kvt_pool_free(struct kref *ref)
 	mutex_unlock(&kvt_pools_lock);
 
 	kmem_cache_free(kvt_pool_cache, pool);
-}
-
-/**
- * kvt_pool_put() - drop a pool reference
- * @pool: the pool
- *
- * The last reference frees the pool's blocks and releases its share of
- * the DRAM budget. Must not be called with kvt_pools_lock held.
- */
-void kvt_pool_put(struct kvt_pool *pool)
-{
-	kref_put(&pool->ref, kvt_pool_free);
 }
 
 /* Names are what sysfs shows: 1..63 bytes of [A-Za-z0-9._-], not "." "..". */
@@ -277,6 +266,7 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 		return ERR_PTR(-ENOMEM);
 
 	kref_init(&pool->ref);
+	pool->release = kvt_pool_free;
 	strscpy(pool->name, pc->name, sizeof(pool->name));
 	pool->block_size = pc->block_size;
 	pool->pages_per_block = pc->block_size >> PAGE_SHIFT;
@@ -307,6 +297,7 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 	ret = kvt_block_index_init(pool);
 	if (ret)
 		goto out_free;
+	kvt_res_pool_init(pool);
 
 	pool->inode = alloc_anon_inode(kvt_mnt->mnt_sb);
 	if (IS_ERR(pool->inode)) {
@@ -330,6 +321,7 @@ static void kvt_pool_discard(struct kvt_pool *pool)
 	kvt_pool_unreserve(kvt_pool_dram_bytes(pool->dram_blocks,
 					       pool->block_size,
 					       pool->capacity));
+	kvt_res_pool_free(pool);
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);

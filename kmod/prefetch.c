@@ -167,8 +167,7 @@ static void kvt_pf_unhold(struct kvt_pool *pool, u32 addr)
 	struct kvt_block *blk = &pool->blocks[addr];
 
 	pool->nr_held--;
-	if (blk->state == KVT_BLK_READY && kvt_in_dram(blk) && !blk->pins &&
-	    !(blk->flags & KVT_BF_BUSY))
+	if (blk->state == KVT_BLK_READY && kvt_dram_ready(blk) && !blk->pins)
 		kvt_policy_insert(pool, addr);
 }
 
@@ -212,22 +211,6 @@ void kvt_prefetch_used(struct kvt_pool *pool, u32 addr)
 	kvt_pf_unhold(pool, addr);
 }
 
-/**
- * kvt_prefetch_forget() - a block is leaving: drop its holds
- * @pool: the pool, its lock held
- * @addr: a block being unlinked
- */
-void kvt_prefetch_forget(struct kvt_pool *pool, u32 addr)
-{
-	struct kvt_block *blk = &pool->blocks[addr];
-
-	lockdep_assert_held(&pool->lock);
-	if (blk->hold) {
-		blk->hold = 0;
-		pool->nr_held--;
-	}
-}
-
 static bool kvt_pf_same(struct kvt_pool *pool, struct kvt_pf_hint *ph)
 {
 	struct kvt_block *blk = &pool->blocks[ph->addr];
@@ -239,13 +222,13 @@ static bool kvt_pf_same(struct kvt_pool *pool, struct kvt_pf_hint *ph)
 static bool kvt_pf_resident(struct kvt_pool *pool, struct kvt_pf_hint *ph,
 			    u32 tier)
 {
-	struct kvt_block *blk = &pool->blocks[ph->addr];
+	u32 slot;
 
 	if (ph->addr == KVT_NIL || !kvt_pf_same(pool, ph))
 		return false;
 	if (tier == KVTIER_TIER_HBM)
-		return kvt_hbm_where(pool, ph->addr) != KVT_NIL;
-	return kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY);
+		return kvt_res_tier(pool, ph->addr, &slot) == KVTIER_TIER_HBM;
+	return kvt_dram_ready(&pool->blocks[ph->addr]);
 }
 
 /* Give back what a group holds; kvt_pf_mutex held. */
@@ -431,6 +414,7 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 {
 	struct kvt_pool *pool = g->pool;
 	struct kvt_block *blk;
+	u32 slot;
 	int ret;
 
 	if (ph->state != KVT_PFH_NEW && ph->state != KVT_PFH_WAIT)
@@ -457,13 +441,13 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 	 */
 	if (!ph->held && kvt_pf_hold(pool, ph->addr))
 		ph->held = 1;
-	if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_BUSY)) {
+	if (kvt_dram_ready(blk)) {
 		/* In DRAM; for HBM, then from DRAM to a slot. */
 		if (g->tier == KVTIER_TIER_HBM &&
-		    kvt_hbm_where(pool, ph->addr) == KVT_NIL) {
+		    kvt_res_tier(pool, ph->addr, &slot) != KVTIER_TIER_HBM) {
 			spin_unlock(&pool->lock);
 			/* Copies that failed are not tried for ever. */
-			ret = kvt_hbm_stage(pool, ph->addr,
+			ret = kvt_res_stage(pool, ph->addr,
 					    ph->htries < KVT_PF_TRIES);
 			ph->htries += ret == 1;
 			if (ret == -ENOSPC)
@@ -502,7 +486,7 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 	}
 	ph->tries++;
 	trace_kvtier_prefetch_issue(pool, ph->addr);
-	ret = kvt_nvme_load(pool, ph->addr);	/* drops pool->lock */
+	ret = kvt_res_load(pool, ph->addr);	/* drops pool->lock */
 	if (ret) {
 		ph->state = ret == -ENOSPC ? KVT_PFH_NOSPC : KVT_PFH_FAILED;
 		return 0;
@@ -677,7 +661,7 @@ static u32 kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
 			  struct kvtier_hint *uh, struct kvt_pf_group *g)
 {
 	bool by_addr = pf->flags & KVTIER_PREFETCH_ADDR;
-	u32 i, addr, dropped = 0;
+	u32 i, addr, slot, dropped = 0;
 
 	spin_lock(&pool->lock);
 	for (i = 0; i < pf->count; i++) {
@@ -709,12 +693,7 @@ static u32 kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
 		h->key[1] = blk->key[1];
 		h->status = 0;
 		h->addr = addr;
-		if (kvt_hbm_where(pool, addr) != KVT_NIL)
-			h->tier = KVTIER_TIER_HBM;
-		else if (kvt_in_dram(blk) && !(blk->flags & KVT_BF_LOADING))
-			h->tier = KVTIER_TIER_DRAM;
-		else
-			h->tier = KVTIER_TIER_NVME;
+		h->tier = kvt_res_tier(pool, addr, &slot);
 		if (h->tier == pf->tier)
 			pf->resident++;
 		else
@@ -748,7 +727,7 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	if (ret)
 		return ret;
 	if (pf->tier == KVTIER_TIER_HBM && (!(h->features & KVTIER_F_HBM) ||
-					    !kvt_hbm_live(h->pool)))
+					    !kvt_res_live(h->pool, KVTIER_TIER_HBM)))
 		return -EOPNOTSUPP;
 	len = array_size(pf->count, sizeof(*uh));
 	uh = vmemdup_user(u64_to_user_ptr(pf->hints), len);

@@ -92,16 +92,17 @@ struct kvt_shrink {
 static u32 kvt_shrink_victim(struct kvt_pool *pool, struct kvt_shrink *sk)
 	__must_hold(&pool->lock)
 {
-	u32 addr = pool->lru.tail;
+	u32 addr = kvt_policy_next(pool, KVT_NIL);
 	unsigned int skipped = 0;
 
 	while (addr != KVT_NIL && skipped++ < KVT_SHRINK_SKIP) {
 		struct kvt_block *blk = &pool->blocks[addr];
+		u32 prev = kvt_policy_next(pool, addr);
 
 		sk->scanned += pool->pages_per_block;
-		if (kvt_shrinkable(blk) && !kvt_nvme_rescue(pool, addr))
+		if (kvt_shrinkable(blk) && !kvt_res_rescue(pool, addr))
 			return addr;
-		addr = blk->prev;
+		addr = prev;
 	}
 	return KVT_NIL;
 }
@@ -112,7 +113,7 @@ static u32 kvt_shrink_victim(struct kvt_pool *pool, struct kvt_shrink *sk)
  * here could wait for this very task, or for one that waits for reclaim.
  * So the shrinker takes map_sem only with a trylock and keeps it for write
  * over its evictions of the pool: no fault can be mapping a block then,
- * and kvt_block_evict_dram_locked() only zaps. The zap takes the
+ * and kvt_res_evict_dram_locked() only zaps. The zap takes the
  * mapping's i_mmap_rwsem for write; a successful trylock of it first
  * proves this task does not hold it (reclaim from inside an mmap or
  * munmap of this pool).
@@ -148,9 +149,9 @@ static int kvt_shrink_pool(struct kvt_pool *pool, void *arg)
 		addr = kvt_shrink_victim(pool, sk);
 		if (addr == KVT_NIL)
 			break;
-		kvt_block_evict_begin(pool, addr);
+		kvt_res_evict_begin(pool, addr);
 		spin_unlock(&pool->lock);
-		kvt_block_evict_dram_locked(pool, addr);
+		kvt_res_evict_dram_locked(pool, addr);
 		sk->freed += pool->pages_per_block;
 		atomic64_inc(&kvt_shrink_blocks);
 		cond_resched();

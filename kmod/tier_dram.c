@@ -105,7 +105,7 @@ out_free_chunks:
  *
  * Return: 0 or -ENOMEM (node or memory cgroup out of memory).
  */
-int kvt_dram_alloc(struct kvt_pool *pool, struct kvt_block *blk)
+static int kvt_dram_alloc(struct kvt_pool *pool, struct kvt_block *blk)
 {
 	struct mem_cgroup *old_memcg = set_active_memcg(pool->memcg);
 	int ret;
@@ -127,7 +127,7 @@ int kvt_dram_alloc(struct kvt_pool *pool, struct kvt_block *blk)
  * @pool: the pool
  * @blk: a block with memory that no mapping and no command uses
  */
-void kvt_dram_free(struct kvt_pool *pool, struct kvt_block *blk)
+static void kvt_dram_free(struct kvt_pool *pool, struct kvt_block *blk)
 {
 	unsigned int nr = kvt_nr_chunks(pool, blk->order);
 	unsigned int i;
@@ -143,6 +143,13 @@ void kvt_dram_free(struct kvt_pool *pool, struct kvt_block *blk)
 	blk->mem.page = NULL;
 	atomic64_sub(pool->block_size, &kvt_dram_used);
 }
+
+/* The DRAM tier, for the residency layer. */
+const struct kvt_tier_ops kvt_dram_tier = {
+	.name	= "dram",
+	.alloc	= kvt_dram_alloc,
+	.free	= kvt_dram_free,
+};
 
 /**
  * kvt_dram_copy_in() - fill a block from user memory

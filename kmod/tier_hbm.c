@@ -131,7 +131,7 @@ void *kvt_hbm_block_page(struct kvt_hbm *hbm, u32 addr, u32 index)
  * Return: its slot when it is in HBM (or being written down from it), else
  * KVT_NIL.
  */
-u32 kvt_hbm_where(struct kvt_pool *pool, u32 addr)
+static u32 kvt_hbm_where(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_hbm *hbm = pool->hbm;
 	u32 s;
@@ -152,7 +152,7 @@ u32 kvt_hbm_where(struct kvt_pool *pool, u32 addr)
  *
  * Return: true if so.
  */
-bool kvt_hbm_live(struct kvt_pool *pool)
+static bool kvt_hbm_live(struct kvt_pool *pool)
 {
 	bool live;
 
@@ -168,7 +168,7 @@ bool kvt_hbm_live(struct kvt_pool *pool)
  *
  * Return: the slots in use, 0 without a live device tier.
  */
-u32 kvt_hbm_used(struct kvt_pool *pool)
+static u32 kvt_hbm_used(struct kvt_pool *pool)
 {
 	lockdep_assert_held(&pool->lock);
 	return pool->hbm && !pool->hbm->dead ? pool->hbm->used : 0;
@@ -179,7 +179,7 @@ u32 kvt_hbm_used(struct kvt_pool *pool)
  * @pool: the pool, its lock held
  * @addr: the block
  */
-void kvt_hbm_touch(struct kvt_pool *pool, u32 addr)
+static void kvt_hbm_touch(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_hbm *hbm = pool->hbm;
 	u32 s;
@@ -202,7 +202,7 @@ void kvt_hbm_touch(struct kvt_pool *pool, u32 addr)
  *
  * A slot whose copy is in flight is given back when the copy ends.
  */
-void kvt_hbm_forget(struct kvt_pool *pool, u32 addr)
+static void kvt_hbm_forget(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_hbm *hbm = pool->hbm;
 	u32 s;
@@ -246,8 +246,7 @@ static void kvt_hbm_copy_work(struct work_struct *work)
 		pool->io_events++;
 		if (!c->status && blk->state == KVT_BLK_READY) {
 			/* Written down: in DRAM (dirty) and still in HBM. */
-			if (!blk->pins && !blk->hold)
-				kvt_policy_insert(pool, c->addr);
+			pool->res->landed(pool, c->addr);
 			hbm->stats.from_dev++;
 			trace_kvtier_hbm_out(pool, c->addr);
 			if (mine && !hbm->dead) {
@@ -258,18 +257,16 @@ static void kvt_hbm_copy_work(struct work_struct *work)
 		} else if (blk->state == KVT_BLK_READY) {
 			/* Only in the slot, and the slot failed: it is lost. */
 			hbm->stats.copy_errors++;
-			kvt_block_unlink(pool, c->addr);
+			pool->res->unlink(pool, c->addr);
 		}
 		if (mine)
 			kvt_slot_free(hbm, c->slot);
 	}
 	/* Drops pool->lock; frees a block unlinked meanwhile. */
-	kvt_block_put_user(pool, c->addr);
-	wake_up_all(&pool->wq);
+	pool->res->put(pool, c->addr);
 	kfree(c);
 	if (atomic_dec_and_test(&hbm->copies))
 		wake_up_all(&hbm->idle);
-	kvt_prefetch_kick();
 	kvt_pool_put(pool);
 }
 
@@ -319,7 +316,7 @@ static void kvt_hbm_submit(struct kvt_hbm *hbm, struct kvt_hbm_copy *c,
  * slot is busy; -EAGAIN when the block is not in DRAM (any more); -EIO when
  * no copy is under way and @start is false; -ENOMEM.
  */
-int kvt_hbm_stage(struct kvt_pool *pool, u32 addr, bool start)
+static int kvt_hbm_stage(struct kvt_pool *pool, u32 addr, bool start)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 	struct kvt_hbm_copy *c;
@@ -516,7 +513,7 @@ int kvt_hbm_attach_cmd(struct kvt_handle *h, struct kvtier_hbm_attach *a)
 		kvt_hbm_destroy(old);
 
 	if (a->backend == KVTIER_HBM_USER) {
-		fd = kvt_hbm_user_fd(hbm);
+		fd = hbm->ops->fd(hbm);
 		if (fd < 0) {
 			kvt_hbm_detach(hbm);
 			return fd;
@@ -552,93 +549,78 @@ int kvt_hbm_stat_cmd(struct kvt_pool *pool, struct kvtier_hbm_stat *st)
 }
 
 /**
- * kvt_hbm_adopt() - take one block made in device memory (an ADOPT entry)
- * @pool: the pool, its lock not held
- * @e: the entry, checked; @e->addr is set on success
+ * kvt_hbm_adopt_check() - whether a block made in a slot can be taken
+ * @pool: the pool, its lock held
+ * @slot: the slot
  *
  * Return: 0; -ENODEV without a live device tier; -EINVAL for a slot past
- * the arena; -EBUSY for a slot in use; -EEXIST for a key in the pool;
- * -ENOSPC, -ENOMEM, -EINTR when no DRAM can be had for it.
+ * the arena; -EBUSY for a slot in use.
  */
-int kvt_hbm_adopt(struct kvt_pool *pool, struct kvtier_adopt *e)
+static int kvt_hbm_adopt_check(struct kvt_pool *pool, u32 slot)
+{
+	struct kvt_hbm *hbm = pool->hbm;
+
+	lockdep_assert_held(&pool->lock);
+	if (!hbm || hbm->dead)
+		return -ENODEV;
+	if (slot >= hbm->nr_slots)
+		return -EINVAL;
+	if (hbm->slot_state[slot] != KVT_SLOT_FREE)
+		return -EBUSY;
+	return 0;
+}
+
+/**
+ * kvt_hbm_adopt() - take a block made in device memory (ADOPT)
+ * @pool: the pool, its lock not held
+ * @addr: the block, published, held as a user and KVT_BF_LOADING, with
+ *	  its DRAM pages for the write-down
+ * @slot: the slot it was made in
+ *
+ * The slot is the block's; the write-down to DRAM starts, and ends through
+ * the pool's kvt_res_hooks.
+ *
+ * Return: 0, or -errno from kvt_hbm_adopt_check() or -ENOMEM with nothing
+ * started.
+ */
+static int kvt_hbm_adopt(struct kvt_pool *pool, u32 addr, u32 slot)
 {
 	struct kvt_hbm_copy *c;
 	struct kvt_hbm *hbm;
-	struct kvt_block *blk;
-	u32 addr;
 	int ret;
 
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
 	spin_lock(&pool->lock);
-	hbm = pool->hbm;
-	ret = -ENODEV;
-	if (!hbm || hbm->dead)
-		goto out_unlock;
-	ret = -EINVAL;
-	if (e->slot >= hbm->nr_slots)
-		goto out_unlock;
-	ret = -EBUSY;
-	if (hbm->slot_state[e->slot] != KVT_SLOT_FREE)
-		goto out_unlock;
-	ret = -EEXIST;
-	if (kvt_block_find(pool, e->key) != KVT_NIL)
-		goto out_unlock;
-	/* Its DRAM, for the write-down: evicting, maybe waiting. */
-	ret = kvt_make_room(pool, true);
-	if (ret)
-		goto out_unlock;
-	addr = pool->free;
-	blk = &pool->blocks[addr];
-	pool->free = blk->next;
-	pool->nr_dram++;
-	blk->state = KVT_BLK_FILLING;
-	blk->key[0] = e->key[0];
-	blk->key[1] = e->key[1];
-	spin_unlock(&pool->lock);
-
-	ret = kvt_dram_alloc(pool, blk);
-
-	spin_lock(&pool->lock);
-	if (!ret && (pool->hbm != hbm || hbm->dead))
-		ret = -ENODEV;
-	if (!ret && hbm->slot_state[e->slot] != KVT_SLOT_FREE)
-		ret = -EBUSY;
-	if (!ret && kvt_block_find(pool, e->key) != KVT_NIL)
-		ret = -EEXIST;
+	ret = kvt_hbm_adopt_check(pool, slot);
 	if (ret) {
 		spin_unlock(&pool->lock);
-		if (kvt_in_dram(blk))
-			kvt_dram_free(pool, blk);
-		spin_lock(&pool->lock);
-		blk->state = KVT_BLK_FREE;
-		blk->next = pool->free;
-		pool->free = addr;
-		pool->nr_dram--;
-		goto out_unlock;
+		kfree(c);
+		return ret;
 	}
-	/* Published at once, loading: readers wait for the write-down. */
-	kvt_block_hash_add(pool, addr);
-	kvt_policy_remove(pool, addr);
-	blk->flags |= KVT_BF_LOADING;
-	pool->nr_loading++;
-	blk->users++;
-	kvt_slot_take(hbm, e->slot);
-	hbm->slot_addr[e->slot] = addr;
-	hbm->slot_state[e->slot] = KVT_SLOT_FROM_DEV;
-	hbm->addr_slot[addr] = e->slot;
+	hbm = pool->hbm;
+	kvt_slot_take(hbm, slot);
+	hbm->slot_addr[slot] = addr;
+	hbm->slot_state[slot] = KVT_SLOT_FROM_DEV;
+	hbm->addr_slot[addr] = slot;
 	hbm->stats.adopted++;
-	pool->stats.puts++;
 	atomic_inc(&hbm->copies);
 	spin_unlock(&pool->lock);
 
-	kvt_hbm_submit(hbm, c, e->slot, addr, false);
-	e->addr = addr;
+	kvt_hbm_submit(hbm, c, slot, addr, false);
 	return 0;
-
-out_unlock:
-	spin_unlock(&pool->lock);
-	kfree(c);
-	return ret;
 }
+
+/* The HBM tier, for the residency layer. */
+const struct kvt_tier_ops kvt_hbm_tier = {
+	.name		= "hbm",
+	.live		= kvt_hbm_live,
+	.where		= kvt_hbm_where,
+	.used		= kvt_hbm_used,
+	.touch		= kvt_hbm_touch,
+	.forget		= kvt_hbm_forget,
+	.stage		= kvt_hbm_stage,
+	.adopt_check	= kvt_hbm_adopt_check,
+	.adopt		= kvt_hbm_adopt,
+};

@@ -78,6 +78,166 @@ u32 kvt_block_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed)
 	return seed;
 }
 
+struct kvt_nvme *kvt_nvmes[KVTIER_NVME_MAX];
+DEFINE_SPINLOCK(kvt_nvme_qlock);
+
+/**
+ * kvt_nvme_rw() - synchronous I/O on a kernel buffer (kmalloc or vmalloc)
+ * @nvme: the device
+ * @opf: REQ_OP_READ, or REQ_OP_WRITE with flags
+ * @off: byte offset on the device, 4 KiB aligned
+ * @buf: the buffer
+ * @len: its length, 4 KiB aligned
+ *
+ * Return: 0 or -errno.
+ */
+int kvt_nvme_rw(struct kvt_nvme *nvme, blk_opf_t opf, u64 off, void *buf,
+		size_t len)
+{
+	struct bio *bio;
+	size_t done = 0;
+	int ret;
+
+	bio = bio_alloc(nvme->bdev, BIO_MAX_VECS, opf, GFP_KERNEL);
+	bio->bi_iter.bi_sector = KVT_SECTORS(off);
+	while (done < len) {
+		void *p = buf + done;
+		struct page *page = is_vmalloc_addr(p) ? vmalloc_to_page(p) :
+							 virt_to_page(p);
+		size_t n = min_t(size_t, len - done,
+				 PAGE_SIZE - offset_in_page(p));
+
+		if (bio_add_page(bio, page, n, offset_in_page(p)) != n) {
+			struct bio *prev = bio;
+
+			bio = bio_alloc(nvme->bdev, BIO_MAX_VECS, opf,
+					GFP_KERNEL);
+			bio->bi_iter.bi_sector = bio_end_sector(prev);
+			bio_chain(prev, bio);
+			submit_bio(prev);
+			continue;
+		}
+		done += n;
+	}
+	ret = submit_bio_wait(bio);
+	bio_put(bio);
+	if (ret)
+		atomic64_inc(&nvme->io_errors);
+	else if (op_is_write(opf))
+		atomic64_add(len, &nvme->bytes_written);
+	else
+		atomic64_add(len, &nvme->bytes_read);
+	return ret;
+}
+
+/**
+ * kvt_summary_crc() - the crc of a region summary
+ * @dr: the summary
+ * @len: its length
+ *
+ * Return: the crc32c of @len bytes from @dr, its crc field taken as zero.
+ */
+u32 kvt_summary_crc(struct kvt_disk_region *dr, size_t len)
+{
+	__le32 saved = dr->crc;
+	u32 crc;
+
+	dr->crc = 0;
+	crc = crc32c(~0U, dr, len);
+	dr->crc = saved;
+	return crc;
+}
+
+/**
+ * kvt_seg_pages() - the length of a segment
+ * @nvme: the device
+ * @dr: its valid summary
+ *
+ * Return: pages of the segment, summary included (a version 1 summary
+ * spans its region).
+ */
+u32 kvt_seg_pages(struct kvt_nvme *nvme, struct kvt_disk_region *dr)
+{
+	return le32_to_cpu(dr->seg_pages) ?: nvme->region_pages;
+}
+
+/**
+ * kvt_summary_read() - read and check a segment's summary
+ * @nvme: the device
+ * @r: the region
+ * @page: where the segment starts, in pages from the region's start
+ * @dr: a buffer of kvt_summary_bytes()
+ *
+ * Reads as much as a summary can take; the summary says how long it is.
+ *
+ * Return: 0 and a valid summary of a segment at @page; -EBADMSG if there is
+ * none; -EIO.
+ */
+int kvt_summary_read(struct kvt_nvme *nvme, u32 r, u32 page,
+		     struct kvt_disk_region *dr)
+{
+	size_t len = min_t(size_t, kvt_summary_bytes(nvme),
+			   (size_t)(nvme->region_pages - page) * KVT_DISK_PAGE);
+	u32 nr, slen, seg;
+	int ret;
+
+	ret = kvt_nvme_rw(nvme, REQ_OP_READ, kvt_region_bytes_off(nvme, r) +
+			  (u64)page * KVT_DISK_PAGE, dr, len);
+	if (ret)
+		return ret;
+	nr = le32_to_cpu(dr->nr);
+	slen = le32_to_cpu(dr->summary_bytes);
+	if (le64_to_cpu(dr->magic) != KVT_REGION_MAGIC ||
+	    memcmp(dr->uuid, nvme->uuid, sizeof(dr->uuid)) ||
+	    nr > nvme->max_recs || slen > len || slen % KVT_DISK_PAGE ||
+	    slen < struct_size(dr, recs, nr) || !dr->seq ||
+	    le32_to_cpu(dr->crc) != kvt_summary_crc(dr, slen))
+		return -EBADMSG;
+	seg = kvt_seg_pages(nvme, dr);
+	if (le32_to_cpu(dr->seg_page) != page ||
+	    (!le32_to_cpu(dr->seg_pages) && page) ||
+	    seg < slen / KVT_DISK_PAGE || seg > nvme->region_pages - page)
+		return -EBADMSG;
+	return 0;
+}
+
+/**
+ * kvt_segment_read() - read the next segment of a region
+ * @nvme: the device
+ * @r: the region
+ * @page: in: where the segment starts (0: the first); out: where the next
+ *	  one would
+ * @seq: the region's sequence and @nonce its nonce, read from its first
+ *	 segment; later segments must carry both
+ * @dr: a buffer of kvt_summary_bytes()
+ *
+ * A segment that was never written, or whose summary did not reach the
+ * device, ends the chain: what follows it is never believed. The nonce,
+ * drawn when the region is opened, stops stale bytes from an older write
+ * of the region (a block's data, say) from passing for a later segment.
+ *
+ * Return: 0 and @dr valid; -EBADMSG at the end of the chain; -EIO.
+ */
+int kvt_segment_read(struct kvt_nvme *nvme, u32 r, u32 *page, u64 seq,
+		     struct kvt_disk_region *dr)
+{
+	u64 nonce = *page ? nvme->regions[r].nonce : 0;
+	int ret;
+
+	if (*page >= nvme->region_pages)
+		return -EBADMSG;
+	ret = kvt_summary_read(nvme, r, *page, dr);
+	if (ret)
+		return ret;
+	if (*page && (le64_to_cpu(dr->seq) != seq ||
+		      le64_to_cpu(dr->nonce) != nonce))
+		return -EBADMSG;
+	if (!*page)
+		nvme->regions[r].nonce = le64_to_cpu(dr->nonce);
+	*page += kvt_seg_pages(nvme, dr);
+	return 0;
+}
+
 /* Forget the blocks of one segment whose only copy is there. */
 static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 				struct kvt_disk_region *dr)
@@ -92,7 +252,7 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 		struct kvt_pool *pool;
 		u32 addr;
 
-		pool = kvt_pool_get_by_id(le64_to_cpu(rec->pool_id));
+		pool = nvme->pool_get(le64_to_cpu(rec->pool_id));
 		if (!pool)
 			continue;
 		spin_lock(&pool->lock);
@@ -102,7 +262,7 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 			if (!kvt_in_dram(&pool->blocks[addr]) ||
 			    pool->blocks[addr].flags & KVT_BF_BUSY)
 				atomic64_inc(&nvme->lost_blocks);
-			kvt_block_forget_nvme(pool, addr);
+			pool->res->forget_nvme(pool, addr);
 		}
 		spin_unlock(&pool->lock);
 		kvt_pool_put(pool);
@@ -349,12 +509,12 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 			 * acknowledged bytes are lost, and the next SYNC
 			 * says so.
 			 */
-			kvt_block_unlink(pool, e->addr);
+			pool->res->unlink(pool, e->addr);
 			pool->stats.evictions++;
 			pool->wb_lost++;
 		}
 	}
-	kvt_block_put_user(pool, e->addr);
+	pool->res->put(pool, e->addr);
 }
 
 /* Second phase of a segment write: its summary, at the segment's start. */
@@ -782,7 +942,8 @@ static struct kvt_nvme *kvt_nvme_pick(struct kvt_pool *pool, int *err)
  * Return: blocks queued, -ENODEV without a device, -EFBIG if the pool's
  * blocks do not fit in a region.
  */
-int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
+static int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr,
+			  bool victims)
 {
 	struct kvt_nvme *nvme;
 	u32 addr, prev, queued = 0;
@@ -803,11 +964,11 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 			return 0;
 		}
 	}
-	for (addr = pool->lru.tail; addr != KVT_NIL && queued < nr &&
-	     nvme->qlen < nvme->qcap; addr = prev) {
+	for (addr = kvt_policy_next(pool, KVT_NIL); addr != KVT_NIL &&
+	     queued < nr && nvme->qlen < nvme->qcap; addr = prev) {
 		struct kvt_block *blk = &pool->blocks[addr];
 
-		prev = blk->prev;
+		prev = kvt_policy_next(pool, addr);
 		if (blk->nloc != KVT_NIL || blk->flags || blk->users)
 			continue;
 		/* The list holds DRAM blocks only; writing one not there oopses. */
@@ -824,20 +985,18 @@ int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr, bool victims)
 }
 
 /**
- * kvt_nvme_rescue() - write a block again before its copy is reclaimed
+ * kvt_nvme_doomed() - whether a block's copy is about to be reclaimed
  * @pool: the pool, its lock held
  * @addr: a clean READY block in DRAM, chosen as a victim
  *
- * A clean block leaving DRAM was used since its copy was written, so it is
- * hotter than the blocks only on NVMe; if that copy is in one of the
- * nr_regions/KVT_RESCUE_SHARE regions the log writes next, it would be lost
- * when they are reclaimed. Forgetting the copy makes the block dirty: eviction
- * then writes it at the head of the log while its data is still in DRAM,
- * which costs a write but no read.
+ * A copy in one of the nr_regions/KVT_RESCUE_SHARE regions the log writes
+ * next would be lost when they are reclaimed: the residency layer forgets
+ * it (kvt_res_rescue()), so that eviction writes the block again at the
+ * head of the log while its data is still in DRAM.
  *
- * Return: true if the block is dirty now.
+ * Return: true if so (counted as rescued).
  */
-bool kvt_nvme_rescue(struct kvt_pool *pool, u32 addr)
+static bool kvt_nvme_doomed(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 	struct kvt_nvme *nvme;
@@ -857,8 +1016,6 @@ bool kvt_nvme_rescue(struct kvt_pool *pool, u32 addr)
 			atomic64_inc(&nvme->rescued);
 	}
 	spin_unlock(&kvt_nvme_qlock);
-	if (rescue)
-		kvt_block_forget_nvme(pool, addr);
 	return rescue;
 }
 
@@ -930,63 +1087,41 @@ static void kvt_rd_done(struct work_struct *work)
 	if (blk->state == KVT_BLK_READY) {
 		if (ok && blk->nloc == rd->nloc && blk->ndev == rd->ndev) {
 			pool->stats.promotions++;
-			if (!blk->pins && !blk->hold)
-				kvt_policy_insert(pool, rd->addr);
+			pool->res->landed(pool, rd->addr);
 			trace_kvtier_block_promote(pool, rd->addr);
 		} else {
 			/* Never serve it: the block is a miss from now on. */
 			pool->stats.bad_reads++;
-			kvt_block_unlink(pool, rd->addr);
+			pool->res->unlink(pool, rd->addr);
 		}
 	}
-	kvt_block_put_user(pool, rd->addr);
+	pool->res->put(pool, rd->addr);
 	kvt_pool_put(pool);
 	kfree(rd);
-	kvt_prefetch_kick();
 	if (atomic_dec_and_test(&nvme->inflight))
 		wake_up_all(&nvme->idle);
 }
 
 /**
- * kvt_nvme_load() - start reading a block back into DRAM
- * @pool: the pool, its lock held; dropped on return
- * @addr: a READY block only on NVMe, not busy
+ * kvt_nvme_load() - start reading a block's copy into its DRAM pages
+ * @pool: the pool, its lock not held
+ * @addr: a READY block held as a user, KVT_BF_LOADING, with its pages
  *
- * The block is KVT_BF_LOADING until the read is verified; waiters sleep on
- * pool->wq. A block that does not verify is dropped.
+ * Its end goes to the pool's kvt_res_hooks: landed, or unlinked when the
+ * copy does not verify, then put.
  *
- * Return: 0 when the read is under way, or -errno.
+ * Return: 0 when the read is under way; -ENOMEM; -ENOENT when the
+ * device of the copy is not attached (it can never be read).
  */
-int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
-	__releases(&pool->lock)
+static int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 	struct kvt_nvme *nvme;
 	struct kvt_rd *rd;
-	int ret;
 
-	blk->flags |= KVT_BF_LOADING;
-	blk->users++;
-	/*
-	 * Counted as a load only once it has room: kvt_make_room() waits
-	 * for loads under way, and this one would never start.
-	 */
-	ret = kvt_make_room(pool, false);
-	if (!ret && blk->state != KVT_BLK_READY)
-		ret = -ENOENT;
-	if (ret)
-		goto out_put_user;
-	pool->nr_loading++;
-	pool->nr_dram++;
-	spin_unlock(&pool->lock);
-
-	ret = -ENOMEM;
 	rd = kzalloc(sizeof(*rd), GFP_KERNEL);
 	if (!rd)
-		goto out_undo_dram;
-	ret = kvt_dram_alloc(pool, blk);
-	if (ret)
-		goto out_free_rd;
+		return -ENOMEM;
 
 	spin_lock(&pool->lock);
 	rd->ndev = blk->ndev;
@@ -999,9 +1134,10 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 		atomic_inc(&nvme->inflight);
 	spin_unlock(&kvt_nvme_qlock);
 	/* Without the device the copy can never be read: a miss. */
-	ret = -ENOENT;
-	if (!nvme)
-		goto out_free_dram;
+	if (!nvme) {
+		kfree(rd);
+		return -ENOENT;
+	}
 
 	kref_get(&pool->ref);
 	kvt_io_init(&rd->io, nvme, kvt_rd_done);
@@ -1009,23 +1145,6 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	rd->addr = addr;
 	kvt_rd_submit(rd);
 	return 0;
-
-out_free_dram:
-	kvt_dram_free(pool, blk);
-out_free_rd:
-	kfree(rd);
-out_undo_dram:
-	spin_lock(&pool->lock);
-	pool->nr_dram--;
-	pool->nr_loading--;
-	/* Without a device the NVMe copy can never be read: it is gone. */
-	if (ret == -ENOENT && blk->state == KVT_BLK_READY)
-		kvt_block_unlink(pool, addr);
-out_put_user:
-	blk->flags &= ~KVT_BF_LOADING;
-	pool->io_events++;
-	kvt_block_put_user(pool, addr);
-	return ret;
 }
 
 /*
@@ -1073,7 +1192,7 @@ static int kvt_nvme_totals(struct kvt_pool *pool, u64 *regions,
  * block could not be written, by this call or by an eviction since the
  * last SYNC; -EINTR if killed while waiting.
  */
-int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
+static int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 {
 	u64 before, errors, reclaimed0, reclaimed, wrap, cap;
 	u32 addr;
@@ -1153,3 +1272,28 @@ int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 	}
 }
 
+/**
+ * kvt_nvme_live() - whether blocks can be demoted now
+ * @pool: any pool
+ *
+ * Return: true if a device is attached.
+ */
+static bool kvt_nvme_live(struct kvt_pool *pool)
+{
+	int i;
+
+	for (i = 0; i < KVTIER_NVME_MAX; i++)
+		if (READ_ONCE(kvt_nvmes[i]))
+			return true;
+	return false;
+}
+
+/* The NVMe tier, for the residency layer. */
+const struct kvt_tier_ops kvt_nvme_tier = {
+	.name	= "nvme",
+	.load	= kvt_nvme_load,
+	.clean	= kvt_nvme_clean,
+	.doomed	= kvt_nvme_doomed,
+	.sync	= kvt_nvme_sync,
+	.live	= kvt_nvme_live,
+};

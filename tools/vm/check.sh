@@ -25,7 +25,8 @@
 #     then clean after SIGKILL of the load;
 #  6. checkpatch.pl --strict and kernel-doc on each kernel source file;
 #     tools/names.sh: no function or struct defined in two of kmod/, lib/
-#     and selftests/kvtier/ (one case);
+#     and selftests/kvtier/ (one case); tools/layers.sh: no call from a
+#     layer of kmod/ to one above it (one case);
 #  7. debug: the debug-kernel lane: the kernel of tools/vm/debug.config,
 #     built by tools/vm/debug-kernel.sh when it is not cached (a counted
 #     case), then steps kmod, vm (then, in the same boot, the fail-nth walk,
@@ -348,6 +349,13 @@ step_style() {
 			echo "$out"
 		fi
 	done
+	# The layers of kmod/ (Documentation/design.rst): no call up.
+	if out=$(tools/layers.sh 2>&1); then
+		pass "layers kmod/"
+	else
+		fail "layers kmod/"
+		echo "$out"
+	fi
 }
 
 # 7. The debug-kernel lane: the same module and tests on the kernel of

@@ -18,7 +18,7 @@ pkgs=(
 	fio dmsetup gnuplot-nox
 	# make install's checks (dkms build), tools/trace, the Python binding
 	dkms bpftrace python3 man-db
-	# tools/names.sh (check.sh's style step)
+	# tools/names.sh and tools/layers.sh (check.sh's style step)
 	universal-ctags
 	# the debug-kernel lane builds a kernel (tools/vm/debug-kernel.sh)
 	flex bison bc libelf-dev libssl-dev xz-utils

@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Check the layers of kmod/ (Documentation/design.rst, "Layers"): each file
+# calls only files of the layers below its own, or of its own layer where
+# that layer is the commands; only block.c touches the free list
+# (pool->free) and only policy.c the policy's list (pool->lru).
+#
+# The call graph is the file-level one: the functions each kmod/*.c defines
+# (ctags), and the calls by name of them (name followed by "(") in the other
+# files, comments and strings left out. A call through an ops or hook
+# pointer is not a call by name, which is how a layer below tells one above.
+#
+# Usage: tools/layers.sh [-v]	-v also prints the file-level call graph
+# Prints each violation; exits 1 if there is one.
+set -euo pipefail
+
+cd "$(dirname "$0")/../kmod"
+
+# The layers, bottom up. A file of the top layer (commands) may call any
+# file; the others only files of lower layers.
+declare -A layer=(
+	[fault.c]=0							# fault injection
+	[block.c]=1 [policy.c]=1					# index
+	[tier_dram.c]=2							# tiers: DRAM pages
+	[tier_nvme.c]=3 [tier_hbm.c]=3					# tiers
+	[hbm_emul.c]=4 [hbm_user.c]=4					# HBM backends
+	[residency.c]=5							# residency
+	[cmd.c]=6 [prefetch.c]=6 [mmap.c]=6 [shrinker.c]=6		# commands
+	[pool.c]=6 [sysfs.c]=6 [main.c]=6 [uring.c]=6 [nvme_store.c]=6
+)
+top=6
+declare -A name=([0]=base [1]=index [2]=tier [3]=tier [4]="tier backend"
+		 [5]=residency [6]=command)
+
+verbose=0
+[[ ${1:-} == -v ]] && verbose=1
+
+bad=0
+violation() {
+	echo "layers: $*"
+	bad=1
+}
+
+# A C file without comments, strings and character constants.
+strip() {
+	perl -0777 -pe 's{/\*.*?\*/}{ }gs; s{//[^\n]*}{}g; s{"(\\.|[^"\\\n])*"}{""}g; s{'"'"'(\\.|[^'"'"'\\\n])*'"'"'}{0}g' "$1"
+}
+
+files=(*.c)
+files=("${files[@]/%.mod.c/}")
+declare -A defs
+for f in "${files[@]}"; do
+	[[ -n $f && -f $f ]] || continue
+	if [[ -z ${layer[$f]:-} ]]; then
+		violation "$f: in no layer (add it to tools/layers.sh)"
+		continue
+	fi
+	defs[$f]=$(ctags -x --c-kinds=f "$f" 2>/dev/null | awk '{ print $1 }' | sort -u)
+done
+
+for f in "${!defs[@]}"; do
+	body=$(strip "$f")
+	own=" $(echo "${defs[$f]}" | tr '\n' ' ') "
+	for g in "${!defs[@]}"; do
+		[[ $g == "$f" ]] && continue
+		names=()
+		for n in ${defs[$g]}; do
+			[[ $own == *" $n "* ]] || names+=("$n")
+		done
+		((${#names[@]})) || continue
+		re=$(IFS='|'; echo "${names[*]}")
+		called=$(grep -oE "\\b($re)[[:space:]]*\\(" <<<"$body" |
+			 sed 's/[[:space:]]*($//' | sort -u | tr '\n' ' ' || true)
+		[[ -n $called ]] || continue
+		((verbose)) && echo "calls: $f -> $g: $called"
+		lf=${layer[$f]} lg=${layer[$g]}
+		if ((lg > lf || (lg == lf && lf != top))); then
+			violation "$f (${name[$lf]}) calls $g (${name[$lg]}): $called"
+		fi
+	done
+done
+
+# The free list is the index's: only block.c links and unlinks it.
+for f in "${!defs[@]}"; do
+	[[ $f == block.c ]] && continue
+	n=$(strip "$f" | grep -cE '\bpool(->|\.)free\b' || true)
+	((n == 0)) || violation "$f: touches pool->free ($n lines), only block.c may"
+done
+
+# The replacement list is the policy's: only policy.c reads or links it.
+for f in "${!defs[@]}"; do
+	[[ $f == policy.c ]] && continue
+	n=$(strip "$f" | grep -cE '(->|\.)lru\b' || true)
+	((n == 0)) || violation "$f: touches the policy's list pool->lru ($n lines), only policy.c may"
+done
+
+if ((bad)); then
+	exit 1
+fi
+echo "layers: ok (${#defs[@]} files)"
