@@ -201,6 +201,18 @@ struct kvt_pool {
 };
 
 /*
+ * A tier's I/O on a block ended: its user reference goes through the
+ * residency hook, which drops pool->lock (said here for sparse, which does
+ * not follow the pointer).
+ */
+static inline void kvt_res_hook_put(struct kvt_pool *pool, u32 addr)
+	__releases(&pool->lock)
+{
+	pool->res->put(pool, addr);
+	__release(&pool->lock);
+}
+
+/*
  * struct kvt_pf_fd - an open pool file's prefetch groups and completions;
  * everything but @wq under kvt_pf_lock (prefetch.c)
  */

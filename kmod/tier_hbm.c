@@ -263,7 +263,7 @@ static void kvt_hbm_copy_work(struct work_struct *work)
 			kvt_slot_free(hbm, c->slot);
 	}
 	/* Drops pool->lock; frees a block unlinked meanwhile. */
-	pool->res->put(pool, c->addr);
+	kvt_res_hook_put(pool, c->addr);
 	kfree(c);
 	if (atomic_dec_and_test(&hbm->copies))
 		wake_up_all(&hbm->idle);

@@ -514,7 +514,7 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 			pool->wb_lost++;
 		}
 	}
-	pool->res->put(pool, e->addr);
+	kvt_res_hook_put(pool, e->addr);
 }
 
 /* Second phase of a segment write: its summary, at the segment's start. */
@@ -1095,7 +1095,7 @@ static void kvt_rd_done(struct work_struct *work)
 			pool->res->unlink(pool, rd->addr);
 		}
 	}
-	pool->res->put(pool, rd->addr);
+	kvt_res_hook_put(pool, rd->addr);
 	kvt_pool_put(pool);
 	kfree(rd);
 	if (atomic_dec_and_test(&nvme->inflight))
