@@ -15,16 +15,12 @@
 #include "kvt.h"
 #include "trace.h"
 
-/*
- * The last pin of a block went: it is on the replacement list again
- * (a pinned block is never loading or evicting, which keep it off).
- */
+/* The last pin of a block went: it may leave DRAM again. */
 static void kvt_block_unpinned(struct kvt_pool *pool, u32 addr)
 {
 	lockdep_assert_held(&pool->lock);
 	pool->nr_pinned--;
-	if (!pool->blocks[addr].hold)
-		kvt_policy_insert(pool, addr);
+	kvt_res_unkeep(pool, addr);
 }
 
 /**
@@ -213,7 +209,7 @@ static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
 	kvt_prefetch_used(pool, addr);
 	if (!blk->pins++) {
 		pool->nr_pinned++;
-		kvt_policy_remove(pool, addr);
+		kvt_res_keep(pool, addr);
 	}
 	spin_unlock(&pool->lock);
 

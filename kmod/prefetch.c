@@ -161,14 +161,11 @@ static u32 kvt_pf_hold_limit(struct kvt_pool *pool)
 	       100;
 }
 
-/* Back in the replacement list if nothing else keeps it out. */
+/* The hold went: the block may leave DRAM again if nothing keeps it. */
 static void kvt_pf_unhold(struct kvt_pool *pool, u32 addr)
 {
-	struct kvt_block *blk = &pool->blocks[addr];
-
 	pool->nr_held--;
-	if (blk->state == KVT_BLK_READY && kvt_dram_ready(blk) && !blk->pins)
-		kvt_policy_insert(pool, addr);
+	kvt_res_unkeep(pool, addr);
 }
 
 /*
@@ -186,7 +183,7 @@ static bool kvt_pf_hold(struct kvt_pool *pool, u32 addr)
 		if (pool->nr_held >= kvt_pf_hold_limit(pool))
 			return false;
 		pool->nr_held++;
-		kvt_policy_remove(pool, addr);
+		kvt_res_keep(pool, addr);
 	}
 	blk->hold++;
 	return true;

@@ -267,6 +267,39 @@ void kvt_res_touch(struct kvt_pool *pool, u32 addr, bool slot)
 		kvt_hbm_tier.touch(pool, addr);
 }
 
+/**
+ * kvt_res_keep() - a block must stay in DRAM: its first pin, or a hold
+ * for a prefetch
+ * @pool: the pool, its lock held
+ * @addr: a READY block
+ *
+ * It leaves the replacement list, so no eviction picks it.
+ */
+void kvt_res_keep(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	kvt_policy_remove(pool, addr);
+}
+
+/**
+ * kvt_res_unkeep() - the last pin or hold of a block went
+ * @pool: the pool, its lock held
+ * @addr: the block, its pins or hold count just dropped to 0
+ *
+ * A block READY in DRAM that nothing else keeps is on the replacement list
+ * again. One still loading or evicting stays off: the end of that I/O
+ * decides (kvt_res_landed()).
+ */
+void kvt_res_unkeep(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (blk->state == KVT_BLK_READY && kvt_dram_ready(blk) &&
+	    !blk->pins && !blk->hold)
+		kvt_policy_insert(pool, addr);
+}
+
 /* ---- demotion ------------------------------------------------------------ */
 
 /**

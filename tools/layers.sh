@@ -4,7 +4,8 @@
 # Check the layers of kmod/ (Documentation/design.rst, "Layers"): each file
 # calls only files of the layers below its own, or of its own layer where
 # that layer is the commands; only block.c touches the free list
-# (pool->free) and only policy.c the policy's list (pool->lru).
+# (pool->free), only policy.c the policy's list (pool->lru), and only
+# residency.c puts a block on that list or takes it off.
 #
 # The call graph is the file-level one: the functions each kmod/*.c defines
 # (ctags), and the calls by name of them (name followed by "(") in the other
@@ -71,7 +72,7 @@ for f in "${!defs[@]}"; do
 		((${#names[@]})) || continue
 		re=$(IFS='|'; echo "${names[*]}")
 		called=$(grep -oE "\\b($re)[[:space:]]*\\(" <<<"$body" |
-			 sed 's/[[:space:]]*($//' | sort -u | tr '\n' ' ' || true)
+			 sed 's/[[:space:]]*($//' | sort -u | paste -sd' ' || true)
 		[[ -n $called ]] || continue
 		((verbose)) && echo "calls: $f -> $g: $called"
 		lf=${layer[$f]} lg=${layer[$g]}
@@ -93,6 +94,16 @@ for f in "${!defs[@]}"; do
 	[[ $f == policy.c ]] && continue
 	n=$(strip "$f" | grep -cE '(->|\.)lru\b' || true)
 	((n == 0)) || violation "$f: touches the policy's list pool->lru ($n lines), only policy.c may"
+done
+
+# Whether a block may leave DRAM is the residency layer's to say: only
+# residency.c puts blocks on the replacement list or takes them off.
+for f in "${!defs[@]}"; do
+	[[ $f == policy.c || $f == residency.c ]] && continue
+	called=$(strip "$f" | grep -oE '\bkvt_policy_(insert|remove|touch|victim)[[:space:]]*\(' |
+		 sed 's/[[:space:]]*($//' | sort -u | paste -sd' ' || true)
+	[[ -z $called ]] ||
+		violation "$f: changes the replacement list ($called), only residency.c may"
 done
 
 if ((bad)); then
