@@ -955,7 +955,9 @@ static void kvt_rd_done(struct work_struct *work)
  * The block is KVT_BF_LOADING until the read is verified; waiters sleep on
  * pool->wq. A block that does not verify is dropped.
  *
- * Return: 0 when the read is under way, or -errno.
+ * Return: 0 when the read is under way, or -errno: -ENOENT when the block's
+ * device is not attached right now (being attached or detached), and the
+ * block is left as it is.
  */
 int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	__releases(&pool->lock)
@@ -964,6 +966,22 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	struct kvt_nvme *nvme;
 	struct kvt_rd *rd;
 	int ret;
+
+	/*
+	 * A copy on a device that is not in kvt_nvmes[] is not lost: the
+	 * device is being attached (its log is replayed into the index
+	 * before it is published) or detached (which forgets its copies
+	 * once its I/O has drained). Reading it now is a miss, and the
+	 * block stays; no room is made for it either, as that may drop a
+	 * dirty block while no device can take it.
+	 */
+	spin_lock(&kvt_nvme_qlock);
+	nvme = kvt_nvmes[blk->ndev];
+	spin_unlock(&kvt_nvme_qlock);
+	if (!nvme) {
+		spin_unlock(&pool->lock);
+		return -ENOENT;
+	}
 
 	blk->flags |= KVT_BF_LOADING;
 	blk->users++;
@@ -998,7 +1016,7 @@ int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	if (nvme)
 		atomic_inc(&nvme->inflight);
 	spin_unlock(&kvt_nvme_qlock);
-	/* Without the device the copy can never be read: a miss. */
+	/* Detached since we looked: a miss, the block stays (see above). */
 	ret = -ENOENT;
 	if (!nvme)
 		goto out_free_dram;
@@ -1018,9 +1036,6 @@ out_undo_dram:
 	spin_lock(&pool->lock);
 	pool->nr_dram--;
 	pool->nr_loading--;
-	/* Without a device the NVMe copy can never be read: it is gone. */
-	if (ret == -ENOENT && blk->state == KVT_BLK_READY)
-		kvt_block_unlink(pool, addr);
 out_put_user:
 	blk->flags &= ~KVT_BF_LOADING;
 	pool->io_events++;
