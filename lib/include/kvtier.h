@@ -300,11 +300,13 @@ int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st);
  *
  * Return: 0; -ENODEV when no NVMe tier is attached; -EBADF on a read-only
  * handle; -EFBIG when the pool's blocks are larger than a region of the
- * device; -EIO when a block could not be written, or when a failed write
- * since the previous kvtier_sync() dropped a block that was not yet durable
- * (an eviction could not demote it: acknowledged PUTs are lost; reported
- * once, as fsync(2) reports a writeback error); -EINTR when killed while
- * waiting.
+ * device; -ENOSPC when the devices cannot hold them (more dirty blocks than
+ * their logs take at once, or the log wrapped all the way round during the
+ * call, reclaiming what it wrote); -EIO when a block could not be written,
+ * or when a failed write since the previous kvtier_sync() dropped a block
+ * that was not yet durable (an eviction could not demote it: acknowledged
+ * PUTs are lost; reported once, as fsync(2) reports a writeback error);
+ * -EINTR when killed while waiting.
  */
 int kvtier_sync(struct kvtier_pool *pool, uint64_t *written);
 

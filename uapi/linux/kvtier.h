@@ -340,10 +340,12 @@ struct kvtier_pool_stat {
  *
  * Returns once every block that was in the pool when the call started is
  * on NVMe (or gone). -ENODEV without an attached device; -EFBIG if the
- * pool's blocks are larger than a region; -ENOSPC if the device cannot take
- * them; -EIO on a write error, by this call or by an eviction since the
- * last SYNC that had to drop a block not yet durable (reported once, as
- * fsync(2) reports a writeback error); -EBADF on a read-only fd.
+ * pool's blocks are larger than a region; -ENOSPC if the devices cannot take
+ * them (more dirty blocks than their logs hold at once, or the log wrapped
+ * all the way round during the call); -EIO on a write error, by this call
+ * or by an eviction since the last SYNC that had to drop a block not yet
+ * durable (reported once, as fsync(2) reports a writeback error); -EBADF
+ * on a read-only fd.
  */
 struct kvtier_sync {
 	__u32 flags;
