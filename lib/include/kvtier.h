@@ -440,7 +440,10 @@ int kvtier_nvme_stat_dev(struct kvtier_ctx *ctx, unsigned int index,
  * @done:	out (optional): entries stored.
  *
  * Per-entry status: -EEXIST (key present, no REPLACE), -ENOSPC (nothing
- * evictable), -ENOMEM, -EFAULT (bad buf), -EBUSY (replace of a block in use).
+ * evictable: DRAM all pinned or in use, or all of the pool's capacity
+ * addresses hold blocks, those only on NVMe included, which are never
+ * dropped to make room), -ENOMEM, -EFAULT (bad buf), -EBUSY (replace of a
+ * block in use).
  *
  * Return: see above.
  */
