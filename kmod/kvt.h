@@ -101,6 +101,7 @@ struct kvt_pool_counters {
 	u64 demotions;
 	u64 promotions;
 	u64 bad_reads;
+	u64 lost_blocks;	/* only on NVMe, dropped when reclaimed */
 };
 
 struct kvt_pool {

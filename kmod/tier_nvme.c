@@ -99,9 +99,16 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 		addr = kvt_block_find(pool, key);
 		if (addr != KVT_NIL && pool->blocks[addr].ndev == nvme->index &&
 		    pool->blocks[addr].nloc == first + le32_to_cpu(rec->page)) {
+			/*
+			 * Its only copy goes: the device evicts it like a
+			 * cache, synced or not. SYNC does not report it (it
+			 * was durable when SYNC said so); the counters do.
+			 */
 			if (!kvt_in_dram(&pool->blocks[addr]) ||
-			    pool->blocks[addr].flags & KVT_BF_BUSY)
+			    pool->blocks[addr].flags & KVT_BF_BUSY) {
 				atomic64_inc(&nvme->lost_blocks);
+				pool->stats.lost_blocks++;
+			}
 			kvt_block_forget_nvme(pool, addr);
 		}
 		spin_unlock(&pool->lock);

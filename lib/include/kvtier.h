@@ -296,7 +296,10 @@ int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st);
  *
  * Writes every block of the pool that has no NVMe copy yet (kvtier_pool_stat
  * .dirty) and waits for the writes. Blocks PUT after the call started may or
- * may not be included.
+ * may not be included. The blocks stay durable as long as the device keeps
+ * them: when its log is full it reclaims its oldest region and the blocks
+ * only there go, synced or not. That is an eviction, which no kvtier_sync()
+ * reports; kvtier_pool_stat .lost_blocks counts it.
  *
  * Return: 0; -ENODEV when no NVMe tier is attached; -EBADF on a read-only
  * handle; -EFBIG when the pool's blocks are larger than a region of the
