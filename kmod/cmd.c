@@ -511,6 +511,7 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 	st->demotions = pool->stats.demotions;
 	st->promotions = pool->stats.promotions;
 	st->bad_reads = pool->stats.bad_reads;
+	st->lost_blocks = pool->stats.lost_blocks;
 	st->dirty = pool->nr_dirty;
 	st->pinned = pool->nr_pinned;
 	st->puts = pool->stats.puts;

@@ -129,6 +129,7 @@ struct kvt_pool_counters {
 	u64 demotions;
 	u64 promotions;
 	u64 bad_reads;
+	u64 lost_blocks;	/* only on NVMe, dropped when reclaimed */
 };
 
 struct kvt_pool {
@@ -316,10 +317,13 @@ bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
  * @name: for messages
  * @alloc: give a FILLING or loading block its pages (DRAM)
  * @free: take a block's pages back (DRAM)
+ * @reachable: whether a block's copy can be read now; pool->lock held
+ *	       (NVMe: its device is attached)
  * @load: read a block's copy into its DRAM pages; the block is held as a
  *	  user and KVT_BF_LOADING; pool->lock not held. 0 when under way
  *	  (the tier ends it through the pool's kvt_res_hooks), or -errno:
- *	  -ENOENT when the copy can never be read (NVMe)
+ *	  -ENOENT when the copy is out of reach now (NVMe: the device went
+ *	  since @reachable), the block left as it is
  * @clean: queue up to nr dirty blocks (0: a batch) for writing, the
  *	   coldest first; victims: needed out now; pool->lock held (NVMe)
  * @doomed: whether a block's copy is about to be reclaimed (NVMe)
@@ -342,6 +346,7 @@ struct kvt_tier_ops {
 	const char *name;
 	int (*alloc)(struct kvt_pool *pool, struct kvt_block *blk);
 	void (*free)(struct kvt_pool *pool, struct kvt_block *blk);
+	bool (*reachable)(struct kvt_pool *pool, u32 addr);
 	int (*load)(struct kvt_pool *pool, u32 addr);
 	int (*clean)(struct kvt_pool *pool, unsigned int nr, bool victims);
 	bool (*doomed)(struct kvt_pool *pool, u32 addr);

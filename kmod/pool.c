@@ -39,6 +39,25 @@ static u64 kvt_dram_reserved;
 static const struct file_operations kvt_pool_fops;
 static void kvt_pool_unregister(struct kvt_pool *pool);
 
+/*
+ * A pool file is opened by name, through the control fd, and nowhere else:
+ * an open of its inode (through /proc/self/fd, say) is refused with -ENXIO
+ * whoever asks. Without this, the VFS first checks the permission bits
+ * alloc_anon_inode() gave the inode (0600, owned by whoever made the pool),
+ * so a holder of a passed fd got -EACCES and its creator -ENXIO.
+ */
+static int kvt_pool_inode_permission(struct user_namespace *mnt_userns,
+				     struct inode *inode, int mask)
+{
+	if (mask & MAY_OPEN)
+		return -ENXIO;
+	return generic_permission(mnt_userns, inode, mask);
+}
+
+static const struct inode_operations kvt_pool_iops = {
+	.permission = kvt_pool_inode_permission,
+};
+
 static int kvt_fs_init_fs_context(struct fs_context *fc)
 {
 	return init_pseudo(fc, KVTIERFS_MAGIC) ? 0 : -ENOMEM;
@@ -305,6 +324,7 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 		goto out_index_free;
 	}
 	pool->inode->i_size = (loff_t)pool->capacity * pool->block_size;
+	pool->inode->i_op = &kvt_pool_iops;
 	return pool;
 
 out_index_free:

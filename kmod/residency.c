@@ -468,13 +468,26 @@ int kvt_res_make_room(struct kvt_pool *pool, bool addr)
  * The block is KVT_BF_LOADING until the read is verified; waiters sleep on
  * pool->wq. A block that does not verify is dropped.
  *
- * Return: 0 when the read is under way, or -errno.
+ * Return: 0 when the read is under way, or -errno: -ENOENT when its copy
+ * is out of reach now (its device is being attached or detached), the
+ * block left as it is.
  */
 int kvt_res_load(struct kvt_pool *pool, u32 addr)
 	__releases(&pool->lock)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 	int ret;
+
+	/*
+	 * A copy out of reach is not lost (the device's attach or detach
+	 * takes care of it): reading it now is a miss and the block stays.
+	 * No room is made for it either: that may drop a dirty block while
+	 * no device can take it.
+	 */
+	if (!kvt_nvme_tier.reachable(pool, addr)) {
+		spin_unlock(&pool->lock);
+		return -ENOENT;
+	}
 
 	blk->flags |= KVT_BF_LOADING;
 	blk->users++;
@@ -502,9 +515,6 @@ out_undo_dram:
 	spin_lock(&pool->lock);
 	pool->nr_dram--;
 	pool->nr_loading--;
-	/* Without a device the NVMe copy can never be read: it is gone. */
-	if (ret == -ENOENT && blk->state == KVT_BLK_READY)
-		kvt_res_unlink(pool, addr);
 out_put_user:
 	blk->flags &= ~KVT_BF_LOADING;
 	pool->io_events++;

@@ -69,9 +69,10 @@ static ssize_t pool_stat_show(struct kobject *kobj,
 	pinned = pool->nr_pinned;
 	spin_unlock(&pool->lock);
 
-	return sysfs_emit(buf, "%u %u %llu %llu %llu %llu %llu %llu %llu %llu\n",
+	return sysfs_emit(buf, "%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
 			  ready, pinned, c.puts, c.gets, c.hits, c.misses,
-			  c.evictions, c.drops, c.bytes_in, c.bytes_out);
+			  c.evictions, c.drops, c.bytes_in, c.bytes_out,
+			  c.lost_blocks);
 }
 
 static ssize_t pool_config_show(struct kobject *kobj,

@@ -259,9 +259,16 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 		addr = kvt_block_find(pool, key);
 		if (addr != KVT_NIL && pool->blocks[addr].ndev == nvme->index &&
 		    pool->blocks[addr].nloc == first + le32_to_cpu(rec->page)) {
+			/*
+			 * Its only copy goes: the device evicts it like a
+			 * cache, synced or not. SYNC does not report it (it
+			 * was durable when SYNC said so); the counters do.
+			 */
 			if (!kvt_in_dram(&pool->blocks[addr]) ||
-			    pool->blocks[addr].flags & KVT_BF_BUSY)
+			    pool->blocks[addr].flags & KVT_BF_BUSY) {
 				atomic64_inc(&nvme->lost_blocks);
+				pool->stats.lost_blocks++;
+			}
 			pool->res->forget_nvme(pool, addr);
 		}
 		spin_unlock(&pool->lock);
@@ -1103,6 +1110,30 @@ static void kvt_rd_done(struct work_struct *work)
 }
 
 /**
+ * kvt_nvme_reachable() - whether a block's copy can be read now
+ * @pool: the pool, its lock held
+ * @addr: a READY block only on NVMe
+ *
+ * A READY block's copy always names a device that is attached, being
+ * attached (its log is replayed into the index before the device is
+ * published) or being detached (which forgets its copies once its I/O has
+ * drained, under kvt_nvme_lock, before the slot can be reused). In the two
+ * last cases the copy is not lost, only out of reach for the moment.
+ *
+ * Return: true if its device is attached.
+ */
+static bool kvt_nvme_reachable(struct kvt_pool *pool, u32 addr)
+{
+	bool ret;
+
+	lockdep_assert_held(&pool->lock);
+	spin_lock(&kvt_nvme_qlock);
+	ret = kvt_nvmes[pool->blocks[addr].ndev];
+	spin_unlock(&kvt_nvme_qlock);
+	return ret;
+}
+
+/**
  * kvt_nvme_load() - start reading a block's copy into its DRAM pages
  * @pool: the pool, its lock not held
  * @addr: a READY block held as a user, KVT_BF_LOADING, with its pages
@@ -1111,7 +1142,8 @@ static void kvt_rd_done(struct work_struct *work)
  * copy does not verify, then put.
  *
  * Return: 0 when the read is under way; -ENOMEM; -ENOENT when the
- * device of the copy is not attached (it can never be read).
+ * device of the copy is not attached (detached since the residency layer
+ * looked, see kvt_nvme_reachable()): the block is left as it is.
  */
 static int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 {
@@ -1133,7 +1165,7 @@ static int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	if (nvme)
 		atomic_inc(&nvme->inflight);
 	spin_unlock(&kvt_nvme_qlock);
-	/* Without the device the copy can never be read: a miss. */
+	/* Detached since the residency layer looked: a miss, the block stays. */
 	if (!nvme) {
 		kfree(rd);
 		return -ENOENT;
@@ -1291,6 +1323,7 @@ static bool kvt_nvme_live(struct kvt_pool *pool)
 /* The NVMe tier, for the residency layer. */
 const struct kvt_tier_ops kvt_nvme_tier = {
 	.name	= "nvme",
+	.reachable = kvt_nvme_reachable,
 	.load	= kvt_nvme_load,
 	.clean	= kvt_nvme_clean,
 	.doomed	= kvt_nvme_doomed,

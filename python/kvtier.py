@@ -137,7 +137,8 @@ class _PoolStat(ctypes.Structure):
                 ("bytes_in", _u64), ("bytes_out", _u64),
                 ("meta_bytes", _u64), ("demotions", _u64),
                 ("promotions", _u64), ("bad_reads", _u64), ("dirty", _u64),
-                ("dram_reserved", _u64), ("reserved", _u64 * 3)]
+                ("dram_reserved", _u64), ("lost_blocks", _u64),
+                ("reserved", _u64 * 2)]
 
 
 class _NvmeStat(ctypes.Structure):

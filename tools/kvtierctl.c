@@ -585,6 +585,7 @@ static int cmd_stat(int argc, char **argv)
 	P("%llu", "promotions", (unsigned long long)st.promotions);
 	P("%llu", "bad_reads", (unsigned long long)st.bad_reads);
 	P("%llu", "dirty", (unsigned long long)st.dirty);
+	P("%llu", "lost_blocks", (unsigned long long)st.lost_blocks);
 	printf("%-16s %llu (%s)\n", "dram_reserved",
 	       (unsigned long long)st.dram_reserved,
 	       human_bytes(st.dram_reserved, buf, sizeof(buf)));

@@ -296,15 +296,20 @@ int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st);
  *
  * Writes every block of the pool that has no NVMe copy yet (kvtier_pool_stat
  * .dirty) and waits for the writes. Blocks PUT after the call started may or
- * may not be included.
+ * may not be included. The blocks stay durable as long as the device keeps
+ * them: when its log is full it reclaims its oldest region and the blocks
+ * only there go, synced or not. That is an eviction, which no kvtier_sync()
+ * reports; kvtier_pool_stat .lost_blocks counts it.
  *
  * Return: 0; -ENODEV when no NVMe tier is attached; -EBADF on a read-only
  * handle; -EFBIG when the pool's blocks are larger than a region of the
- * device; -EIO when a block could not be written, or when a failed write
- * since the previous kvtier_sync() dropped a block that was not yet durable
- * (an eviction could not demote it: acknowledged PUTs are lost; reported
- * once, as fsync(2) reports a writeback error); -EINTR when killed while
- * waiting.
+ * device; -ENOSPC when the devices cannot hold them (more dirty blocks than
+ * their logs take at once, or the log wrapped all the way round during the
+ * call, reclaiming what it wrote); -EIO when a block could not be written,
+ * or when a failed write since the previous kvtier_sync() dropped a block
+ * that was not yet durable (an eviction could not demote it: acknowledged
+ * PUTs are lost; reported once, as fsync(2) reports a writeback error);
+ * -EINTR when killed while waiting.
  */
 int kvtier_sync(struct kvtier_pool *pool, uint64_t *written);
 
@@ -438,7 +443,10 @@ int kvtier_nvme_stat_dev(struct kvtier_ctx *ctx, unsigned int index,
  * @done:	out (optional): entries stored.
  *
  * Per-entry status: -EEXIST (key present, no REPLACE), -ENOSPC (nothing
- * evictable), -ENOMEM, -EFAULT (bad buf), -EBUSY (replace of a block in use).
+ * evictable: DRAM all pinned or in use, or all of the pool's capacity
+ * addresses hold blocks, those only on NVMe included, which are never
+ * dropped to make room), -ENOMEM, -EFAULT (bad buf), -EBUSY (replace of a
+ * block in use).
  *
  * Return: see above.
  */

@@ -11,8 +11,8 @@
  *    CAP_DAC_OVERRIDE bypasses;
  *  - POOL_DESTROY: the owner or CAP_SYS_ADMIN (-EPERM), whatever the mode;
  *  - a read-only fd: no PUT, DROP, SYNC (-EBADF); no writable mapping
- *    (-EACCES, and mprotect cannot add it); it cannot be reopened for
- *    writing through /proc;
+ *    (-EACCES, and mprotect cannot add it); no pool fd can be reopened
+ *    through /proc (-ENXIO, whoever holds it);
  *  - NVME_ATTACH, NVME_DETACH need CAP_SYS_ADMIN (-EPERM);
  *  - an fd passed with SCM_RIGHTS keeps the rights it was opened with, no
  *    more and no less;
@@ -522,6 +522,43 @@ TEST_F(iso, rdonly_fd_no_reopen)
 	EXPECT_EQ(ENXIO, errno);
 	if (fd >= 0)
 		close(fd);
+	close(pfd);
+}
+
+/*
+ * Nor can a holder that is not the pool's creator reopen its fd: -ENXIO as
+ * for the creator, not the -EACCES of the pool inode's permission bits.
+ */
+TEST_F(iso, passed_fd_no_reopen)
+{
+	struct kvtier_pool_create c;
+	pid_t pid;
+	int pfd;
+
+	kst_create_init(&c, self->name, BS, 4, 4);
+	c.mode = 0666;
+	pfd = kst_create(self->ctl, &c);
+	ASSERT_LE(0, pfd);
+	pid = kst_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		char path[64];
+		int fd;
+
+		if (kst_become(65534, 65534))
+			_exit(10);
+		prctl(PR_SET_DUMPABLE, 1);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 || errno != ENXIO)
+			_exit(errno == EACCES ? 11 : 12);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 || errno != ENXIO)
+			_exit(errno == EACCES ? 13 : 14);
+		/* The fd it holds still works. */
+		_exit(kst_resident(pfd) == 0 ? 0 : 15);
+	}
+	ASSERT_EQ(0, kst_wait(pid));
 	close(pfd);
 }
 

@@ -653,6 +653,50 @@ TEST_F_TIMEOUT(full, wraps_and_reclaims, 300)
 	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 15, NULL));
 }
 
+/*
+ * Synced blocks that a full log reclaims are evicted, not failed: SYNC
+ * keeps returning 0, and the pool's lost_blocks (stat and sysfs) counts
+ * every one of them, as the device's does.
+ */
+TEST_F_TIMEOUT(full, reclaimed_synced_blocks_counted, 300)
+{
+	const unsigned int synced = 64, more = 1200, dram = 16;
+	long long lost0, lost, v[11];
+	unsigned int i, found = 0;
+	char path[128];
+
+	self->pfd = kst_pool_create(self->ctl, self->name, FULL_BS, 2048, dram);
+	ASSERT_LE(0, self->pfd);
+	lost0 = NSTAT(self->ctl, lost_blocks);
+	ASSERT_LE(0, lost0);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, FULL_BS, 0, synced, 1, 0));
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 30, NULL));
+	ASSERT_EQ(0, PSTAT(self->pfd, lost_blocks));
+
+	/* Twice the device behind them: the synced ones are reclaimed. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, FULL_BS, synced, more, 1,
+			       0));
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 30, NULL));
+	for (i = 0; i < synced + more; i++)
+		found += !kst_lookup1(self->pfd, K0, i, NULL);
+	for (i = 0; i < synced; i++)
+		EXPECT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, i, NULL));
+
+	lost = PSTAT(self->pfd, lost_blocks);
+	TH_LOG("%u of %u found, lost_blocks %lld", found, synced + more, lost);
+	EXPECT_EQ(synced + more - found, lost);
+	EXPECT_LE(synced, lost);
+	EXPECT_EQ(lost, NSTAT(self->ctl, lost_blocks) - lost0);
+	snprintf(path, sizeof(path), KST_SYSFS_DIR "/pools/%s/stat",
+		 self->name);
+	ASSERT_EQ(11, kst_read_cols(path, v, 11, 0));
+	EXPECT_EQ(lost, v[10]);
+	/* And the next SYNC still says 0. */
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 30, NULL));
+	EXPECT_EQ(0, PSTAT(self->pfd, drops));
+	EXPECT_EQ(0, PSTAT(self->pfd, bad_reads));
+}
+
 /* SYNC of more dirty blocks than the device holds: -ENOSPC, no hang. */
 TEST_F_TIMEOUT(full, sync_more_than_fits_enospc, 300)
 {

@@ -516,6 +516,37 @@ TEST_F_TIMEOUT(tier, capacity_kept, 120)
 }
 
 /*
+ * capacity counts the blocks of every tier: once every address holds a
+ * block, most of them only on NVMe and none pinned, a PUT is -ENOSPC
+ * (userspace-api.rst), and takes nothing away; a DROP frees an address.
+ */
+TEST_F_TIMEOUT(tier, put_full_capacity_enospc, 120)
+{
+	const __u32 cap = 4 * DRAM;
+	char name[KVTIER_NAME_MAX];
+	struct tally t;
+	int pfd;
+
+	kst_name(name, "fullcap");
+	pfd = kst_pool_create(self->ctl, name, self->bs, cap, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, cap, 1, 0));
+	ASSERT_LE(cap - DRAM, RES_NVME(pfd));
+	ASSERT_EQ(0, PSTAT(pfd, pinned));
+
+	ASSERT_EQ(-ENOSPC, put_range(pfd, self->buf, self->bs, cap, 1, 1, 0));
+	tally_range(pfd, self->buf, self->bs, 0, cap, 1, &t, NULL);
+	EXPECT_EQ(cap, t.exact);
+	EXPECT_EQ(-ENOENT, key_tier(pfd, cap));
+
+	ASSERT_EQ(0, kst_drop1(pfd, K0, 0));
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, cap, 1, 1, 0));
+	EXPECT_EQ(0, get_check(pfd, self->buf, self->bs, cap, 1));
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
+/*
  * A pool whose DRAM share is much smaller than a region: each eviction
  * writes a few blocks, appended to the open region as a segment, so the
  * device holds far more than one DRAM's worth per region and nothing is

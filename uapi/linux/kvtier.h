@@ -300,6 +300,9 @@ struct kvtier_batch {
  * @dirty:	out: DRAM blocks without a durable NVMe copy.
  * @dram_reserved: out: bytes of the dram_mb budget the pool holds: its
  *		DRAM share and its index.
+ * @lost_blocks: out: blocks only on NVMe that the device's log reclaimed
+ *		(it was full), synced or not: a cache eviction, which no
+ *		SYNC reports.
  * @reserved:	must be 0.
  */
 struct kvtier_pool_stat {
@@ -328,7 +331,8 @@ struct kvtier_pool_stat {
 	__u64 bad_reads;
 	__u64 dirty;
 	__u64 dram_reserved;
-	__u64 reserved[3];
+	__u64 lost_blocks;
+	__u64 reserved[2];
 };
 
 /**
@@ -339,11 +343,17 @@ struct kvtier_pool_stat {
  * @reserved:	must be 0.
  *
  * Returns once every block that was in the pool when the call started is
- * on NVMe (or gone). -ENODEV without an attached device; -EFBIG if the
- * pool's blocks are larger than a region; -ENOSPC if the device cannot take
- * them; -EIO on a write error, by this call or by an eviction since the
- * last SYNC that had to drop a block not yet durable (reported once, as
- * fsync(2) reports a writeback error); -EBADF on a read-only fd.
+ * on NVMe (or gone). They stay there as long as the device keeps them: a
+ * full log reclaims its oldest region, and the blocks only there go, synced
+ * or not, counted in lost_blocks of struct kvtier_pool_stat and of struct
+ * kvtier_nvme_stat but reported by no SYNC (a cache eviction, not an
+ * error). -ENODEV without an attached device; -EFBIG if the pool's
+ * blocks are larger than a region; -ENOSPC if the devices cannot take them
+ * (more dirty blocks than their logs hold at once, or the log wrapped all
+ * the way round during the call); -EIO on a write error, by this call or
+ * by an eviction since the last SYNC that had to drop a block not yet
+ * durable (reported once, as fsync(2) reports a writeback error); -EBADF
+ * on a read-only fd.
  */
 struct kvtier_sync {
 	__u32 flags;
