@@ -41,11 +41,19 @@
 
 #include <linux/kvtier.h>
 
+/*
+ * The harness defines functions and data that are not static, and the hooks
+ * below run at start-up: once in a binary. A test built of several units
+ * (fuzz) defines KST_NO_HARNESS in all but the one holding its TEST_F()s,
+ * which keeps the helpers up to "running the tests" only.
+ */
+#ifndef KST_NO_HARNESS
 /* The 6.1 harness has an unused parameter; -Wextra would stop the build. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "kselftest_harness.h"
 #pragma GCC diagnostic pop
+#endif
 
 #define KST_DEV		"/dev/" KVTIER_DEVICE_NAME
 #define KST_PARAM_DIR	"/sys/module/kvtier/parameters"
@@ -601,6 +609,8 @@ static inline int kst_become(uid_t uid, gid_t gid)
 	return 0;
 }
 
+#ifndef KST_NO_HARNESS
+
 /* ---- running the tests ------------------------------------------------ */
 
 /*
@@ -700,5 +710,7 @@ static void __attribute__((constructor)) kst_harness_hooks(void)
 {
 	pthread_atfork(kst_timeout_min, NULL, NULL);
 }
+
+#endif /* !KST_NO_HARNESS */
 
 #endif /* KVTIER_TEST_H */
