@@ -12,6 +12,7 @@
 #include <linux/uaccess.h>
 #include <linux/string.h>
 #include <linux/overflow.h>
+#include <linux/uio.h>
 #include "kvt.h"
 #include "trace.h"
 
@@ -65,8 +66,92 @@ static int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
 	return 0;
 }
 
-static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
-		       bool replace)
+/*
+ * The user memory of a PUT or GET entry, as an iov_iter: one buffer is a
+ * list of one segment, so both go through the same copy.
+ */
+struct kvt_umem {
+	struct iov_iter iter;
+	struct iovec *iov;
+	struct iovec fast[UIO_FASTIOV];
+};
+
+/* Segments read from the user's list at a time. */
+#define KVT_SEG_CHUNK	16
+
+static int kvt_umem_segs(struct kvt_pool *pool, const struct kvtier_block *e,
+			 struct iovec *iov)
+{
+	struct kvtier_seg __user *useg = u64_to_user_ptr(e->buf);
+	struct kvtier_seg seg[KVT_SEG_CHUNK];
+	u64 left = pool->block_size;
+	u32 i, n;
+
+	for (i = 0; i < e->nsegs; i++) {
+		n = i % KVT_SEG_CHUNK;
+		if (!n && copy_from_user(seg, useg + i,
+					 array_size(min_t(u32, e->nsegs - i,
+							  KVT_SEG_CHUNK),
+						    sizeof(*seg))))
+			return -EFAULT;
+		if (!seg[n].len || seg[n].len > left)
+			return -EINVAL;
+		left -= seg[n].len;
+		iov[i].iov_base = u64_to_user_ptr(seg[n].addr);
+		iov[i].iov_len = seg[n].len;
+	}
+	return left ? -EINVAL : 0;
+}
+
+static void kvt_umem_put(struct kvt_umem *m)
+{
+	if (m->iov != m->fast)
+		kvfree(m->iov);
+}
+
+/**
+ * kvt_umem_get() - the user memory an entry names
+ * @pool: the pool, for its block size
+ * @e: a PUT or GET entry
+ * @dir: ITER_SOURCE (PUT) or ITER_DEST (GET)
+ * @m: out: its iterator over block_size bytes; kvt_umem_put() it after
+ *
+ * The segments are only checked here; the copy reads or writes them.
+ *
+ * Return: 0; -E2BIG for too many segments; -EINVAL for a zero-length
+ * segment or lengths that do not add up to the block size; -EFAULT for a
+ * list that cannot be read; -ENOMEM.
+ */
+static int kvt_umem_get(struct kvt_pool *pool, const struct kvtier_block *e,
+			unsigned int dir, struct kvt_umem *m)
+{
+	u32 nr = e->nsegs ?: 1;
+	int ret;
+
+	if (e->nsegs > KVTIER_SEGS_MAX)
+		return -E2BIG;
+	m->iov = m->fast;
+	if (nr > ARRAY_SIZE(m->fast)) {
+		m->iov = kvmalloc_array(nr, sizeof(*m->iov), GFP_KERNEL);
+		if (!m->iov)
+			return -ENOMEM;
+	}
+	if (e->nsegs) {
+		ret = kvt_umem_segs(pool, e, m->iov);
+		if (ret) {
+			kvt_umem_put(m);
+			return ret;
+		}
+	} else {
+		m->iov[0].iov_base = u64_to_user_ptr(e->buf);
+		m->iov[0].iov_len = pool->block_size;
+	}
+	iov_iter_init(&m->iter, dir, m->iov, nr, pool->block_size);
+	return 0;
+}
+
+static int kvt_put_iter(struct kvt_pool *pool, struct kvtier_block *e,
+			bool replace, struct iov_iter *from)
 {
 	struct kvt_block *blk;
 	u32 addr, old;
@@ -83,7 +168,7 @@ static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 	if (ret)
 		return ret;
 	blk = &pool->blocks[addr];
-	if (kvt_dram_copy_in(pool, blk, u64_to_user_ptr(e->buf))) {
+	if (kvt_dram_copy_in(pool, blk, from)) {
 		ret = -EFAULT;
 		goto out_abort;
 	}
@@ -115,7 +200,22 @@ out_abort:
 	return ret;
 }
 
-static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
+static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
+		       bool replace)
+{
+	struct kvt_umem m;
+	int ret;
+
+	ret = kvt_umem_get(pool, e, ITER_SOURCE, &m);
+	if (ret)
+		return ret;
+	ret = kvt_put_iter(pool, e, replace, &m.iter);
+	kvt_umem_put(&m);
+	return ret;
+}
+
+static int kvt_get_iter(struct kvt_pool *pool, struct kvtier_block *e,
+			struct iov_iter *to)
 {
 	struct kvt_block *blk;
 	bool release;
@@ -141,7 +241,7 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
 	kvt_res_touch(pool, addr, false);
 	spin_unlock(&pool->lock);
 
-	left = kvt_dram_copy_out(pool, blk, u64_to_user_ptr(e->buf));
+	left = kvt_dram_copy_out(pool, blk, to);
 
 	spin_lock(&pool->lock);
 	blk->users--;
@@ -158,6 +258,19 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
 		return -EFAULT;
 	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
 	return 0;
+}
+
+static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
+{
+	struct kvt_umem m;
+	int ret;
+
+	ret = kvt_umem_get(pool, e, ITER_DEST, &m);
+	if (ret)
+		return ret;
+	ret = kvt_get_iter(pool, e, &m.iter);
+	kvt_umem_put(&m);
+	return ret;
 }
 
 static int kvt_drop_one(struct kvt_pool *pool, struct kvtier_block *e)
@@ -345,7 +458,8 @@ static size_t kvt_batch_esize(unsigned int nr)
 	return sizeof(struct kvtier_block);
 }
 
-static bool kvt_entry_bad(unsigned int nr, const void *ent)
+/* An entry's fields, before anything is done: 0 or the batch's -errno. */
+static int kvt_entry_check(unsigned int nr, const void *ent, u64 features)
 {
 	bool has_buf = nr == _IOC_NR(KVTIER_IOC_PUT) ||
 		       nr == _IOC_NR(KVTIER_IOC_GET);
@@ -353,14 +467,20 @@ static bool kvt_entry_bad(unsigned int nr, const void *ent)
 	const struct kvtier_block *e = ent;
 
 	if (nr == _IOC_NR(KVTIER_IOC_ADOPT))
-		return a->reserved;
-	return e->reserved || has_buf != !!e->buf;
+		return a->reserved ? -EINVAL : 0;
+	if (has_buf != !!e->buf || (e->nsegs && !has_buf))
+		return -EINVAL;
+	if (e->nsegs && !(features & KVTIER_F_SG))
+		return -EOPNOTSUPP;
+	return 0;
 }
 
-static void *kvt_batch_copy_in(const struct kvtier_batch *b, unsigned int nr)
+static void *kvt_batch_copy_in(const struct kvtier_batch *b, unsigned int nr,
+			       u64 features)
 {
 	size_t esize = kvt_batch_esize(nr);
 	void *ents;
+	int ret;
 	u32 i;
 
 	if (!b->count || b->count > KVTIER_BATCH_MAX ||
@@ -373,9 +493,10 @@ static void *kvt_batch_copy_in(const struct kvtier_batch *b, unsigned int nr)
 	if (IS_ERR(ents))
 		return ents;
 	for (i = 0; i < b->count; i++) {
-		if (kvt_entry_bad(nr, ents + i * esize)) {
+		ret = kvt_entry_check(nr, ents + i * esize, features);
+		if (ret) {
 			kvfree(ents);
-			return ERR_PTR(-EINVAL);
+			return ERR_PTR(ret);
 		}
 	}
 	/*
@@ -420,7 +541,7 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	if (replace && !(h->features & KVTIER_F_REPLACE))
 		return -EOPNOTSUPP;
 
-	ents = kvt_batch_copy_in(b, nr);
+	ents = kvt_batch_copy_in(b, nr, h->features);
 	if (IS_ERR(ents))
 		return PTR_ERR(ents);
 

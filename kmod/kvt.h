@@ -97,6 +97,7 @@ struct kvt_list {
 };
 
 struct kvt_pool;
+struct iov_iter;
 
 /**
  * struct kvt_res_hooks - what a tier tells the residency layer about a
@@ -406,9 +407,9 @@ void kvt_handle_unpin_all(struct kvt_handle *h);
 
 /* tier_dram.c: and kvt_dram_tier */
 size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
-			const void __user *buf);
+			struct iov_iter *from);
 size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
-			 void __user *buf);
+			 struct iov_iter *to);
 struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
 			   u32 index);
 

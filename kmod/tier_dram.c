@@ -18,6 +18,7 @@
 #include <linux/slab.h>
 #include <linux/highmem.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
 #include <linux/sched/mm.h>
 #include <linux/memcontrol.h>
 #include "kvt.h"
@@ -155,12 +156,12 @@ const struct kvt_tier_ops kvt_dram_tier = {
  * kvt_dram_copy_in() - fill a block from user memory
  * @pool: the pool
  * @blk: a FILLING block with memory
- * @buf: block_size bytes of user memory
+ * @from: block_size bytes of user memory: one buffer or a segment list
  *
  * Return: bytes not copied; 0 on success.
  */
 size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
-			const void __user *buf)
+			struct iov_iter *from)
 {
 	size_t len = PAGE_SIZE << blk->order;
 	unsigned int i, nr = kvt_nr_chunks(pool, blk->order);
@@ -168,7 +169,7 @@ size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
 	for (i = 0; i < nr; i++) {
 		void *dst = page_address(kvt_chunk(pool, blk, i));
 
-		if (copy_from_user(dst, buf + i * len, len))
+		if (copy_from_iter(dst, len, from) != len)
 			return (size_t)(nr - i) * len;
 		cond_resched();
 	}
@@ -179,12 +180,12 @@ size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
  * kvt_dram_copy_out() - copy a block to user memory
  * @pool: the pool
  * @blk: a READY block the caller holds as a user
- * @buf: block_size bytes of user memory
+ * @to: block_size bytes of user memory: one buffer or a segment list
  *
  * Return: bytes not copied; 0 on success.
  */
 size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
-			 void __user *buf)
+			 struct iov_iter *to)
 {
 	size_t len = PAGE_SIZE << blk->order;
 	unsigned int i, nr = kvt_nr_chunks(pool, blk->order);
@@ -192,7 +193,7 @@ size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
 	for (i = 0; i < nr; i++) {
 		const void *src = page_address(kvt_chunk(pool, blk, i));
 
-		if (copy_to_user(buf + i * len, src, len))
+		if (copy_to_iter(src, len, to) != len)
 			return (size_t)(nr - i) * len;
 		cond_resched();
 	}

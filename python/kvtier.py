@@ -114,7 +114,7 @@ class _Block(ctypes.Structure):
     """struct kvtier_block"""
     _fields_ = [("key", _u64 * 2), ("buf", _u64), ("addr", _u64),
                 ("status", _s32), ("tier", _u32), ("slot", _u32),
-                ("reserved", _u32)]
+                ("nsegs", _u32)]
 
 
 class _Api(ctypes.Structure):

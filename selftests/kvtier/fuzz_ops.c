@@ -383,8 +383,9 @@ void fz_op_batch(struct fz_thr *t)
 			e[i].buf = (__u64)(uintptr_t)fz_buf_of(t, 0);
 			bad_ent = true;
 		}
-		if (fz_pml(t, 5)) {
-			e[i].reserved = fz_interesting(t) | 1;
+		/* nsegs is only a field of PUT and GET (checked in sg.c) */
+		if (!has_buf && fz_pml(t, 5)) {
+			e[i].nsegs = fz_interesting(t) | 1;
 			bad_ent = true;
 		}
 	}

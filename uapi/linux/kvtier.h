@@ -77,6 +77,10 @@
  * the runtime's own arena, moved by its mover through a mover fd). PREFETCH
  * can target KVTIER_TIER_HBM, LOOKUP reports HBM residency and the slot,
  * and KVTIER_IOC_ADOPT takes blocks made in device memory.
+ *
+ * KVTIER_F_SG: a PUT or GET entry may name a list of segments instead of one
+ * buffer (struct kvtier_block.nsegs, struct kvtier_seg): the kernel copies
+ * straight between them and the block, in list order.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -86,6 +90,7 @@
 #define KVTIER_F_PREFETCH	_BITULL(5)
 #define KVTIER_F_URING		_BITULL(6)
 #define KVTIER_F_HBM		_BITULL(7)
+#define KVTIER_F_SG		_BITULL(8)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -127,6 +132,7 @@ struct kvtier_api {
 #define KVTIER_NAME_MAX		64
 #define KVTIER_BATCH_MAX	4096
 #define KVTIER_BLOCK_SIZE_MAX	(64ULL << 20)
+#define KVTIER_SEGS_MAX		1024	/* segments of one PUT/GET entry */
 #define KVTIER_CAPACITY_MAX	_BITUL(24)
 
 /* Pool create flags: if the pool exists, open it instead of -EEXIST. */
@@ -220,14 +226,28 @@ struct kvtier_pool_destroy {
 /**
  * struct kvtier_block - one entry of a batched block command
  * @key:	in: the block's 128-bit key.
- * @buf:	in: PUT/GET: user buffer of block_size bytes; other commands: 0.
+ * @buf:	in: PUT/GET: user buffer of block_size bytes, or with @nsegs
+ *		the user address of @nsegs struct kvtier_seg; other
+ *		commands: 0.
  * @addr:	out: block address, or KVTIER_ADDR_NONE.
  * @status:	out: 0 or a negative errno for this entry.
  * @tier:	out: KVTIER_TIER_* where the block lives, or KVTIER_TIER_NONE
  *		(the highest tier holding it: HBM, then DRAM, then NVMe).
  * @slot:	out (LOOKUP): the block's HBM slot when @tier is
  *		KVTIER_TIER_HBM, else KVTIER_SLOT_NONE; ignored on input.
- * @reserved:	must be 0.
+ * @nsegs:	in: PUT/GET: 0 for one buffer, else the number of segments
+ *		@buf points to (needs KVTIER_F_SG, else the batch fails with
+ *		-EOPNOTSUPP); other commands: must be 0 (-EINVAL).
+ *
+ * Segments are copied in list order, so the block's bytes run through
+ * segment 0, then 1, and so on. Their lengths must add up to the block
+ * size. Segments may overlap: a PUT reads the bytes twice, a GET writes
+ * them twice and the later segment's bytes are what is left. The entry's
+ * status, with nothing stored or counted:
+ * -E2BIG for @nsegs above KVTIER_SEGS_MAX; -EINVAL for a zero-length
+ * segment or lengths that do not add up to the block size; -EFAULT for a
+ * list that cannot be read or a segment that cannot be read (PUT) or
+ * written (GET). A GET that faults may have written part of the segments.
  */
 struct kvtier_block {
 	__u64 key[2];
@@ -236,7 +256,17 @@ struct kvtier_block {
 	__s32 status;
 	__u32 tier;
 	__u32 slot;
-	__u32 reserved;
+	__u32 nsegs;
+};
+
+/**
+ * struct kvtier_seg - one segment of a scatter-gather PUT or GET entry
+ * @addr:	user address of the segment.
+ * @len:	its length in bytes, nonzero.
+ */
+struct kvtier_seg {
+	__u64 addr;
+	__u64 len;
 };
 
 #define KVTIER_SLOT_NONE	(~0U)
