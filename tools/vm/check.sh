@@ -50,7 +50,9 @@
 # KVTIER_CHECK_DEBUG=0 skips the lane (a SKIP line; a failure when CI=true
 # or KVTIER_DEBUG_REQUIRED=1), KVTIER_DEBUG_STEPS (default "kmod vm persist crash smp"),
 # KVTIER_DEBUG_VM_TIMEOUT (default 5400), KVTIER_DEBUG_TEST_TIMEOUT
-# (seconds per selftest binary, default 1200).
+# (seconds per selftest binary, default 1200), KVTIER_DEBUG_CASE_TIMEOUT
+# (the least a kselftest case gets there, whatever its TEST_F_TIMEOUT:
+# KVTIER_TEST_TIMEOUT_MIN, default 120).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -390,6 +392,7 @@ step_debug() {
 		KVTIER_DEBUG_LANE=1 \
 		KVTIER_VM_TIMEOUT=${KVTIER_DEBUG_VM_TIMEOUT:-5400} \
 		KVTIER_TEST_TIMEOUT=${KVTIER_DEBUG_TEST_TIMEOUT:-1200} \
+		KVTIER_TEST_TIMEOUT_MIN=${KVTIER_DEBUG_CASE_TIMEOUT:-120} \
 		"$top/tools/vm/check.sh" "${dsteps[@]}" 2>&1 | tee "$sublog" || rc=$?
 	line=$(grep -E '^kvtier: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$sublog" | tail -n 1 || true)
 	if [[ -z $line ]]; then
