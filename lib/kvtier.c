@@ -465,6 +465,14 @@ void kvtier_block_set(struct kvtier_block *b, const struct kvtier_key *key,
 	b->addr = KVTIER_ADDR_NONE;
 }
 
+void kvtier_block_set_segs(struct kvtier_block *b,
+			   const struct kvtier_key *key,
+			   const struct kvtier_seg *segs, uint32_t nsegs)
+{
+	kvtier_block_set(b, key, (void *)segs);
+	b->nsegs = nsegs;
+}
+
 /* One-entry batch: the whole-batch error, else the entry's status. */
 static int kvtier_one(struct kvtier_pool *pool, unsigned long cmd,
 		      struct kvtier_block *b, uint32_t flags)

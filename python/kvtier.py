@@ -22,6 +22,10 @@ or a sequence of len(keys) objects of block_size bytes each. The kernel
 copies straight from and into their memory (ctypes ``from_buffer``): no
 copy is made in Python. GET needs writable buffers; PUT takes read-only
 ones too (``bytes`` directly; another read-only buffer is copied once).
+In the sequence form an entry may itself be a list or tuple of buffers
+whose sizes add up to block_size (scatter-gather, e.g. one per layer and
+K/V, at most SEGS_MAX): the kernel copies once between them and the block
+(needs F_SG).
 
 Prefetch: a scheduler that knows which blocks a queued request will need
 asks for them by a deadline, and the worker waits before its forward pass:
@@ -68,10 +72,12 @@ F_NVME = 1 << 4
 F_PREFETCH = 1 << 5
 F_URING = 1 << 6
 F_HBM = 1 << 7
+F_SG = 1 << 8
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
 BATCH_MAX = 4096
+SEGS_MAX = 1024
 
 POOL_OPEN_EXISTING = 1 << 0
 POOL_FAULT_NOLOAD = 1 << 1
@@ -115,6 +121,11 @@ class _Block(ctypes.Structure):
     _fields_ = [("key", _u64 * 2), ("buf", _u64), ("addr", _u64),
                 ("status", _s32), ("tier", _u32), ("slot", _u32),
                 ("nsegs", _u32)]
+
+
+class _Seg(ctypes.Structure):
+    """struct kvtier_seg"""
+    _fields_ = [("addr", _u64), ("len", _u64)]
 
 
 class _Api(ctypes.Structure):
@@ -530,8 +541,13 @@ def _struct_dict(s):
 
 def _addr_of(obj, size, writable, keep):
     """Address of the memory of buffer-protocol @obj, checked to hold
-    @size bytes, C-contiguous. The ctypes object that pins the export is
-    appended to @keep, which must outlive the call."""
+    @size bytes (None: any size but 0), C-contiguous. The ctypes object
+    that pins the export is appended to @keep, which must outlive the
+    call."""
+    if size is None:
+        size = memoryview(obj).nbytes
+        if not size:
+            raise ValueError("empty segment")
     if isinstance(obj, bytes) and not writable:
         if len(obj) != size:
             raise ValueError("buffer of %d bytes, %d expected"
@@ -555,14 +571,33 @@ def _addr_of(obj, size, writable, keep):
     return ctypes.addressof(c)
 
 
+def _segs(parts, bs, writable, keep):
+    """A struct kvtier_seg array for the buffers of one scatter-gather
+    entry: (its address, the number of segments)."""
+    if not parts or len(parts) > SEGS_MAX:
+        raise ValueError("%d segments (1 to %d)" % (len(parts), SEGS_MAX))
+    segs = (_Seg * len(parts))()
+    total = 0
+    for i, part in enumerate(parts):
+        segs[i].addr = _addr_of(part, None, writable, keep)
+        segs[i].len = memoryview(part).nbytes
+        total += segs[i].len
+    if total != bs:
+        raise ValueError("segments of %d bytes, %d expected" % (total, bs))
+    keep.append(segs)
+    return ctypes.addressof(segs), len(parts)
+
+
 def _bufs(buffers, n, bs, writable, keep):
-    """Per-entry addresses for n blocks of bs bytes (see module doc)."""
+    """Per-entry (address, nsegs) for n blocks of bs bytes (see module
+    doc): nsegs 0 for one buffer, else the address of a segment list."""
     if isinstance(buffers, (list, tuple)):
         if len(buffers) != n:
             raise ValueError("%d buffers for %d keys" % (len(buffers), n))
-        return [_addr_of(b, bs, writable, keep) for b in buffers]
+        return [_segs(b, bs, writable, keep) if isinstance(b, (list, tuple))
+                else (_addr_of(b, bs, writable, keep), 0) for b in buffers]
     base = _addr_of(buffers, n * bs, writable, keep)
-    return [base + i * bs for i in range(n)]
+    return [(base + i * bs, 0) for i in range(n)]
 
 
 # ---- context and pools -----------------------------------------------------
@@ -715,7 +750,7 @@ class Pool:
             b.key[0] = k[0]
             b.key[1] = k[1]
             if addrs:
-                b.buf = addrs[i]
+                b.buf, b.nsegs = addrs[i]
         done = _u32()
         _check(_BATCH[cmd](self._h(), blocks, n, flags, ctypes.byref(done)),
                "%s %s" % (cmd, self.name))
@@ -1024,7 +1059,7 @@ class Mover:
             if arena is None:
                 arena = bytearray(size)
             self.arena = arena
-            addr = _bufs(arena, 1, size, True, self._keep)[0]
+            addr = _bufs(arena, 1, size, True, self._keep)[0][0]
             fn = _kvtier_mover_memcpy_addr
             arg = addr
         else:

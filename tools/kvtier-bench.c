@@ -15,6 +15,12 @@
  *			budget (dram_mb=4600, a VM with --mem 6144)
  *   dram_meta_bytes_per_block  STAT.meta_bytes / resident blocks at the
  *			large point (goal <= 64)
+ *   put_sg_vs_memcpy	a block held as 64 layer buffers (256 KiB blocks, 4
+ *			KiB a layer): the connector's staging memcpy that
+ *			gathers it into one buffer / a PUT naming the 64
+ *			segments (KVTIER_F_SG), batches of 64 (goal >= 0.8)
+ *   get_sg_vs_memcpy	the same for GET: a memcpy scattering one buffer
+ *			into the layers / a GET naming them (goal >= 0.8)
  *
  * The NVMe tier's figures, on one emulated drive (KVTIER_BENCH_NVME, else
  * /dev/nvme0n1 when it is a tools/vm/kvtier-vm drive) that the bench
@@ -167,6 +173,122 @@ static double best_of(const double *v, int n)
 		if (v[i] < best)
 			best = v[i];
 	return best;
+}
+
+/* ---- put_sg_vs_memcpy and get_sg_vs_memcpy ----------------------------- */
+
+/*
+ * Blocks as an engine holds them: SG_LAYERS arrays (one a layer), layer l
+ * holding its piece of every block, contiguously. The scatter-gather PUT
+ * and GET copy straight between those pieces and the blocks; the baseline
+ * is the staging copy a connector does without them.
+ */
+#define SG_LAYERS	64
+#define SG_BLOCKS	64
+#define SG_ROUNDS	8
+
+static int bench_sg(void)
+{
+	const uint64_t piece = COPY_BLOCK / SG_LAYERS;
+	const size_t bytes = SG_BLOCKS * COPY_BLOCK;
+	static struct kvtier_seg seg[SG_BLOCKS][SG_LAYERS];
+	double t_put[TRIALS], t_get[TRIALS], t_gat[TRIALS], t_sca[TRIALS];
+	struct kvtier_block blk[SG_BLOCKS];
+	struct kvtier_pool *pool = NULL;
+	char *lay = MAP_FAILED, *stage = MAP_FAILED;
+	uint32_t done, b, l, r;
+	int trial, ret;
+	uint64_t t;
+
+	ret = bench_pool("sg", COPY_BLOCK, 2 * SG_BLOCKS, &pool);
+	if (ret)
+		return warn("create the scatter-gather pool", ret);
+	lay = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stage = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (lay == MAP_FAILED || stage == MAP_FAILED) {
+		ret = warn("layer buffers", -errno);
+		goto out;
+	}
+	for (t = 0; t < bytes / 8; t++)
+		((uint64_t *)lay)[t] = t * 0x9e3779b97f4a7c15ULL;
+	memset(stage, 0, bytes);
+	for (b = 0; b < SG_BLOCKS; b++) {
+		struct kvtier_key k = bench_key(b);
+
+		for (l = 0; l < SG_LAYERS; l++) {
+			seg[b][l].addr = (uintptr_t)lay +
+					 (l * SG_BLOCKS + b) * piece;
+			seg[b][l].len = piece;
+		}
+		kvtier_block_set_segs(&blk[b], &k, seg[b], SG_LAYERS);
+	}
+
+	for (trial = -1; trial < TRIALS; trial++) {	/* -1: warm-up */
+		t = now_ns();
+		for (r = 0; r < SG_ROUNDS; r++) {
+			ret = kvtier_put(pool, blk, SG_BLOCKS,
+					 KVTIER_PUT_REPLACE, &done);
+			if (!ret && done != SG_BLOCKS)
+				ret = blk[0].status ?: -EIO;
+			if (ret) {
+				warn("scatter-gather PUT", ret);
+				goto out;
+			}
+		}
+		if (trial >= 0)
+			t_put[trial] = (now_ns() - t) / 1e9;
+
+		t = now_ns();
+		for (r = 0; r < SG_ROUNDS; r++) {
+			ret = kvtier_get(pool, blk, SG_BLOCKS, 0, &done);
+			if (!ret && done != SG_BLOCKS)
+				ret = blk[0].status ?: -EIO;
+			if (ret) {
+				warn("scatter-gather GET", ret);
+				goto out;
+			}
+		}
+		if (trial >= 0)
+			t_get[trial] = (now_ns() - t) / 1e9;
+
+		t = now_ns();
+		for (r = 0; r < SG_ROUNDS; r++)
+			for (b = 0; b < SG_BLOCKS; b++)
+				for (l = 0; l < SG_LAYERS; l++)
+					memcpy(stage + b * COPY_BLOCK + l * piece,
+					       (void *)(uintptr_t)seg[b][l].addr,
+					       piece);
+		sink += *(volatile uint64_t *)stage;
+		if (trial >= 0)
+			t_gat[trial] = (now_ns() - t) / 1e9;
+
+		t = now_ns();
+		for (r = 0; r < SG_ROUNDS; r++)
+			for (b = 0; b < SG_BLOCKS; b++)
+				for (l = 0; l < SG_LAYERS; l++)
+					memcpy((void *)(uintptr_t)seg[b][l].addr,
+					       stage + b * COPY_BLOCK + l * piece,
+					       piece);
+		sink += *(volatile uint64_t *)lay;
+		if (trial >= 0)
+			t_sca[trial] = (now_ns() - t) / 1e9;
+	}
+	t = (uint64_t)SG_ROUNDS * bytes;
+	figure("put_sg_vs_memcpy", "%.3f", best_of(t_gat, TRIALS) / best_of(t_put, TRIALS));
+	figure("get_sg_vs_memcpy", "%.3f", best_of(t_sca, TRIALS) / best_of(t_get, TRIALS));
+	figure("put_sg_gbps", "%.2f", t / best_of(t_put, TRIALS) / 1e9);
+	figure("get_sg_gbps", "%.2f", t / best_of(t_get, TRIALS) / 1e9);
+	figure("sg_gather_memcpy_gbps", "%.2f", t / best_of(t_gat, TRIALS) / 1e9);
+	figure("sg_scatter_memcpy_gbps", "%.2f", t / best_of(t_sca, TRIALS) / 1e9);
+out:
+	if (lay != MAP_FAILED)
+		munmap(lay, bytes);
+	if (stage != MAP_FAILED)
+		munmap(stage, bytes);
+	kvtier_pool_close(pool);
+	return ret;
 }
 
 /* ---- dram_get_vs_memcpy and mmap_read_vs_anon -------------------------- */
@@ -1295,15 +1417,18 @@ int main(int argc, char **argv)
 		int (*fn)(void);
 	} parts[] = {
 		{ "copy", bench_copy },
+		{ "sg", bench_sg },
 		{ "lookup", bench_lookup },
 		{ "nvme", bench_nvme },
 		{ "uring", bench_uring },
 		{ "hbm", bench_hbm },
 	};
 	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
-	int ret, i, run[5] = { argc == 1, argc == 1, argc == 1, argc == 1,
-			      argc == 1 };
+	int ret, i, run[sizeof(parts) / sizeof(parts[0])];
 	size_t k;
+
+	for (k = 0; k < nparts; k++)
+		run[k] = argc == 1;
 
 	for (i = 1; i < argc; i++) {
 		for (k = 0; k < nparts && strcmp(argv[i], parts[k].name); k++)
@@ -1315,7 +1440,7 @@ int main(int argc, char **argv)
 		int help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
 
 		fprintf(help ? stdout : stderr,
-			"usage: %s [copy] [lookup] [nvme] [uring] [hbm]\n"
+			"usage: %s [copy] [sg] [lookup] [nvme] [uring] [hbm]\n"
 			"Prints the DRAM-, NVMe- and HBM-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"

@@ -417,8 +417,9 @@ int kvtier_nvme_stat_dev(struct kvtier_ctx *ctx, unsigned int index,
 /*
  * The batched commands take an array of struct kvtier_block. The caller sets
  * key (kvtier_block_set() helps), buf (PUT and GET: a buffer of block_size
- * bytes; other commands: 0) and reserved = 0; the kernel fills addr, status
- * and tier of every entry.
+ * bytes; other commands: 0) and nsegs = 0 (kvtier_block_set_segs() sets a
+ * scatter-gather entry); the kernel fills addr, status and tier of every
+ * entry.
  *
  * @n may exceed KVTIER_BATCH_MAX: the library then issues several ioctls of
  * at most the kernel's batch_max entries each, in order. A whole-batch error
@@ -553,6 +554,27 @@ int kvtier_unpin(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
  */
 void kvtier_block_set(struct kvtier_block *b, const struct kvtier_key *key,
 		      void *buf);
+
+/**
+ * kvtier_block_set_segs() - fill one PUT or GET entry whose block is spread
+ * over several buffers (scatter-gather: one per layer and K/V, say)
+ * @b:		the entry (every field is written).
+ * @key:	its key.
+ * @segs:	@nsegs segments, copied in this order; their lengths add up to
+ *		the pool's block size. They must stay valid until the command
+ *		returns.
+ * @nsegs:	1 to KVTIER_SEGS_MAX.
+ *
+ * The kernel copies once, straight between the segments and the block. It
+ * needs KVTIER_F_SG negotiated (kvtier_open()): else the batch fails with
+ * -EOPNOTSUPP. The entry's status: -EINVAL for lengths that do not add up
+ * or a zero-length segment, -E2BIG for more than KVTIER_SEGS_MAX, -EFAULT
+ * for a list or segment that cannot be read (PUT) or written (GET); a PUT
+ * that fails stores nothing.
+ */
+void kvtier_block_set_segs(struct kvtier_block *b,
+			   const struct kvtier_key *key,
+			   const struct kvtier_seg *segs, uint32_t nsegs);
 
 /**
  * kvtier_put1() - PUT one block

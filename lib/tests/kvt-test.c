@@ -410,6 +410,51 @@ static void test_big_batch(void)
 	kvtier_pool_close(pool);
 }
 
+/* A block PUT from 32 layers' buffers comes back whole, and into them. */
+static void test_segs(void)
+{
+	static char blk[16384], out[16384], lay[32][512];
+	struct kvtier_seg seg[32];
+	struct kvtier_block b;
+	struct kvtier_pool *pool;
+	struct kvtier_key k;
+	uint32_t i, done;
+
+	pool = anon_pool("segs", sizeof(blk), 4);
+	CHECK(pool);
+	kvtier_key_chain(NULL, 7, &k);
+	fill(blk, sizeof(blk), &k);
+	/* Uneven pieces: 32 segments of 256 .. 768 bytes, in order. */
+	for (i = 0; i < 32; i++) {
+		seg[i].addr = (uintptr_t)blk + (i / 2) * 1024 + (i % 2) * 256;
+		seg[i].len = i % 2 ? 768 : 256;
+	}
+	kvtier_block_set_segs(&b, &k, seg, 32);
+	CHECK_EQ(kvtier_put(pool, &b, 1, 0, &done), 0);
+	CHECK_EQ(b.status, 0);
+	CHECK_EQ(kvtier_get1(pool, &k, out), 0);
+	CHECK_EQ(memcmp(out, blk, sizeof(blk)), 0);
+
+	/* Out into 32 buffers of 512 bytes. */
+	for (i = 0; i < 32; i++) {
+		seg[i].addr = (uintptr_t)lay[i];
+		seg[i].len = sizeof(lay[i]);
+	}
+	kvtier_block_set_segs(&b, &k, seg, 32);
+	CHECK_EQ(kvtier_get(pool, &b, 1, 0, &done), 0);
+	CHECK_EQ(b.status, 0);
+	CHECK_EQ(memcmp(lay, blk, sizeof(blk)), 0);
+
+	/* A byte short: the entry's -EINVAL, nothing stored. */
+	seg[31].len--;
+	kvtier_key_chain(NULL, 8, &k);
+	kvtier_block_set_segs(&b, &k, seg, 32);
+	CHECK_EQ(kvtier_put(pool, &b, 1, 0, &done), 0);
+	CHECK_EQ(b.status, -EINVAL);
+	CHECK_EQ(kvtier_lookup1(pool, &k, NULL, NULL), -ENOENT);
+	kvtier_pool_close(pool);
+}
+
 static void test_pin(void)
 {
 	struct kvtier_pool_stat st;
@@ -1489,6 +1534,7 @@ int main(void)
 	run("pool_lifecycle", test_pool_lifecycle, NEEDS_DEV);
 	run("put_get_lookup", test_put_get_lookup, NEEDS_DEV);
 	run("big_batch", test_big_batch, NEEDS_DEV);
+	run("segs", test_segs, NEEDS_DEV);
 	run("pin", test_pin, NEEDS_DEV);
 	run("map", test_map, NEEDS_DEV);
 	run("staging", test_staging, NEEDS_DEV);

@@ -184,6 +184,42 @@ class TestPool(unittest.TestCase):
         self.assertEqual(self.pool.get(keys, views).done, 3)
         self.assertEqual(arr.tobytes(), b"".join(srcs))
 
+    def test_put_get_scatter_gather(self):
+        # Per-layer buffers: 32 "layers" of K and V, uneven sizes.
+        keys = kvtier.key_chain([11, 12])
+        srcs = [pattern(k) for k in keys]
+        cuts = sorted(set([0, BS] + [(i * 97 + 13) * 7 % BS
+                                     for i in range(63)]))
+        layers = [[memoryview(s)[a:b] for a, b in zip(cuts, cuts[1:])]
+                  for s in srcs]
+        self.assertEqual(self.pool.put(keys, layers).done, 2)
+        out = [bytearray(BS) for _ in keys]
+        self.assertEqual(self.pool.get(keys, out).done, 2)
+        self.assertEqual(out, [bytearray(s) for s in srcs])
+        # And back out into segments: each lands where it belongs.
+        parts = [[bytearray(b - a) for a, b in zip(cuts, cuts[1:])]
+                 for _ in keys]
+        self.assertEqual(self.pool.get(keys, parts).done, 2)
+        self.assertEqual([b"".join(p) for p in parts], srcs)
+
+    def test_scatter_gather_bad_valueerror(self):
+        key = kvtier.key_chain([13])
+        with self.assertRaises(ValueError):             # a byte short
+            self.pool.put(key, [[bytes(BS // 2), bytes(BS // 2 - 1)]])
+        with self.assertRaises(ValueError):             # an empty segment
+            self.pool.put(key, [[bytes(BS), b""]])
+        with self.assertRaises(ValueError):             # too many
+            self.pool.put(key, [[bytes(1)] * (kvtier.SEGS_MAX + 1)])
+        self.assertEqual(self.pool.lookup(key).done, 0)
+
+    def test_scatter_gather_needs_feature(self):
+        with kvtier.open(kvtier.F_POOLS) as ctx:
+            with ctx.open_pool(self.name) as p:
+                with self.assertRaises(kvtier.Error) as cm:
+                    p.put(kvtier.key_chain([14]),
+                          [[bytes(BS // 2), bytes(BS // 2)]])
+                self.assertEqual(cm.exception.errno, errno.EOPNOTSUPP)
+
     def test_put_existing_and_replace(self):
         key = kvtier.key_chain([42])
         self.assertEqual(self.pool.put(key, bytes(BS)).done, 1)
