@@ -670,6 +670,19 @@ void kvt_res_publish(struct kvt_pool *pool, u32 addr)
 		kvt_nvme_tier.clean(pool, 0, false);
 }
 
+/* Whether an ADOPT entry can be taken now: its slot, and a new key. */
+static int kvt_res_adopt_check(struct kvt_pool *pool,
+			       const struct kvtier_adopt *e)
+{
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	ret = kvt_hbm_tier.adopt_check(pool, e->slot);
+	if (!ret && kvt_block_find(pool, e->key) != KVT_NIL)
+		ret = -EEXIST;
+	return ret;
+}
+
 /**
  * kvt_res_adopt() - take one block made in device memory (an ADOPT entry)
  * @pool: the pool, its lock not held
@@ -690,9 +703,7 @@ int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e)
 	int ret;
 
 	spin_lock(&pool->lock);
-	ret = kvt_hbm_tier.adopt_check(pool, e->slot);
-	if (!ret && kvt_block_find(pool, e->key) != KVT_NIL)
-		ret = -EEXIST;
+	ret = kvt_res_adopt_check(pool, e);
 	if (ret) {
 		spin_unlock(&pool->lock);
 		return ret;
@@ -703,10 +714,9 @@ int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e)
 		return ret;
 	blk = &pool->blocks[addr];
 
+	/* The lock was dropped: the slot or the key may be taken since. */
 	spin_lock(&pool->lock);
-	ret = kvt_hbm_tier.adopt_check(pool, e->slot);
-	if (!ret && kvt_block_find(pool, e->key) != KVT_NIL)
-		ret = -EEXIST;
+	ret = kvt_res_adopt_check(pool, e);
 	if (ret) {
 		spin_unlock(&pool->lock);
 		kvt_res_new_abort(pool, addr);
