@@ -529,7 +529,8 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		     struct kvtier_batch *b)
 {
 	struct kvt_pool *pool = h->pool;
-	bool replace = b->flags & KVTIER_PUT_REPLACE;
+	bool replace = nr == _IOC_NR(KVTIER_IOC_PUT) &&
+		       b->flags & KVTIER_PUT_REPLACE;
 	struct kvtier_block *ents;
 	u32 i, window, done = 0;
 	int status;

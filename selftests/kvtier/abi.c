@@ -274,6 +274,24 @@ TEST_F(feat, no_replace_put)
 	close(pfd);
 }
 
+/* LOOKUP's TOUCH is bit 0 as PUT's REPLACE is: it needs no F_REPLACE. */
+TEST_F(feat, no_replace_lookup_touch)
+{
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+	struct kvtier_block b;
+	__u32 done = 0;
+
+	ASSERT_LE(0, pfd);
+	kst_fill(self->buf, KST_PAGE, K0, 1, 1);
+	ASSERT_EQ(0, kst_put1(pfd, K0, 1, self->buf, NULL));
+	kst_blk(&b, K0, 1, NULL);
+	ASSERT_EQ(0, kst_batch(pfd, KVTIER_IOC_LOOKUP, &b, 1,
+			       KVTIER_LOOKUP_TOUCH, &done));
+	ASSERT_EQ(1U, done);
+	ASSERT_EQ(0, b.status);
+	close(pfd);
+}
+
 TEST_F(feat, no_mmap)
 {
 	int pfd = pool_with(self, KVTIER_F_POOLS);
