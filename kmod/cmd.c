@@ -299,41 +299,70 @@ static int kvt_drop_one(struct kvt_pool *pool, struct kvtier_block *e)
 	return 0;
 }
 
-/* Pin and unpin run with h->pin_lock held, so h->pins matches blk->pins. */
-static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
-{
-	struct kvt_pool *pool = h->pool;
-	struct kvt_block *blk;
-	unsigned long held;
-	u32 addr;
-	int ret;
+/*
+ * Pins are counted twice: per block (blk->pins, under pool->lock) and per
+ * fd (h->pins, addr -> count, for UNPIN and close). PIN, UNPIN and LOOKUP
+ * with PIN run with h->pin_lock held, so the two agree.
+ */
 
-	/* Pinned blocks stay in DRAM, for mappings to read. */
-	ret = kvt_res_dram(pool, e->key, &addr);
-	if (ret) {
-		spin_unlock(&pool->lock);
-		return ret;
-	}
-	blk = &pool->blocks[addr];
-	if (blk->pins == U16_MAX) {
-		spin_unlock(&pool->lock);
+/* Pin a block READY in DRAM and not busy: 0, or -EOVERFLOW. */
+static int kvt_pin_locked(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (blk->pins == U16_MAX)
 		return -EOVERFLOW;
-	}
 	kvt_prefetch_used(pool, addr);
 	if (!blk->pins++) {
 		pool->nr_pinned++;
 		kvt_res_keep(pool, addr);
 	}
+	return 0;
+}
+
+/* Undo kvt_pin_locked(). */
+static void kvt_unpin_locked(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	if (!--pool->blocks[addr].pins)
+		kvt_block_unpinned(pool, addr);
+}
+
+/* Count a pin of @addr for the fd; 0 or -ENOMEM. */
+static int kvt_pin_record(struct kvt_handle *h, u32 addr)
+{
+	XA_STATE(xas, &h->pins, addr);
+	unsigned long held;
+
+	do {
+		xas_lock(&xas);
+		held = xa_to_value(xas_load(&xas) ?: xa_mk_value(0));
+		xas_store(&xas, xa_mk_value(held + 1));
+		xas_unlock(&xas);
+	} while (xas_nomem(&xas, GFP_KERNEL_ACCOUNT));
+	return xas_error(&xas);
+}
+
+static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
+{
+	struct kvt_pool *pool = h->pool;
+	u32 addr;
+	int ret;
+
+	/* Pinned blocks stay in DRAM, for mappings to read. */
+	ret = kvt_res_dram(pool, e->key, &addr);
+	if (!ret)
+		ret = kvt_pin_locked(pool, addr);
 	spin_unlock(&pool->lock);
+	if (ret)
+		return ret;
 
 	/* A pinned block cannot go away: addr stays this key's block. */
-	held = xa_to_value(xa_load(&h->pins, addr) ?: xa_mk_value(0));
-	ret = xa_err(xa_store(&h->pins, addr, xa_mk_value(held + 1),
-			      GFP_KERNEL_ACCOUNT));
+	ret = kvt_pin_record(h, addr);
 	if (ret) {
 		spin_lock(&pool->lock);
-		if (!--blk->pins)
-			kvt_block_unpinned(pool, addr);
+		kvt_unpin_locked(pool, addr);
 		spin_unlock(&pool->lock);
 		return ret;
 	}
@@ -344,38 +373,132 @@ static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
 static int kvt_unpin_one(struct kvt_handle *h, struct kvtier_block *e)
 {
 	struct kvt_pool *pool = h->pool;
-	struct kvt_block *blk;
+	XA_STATE(xas, &h->pins, 0);
 	unsigned long held;
 	void *entry;
 	u32 addr;
+	int ret = 0;
 
 	spin_lock(&pool->lock);
 	addr = kvt_block_find(pool, e->key);
-	spin_unlock(&pool->lock);
-	if (addr == KVT_NIL)
+	if (addr == KVT_NIL) {
+		spin_unlock(&pool->lock);
 		return -ENOENT;
-
-	entry = xa_load(&h->pins, addr);
-	if (!entry)
-		return -EINVAL;
-	held = xa_to_value(entry);
-	if (held > 1)
-		xa_store(&h->pins, addr, xa_mk_value(held - 1), GFP_KERNEL);
-	else
-		xa_erase(&h->pins, addr);
-
-	blk = &pool->blocks[addr];
-	spin_lock(&pool->lock);
-	if (!--blk->pins)
-		kvt_block_unpinned(pool, addr);
+	}
+	xas_set(&xas, addr);
+	xas_lock(&xas);
+	entry = xas_load(&xas);
+	if (entry) {
+		/* Fewer or none: a store that needs no memory. */
+		held = xa_to_value(entry);
+		xas_store(&xas, held > 1 ? xa_mk_value(held - 1) : NULL);
+		kvt_unpin_locked(pool, addr);
+	} else {
+		ret = -EINVAL;
+	}
+	xas_unlock(&xas);
 	spin_unlock(&pool->lock);
-	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
-	return 0;
+	if (!ret)
+		kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
+	return ret;
 }
 
-static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
+/*
+ * An entry of LOOKUP with PIN whose block the look itself pinned (it was
+ * READY in DRAM); a status no entry leaves with.
+ */
+#define KVT_PINNED	1
+
+/*
+ * LOOKUP with PIN, after the look: first to last, count for the fd the
+ * pins the look took, and pin the other blocks of the prefix, bringing
+ * each into DRAM (their reads were started together). The prefix ends at
+ * the first block that cannot be pinned or counted; the blocks at and
+ * after it that the look pinned are unpinned. Each pinned entry then
+ * reports the tier its block is in.
+ */
+/*
+ * Count for the fd the pins the look took, of entries @i on up to @n or
+ * the first one it did not pin, under one lock. Returns the index it
+ * stopped at; *@err is -ENOMEM when it stopped for want of memory.
+ */
+static u32 kvt_pin_record_run(struct kvt_handle *h, struct kvtier_block *ents,
+			      u32 i, u32 n, int *err)
+{
+	XA_STATE(xas, &h->pins, 0);
+	unsigned long held;
+
+	*err = 0;
+	xas_lock(&xas);
+	for (; i < n && ents[i].status == KVT_PINNED; i++) {
+		xas_set(&xas, ents[i].addr);
+		for (;;) {
+			held = xa_to_value(xas_load(&xas) ?: xa_mk_value(0));
+			xas_store(&xas, xa_mk_value(held + 1));
+			if (xas_error(&xas) != -ENOMEM)
+				break;
+			/* A new node: allocated unlocked, then again. */
+			xas_unlock(&xas);
+			if (!xas_nomem(&xas, GFP_KERNEL_ACCOUNT)) {
+				*err = -ENOMEM;
+				return i;
+			}
+			xas_lock(&xas);
+		}
+		ents[i].status = 0;
+	}
+	xas_unlock(&xas);
+	xas_nomem(&xas, 0);	/* frees a node allocated and not used */
+	return i;
+}
+
+static void kvt_lookup_pin(struct kvt_handle *h, struct kvtier_block *ents,
+			   u32 *prefix)
+{
+	struct kvt_pool *pool = h->pool;
+	bool loaded = false;
+	u32 i, j, slot;
+	int ret = 0;
+
+	for (i = 0; i < *prefix && !ret; ) {
+		if (ents[i].status == KVT_PINNED) {
+			i = kvt_pin_record_run(h, ents, i, *prefix, &ret);
+			continue;
+		}
+		ret = kvt_pin_one(h, &ents[i]);
+		loaded = true;
+		if (!ret)
+			ents[i++].status = 0;
+	}
+	if (i < *prefix) {
+		/* Blocks the look pinned at and after the end: unpin them. */
+		spin_lock(&pool->lock);
+		for (j = i; j < *prefix; j++)
+			if (ents[j].status == KVT_PINNED) {
+				kvt_unpin_locked(pool, ents[j].addr);
+				ents[j].status = 0;
+			}
+		spin_unlock(&pool->lock);
+		kvt_entry_set(&ents[i], ret, KVTIER_ADDR_NONE,
+			      KVTIER_TIER_NONE);
+		*prefix = i;
+	}
+	if (!loaded)
+		return;	/* each was in DRAM already, its tier as looked up */
+	/* Report the tier each pinned block is in now (HBM comes first). */
+	spin_lock(&pool->lock);
+	for (i = 0; i < *prefix; i++) {
+		ents[i].tier = kvt_res_tier(pool, ents[i].addr, &slot);
+		ents[i].slot = slot;
+	}
+	spin_unlock(&pool->lock);
+}
+
+static void kvt_lookup(struct kvt_handle *h, struct kvtier_block *ents,
 		       u32 count, u32 flags, u32 *prefix)
 {
+	bool pin = flags & KVTIER_LOOKUP_PIN;
+	struct kvt_pool *pool = h->pool;
 	bool in_prefix = true;
 	u32 i, addr, slot;
 
@@ -399,17 +522,26 @@ static void kvt_lookup(struct kvt_pool *pool, struct kvtier_block *ents,
 			kvt_prefetch_used(pool, addr);
 			kvt_res_touch(pool, addr, true);
 		}
-		if (in_prefix)
-			(*prefix)++;
+		if (!in_prefix)
+			continue;
+		(*prefix)++;
+		/* Pinned by the look that found it, where it can be. */
+		if (pin && kvt_dram_ready(&pool->blocks[addr]) &&
+		    !kvt_pin_locked(pool, addr))
+			e->status = KVT_PINNED;
 	}
 	spin_unlock(&pool->lock);
-	if (!(flags & KVTIER_LOOKUP_LOAD))
+	if (!(flags & (KVTIER_LOOKUP_LOAD | KVTIER_LOOKUP_PIN)))
 		return;
 
 	/* Bring the prefix into DRAM: start every read, then wait. */
 	for (i = 0; i < *prefix; i++)
 		if (ents[i].tier == KVTIER_TIER_NVME)
 			kvt_res_load_ahead(pool, ents[i].key);
+	if (pin) {
+		kvt_lookup_pin(h, ents, prefix);
+		return;
+	}
 	for (i = 0; i < *prefix; i++) {
 		struct kvtier_block *e = &ents[i];
 		int ret;
@@ -445,7 +577,8 @@ static u32 kvt_batch_flags(unsigned int nr)
 	case _IOC_NR(KVTIER_IOC_PUT):
 		return KVTIER_PUT_REPLACE;
 	case _IOC_NR(KVTIER_IOC_LOOKUP):
-		return KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD;
+		return KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD |
+		       KVTIER_LOOKUP_PIN;
 	}
 	return 0;
 }
@@ -531,6 +664,10 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	struct kvt_pool *pool = h->pool;
 	bool replace = nr == _IOC_NR(KVTIER_IOC_PUT) &&
 		       b->flags & KVTIER_PUT_REPLACE;
+	bool pins = nr == _IOC_NR(KVTIER_IOC_PIN) ||
+		    nr == _IOC_NR(KVTIER_IOC_UNPIN) ||
+		    (nr == _IOC_NR(KVTIER_IOC_LOOKUP) &&
+		     b->flags & KVTIER_LOOKUP_PIN);
 	struct kvtier_block *ents;
 	u32 i, window, done = 0;
 	int status;
@@ -541,6 +678,9 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		return -EBADF;
 	if (replace && !(h->features & KVTIER_F_REPLACE))
 		return -EOPNOTSUPP;
+	if (nr == _IOC_NR(KVTIER_IOC_LOOKUP) && b->flags & KVTIER_LOOKUP_PIN &&
+	    !(h->features & KVTIER_F_LOOKUP_PIN))
+		return -EOPNOTSUPP;
 
 	ents = kvt_batch_copy_in(b, nr, h->features);
 	if (IS_ERR(ents))
@@ -550,9 +690,17 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		done = kvt_adopt(pool, (struct kvtier_adopt *)ents, b->count);
 		goto out_copy;
 	}
+	/*
+	 * The fd's pins change under its pin_lock, which may be held across
+	 * NVMe reads: waiting for it can be killed.
+	 */
+	if (pins && mutex_lock_killable(&h->pin_lock)) {
+		kvfree(ents);
+		return -EINTR;
+	}
 	if (nr == _IOC_NR(KVTIER_IOC_LOOKUP)) {
-		kvt_lookup(pool, ents, b->count, b->flags, &done);
-		goto out_copy;
+		kvt_lookup(h, ents, b->count, b->flags, &done);
+		goto out_unlock;
 	}
 
 	/*
@@ -566,8 +714,6 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	for (i = 0; i < window; i++)
 		kvt_res_load_ahead(pool, ents[i].key);
 
-	if (nr == _IOC_NR(KVTIER_IOC_PIN) || nr == _IOC_NR(KVTIER_IOC_UNPIN))
-		mutex_lock(&h->pin_lock);
 	for (i = 0; i < b->count; i++) {
 		struct kvtier_block *e = &ents[i];
 
@@ -597,9 +743,9 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 			done++;
 		e->status = status;
 	}
-	if (nr == _IOC_NR(KVTIER_IOC_PIN) || nr == _IOC_NR(KVTIER_IOC_UNPIN))
+out_unlock:
+	if (pins)
 		mutex_unlock(&h->pin_lock);
-
 out_copy:
 	b->done = done;
 	status = 0;
@@ -669,7 +815,7 @@ static bool kvt_cmd_may_block(unsigned int nr, const struct kvtier_batch *b)
 {
 	switch (nr) {
 	case _IOC_NR(KVTIER_IOC_LOOKUP):
-		return b->flags & KVTIER_LOOKUP_LOAD;
+		return b->flags & (KVTIER_LOOKUP_LOAD | KVTIER_LOOKUP_PIN);
 	case _IOC_NR(KVTIER_IOC_PREFETCH):
 	case _IOC_NR(KVTIER_IOC_CANCEL):
 	case _IOC_NR(KVTIER_IOC_EVENTFD):

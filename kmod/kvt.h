@@ -14,7 +14,8 @@
  *  struct kvt_handle	one open pool file: its access mode and its pins.
  *
  * Lock order: kvt_nvme_lock -> kvt_pools_lock -> handle->pin_lock ->
- * pool->map_sem -> pool->lock -> kvt_nvme_qlock; the NVMe writer holds
+ * pool->map_sem -> pool->lock -> kvt_nvme_qlock, and pool->lock ->
+ * handle->pins' xa_lock (UNPIN); the NVMe writer holds
  * nvme->lock -> kvt_pools_lock while it reclaims a region.
  * The shrinker only trylocks kvt_pools_lock and pool->map_sem (it may run
  * in reclaim under either).

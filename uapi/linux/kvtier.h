@@ -81,6 +81,11 @@
  * KVTIER_F_SG: a PUT or GET entry may name a list of segments instead of one
  * buffer (struct kvtier_block.nsegs, struct kvtier_seg): the kernel copies
  * straight between them and the block, in list order.
+ *
+ * KVTIER_F_LOOKUP_PIN: LOOKUP with KVTIER_LOOKUP_PIN brings the longest
+ * prefix of a chain into DRAM and pins each block of it for the calling fd,
+ * in the same command, so the runtime reads them through the mapping (or
+ * registers that memory for DMA) knowing they stay, and UNPINs them after.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -91,6 +96,7 @@
 #define KVTIER_F_URING		_BITULL(6)
 #define KVTIER_F_HBM		_BITULL(7)
 #define KVTIER_F_SG		_BITULL(8)
+#define KVTIER_F_LOOKUP_PIN	_BITULL(9)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -277,6 +283,7 @@ struct kvtier_seg {
 /* LOOKUP flags. */
 #define KVTIER_LOOKUP_TOUCH	_BITUL(0)	/* count resident ones as used */
 #define KVTIER_LOOKUP_LOAD	_BITUL(1)	/* bring the prefix into DRAM */
+#define KVTIER_LOOKUP_PIN	_BITUL(2)	/* ... and pin it (F_LOOKUP_PIN) */
 
 /**
  * struct kvtier_batch - argument of PUT, GET, LOOKUP, DROP, PIN, UNPIN
