@@ -111,6 +111,10 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "uring";
 	case KVTIER_F_HBM:
 		return "hbm";
+	case KVTIER_F_SG:
+		return "sg";
+	case KVTIER_F_LOOKUP_PIN:
+		return "lookup_pin";
 	}
 	return NULL;
 }
@@ -401,6 +405,9 @@ static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
 		b.blocks = (uintptr_t)(blk + off);
 		b.count = chunk;
 		b.flags = flags;
+		/* Past the end of a LOOKUP's prefix: look only. */
+		if (prefix && broken)
+			b.flags &= ~(KVTIER_LOOKUP_LOAD | KVTIER_LOOKUP_PIN);
 		ret = kvtier_ioctl(pool->fd, cmd, &b);
 		if (ret) {
 			if (done)

@@ -52,7 +52,9 @@ struct kvtier_map;
  * KVTIER_PUT_REPLACE (KVTIER_F_REPLACE), kvtier_sync() and the NVMe functions
  * (KVTIER_F_NVME), kvtier_prefetch(), its cancel and eventfd functions
  * (KVTIER_F_PREFETCH), the kvtier_ring_*() commands (KVTIER_F_URING),
- * kvtier_map() (KVTIER_F_MMAP), and the HBM functions (KVTIER_F_HBM).
+ * kvtier_map() (KVTIER_F_MMAP), the HBM functions (KVTIER_F_HBM),
+ * scatter-gather entries (KVTIER_F_SG) and kvtier_lookup() with
+ * KVTIER_LOOKUP_PIN (KVTIER_F_LOOKUP_PIN).
  */
 #define KVTIER_FEATURES_ALL	(~0ULL)
 
@@ -482,7 +484,10 @@ int kvtier_get(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
  * @n:		number of entries (a prefix chain, first block first).
  * @flags:	0, KVTIER_LOOKUP_TOUCH (count resident blocks as used) and/or
  *		KVTIER_LOOKUP_LOAD (bring the resident prefix into DRAM,
- *		reading the blocks that are only on NVMe, before returning).
+ *		reading the blocks that are only on NVMe, before returning)
+ *		or KVTIER_LOOKUP_PIN (bring it into DRAM and pin each block
+ *		of it for this handle, as kvtier_pin() does; needs
+ *		KVTIER_F_LOOKUP_PIN).
  * @done:	out (optional): the longest resident prefix of the chain,
  *		counted across chunks when @n exceeds batch_max.
  *
@@ -491,6 +496,16 @@ int kvtier_get(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
  * KVTIER_TIER_DRAM on return, and the prefix ends early at a block that
  * could not be loaded (its status says why: -ENOENT when its copy did not
  * verify, -ENOSPC, -EIO).
+ *
+ * With KVTIER_LOOKUP_PIN the prefix is also pinned, block by block from the
+ * first, so nothing it found can be evicted before the runtime has read it
+ * (through kvtier_map(), or a DMA registration of that memory); @done is
+ * the number of blocks pinned, and kvtier_unpin() releases them. The prefix
+ * ends at the first block that could not be pinned (its status: -ENOENT
+ * when it was dropped meanwhile or did not verify, -ENOSPC when every DRAM
+ * block is pinned, -EIO, -EOVERFLOW); the entries after it are looked up
+ * only. Across chunks (@n above batch_max) only the chunks up to the first
+ * incomplete one load and pin.
  *
  * Per-entry status: -ENOENT (not resident).
  *

@@ -164,6 +164,8 @@ static void test_names(void)
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_MMAP), "mmap"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_NUMA), "numa"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_REPLACE), "replace"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_SG), "sg"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_LOOKUP_PIN), "lookup_pin"));
 	CHECK(kvtier_feature_name(1ULL << 63) == NULL);
 	CHECK(kvtier_feature_name(0) == NULL);
 	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_API)), "API"));
@@ -361,6 +363,7 @@ static void test_put_get_lookup(void)
 /* More entries than one ioctl takes: the library splits the batch. */
 static void test_big_batch(void)
 {
+	struct kvtier_pool_stat st;
 	struct kvtier_api api;
 	struct kvtier_block *blk;
 	struct kvtier_key *keys;
@@ -402,6 +405,21 @@ static void test_big_batch(void)
 	CHECK_EQ(kvtier_lookup(pool, blk, n, 0, &done), 0);
 	CHECK_EQ(done, 10);
 	CHECK_EQ(blk[n - 1].status, 0);
+
+	/* PIN likewise: the chunks after the first hole pin nothing */
+	for (i = 0; i < n; i++)
+		kvtier_block_set(&blk[i], &keys[i], NULL);
+	CHECK_EQ(kvtier_lookup(pool, blk, n, KVTIER_LOOKUP_PIN, &done), 0);
+	CHECK_EQ(done, 10);
+	CHECK_EQ(blk[10].status, -ENOENT);
+	CHECK_EQ(blk[n - 1].status, 0);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
+	CHECK_EQ(st.pinned, 10);
+	CHECK_EQ(kvtier_drop1(pool, &keys[9]), -EBUSY);
+	CHECK_EQ(kvtier_unpin(pool, blk, 10, 0, &done), 0);
+	CHECK_EQ(done, 10);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
+	CHECK_EQ(st.pinned, 0);
 
 	free(blk);
 	free(keys);
