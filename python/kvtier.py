@@ -73,6 +73,7 @@ F_PREFETCH = 1 << 5
 F_URING = 1 << 6
 F_HBM = 1 << 7
 F_SG = 1 << 8
+F_LOOKUP_PIN = 1 << 9
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -94,6 +95,7 @@ SLOT_NONE = (1 << 32) - 1
 PUT_REPLACE = 1 << 0
 LOOKUP_TOUCH = 1 << 0
 LOOKUP_LOAD = 1 << 1
+LOOKUP_PIN = 1 << 2
 
 NVME_FORMAT = 1 << 0
 
@@ -769,13 +771,20 @@ class Pool:
         -ENOSPC, -EIO, -EINTR."""
         return self._batch("get", keys, buffers, writable=True)
 
-    def lookup(self, keys, touch=False, load=False):
+    def lookup(self, keys, touch=False, load=False, pin=False):
         """Where a chain of keys lives: Batch.done is the longest resident
         prefix, Batch.tier each entry's tier. touch: count the resident
-        ones as used (LRU); load: bring the prefix into DRAM first."""
+        ones as used (LRU); load: bring the prefix into DRAM first; pin
+        (needs F_LOOKUP_PIN): bring it into DRAM and pin each block of it
+        for this pool handle in the same command, so none of it is evicted
+        before it is read (through map(), Batch.addr); Batch.done is then
+        the number pinned, and unpin() releases them. The prefix ends at
+        the first block that could not be pinned (its status says why:
+        -ENOENT, -ENOSPC, -EIO, -EOVERFLOW)."""
         return self._batch("lookup", keys, None,
                            (LOOKUP_TOUCH if touch else 0) |
-                           (LOOKUP_LOAD if load else 0))
+                           (LOOKUP_LOAD if load else 0) |
+                           (LOOKUP_PIN if pin else 0))
 
     def drop(self, keys):
         """Remove blocks. Per-entry status: -ENOENT, -EBUSY (pinned)."""

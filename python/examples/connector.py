@@ -9,13 +9,17 @@ lets it reuse KV blocks computed by earlier requests that share a prefix
 
   scheduler, when a request is scheduled:
       lookup    how many leading blocks of its prompt kvtier holds
-                (the engine then skips computing those tokens)
+                (the engine then skips computing those tokens), and pin
+                them in the same call so none is evicted before it is read
   scheduler, for requests still queued (a lookahead window):
       prefetch  have the kernel stage their cached blocks that are only
                 on NVMe into DRAM by a deadline, while the GPU computes
   worker, before the forward pass:
       wait      for the request's prefetch group, if it has one
-      get       copy the hit blocks into the request's pages
+      read      the pinned blocks through the pool's mapping into the
+                request's pages (a real engine DMAs from that memory to
+                the GPU), then unpin; on a kernel without lookup-and-pin,
+                get copies them instead
   worker, after the forward pass:
       put       store the blocks the forward pass computed
 
@@ -33,6 +37,7 @@ import argparse
 import collections
 import errno
 import hashlib
+import mmap
 import os
 import random
 import sys
@@ -56,11 +61,17 @@ def block_ids(tokens, block_tokens):
 class KVConnector:
     """The calls a runtime's connector makes, on one kvtier pool."""
 
-    def __init__(self, pool, block_tokens):
+    def __init__(self, pool, block_tokens, pin=True):
         self.pool = pool
         self.block_tokens = block_tokens
         self.block_size = pool.block_size
         self.next_group = 0
+        self.map = None
+        if pin:
+            # The whole pool, read-only: block a is at a * block_size.
+            self.map = memoryview(mmap.mmap(pool.fileno(),
+                                            pool.capacity * pool.block_size,
+                                            mmap.MAP_SHARED, mmap.PROT_READ))
 
     def keys(self, tokens):
         return kvtier.key_chain(block_ids(tokens, self.block_tokens))
@@ -73,9 +84,13 @@ class KVConnector:
         if not req.keys:
             req.hit_blocks = 0
             return 0
-        # touch: the hit blocks are about to be used, keep them warm.
-        hit = self.pool.lookup(req.keys, touch=True)
+        # touch: the hit blocks are about to be used, keep them warm; pin:
+        # and keep them in DRAM, at hit.addr, until load_kv has read them.
+        hit = self.pool.lookup(req.keys, touch=True, pin=bool(self.map))
         req.hit_blocks = hit.done
+        if self.map:
+            req.pinned = req.keys[:hit.done]
+            req.hit_addr = hit.addr[:hit.done]
         req.hit_tiers = hit.tiers[:hit.done]
         return hit.done * self.block_tokens
 
@@ -127,6 +142,13 @@ class KVConnector:
         n = req.hit_blocks
         if not n:
             return 0
+        if self.map:
+            bs = self.block_size
+            for i, a in enumerate(req.hit_addr[:n]):
+                pages[i][:] = self.map[a * bs:(a + 1) * bs]
+            self.pool.unpin(req.pinned)
+            req.pinned, req.hit_addr = [], []
+            return n
         got = self.pool.get(req.keys[:n], pages[:n])
         # A block evicted between lookup and get is a miss: the engine
         # recomputes from the first missing block on.
@@ -153,6 +175,8 @@ class Request:
         self.keys = []
         self.hit_blocks = 0
         self.hit_tiers = []
+        self.hit_addr = []
+        self.pinned = []
         self.prefetch = None
 
 
@@ -196,6 +220,9 @@ def main(argv=None):
     ap.add_argument("--budget-ms", type=int, default=20,
                     help="deadline of a queued request's prefetch, per "
                     "request ahead of it")
+    ap.add_argument("--get", action="store_true",
+                    help="copy hit blocks with get instead of pinning them "
+                    "at lookup and reading them through the mapping")
     ap.add_argument("--pool", default="connector-example-%d" % os.getpid())
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
@@ -208,7 +235,9 @@ def main(argv=None):
                                capacity=a.capacity,
                                dram_blocks=a.dram_blocks)
         try:
-            conn = KVConnector(pool, a.block_tokens)
+            conn = KVConnector(pool, a.block_tokens,
+                               pin=not a.get and
+                               "lookup_pin" in ctx.features)
             # The engine's paged KV buffer: pages of block_size bytes.
             max_blocks = 64
             kv = bytearray(max_blocks * a.block_size)
@@ -258,8 +287,9 @@ def main(argv=None):
                         100.0 * saved / total if total else 0))
     print("connector: blocks stored %d, loaded and verified %d, wrong %d"
           % (stored, verified, bad))
-    print("connector: pool puts %d gets %d hits %d misses %d, resident %s"
-          % (st.puts, st.gets, st.hits, st.misses, st.resident))
+    print("connector: pool puts %d gets %d hits %d misses %d, pinned at "
+          "the end %d, resident %s" % (st.puts, st.gets, st.hits, st.misses,
+                                       st.pinned, st.resident))
     print("connector: prefetch groups %d, blocks read ahead %d, late or "
           "incomplete %d" % (pf_groups, pf_blocks, pf_late))
     return 1 if bad else 0

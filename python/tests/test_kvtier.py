@@ -262,6 +262,18 @@ class TestPool(unittest.TestCase):
         self.assertEqual(self.pool.unpin(key).done, 1)
         self.assertEqual(self.pool.drop(key).done, 1)
 
+    def test_lookup_pin_prefix(self):
+        keys = kvtier.key_chain(range(20, 25))
+        self.pool.put(keys[:3], b"".join(pattern(k) for k in keys[:3]))
+        res = self.pool.lookup(keys, pin=True)
+        self.assertEqual(res.done, 3)
+        self.assertEqual(res.status[:4], [0, 0, 0, -errno.ENOENT])
+        self.assertEqual(res.tier[:3], [kvtier.TIER_DRAM] * 3)
+        self.assertEqual(self.pool.stat().pinned, 3)
+        self.assertEqual(self.pool.drop(keys[:1]).status, [-errno.EBUSY])
+        self.assertEqual(self.pool.unpin(keys[:3]).done, 3)
+        self.assertEqual(self.pool.stat().pinned, 0)
+
     def test_stat_counts(self):
         keys = kvtier.key_chain([1, 2, 3])
         self.pool.put(keys, bytes(3 * BS))
@@ -327,8 +339,20 @@ class TestConnectorExample(unittest.TestCase):
         sys.stderr.write(r.stdout + r.stderr)
         self.assertEqual(r.returncode, 0)
         self.assertIn("wrong 0", r.stdout)
+        self.assertIn("pinned at the end 0,", r.stdout)
         served = int(r.stdout.split("tokens, ")[1].split()[0])
         self.assertGreater(served, 0)
+        self.assertGreater(int(r.stdout.split("verified ")[1].split(",")[0]),
+                           0)
+
+    def test_connector_get_path_verifies(self):
+        ex = os.path.join(HERE, "..", "examples", "connector.py")
+        r = subprocess.run([sys.executable, ex, "--requests", "40", "--get"],
+                           capture_output=True, text=True, timeout=300)
+        sys.stderr.write(r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("wrong 0", r.stdout)
+        self.assertNotIn("gets 0 ", r.stdout)
 
 
 @unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
