@@ -38,6 +38,17 @@
  *   nvme_attach_seconds_1gib  NVME_STAT.attach_ns of a re-attach of the
  *			full 1 GiB drive (index rebuilt from every region)
  *
+ * Lookup and pin (KVTIER_LOOKUP_PIN):
+ *
+ *   lookup_pin64_vs_lookup64  time of a LOOKUP with PIN of a chain of 64
+ *			DRAM-resident 4 KiB blocks / of a plain LOOKUP of the
+ *			same chain; the UNPIN that follows each is timed apart
+ *			(unpin64_us) (goal <= 2.0)
+ *   pinned_read_vs_anon  summing 64-bit words of 64 blocks of 256 KiB
+ *			pinned by one LOOKUP with PIN, through the pool mmap
+ *			(faulted in by a warm-up pass) / of an anonymous
+ *			buffer (goal >= 0.9)
+ *
  * io_uring:
  *
  *   uring_lookup64_vs_ioctl64  time of 64 one-key LOOKUPs as 64 SQEs of one
@@ -162,6 +173,14 @@ static int put_range(struct kvtier_pool *pool, uint64_t from, uint64_t to,
 	}
 	free(b);
 	return ret;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
 }
 
 static double best_of(const double *v, int n)
@@ -434,6 +453,157 @@ out:
 	if (src != MAP_FAILED)
 		munmap(src, pool_bytes);
 	kvtier_free_staging(pool, dst, batch_bytes);
+	kvtier_pool_close(pool);
+	return ret;
+}
+
+/* ---- lookup_pin64_vs_lookup64 and pinned_read_vs_anon ------------------ */
+
+#define PIN_CHAIN	64
+#define PIN_BLOCKS	1024		/* 4 KiB, resident: chains start anywhere */
+#define PIN_ROUNDS	2000		/* chains a trial */
+
+/* LOOKUP (with @flags) and UNPIN of chains at random starts; seconds each. */
+static int pin_rounds(struct kvtier_pool *pool, struct kvtier_block *b,
+		      uint32_t flags, uint64_t *rng, double *t_look,
+		      double *t_unpin)
+{
+	uint64_t t, look = 0, unpin = 0;
+	uint32_t r, i, done;
+	int ret;
+
+	for (r = 0; r < PIN_ROUNDS; r++) {
+		uint64_t first = xorshift(rng) % (PIN_BLOCKS - PIN_CHAIN);
+
+		for (i = 0; i < PIN_CHAIN; i++) {
+			struct kvtier_key k = bench_key(first + i);
+
+			kvtier_block_set(&b[i], &k, NULL);
+		}
+		t = now_ns();
+		ret = kvtier_lookup(pool, b, PIN_CHAIN, flags, &done);
+		look += now_ns() - t;
+		if (!ret && done != PIN_CHAIN)
+			ret = -ENOENT;
+		if (ret)
+			return ret;
+		if (!(flags & KVTIER_LOOKUP_PIN))
+			continue;
+		t = now_ns();
+		ret = kvtier_unpin(pool, b, PIN_CHAIN, 0, &done);
+		unpin += now_ns() - t;
+		if (!ret && done != PIN_CHAIN)
+			ret = -EPROTO;
+		if (ret)
+			return ret;
+	}
+	*t_look = look / 1e9;
+	*t_unpin = unpin / 1e9;
+	return 0;
+}
+
+static int bench_pin(void)
+{
+	double t_pin[TRIALS], t_look[TRIALS], t_unpin[TRIALS], t_none;
+	double t_map[TRIALS], t_anon[TRIALS];
+	const size_t bytes = PIN_CHAIN * COPY_BLOCK;
+	struct kvtier_block b[PIN_CHAIN];
+	const void *ptr[PIN_CHAIN];
+	struct kvtier_pool *pool;
+	struct kvtier_map *map = NULL;
+	uint64_t rng = 0x70696e, s;
+	void *buf, *src = MAP_FAILED;
+	int ret, trial;
+	uint32_t i, done;
+
+	ret = bench_pool("pin", LOOKUP_BLOCK, PIN_BLOCKS, &pool);
+	if (ret)
+		return warn("create the lookup-and-pin pool", ret);
+	buf = calloc(PIN_BLOCKS, LOOKUP_BLOCK);
+	ret = buf ? put_range(pool, 0, PIN_BLOCKS, buf,
+			      PIN_BLOCKS * LOOKUP_BLOCK) : -ENOMEM;
+	free(buf);
+	for (trial = -1; trial < TRIALS && !ret; trial++) {	/* -1: warm-up */
+		ret = pin_rounds(pool, b, KVTIER_LOOKUP_PIN, &rng,
+				 &t_pin[trial < 0 ? 0 : trial],
+				 &t_unpin[trial < 0 ? 0 : trial]);
+		if (!ret)
+			ret = pin_rounds(pool, b, 0, &rng,
+					 &t_look[trial < 0 ? 0 : trial], &t_none);
+	}
+	kvtier_pool_close(pool);
+	if (ret)
+		return warn("LOOKUP with PIN of resident chains", ret);
+	figure("lookup_pin64_vs_lookup64", "%.3f",
+	       best_of(t_pin, TRIALS) / best_of(t_look, TRIALS));
+	figure("lookup_pin64_us", "%.2f", best_of(t_pin, TRIALS) / PIN_ROUNDS * 1e6);
+	figure("lookup64_us", "%.2f", best_of(t_look, TRIALS) / PIN_ROUNDS * 1e6);
+	figure("unpin64_us", "%.2f", best_of(t_unpin, TRIALS) / PIN_ROUNDS * 1e6);
+
+	/* Reading blocks pinned by LOOKUP through the mapping vs. anonymous. */
+	ret = bench_pool("pinread", COPY_BLOCK, PIN_CHAIN, &pool);
+	if (ret)
+		return warn("create the 256 KiB pool", ret);
+	src = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (src == MAP_FAILED) {
+		ret = warn("anonymous buffer", -errno);
+		goto out;
+	}
+	for (i = 0; i < bytes / 8; i++)
+		((uint64_t *)src)[i] = i * 0x9e3779b97f4a7c15ULL;
+	ret = put_range(pool, 0, PIN_CHAIN, src, bytes);
+	for (i = 0; i < PIN_CHAIN; i++) {
+		struct kvtier_key k = bench_key(i);
+
+		kvtier_block_set(&b[i], &k, NULL);
+	}
+	if (!ret)
+		ret = kvtier_lookup(pool, b, PIN_CHAIN, KVTIER_LOOKUP_PIN, &done);
+	if (!ret && done != PIN_CHAIN)
+		ret = -ENOENT;
+	if (!ret)
+		ret = kvtier_map(pool, 0, 0, &map);
+	for (i = 0; !ret && i < PIN_CHAIN; i++) {
+		ptr[i] = kvtier_block_ptr(map, b[i].addr);
+		if (!ptr[i])
+			ret = -ERANGE;
+	}
+	if (ret) {
+		warn("pin and map the 256 KiB blocks", ret);
+		goto out;
+	}
+	for (trial = -1; trial < TRIALS; trial++) {	/* -1: faults them in */
+		uint64_t t = now_ns();
+		uint32_t r;
+
+		s = 0;
+		for (r = 0; r < COPY_ROUNDS * 4; r++)
+			for (i = 0; i < PIN_CHAIN; i++)
+				s += sum_words(ptr[i], COPY_BLOCK);
+		if (trial >= 0)
+			t_map[trial] = (now_ns() - t) / 1e9;
+		sink += s;
+
+		s = 0;
+		t = now_ns();
+		for (r = 0; r < COPY_ROUNDS * 4; r++)
+			for (i = 0; i < PIN_CHAIN; i++)
+				s += sum_words((char *)src + i * COPY_BLOCK,
+					       COPY_BLOCK);
+		if (trial >= 0)
+			t_anon[trial] = (now_ns() - t) / 1e9;
+		sink += s;
+	}
+	figure("pinned_read_vs_anon", "%.3f",
+	       best_of(t_anon, TRIALS) / best_of(t_map, TRIALS));
+	figure("pinned_read_gbps", "%.2f",
+	       COPY_ROUNDS * 4.0 * bytes / best_of(t_map, TRIALS) / 1e9);
+	ret = 0;
+out:
+	kvtier_unmap(map);
+	if (src != MAP_FAILED)
+		munmap(src, bytes);
 	kvtier_pool_close(pool);
 	return ret;
 }
@@ -806,14 +976,6 @@ static int nvme_put(struct kvtier_pool *pool, uint64_t from, uint64_t to,
 			return ret;
 	}
 	return 0;
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
 }
 
 /*
@@ -1419,6 +1581,7 @@ int main(int argc, char **argv)
 	} parts[] = {
 		{ "copy", bench_copy },
 		{ "sg", bench_sg },
+		{ "pin", bench_pin },
 		{ "lookup", bench_lookup },
 		{ "nvme", bench_nvme },
 		{ "uring", bench_uring },
@@ -1441,7 +1604,7 @@ int main(int argc, char **argv)
 		int help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
 
 		fprintf(help ? stdout : stderr,
-			"usage: %s [copy] [sg] [lookup] [nvme] [uring] [hbm]\n"
+			"usage: %s [copy] [sg] [pin] [lookup] [nvme] [uring] [hbm]\n"
 			"Prints the DRAM-, NVMe- and HBM-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"
