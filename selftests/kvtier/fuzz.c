@@ -219,20 +219,12 @@ static int or_pinned(struct fz_thr *t)
 	return n;
 }
 
-static void or_pin(struct fz_thr *t, int k)
+/* A pinned block reads right through a mapping. */
+static void or_map_check(struct fz_thr *t, int k, __u64 addr)
 {
-	struct kvtier_block *e = t->ents;
 	char *map;
 
-	if (or_batch(t, KVTIER_IOC_PIN, &k, 1, 0))
-		return;
-	or_seen(t, k, "PIN", e[0].status, NULL);
-	if (e[0].status)
-		return;
-	t->keys[k].pins++;
-	/* A pinned block reads right through a mapping. */
-	map = mmap(NULL, OR_BS, PROT_READ, MAP_SHARED, t->ofd,
-		   e[0].addr * OR_BS);
+	map = mmap(NULL, OR_BS, PROT_READ, MAP_SHARED, t->ofd, addr * OR_BS);
 	atomic_fetch_add(&fz->calls, 1);
 	if (map == MAP_FAILED) {
 		fz_failf(t, "oracle mmap of a pinned block: %s",
@@ -241,10 +233,44 @@ static void or_pin(struct fz_thr *t, int k)
 	}
 	if (fz_probe(map, fz_buf_of(t, 0), OR_BS))
 		fz_failf(t, "oracle: SIGBUS on pinned block %llu",
-			 (unsigned long long)e[0].addr);
+			 (unsigned long long)addr);
 	else
 		or_seen(t, k, "mmap", 0, fz_buf_of(t, 0));
 	munmap(map, OR_BS);
+}
+
+static void or_pin(struct fz_thr *t, int k)
+{
+	struct kvtier_block *e = t->ents;
+
+	if (or_batch(t, KVTIER_IOC_PIN, &k, 1, 0))
+		return;
+	or_seen(t, k, "PIN", e[0].status, NULL);
+	if (e[0].status)
+		return;
+	t->keys[k].pins++;
+	or_map_check(t, k, e[0].addr);
+}
+
+/*
+ * After a LOOKUP with PIN: the leading entries with status 0 are the
+ * prefix, each pinned, in DRAM (or HBM), and readable through a mapping.
+ */
+static void or_lookup_pinned(struct fz_thr *t, const int *keys, int n)
+{
+	struct kvtier_block e[FZ_NBUF];
+	int i;
+
+	memcpy(e, t->ents, n * sizeof(*e));
+	for (i = 0; i < n && !e[i].status; i++) {
+		t->keys[keys[i]].pins++;
+		if (e[i].tier != KVTIER_TIER_DRAM &&
+		    e[i].tier != KVTIER_TIER_HBM)
+			fz_failf(t, "oracle LOOKUP PIN key %d: pinned in tier %u",
+				 keys[i], e[i].tier);
+		else
+			or_map_check(t, keys[i], e[i].addr);
+	}
 }
 
 static void or_unpin(struct fz_thr *t, int k)
@@ -282,8 +308,13 @@ static void op_oracle(struct fz_thr *t)
 		for (i = 0; i < n; i++)
 			or_seen(t, keys[i], "GET", e[i].status, fz_buf_of(t, i));
 	} else if (op < 80) {
-		if (or_batch(t, KVTIER_IOC_LOOKUP, keys, n,
-			     fz_rn(t, 4) & KST_LOOKUP_FLAGS))
+		__u32 flags = fz_rn(t, 4) & KST_LOOKUP_FLAGS;
+
+#ifdef KVTIER_LOOKUP_PIN
+		if (or_pinned(t) + n < OR_DRAM / 3 && fz_pct(t, 40))
+			flags |= KVTIER_LOOKUP_PIN;
+#endif
+		if (or_batch(t, KVTIER_IOC_LOOKUP, keys, n, flags))
 			return;
 		/*
 		 * Every entry comes from one look at the index; a load
@@ -298,6 +329,10 @@ static void op_oracle(struct fz_thr *t)
 			if (e[i].status)
 				or_seen(t, keys[i], "LOOKUP", e[i].status,
 					NULL);
+#ifdef KVTIER_LOOKUP_PIN
+		if (flags & KVTIER_LOOKUP_PIN)
+			or_lookup_pinned(t, keys, n);
+#endif
 	} else if (op < 88) {
 		if (or_batch(t, KVTIER_IOC_DROP, keys, n, 0))
 			return;

@@ -402,7 +402,7 @@ void fz_op_batch(struct fz_thr *t)
 	if (nr == 0x10 && fz_pct(t, 30))
 		b.flags = KVTIER_PUT_REPLACE;
 	if (nr == 0x12)
-		b.flags = fz_rn(t, 4) & KST_LOOKUP_FLAGS;
+		b.flags = fz_rn(t, 8) & KST_LOOKUP_FLAGS;
 	if (fz_pct(t, 4)) {
 		b.flags = 1u << fz_rn(t, 32);
 		bad_ent = true;
