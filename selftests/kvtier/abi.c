@@ -292,6 +292,38 @@ TEST_F(feat, no_replace_lookup_touch)
 	close(pfd);
 }
 
+/*
+ * LOOKUP's PIN needs F_LOOKUP_PIN: the batch fails before an entry is
+ * answered, nothing is pinned. The bit after it is no flag: -EINVAL.
+ */
+TEST_F(feat, no_lookup_pin)
+{
+	int pfd = pool_with(self, KVTIER_F_POOLS);
+	struct kvtier_block b;
+	__u32 done;
+
+	ASSERT_LE(0, pfd);
+	kst_fill(self->buf, KST_PAGE, K0, 1, 1);
+	ASSERT_EQ(0, kst_put1(pfd, K0, 1, self->buf, NULL));
+	kst_blk(&b, K0, 1, NULL);
+	ASSERT_EQ(-EOPNOTSUPP, kst_batch(pfd, KVTIER_IOC_LOOKUP, &b, 1,
+					 KVTIER_LOOKUP_PIN, &done));
+	ASSERT_EQ(0xffffffffU, done);
+	ASSERT_EQ(0x7eadbeef, b.status);
+	ASSERT_EQ(-EOPNOTSUPP, kst_batch(pfd, KVTIER_IOC_LOOKUP, &b, 1,
+					 KVTIER_LOOKUP_PIN | KVTIER_LOOKUP_LOAD |
+					 KVTIER_LOOKUP_TOUCH, &done));
+	ASSERT_EQ(0x7eadbeef, b.status);
+	ASSERT_EQ(0, kst_pinned(pfd));
+	ASSERT_EQ(-EINVAL, kst_batch(pfd, KVTIER_IOC_LOOKUP, &b, 1,
+				     KVTIER_LOOKUP_PIN << 1, &done));
+	/* Plain LOOKUP works; the block was not pinned: DROP takes it. */
+	ASSERT_EQ(0, kst_lookup1(pfd, K0, 1, NULL));
+	ASSERT_EQ(0, kst_drop1(pfd, K0, 1));
+	ASSERT_EQ(0, kst_pinned(pfd));
+	close(pfd);
+}
+
 TEST_F(feat, no_mmap)
 {
 	int pfd = pool_with(self, KVTIER_F_POOLS);
