@@ -291,7 +291,10 @@ struct kvtier_seg {
  * @count:	1..KVTIER_BATCH_MAX.
  * @flags:	per-command flags (KVTIER_PUT_*, KVTIER_LOOKUP_*), else 0.
  * @done:	out: entries with status 0; for LOOKUP the length of the
- *		longest resident prefix of the chain.
+ *		longest resident prefix of the chain (with
+ *		KVTIER_LOOKUP_LOAD or KVTIER_LOOKUP_PIN, of the prefix
+ *		loaded or pinned, which ends early at a block that could
+ *		not be).
  * @__pad:	must be 0.
  * @reserved:	must be 0.
  *
