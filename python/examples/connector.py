@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """How a vLLM/SGLang-style KV connector would call kvtier.
 
-An inference engine keeps the KV cache of running requests in a paged
-buffer (GPU memory in a real engine; a bytearray here). A KV connector
+An inference engine keeps the KV cache of running requests in paged
+buffers, one per layer (GPU memory in a real engine; bytearrays here), so
+a block is one piece in every layer's buffer. A KV connector
 lets it reuse KV blocks computed by earlier requests that share a prefix
 (a system prompt, earlier turns of a conversation):
 
@@ -17,11 +18,13 @@ lets it reuse KV blocks computed by earlier requests that share a prefix
   worker, before the forward pass:
       wait      for the request's prefetch group, if it has one
       read      the pinned blocks through the pool's mapping into the
-                request's pages (a real engine DMAs from that memory to
-                the GPU), then unpin; on a kernel without lookup-and-pin,
-                get copies them instead
+                request's pages of every layer (a real engine DMAs from
+                that memory to the GPU), then unpin; on a kernel without
+                lookup-and-pin (or with --get), get scatters them into the
+                layers instead, one segment a layer
   worker, after the forward pass:
-      put       store the blocks the forward pass computed
+      put       store the blocks the forward pass computed, the kernel
+                gathering each from its layers' pieces (scatter-gather)
 
 Each full block of `block_tokens` tokens is named by a chained key: block
 i's key depends on the tokens of blocks 0..i, so equal keys mean equal
@@ -135,21 +138,24 @@ class KVConnector:
 
     # ---- worker side -------------------------------------------------------
 
-    def load_kv(self, req, pages):
-        """Before the forward pass: copy the hit blocks into the request's
-        pages (a list of writable memoryviews of block_size bytes; the
-        kernel writes straight into them)."""
+    def load_kv(self, req, kv):
+        """Before the forward pass: bring the hit blocks into the request's
+        KV pages, layer by layer (kv: the engine's KVLayers)."""
         n = req.hit_blocks
         if not n:
             return 0
         if self.map:
+            # Pinned at lookup: each layer's piece straight from the
+            # pool's memory (a real engine DMAs it to the GPU), then unpin.
             bs = self.block_size
             for i, a in enumerate(req.hit_addr[:n]):
-                pages[i][:] = self.map[a * bs:(a + 1) * bs]
+                kv.fill(i, self.map[a * bs:(a + 1) * bs])
             self.pool.unpin(req.pinned)
             req.pinned, req.hit_addr = [], []
             return n
-        got = self.pool.get(req.keys[:n], pages[:n])
+        # GET scatters each block into its layers' pieces (one segment a
+        # layer), copying once.
+        got = self.pool.get(req.keys[:n], [kv.segs(i) for i in range(n)])
         # A block evicted between lookup and get is a miss: the engine
         # recomputes from the first missing block on.
         for i, st in enumerate(got.status):
@@ -157,15 +163,42 @@ class KVConnector:
                 return i
         return n
 
-    def save_kv(self, req, pages, first):
+    def save_kv(self, req, kv, first):
         """After the forward pass: store the blocks it computed (from block
-        `first` on). Existing keys (another request stored them first)
-        are fine."""
+        `first` on), each gathered from its layers' pieces by the kernel
+        (one segment a layer, no staging copy). Existing keys (another
+        request stored them first) are fine."""
         keys = req.keys[first:]
         if not keys:
             return 0
-        res = self.pool.put(keys, pages[first:len(req.keys)])
+        res = self.pool.put(keys, [kv.segs(i)
+                                   for i in range(first, len(req.keys))])
         return sum(1 for s in res.status if s == 0)
+
+
+class KVLayers:
+    """The engine's paged KV cache as engines hold it: one buffer per
+    layer, page i of every layer holding its piece of block i (in a real
+    engine each piece is [2, tokens, heads, head_dim] of K and V)."""
+
+    def __init__(self, pages, block_size, layers):
+        self.piece = block_size // layers
+        self.layers = [memoryview(bytearray(pages * self.piece))
+                       for _ in range(layers)]
+
+    def segs(self, i):
+        """Block i as a scatter-gather list: its piece in every layer."""
+        p = self.piece
+        return [lay[i * p:(i + 1) * p] for lay in self.layers]
+
+    def fill(self, i, block):
+        """Scatter a whole block's bytes into page i of the layers."""
+        p = self.piece
+        for j, lay in enumerate(self.layers):
+            lay[i * p:(i + 1) * p] = block[j * p:(j + 1) * p]
+
+    def block(self, i):
+        return b"".join(bytes(seg) for seg in self.segs(i))
 
 
 class Request:
@@ -182,9 +215,12 @@ class Request:
 
 def model_kv(key, block_size):
     """What the 'forward pass' computes for a block: a function of its key,
-    i.e. of its whole prefix, so a wrong block cannot go unnoticed."""
-    seed = int(key).to_bytes(16, "little")
-    return (seed * (block_size // 16 + 1))[:block_size]
+    i.e. of its whole prefix, and of the position in the block, so a wrong
+    block or a layer out of place cannot go unnoticed."""
+    k = int(key)
+    return b"".join(((k + j * 0x9E3779B97F4A7C15) % (1 << 128))
+                    .to_bytes(16, "little")
+                    for j in range(block_size // 16))
 
 
 def conversations(n_requests, block_tokens, rnd):
@@ -220,6 +256,10 @@ def main(argv=None):
     ap.add_argument("--budget-ms", type=int, default=20,
                     help="deadline of a queued request's prefetch, per "
                     "request ahead of it")
+    ap.add_argument("--layers", type=int, default=8,
+                    help="layers of the engine's KV: a block is stored "
+                    "from and loaded into one piece per layer (1: one "
+                    "buffer, also what runs without scatter-gather)")
     ap.add_argument("--get", action="store_true",
                     help="copy hit blocks with get instead of pinning them "
                     "at lookup and reading them through the mapping")
@@ -238,11 +278,12 @@ def main(argv=None):
             conn = KVConnector(pool, a.block_tokens,
                                pin=not a.get and
                                "lookup_pin" in ctx.features)
-            # The engine's paged KV buffer: pages of block_size bytes.
+            # The engine's paged KV cache, one buffer per layer.
             max_blocks = 64
-            kv = bytearray(max_blocks * a.block_size)
-            pages = [memoryview(kv)[i * a.block_size:(i + 1) * a.block_size]
-                     for i in range(max_blocks)]
+            layers = a.layers if "sg" in ctx.features else 1
+            if layers < 1 or a.block_size % layers:
+                ap.error("--layers must divide --block-size")
+            kv = KVLayers(max_blocks, a.block_size, layers)
             queue = collections.deque()
             reqs = conversations(a.requests, a.block_tokens, rnd)
             while True:
@@ -267,16 +308,16 @@ def main(argv=None):
                 nb = min(len(req.keys), max_blocks)
                 req.keys = req.keys[:nb]
                 req.hit_blocks = min(req.hit_blocks, nb)
-                loaded = conn.load_kv(req, pages)           # before forward
+                loaded = conn.load_kv(req, kv)              # before forward
                 for i in range(loaded):
-                    if pages[i] == model_kv(req.keys[i], a.block_size):
+                    if kv.block(i) == model_kv(req.keys[i], a.block_size):
                         verified += 1
                     else:
                         bad += 1
                 saved += loaded * a.block_tokens
                 for i in range(loaded, nb):                 # the forward pass
-                    pages[i][:] = model_kv(req.keys[i], a.block_size)
-                stored += conn.save_kv(req, pages, loaded)  # after forward
+                    kv.fill(i, model_kv(req.keys[i], a.block_size))
+                stored += conn.save_kv(req, kv, loaded)     # after forward
             st = pool.stat()
         finally:
             pool.close()
