@@ -35,6 +35,7 @@ struct group_info {
 struct lookahead {
 	uint32_t window;
 	uint32_t tier;		/* the groups' target, KVTIER_TIER_* */
+	uint32_t budget;	/* most blocks hinted at once; 0: no bound */
 	struct request *q;	/* window + 1 requests, q[head] the current */
 	uint32_t head;
 	uint32_t len;
@@ -84,6 +85,11 @@ void lookahead_free(struct lookahead *la)
 void lookahead_set_tier(struct lookahead *la, uint32_t tier)
 {
 	la->tier = tier;
+}
+
+void lookahead_set_budget(struct lookahead *la, uint32_t blocks)
+{
+	la->budget = blocks;
 }
 
 const struct hint_stats *lookahead_stats(const struct lookahead *la)
@@ -196,7 +202,7 @@ static int hint_one(struct lookahead *la, struct kvtier_pool *pool,
 int lookahead_hint(struct lookahead *la, struct kvtier_pool *pool,
 		   double ns_per_token, uint32_t batch_max)
 {
-	uint64_t t = now_ns();
+	uint64_t t = now_ns(), blocks = 0;
 	uint32_t i;
 	int ret;
 
@@ -205,6 +211,10 @@ int lookahead_hint(struct lookahead *la, struct kvtier_pool *pool,
 		const struct request *r = slot(la, i);
 		uint64_t seq = la->seq + i;
 
+		/* Later ones wait until what comes first fits with them. */
+		blocks += r->n;
+		if (la->budget && i && blocks > la->budget)
+			break;
 		if (seq >= la->hinted) {
 			ret = hint_one(la, pool, r, seq, i ? t : 0, batch_max);
 			if (ret)

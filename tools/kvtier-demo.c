@@ -110,6 +110,12 @@ static void usage(FILE *f)
 		"                      a request waits until its prefix is in HBM; with\n"
 		"                      --compare-hints prints hbm_stall_hinted_vs_\n"
 		"                      unhinted and hbm_hit_share instead [0: none]\n"
+		"  --hint-budget N     hint a request only while the window's hints,\n"
+		"                      its own with those before it, name at most N\n"
+		"                      blocks: staging for later requests then never\n"
+		"                      gives back what earlier ones are about to use\n"
+		"                      [with --hbm-slots: half the slots; else 0, no\n"
+		"                      bound]\n"
 		"  --hbm-backend emul|user\n"
 		"                      emul: the module's emulated device; user: a\n"
 		"                      malloc'ed arena and libkvtier's memcpy mover in\n"
@@ -276,6 +282,7 @@ struct replay_opts {
 	uint32_t hints;			/* lookahead window, requests */
 	uint32_t compare_hints;		/* run without, then with, hints */
 	uint32_t hbm_slots;		/* HBM tier; 0: none */
+	uint32_t hint_budget;		/* blocks hinted at once; ~0U: default */
 	uint32_t hbm_backend;		/* KVTIER_HBM_EMUL or _USER */
 	int hbm_gbps;			/* emul link to set; -1: leave it */
 	struct gen_opts gen;
@@ -875,6 +882,19 @@ static uint64_t prefetch_counter(const char *name)
 }
 
 /*
+ * Blocks the window's hints may name at once (0: no bound). An HBM arena's
+ * LRU gives back the slots staged first, for the requests due first, when
+ * later hints stage more than it holds: by default hint no more than half
+ * of it (the other half holds what the requests compute).
+ */
+static uint32_t hint_budget(const struct replay_opts *o, int hbm)
+{
+	if (o->hint_budget != ~0U)
+		return o->hint_budget;
+	return hbm ? o->hbm_slots / 2 : 0;
+}
+
+/*
  * The runtime model: requests served one at a time with modeled compute,
  * hints (if any) sent for the window of queued requests. 0, 1 on an error
  * (reported).
@@ -899,6 +919,7 @@ static int replay_runtime(struct replay *rp, struct trace *tr, struct gen *g)
 	}
 	if (rp->hbm_on)
 		lookahead_set_tier(la, KVTIER_TIER_HBM);
+	lookahead_set_budget(la, hint_budget(o, rp->hbm_on));
 	while (!stop) {
 		ret = lookahead_next(la, source_next, &src, &r);
 		if (ret <= 0) {
@@ -1026,7 +1047,8 @@ static int replay_all(struct replay *rp, struct trace *tr, struct gen *g)
 			       "   computed are staged into HBM after their PUT, as made on the device;\n"
 			       "   hints stage into HBM)\n");
 		if (o->hints)
-			printf("  (a window of %u queued requests)\n", o->hints);
+			printf("  (a window of %u queued requests, their hints naming at most %u blocks at once; 0: no bound)\n",
+			       o->hints, hint_budget(o, rp->hbm_on));
 		err = replay_runtime(rp, tr, g);
 	}
 	while (!err && !(o->compute_ns_per_token > 0 || o->hints) && !stop &&
@@ -1600,6 +1622,10 @@ static int parse_replay_opt(struct replay_opts *o, const char *name,
 		if (parse_u64(val, &v) || !v || v > 1024)
 			return -EINVAL;
 		o->compare_hints = v;
+	} else if (!strcmp(name, "hint-budget")) {
+		if (parse_u64(val, &v) || v >= UINT32_MAX)
+			return -EINVAL;
+		o->hint_budget = v;
 	} else if (!strcmp(name, "hbm-slots")) {
 		if (parse_u64(val, &v) || !v || v > KVTIER_HBM_SLOTS_MAX)
 			return -EINVAL;
@@ -1635,6 +1661,7 @@ int main(int argc, char **argv)
 		.use_mmap = 1,
 		.hbm_backend = KVTIER_HBM_EMUL,
 		.hbm_gbps = DEFAULT_HBM_GBPS,
+		.hint_budget = ~0U,
 	};
 	enum { GEN, REPLAY, STATS } cmd;
 	int i;

@@ -173,6 +173,15 @@ int lookahead_new(uint32_t window, struct lookahead **lap);
  * @tier:	KVTIER_TIER_DRAM (the default) or KVTIER_TIER_HBM.
  */
 void lookahead_set_tier(struct lookahead *la, uint32_t tier);
+/**
+ * lookahead_set_budget() - most blocks the window's hints may name at once
+ * @la:		the queue.
+ * @blocks:	0 (the default): no bound. A request is hinted only once it
+ *		and the requests before it in the window name no more than
+ *		this; what the target tier holds, so that staging for later
+ *		requests does not give back what earlier ones are about to use.
+ */
+void lookahead_set_budget(struct lookahead *la, uint32_t blocks);
 /** lookahead_free() - free it (NULL is a no-op) */
 void lookahead_free(struct lookahead *la);
 /**

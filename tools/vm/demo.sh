@@ -52,8 +52,10 @@ if [[ -x tools/kvtier-demo ]]; then
 	step "kvtier-demo replay ${hint_args[*]}"
 	tools/kvtier-demo replay "${hint_args[@]}"
 	# Three tiers: the prefix must be in HBM (the emulated device, its
-	# link held to 1 GB/s); hints stage NVMe -> DRAM -> HBM.
-	read -r -a hbm_args <<<"${KVTIER_DEMO_HBM_ARGS:---compare-hints 8 --hbm-slots 128 --compute-us-per-token 5 --max-requests 150 --dram-blocks 128 --verify sample}"
+	# link held to 1 GB/s); hints stage NVMe -> DRAM -> HBM. An arena of
+	# 64 slots is smaller than what the requests use, so that the run
+	# without hints waits for blocks (about 130 of them).
+	read -r -a hbm_args <<<"${KVTIER_DEMO_HBM_ARGS:---compare-hints 8 --hbm-slots 64 --compute-us-per-token 5 --max-requests 300 --dram-blocks 128 --verify sample}"
 	step "kvtier-demo replay ${hbm_args[*]}"
 	tools/kvtier-demo replay "${hbm_args[@]}"
 fi
