@@ -452,19 +452,37 @@ static u32 kvt_pin_record_run(struct kvt_handle *h, struct kvtier_block *ents,
 	return i;
 }
 
+/*
+ * The reads of a LOOKUP's prefix blocks that are only on NVMe go out ahead
+ * of the waits for them, in a window that half the pool's DRAM can hold,
+ * as GET's do: more would evict the head of the prefix to read its tail.
+ * The first window's go out at once, then entry i + window's as entry i is
+ * waited for: this starts entry @i's read, if it is in the prefix.
+ */
+static void kvt_lookup_ahead(struct kvt_pool *pool,
+			     const struct kvtier_block *ents, u32 i, u32 prefix)
+{
+	if (i < prefix && ents[i].tier == KVTIER_TIER_NVME)
+		kvt_res_load_ahead(pool, ents[i].key);
+}
+
 static void kvt_lookup_pin(struct kvt_handle *h, struct kvtier_block *ents,
-			   u32 *prefix)
+			   u32 window, u32 *prefix)
 {
 	struct kvt_pool *pool = h->pool;
 	bool loaded = false;
-	u32 i, j, slot;
+	u32 i, j, k, slot;
 	int ret = 0;
 
 	for (i = 0; i < *prefix && !ret; ) {
 		if (ents[i].status == KVT_PINNED) {
-			i = kvt_pin_record_run(h, ents, i, *prefix, &ret);
+			k = kvt_pin_record_run(h, ents, i, *prefix, &ret);
+			for (; i < k; i++)
+				kvt_lookup_ahead(pool, ents, i + window,
+						 *prefix);
 			continue;
 		}
+		kvt_lookup_ahead(pool, ents, i + window, *prefix);
 		ret = kvt_pin_one(h, &ents[i]);
 		loaded = true;
 		if (!ret)
@@ -500,7 +518,7 @@ static void kvt_lookup(struct kvt_handle *h, struct kvtier_block *ents,
 	bool pin = flags & KVTIER_LOOKUP_PIN;
 	struct kvt_pool *pool = h->pool;
 	bool in_prefix = true;
-	u32 i, addr, slot;
+	u32 i, addr, slot, window;
 
 	*prefix = 0;
 	spin_lock(&pool->lock);
@@ -534,18 +552,19 @@ static void kvt_lookup(struct kvt_handle *h, struct kvtier_block *ents,
 	if (!(flags & (KVTIER_LOOKUP_LOAD | KVTIER_LOOKUP_PIN)))
 		return;
 
-	/* Bring the prefix into DRAM: start every read, then wait. */
-	for (i = 0; i < *prefix; i++)
-		if (ents[i].tier == KVTIER_TIER_NVME)
-			kvt_res_load_ahead(pool, ents[i].key);
+	/* Bring the prefix into DRAM: reads go out ahead, then each waited. */
+	window = min(*prefix, max(1U, pool->dram_blocks / 2));
+	for (i = 0; i < window; i++)
+		kvt_lookup_ahead(pool, ents, i, *prefix);
 	if (pin) {
-		kvt_lookup_pin(h, ents, prefix);
+		kvt_lookup_pin(h, ents, window, prefix);
 		return;
 	}
 	for (i = 0; i < *prefix; i++) {
 		struct kvtier_block *e = &ents[i];
 		int ret;
 
+		kvt_lookup_ahead(pool, ents, i + window, *prefix);
 		if (e->tier == KVTIER_TIER_DRAM)
 			continue;
 		/* In HBM and written down already: in DRAM too. */

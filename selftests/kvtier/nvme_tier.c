@@ -252,6 +252,38 @@ TEST_F(tier, lookup_load_stops_at_miss)
 	EXPECT_EQ(2, PSTAT(self->pfd, promotions));
 }
 
+/*
+ * A prefix twice the DRAM share loads block by block: each read once, none
+ * evicted by the reads of the blocks after it before it was waited for.
+ */
+TEST_F(tier, lookup_load_reads_each_once)
+{
+	struct kvtier_block b[2 * DRAM];
+	long long before;
+	unsigned int i;
+	__u32 done;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	for (i = 0; i < 2 * DRAM; i++) {
+		ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, i));
+	}
+	before = PSTAT(self->pfd, promotions);
+	ASSERT_EQ(0, lookup_range(self->pfd, b, 0, 2 * DRAM, KVTIER_LOOKUP_LOAD,
+				  &done));
+	ASSERT_EQ(2 * DRAM, done);
+	for (i = 0; i < 2 * DRAM; i++) {
+		EXPECT_EQ(0, b[i].status);
+		EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[i].tier);
+	}
+	EXPECT_EQ(2 * DRAM, PSTAT(self->pfd, promotions) - before);
+	/* The last ones loaded are the ones left, exact. */
+	for (i = DRAM + DRAM / 2; i < 2 * DRAM; i++) {
+		ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, i, 1));
+	}
+	EXPECT_EQ(2 * DRAM, PSTAT(self->pfd, promotions) - before);
+}
+
 /* A fault on a block only on NVMe loads it; evicted and faulted again. */
 TEST_F(tier, mmap_fault_loads)
 {
