@@ -22,8 +22,9 @@
  *       of them in DRAM, and SYNC every SYNC_EVERY batches of 16 (defaults
  *       8, 4096, 1024); after each SYNC that returns 0, append "PASS UPTO"
  *       to LOG (and fsync it): the pass and the keys of it written before
- *       the SYNC started. Runs until killed; creates LOG.started after the
- *       first acknowledged SYNC.
+ *       the SYNC started. First, keys KEYS..KEYS+15 are PUT, synced,
+ *       dropped and synced: check wants them absent. Runs until killed;
+ *       creates LOG.started after the first acknowledged SYNC.
  *   nvme_tool check POOL PASS UPTO KEYS MAXGEN
  *       after a crash, with the last line of the writer's LOG: every
  *       acknowledged block (of keys 0..KEYS-1) there in its acknowledged
@@ -397,6 +398,19 @@ static int cmd_writer(int argc, char **argv)
 	if (!bufs)
 		die(2, "no memory");
 
+	/* Blocks on the device, dropped and synced: they must stay gone. */
+	ret = replace_keys(pfd, WRITER_BS, keys, BATCH, 1, bufs);
+	if (!ret)
+		ret = nvt_sync(pfd, NULL);
+	for (k = keys; !ret && k < keys + BATCH; k++)
+		ret = kst_drop1(pfd, NVT_TOOL_K0, k);
+	if (!ret)
+		ret = nvt_sync(pfd, NULL);
+	if (ret)
+		die(1, "PUT, SYNC, DROP, SYNC of keys %llu..: %s", keys,
+		    strerror(-ret));
+	k = 0;
+
 	for (;;) {
 		__u64 n = keys - k < BATCH ? keys - k : BATCH;
 
@@ -501,8 +515,10 @@ static int cmd_check(int argc, char **argv)
 					       want);
 				continue;
 			}
+			/* The writer dropped and synced keys past KEYS. */
 			if (ret != -ENOENT && ++wrong <= 10)
 				printf("check %s: key %llu: %s\n", argv[0], key,
+				       key >= keys ? "dropped and synced, but there" :
 				       ret == -EILSEQ ? "WRONG BYTES" :
 				       strerror(-ret));
 			if (want && ++lost <= 10)
