@@ -1322,17 +1322,15 @@ static void kvt_rd_done(struct work_struct *work)
  * drained, under kvt_nvme_lock, before the slot can be reused). In the two
  * last cases the copy is not lost, only out of reach for the moment.
  *
+ * A hint, as kvt_nvme_live() is: the load looks the device up again under
+ * kvt_nvme_qlock and is a miss if it went since.
+ *
  * Return: true if its device is attached.
  */
 static bool kvt_nvme_reachable(struct kvt_pool *pool, u32 addr)
 {
-	bool ret;
-
 	lockdep_assert_held(&pool->lock);
-	spin_lock(&kvt_nvme_qlock);
-	ret = kvt_nvmes[pool->blocks[addr].ndev];
-	spin_unlock(&kvt_nvme_qlock);
-	return ret;
+	return READ_ONCE(kvt_nvmes[pool->blocks[addr].ndev]);
 }
 
 /**
@@ -1562,12 +1560,12 @@ static bool kvt_nvme_live(struct kvt_pool *pool)
 
 /* The NVMe tier, for the residency layer. */
 const struct kvt_tier_ops kvt_nvme_tier = {
-	.name	= "nvme",
-	.reachable = kvt_nvme_reachable,
-	.load	= kvt_nvme_load,
-	.clean	= kvt_nvme_clean,
-	.doomed	= kvt_nvme_doomed,
-	.sync	= kvt_nvme_sync,
-	.drop	= kvt_nvme_drop,
-	.live	= kvt_nvme_live,
+	.name		= "nvme",
+	.reachable	= kvt_nvme_reachable,
+	.load		= kvt_nvme_load,
+	.clean		= kvt_nvme_clean,
+	.doomed		= kvt_nvme_doomed,
+	.sync		= kvt_nvme_sync,
+	.drop		= kvt_nvme_drop,
+	.live		= kvt_nvme_live,
 };

@@ -198,7 +198,8 @@ static int bench_sg(void)
 	char *lay = MAP_FAILED, *stage = MAP_FAILED;
 	uint32_t done, b, l, r;
 	int trial, ret;
-	uint64_t t;
+	uint64_t t, moved;
+	size_t i;
 
 	ret = bench_pool("sg", COPY_BLOCK, 2 * SG_BLOCKS, &pool);
 	if (ret)
@@ -211,8 +212,8 @@ static int bench_sg(void)
 		ret = warn("layer buffers", -errno);
 		goto out;
 	}
-	for (t = 0; t < bytes / 8; t++)
-		((uint64_t *)lay)[t] = t * 0x9e3779b97f4a7c15ULL;
+	for (i = 0; i < bytes / 8; i++)
+		((uint64_t *)lay)[i] = i * 0x9e3779b97f4a7c15ULL;
 	memset(stage, 0, bytes);
 	for (b = 0; b < SG_BLOCKS; b++) {
 		struct kvtier_key k = bench_key(b);
@@ -275,13 +276,13 @@ static int bench_sg(void)
 		if (trial >= 0)
 			t_sca[trial] = (now_ns() - t) / 1e9;
 	}
-	t = (uint64_t)SG_ROUNDS * bytes;
+	moved = (uint64_t)SG_ROUNDS * bytes;
 	figure("put_sg_vs_memcpy", "%.3f", best_of(t_gat, TRIALS) / best_of(t_put, TRIALS));
 	figure("get_sg_vs_memcpy", "%.3f", best_of(t_sca, TRIALS) / best_of(t_get, TRIALS));
-	figure("put_sg_gbps", "%.2f", t / best_of(t_put, TRIALS) / 1e9);
-	figure("get_sg_gbps", "%.2f", t / best_of(t_get, TRIALS) / 1e9);
-	figure("sg_gather_memcpy_gbps", "%.2f", t / best_of(t_gat, TRIALS) / 1e9);
-	figure("sg_scatter_memcpy_gbps", "%.2f", t / best_of(t_sca, TRIALS) / 1e9);
+	figure("put_sg_gbps", "%.2f", moved / best_of(t_put, TRIALS) / 1e9);
+	figure("get_sg_gbps", "%.2f", moved / best_of(t_get, TRIALS) / 1e9);
+	figure("sg_gather_memcpy_gbps", "%.2f", moved / best_of(t_gat, TRIALS) / 1e9);
+	figure("sg_scatter_memcpy_gbps", "%.2f", moved / best_of(t_sca, TRIALS) / 1e9);
 out:
 	if (lay != MAP_FAILED)
 		munmap(lay, bytes);
