@@ -288,7 +288,7 @@ static int kvt_drop_one(struct kvt_pool *pool, struct kvtier_block *e)
 		spin_unlock(&pool->lock);
 		return -EBUSY;
 	}
-	kvt_res_unlink(pool, addr);
+	kvt_res_drop(pool, addr);
 	pool->stats.drops++;
 	release = !pool->blocks[addr].users;
 	spin_unlock(&pool->lock);

@@ -194,9 +194,12 @@ struct kvt_pool {
 	u64 wb_errors;			/* writes to NVMe that failed */
 	u64 wb_lost;			/* dirty blocks dropped on a failed write */
 	u64 wb_lost_seen;		/* wb_lost when SYNC last reported it */
+	u32 nr_drops;			/* tombstones queued, not yet durable */
+	u64 drops_lost;			/* tombstones that could not be written */
+	u64 drops_lost_seen;		/* drops_lost when SYNC last reported it */
 	u32 nr_loading;			/* blocks being read from NVMe */
 	u32 io_events;			/* NVMe reads and writes that ended */
-	wait_queue_head_t wq;		/* KVT_BF_* flags and nr_wb drop */
+	wait_queue_head_t wq;		/* KVT_BF_* flags, nr_wb, nr_drops drop */
 	struct kvt_pool_counters stats;
 
 	atomic64_t chunk_meta;		/* bytes of chunk arrays */
@@ -330,6 +333,8 @@ bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
  *	   coldest first; victims: needed out now; pool->lock held (NVMe)
  * @doomed: whether a block's copy is about to be reclaimed (NVMe)
  * @sync: write every dirty block of a pool and wait (NVMe)
+ * @drop: a block with a copy leaves the pool for good (DROP): the copy
+ *	  must not come back at the next attach; pool->lock held (NVMe)
  * @live: whether the tier takes blocks now (NVMe: a device attached)
  * @where: a block's slot, or KVT_NIL; pool->lock held (HBM)
  * @used: blocks the tier holds; pool->lock held (HBM)
@@ -353,6 +358,7 @@ struct kvt_tier_ops {
 	int (*clean)(struct kvt_pool *pool, unsigned int nr, bool victims);
 	bool (*doomed)(struct kvt_pool *pool, u32 addr);
 	int (*sync)(struct kvt_pool *pool, u64 *written);
+	void (*drop)(struct kvt_pool *pool, u32 addr);
 	bool (*live)(struct kvt_pool *pool);
 	u32 (*where)(struct kvt_pool *pool, u32 addr);
 	u32 (*used)(struct kvt_pool *pool);
@@ -386,6 +392,7 @@ int kvt_res_new(struct kvt_pool *pool, const u64 *key, u32 *addrp)
 void kvt_res_new_abort(struct kvt_pool *pool, u32 addr);
 void kvt_res_publish(struct kvt_pool *pool, u32 addr);
 void kvt_res_unlink(struct kvt_pool *pool, u32 addr);
+void kvt_res_drop(struct kvt_pool *pool, u32 addr);
 void kvt_res_release(struct kvt_pool *pool, u32 addr);
 void kvt_res_put_user(struct kvt_pool *pool, u32 addr)
 	__releases(&pool->lock);

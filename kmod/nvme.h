@@ -37,6 +37,18 @@ struct kvt_wb_entry {
 	bool victim;		/* chosen for eviction, not by SYNC */
 };
 
+/*
+ * struct kvt_tomb - a tombstone waiting for a segment: a dropped block's
+ * copy must not come back at the next attach
+ */
+struct kvt_tomb {
+	struct list_head node;
+	struct kvt_pool *pool;	/* referenced; its nr_drops counts this */
+	u64 key[2];
+	u32 nloc;		/* the dropped copy's device page */
+	u64 seq;		/* and its region's seq */
+};
+
 struct kvt_nvme {
 	struct block_device *bdev;
 	/*
@@ -70,6 +82,9 @@ struct kvt_nvme {
 	u32 qhead;
 	u32 qlen;
 	u32 qcap;
+	/* Tombstones to write, also protected by kvt_nvme_qlock. */
+	struct list_head tombs;
+	u32 nr_tombs;
 
 	struct workqueue_struct *wq;
 	struct work_struct write_work;
@@ -138,5 +153,6 @@ u32 kvt_block_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed);
 void kvt_nvme_write_work(struct work_struct *work);
 int kvt_nvme_writer_init(struct kvt_nvme *nvme);
 void kvt_nvme_writer_exit(struct kvt_nvme *nvme);
+void kvt_tomb_end(struct kvt_tomb *t, int status);
 
 #endif /* _KVTIER_NVME_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The on-disk format of the NVMe tier, version 2.
+ * The on-disk format of the NVMe tier, version 3.
  * Documentation/nvme-format.rst describes it; keep the two in step.
  *
  *   byte 0        superblock (struct kvt_disk_sb), one 4 KiB page
@@ -15,14 +15,16 @@
  * little endian; every structure carries a crc32c of itself.
  *
  * Version 1 had one segment per region (seg_page, seg_pages and nonce
- * zero); a version 2 reader takes such a region as one segment spanning it.
+ * zero); a reader takes such a region as one segment spanning it. Version 3
+ * adds tombstones (KVT_REC_DROP), which versions 1 and 2 never wrote, and
+ * writes segments in the order of (seq, seg_page).
  */
 #ifndef _KVTIER_NVME_FORMAT_H
 #define _KVTIER_NVME_FORMAT_H
 
 #include <linux/types.h>
 
-#define KVT_FORMAT_VERSION	2
+#define KVT_FORMAT_VERSION	3
 #define KVT_FORMAT_VERSION_MIN	1	/* still read */
 #define KVT_SB_MAGIC		0x627372656974766bULL	/* "kvtiersb" */
 #define KVT_REGION_MAGIC	0x677272656974766bULL	/* "kvtierrg" */
@@ -64,15 +66,24 @@ struct kvt_disk_pool {
 	__le32 crc;		/* of the struct, this field zero */
 };
 
+/*
+ * A record: a block's copy, or with KVT_REC_DROP a tombstone. A tombstone
+ * has no data (pages 0, crc 0); page is the dropped copy's device page
+ * (from the device's start, not the region's) and drop_seq the seq of its
+ * region: at attach, once every record is replayed, it removes the key if
+ * the key's copy on this device is that copy or an older one.
+ */
 struct kvt_disk_rec {
 	__le64 pool_id;
 	__le64 key[2];
 	__le32 page;		/* first page of the data, from region start */
 	__le32 pages;
 	__le32 crc;		/* keyed crc32c of the data, see kvt_rec_seed */
-	__le32 flags;
-	__le64 reserved;
+	__le32 flags;		/* KVT_REC_* */
+	__le64 drop_seq;	/* tombstone: the dropped copy's region seq */
 };
+
+#define KVT_REC_DROP		0x1U	/* a tombstone (version 3) */
 
 /* The summary of one segment; the first segment's is at the region's start. */
 struct kvt_disk_region {

@@ -9,9 +9,10 @@
  * is the same pool), records the persistent pools it lacks, and rebuilds
  * the index by replaying every valid segment summary in write order (the
  * newest copy of a key on the device wins; a copy on another device is
- * kept). Detach writes back the persistent pools when it takes the last
- * device, and waits for the device's I/O. Documentation/nvme-format.rst has
- * the layout.
+ * kept), then applies the tombstones of dropped copies. Detach writes
+ * back the persistent pools when it takes the last device, and waits for
+ * the device's I/O and tombstones. Documentation/nvme-format.rst has the
+ * layout.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -287,8 +288,83 @@ static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u8 ndev,
 	kvt_res_put_user(pool, addr);
 }
 
-static void kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
-			       struct kvt_disk_region *dr)
+/* struct kvt_replay - what replay keeps until every record is in */
+struct kvt_replay {
+	struct kvt_disk_rec *drops;	/* the tombstones met */
+	u32 nr_drops;
+	u32 max_drops;
+};
+
+/* Keep a tombstone for kvt_replay_drops(). */
+static int kvt_replay_keep(struct kvt_replay *rp, struct kvt_disk_rec *rec)
+{
+	if (rp->nr_drops == rp->max_drops) {
+		u32 max = max(64U, rp->max_drops * 2);
+		struct kvt_disk_rec *drops;
+
+		drops = kvmalloc_array(max, sizeof(*drops), GFP_KERNEL);
+		if (!drops)
+			return -ENOMEM;
+		if (rp->nr_drops)
+			memcpy(drops, rp->drops, rp->nr_drops * sizeof(*drops));
+		kvfree(rp->drops);
+		rp->drops = drops;
+		rp->max_drops = max;
+	}
+	rp->drops[rp->nr_drops++] = *rec;
+	return 0;
+}
+
+/*
+ * Apply the tombstones, once every record is replayed: replay goes region
+ * by region, and a tombstone must never be undone by a record of the copy
+ * it names that comes later in that order. A tombstone removes its key's
+ * copy on this device if that copy is the one it names or an older one,
+ * in (seq, page) order, which is the order segments are written in; a
+ * newer PUT of the key stays.
+ */
+static void kvt_replay_drops(struct kvt_nvme *nvme, struct kvt_replay *rp)
+{
+	struct kvt_pool *pool = NULL;
+	u32 i;
+
+	for (i = 0; i < rp->nr_drops; i++) {
+		struct kvt_disk_rec *rec = &rp->drops[i];
+		u64 key[2] = { le64_to_cpu(rec->key[0]),
+			       le64_to_cpu(rec->key[1]) };
+		u64 id = le64_to_cpu(rec->pool_id);
+		u64 seq = le64_to_cpu(rec->drop_seq), cseq;
+		u32 nloc = le32_to_cpu(rec->page), addr, r;
+		struct kvt_block *blk;
+
+		if (!pool || pool->id != id) {
+			if (pool)
+				kvt_pool_put(pool);
+			pool = kvt_pool_get_by_id(id);
+		}
+		if (!pool)
+			continue;
+		spin_lock(&pool->lock);
+		addr = kvt_block_find(pool, key);
+		blk = addr != KVT_NIL ? &pool->blocks[addr] : NULL;
+		if (blk && blk->state == KVT_BLK_READY &&
+		    blk->nloc != KVT_NIL && blk->ndev == nvme->index &&
+		    kvt_loc_bytes(blk->nloc) >= KVT_DATA_OFF) {
+			r = kvt_loc_region(nvme, blk->nloc);
+			cseq = r < nvme->nr_regions ? nvme->regions[r].seq : 0;
+			/* Only on NVMe, it goes; in DRAM, it is dirty again. */
+			if (cseq < seq || (cseq == seq && blk->nloc <= nloc))
+				kvt_res_forget_nvme(pool, addr);
+		}
+		spin_unlock(&pool->lock);
+	}
+	if (pool)
+		kvt_pool_put(pool);
+}
+
+static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
+			      struct kvt_disk_region *dr,
+			      struct kvt_replay *rp)
 {
 	u32 first = kvt_region_bytes_off(nvme, r) / KVT_DISK_PAGE;
 	u32 start = le32_to_cpu(dr->seg_page);
@@ -303,7 +379,19 @@ static void kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 			       le64_to_cpu(rec->key[1]) };
 		u64 id = le64_to_cpu(rec->pool_id);
 		u32 page = le32_to_cpu(rec->page);
+		u32 flags = le32_to_cpu(rec->flags);
 
+		if (flags & KVT_REC_DROP) {
+			if (!rec->pages && kvt_replay_keep(rp, rec)) {
+				if (pool)
+					kvt_pool_put(pool);
+				return -ENOMEM;
+			}
+			continue;
+		}
+		/* A record of a kind this version does not know. */
+		if (flags)
+			continue;
 		if (!pool || pool->id != id) {
 			if (pool)
 				kvt_pool_put(pool);
@@ -320,14 +408,17 @@ static void kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 	}
 	if (pool)
 		kvt_pool_put(pool);
+	return 0;
 }
 
 /*
  * Rebuild the index: replay every valid segment summary, regions oldest
- * first, each region's segments in the order they were written.
+ * first, each region's segments in the order they were written; then the
+ * tombstones.
  */
 static int kvt_nvme_rebuild(struct kvt_nvme *nvme)
 {
+	struct kvt_replay rp = { };
 	struct kvt_region_seq *order;
 	struct kvt_disk_region *dr;
 	u32 r, n = 0, i;
@@ -357,8 +448,11 @@ static int kvt_nvme_rebuild(struct kvt_nvme *nvme)
 
 		r = order[i].region;
 		while (!(ret = kvt_segment_read(nvme, r, &page, order[i].seq,
-						dr)))
-			kvt_replay_segment(nvme, r, dr);
+						dr))) {
+			ret = kvt_replay_segment(nvme, r, dr, &rp);
+			if (ret)
+				goto out_free;
+		}
 		if (ret != -EBADMSG)
 			goto out_free;
 		if (!page)
@@ -369,8 +463,10 @@ static int kvt_nvme_rebuild(struct kvt_nvme *nvme)
 		nvme->next_seq = order[i].seq + 1;
 		nvme->head = (r + 1) % nvme->nr_regions;
 	}
+	kvt_replay_drops(nvme, &rp);
 	ret = 0;
 out_free:
+	kvfree(rp.drops);
 	kvfree(dr);
 	kvfree(order);
 	return ret;
@@ -499,6 +595,13 @@ void kvt_nvme_pool_erase(struct kvt_pool *pool)
 
 static void kvt_nvme_free(struct kvt_nvme *nvme)
 {
+	struct kvt_tomb *t, *tn;
+
+	/* Detach waits until they are written: none should be left here. */
+	list_for_each_entry_safe(t, tn, &nvme->tombs, node) {
+		list_del(&t->node);
+		kvt_tomb_end(t, -ENODEV);
+	}
 	if (nvme->wq)
 		destroy_workqueue(nvme->wq);
 	kvt_nvme_writer_exit(nvme);
@@ -584,6 +687,7 @@ int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 	nvme->pool_get = kvt_pool_get_by_id;
 	mutex_init(&nvme->lock);
 	nvme->open = KVT_NIL;
+	INIT_LIST_HEAD(&nvme->tombs);
 	atomic_set(&nvme->writes, 0);
 	atomic_set(&nvme->inflight, 0);
 	init_waitqueue_head(&nvme->idle);
@@ -679,7 +783,8 @@ static bool kvt_nvme_idle(struct kvt_nvme *nvme)
 	bool idle;
 
 	spin_lock(&kvt_nvme_qlock);
-	idle = !nvme->qlen && !atomic_read(&nvme->inflight);
+	idle = !nvme->qlen && !nvme->nr_tombs &&
+	       !atomic_read(&nvme->inflight);
 	spin_unlock(&kvt_nvme_qlock);
 	return idle;
 }

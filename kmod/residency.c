@@ -73,6 +73,22 @@ void kvt_res_unlink(struct kvt_pool *pool, u32 addr)
 }
 
 /**
+ * kvt_res_drop() - a READY block is dropped: it leaves the pool for good
+ * @pool: the pool, its lock held
+ * @addr: an unpinned READY block
+ *
+ * As kvt_res_unlink(), and a copy on NVMe is marked dropped there, so it
+ * does not come back at the next attach once the pool is synced.
+ */
+void kvt_res_drop(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	if (pool->blocks[addr].nloc != KVT_NIL)
+		kvt_nvme_tier.drop(pool, addr);
+	kvt_res_unlink(pool, addr);
+}
+
+/**
  * kvt_res_release() - free a DYING block's memory and its address
  * @pool: the pool
  * @addr: a DYING block without users, owned by the caller

@@ -21,6 +21,12 @@
  * Tiering is inclusive: a block promoted back to DRAM keeps its NVMe copy,
  * so evicting it again costs no write. The store on the device (superblock,
  * pool table, recovery, attach) is nvme_store.c.
+ *
+ * A DROP of a block with a copy queues a tombstone naming that copy; it
+ * rides in the next segment written, and SYNC writes the pool's and waits
+ * for them, so a synced DROP survives reload, reboot and power cut. Segments
+ * are written in the order of (seq, page), which is what lets a tombstone
+ * name "this copy and older ones" without ever removing a newer PUT.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -238,7 +244,109 @@ int kvt_segment_read(struct kvt_nvme *nvme, u32 r, u32 *page, u64 seq,
 	return 0;
 }
 
-/* Forget the blocks of one segment whose only copy is there. */
+/**
+ * kvt_tomb_new() - a tombstone for a dropped copy
+ * @pool: the pool, its lock held
+ * @key: the key
+ * @nloc: the copy's device page
+ * @seq: the seq of its region
+ *
+ * The pool is referenced and counts it in nr_drops until kvt_tomb_end().
+ *
+ * Return: the tombstone; NULL without memory, counted in drops_lost (the
+ * next SYNC reports -EIO).
+ */
+static struct kvt_tomb *kvt_tomb_new(struct kvt_pool *pool, const u64 *key,
+				     u32 nloc, u64 seq)
+{
+	struct kvt_tomb *t;
+
+	lockdep_assert_held(&pool->lock);
+	t = kmalloc(sizeof(*t), GFP_NOWAIT | __GFP_NOWARN);
+	if (!t) {
+		pool->drops_lost++;
+		return NULL;
+	}
+	kref_get(&pool->ref);
+	t->pool = pool;
+	t->key[0] = key[0];
+	t->key[1] = key[1];
+	t->nloc = nloc;
+	t->seq = seq;
+	pool->nr_drops++;
+	return t;
+}
+
+/*
+ * Queue a tombstone for the next segment of @nvme, the dropped copy's
+ * device. kvt_nvme_qlock held. The writer is not woken: the tombstone
+ * rides with the next blocks written, or SYNC and detach wake it.
+ */
+static void kvt_tomb_queue(struct kvt_nvme *nvme, struct kvt_tomb *t)
+{
+	lockdep_assert_held(&kvt_nvme_qlock);
+	list_add_tail(&t->node, &nvme->tombs);
+	nvme->nr_tombs++;
+}
+
+/**
+ * kvt_tomb_end() - a tombstone's segment write ended, or it never will
+ * @t: the tombstone, off every list; freed
+ * @status: 0 when it is durable
+ */
+void kvt_tomb_end(struct kvt_tomb *t, int status)
+{
+	struct kvt_pool *pool = t->pool;
+
+	spin_lock(&pool->lock);
+	pool->nr_drops--;
+	if (status)
+		pool->drops_lost++;
+	spin_unlock(&pool->lock);
+	wake_up_all(&pool->wq);
+	kvt_pool_put(pool);
+	kfree(t);
+}
+
+/*
+ * A tombstone of region @r, which is being reclaimed: while the region of
+ * the copy it names still holds that copy (same seq), the copy could come
+ * back at the next attach, so the tombstone is written again at the head
+ * of the log; else it is forgotten. nvme->lock held.
+ */
+static void kvt_tomb_reclaim(struct kvt_nvme *nvme, u32 r,
+			     struct kvt_disk_rec *rec)
+{
+	u64 key[2] = { le64_to_cpu(rec->key[0]), le64_to_cpu(rec->key[1]) };
+	u32 nloc = le32_to_cpu(rec->page);
+	u64 seq = le64_to_cpu(rec->drop_seq);
+	struct kvt_pool *pool;
+	struct kvt_tomb *t;
+	u32 tr;
+
+	if (kvt_loc_bytes(nloc) < KVT_DATA_OFF)
+		return;
+	tr = kvt_loc_region(nvme, nloc);
+	if (tr == r || tr >= nvme->nr_regions || nvme->regions[tr].seq != seq)
+		return;
+	pool = nvme->pool_get(le64_to_cpu(rec->pool_id));
+	if (!pool)
+		return;
+	spin_lock(&pool->lock);
+	t = kvt_tomb_new(pool, key, nloc, seq);
+	if (t) {
+		spin_lock(&kvt_nvme_qlock);
+		kvt_tomb_queue(nvme, t);
+		spin_unlock(&kvt_nvme_qlock);
+	}
+	spin_unlock(&pool->lock);
+	kvt_pool_put(pool);
+}
+
+/*
+ * Forget the blocks of one segment whose only copy is there; carry its
+ * tombstones forward where they still matter.
+ */
 static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 				struct kvt_disk_region *dr)
 {
@@ -252,6 +360,10 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 		struct kvt_pool *pool;
 		u32 addr;
 
+		if (le32_to_cpu(rec->flags) & KVT_REC_DROP) {
+			kvt_tomb_reclaim(nvme, r, rec);
+			continue;
+		}
 		pool = nvme->pool_get(le64_to_cpu(rec->pool_id));
 		if (!pool)
 			continue;
@@ -386,7 +498,9 @@ struct kvt_wbr {
 	u32 pages;		/* its length, as reserved */
 	u64 seq;
 	u64 nonce;
-	u32 nr;
+	u32 nr;			/* blocks in ents[] */
+	struct list_head tombs;	/* tombstones it writes */
+	u32 nr_tombs;
 	u64 bytes;		/* summary bytes written */
 	u64 demoted;		/* block bytes written */
 	bool data_done;		/* the data is durable; the summary goes now */
@@ -479,6 +593,7 @@ static struct kvt_wbr *kvt_wbr_alloc(struct kvt_nvme *nvme)
 	if (!wbr)
 		return NULL;
 	memset(wbr, 0, size);
+	INIT_LIST_HEAD(&wbr->tombs);
 	wbr->summary = kvt_wb_mem_get(nvme->summary_reserve,
 				      kvt_summary_bytes(nvme));
 	if (!wbr->summary) {
@@ -488,10 +603,12 @@ static struct kvt_wbr *kvt_wbr_alloc(struct kvt_nvme *nvme)
 	return wbr;
 }
 
-static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
-			  u8 ndev, u32 nloc, u32 crc, int status)
+static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
+			  struct kvt_wb_entry *e, u32 nloc, u32 crc, u64 seq,
+			  int status)
 {
 	struct kvt_block *blk = &pool->blocks[e->addr];
+	struct kvt_tomb *t;
 
 	spin_lock(&pool->lock);
 	blk->flags &= ~KVT_BF_WB;
@@ -499,7 +616,7 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 	pool->io_events++;
 	if (blk->state == KVT_BLK_READY) {
 		if (!status && nloc != KVT_NIL) {
-			blk->ndev = ndev;
+			blk->ndev = nvme->index;
 			blk->nloc = nloc;
 			blk->ncrc = crc;
 			pool->nr_nvme++;
@@ -519,6 +636,17 @@ static void kvt_wb_finish(struct kvt_pool *pool, struct kvt_wb_entry *e,
 			pool->res->unlink(pool, e->addr);
 			pool->stats.evictions++;
 			pool->wb_lost++;
+		}
+	} else if (!status && nloc != KVT_NIL) {
+		/*
+		 * Dropped while its copy was being written: the copy is on
+		 * the device now, and no block names it; a tombstone does.
+		 */
+		t = kvt_tomb_new(pool, blk->key, nloc, seq);
+		if (t) {
+			spin_lock(&kvt_nvme_qlock);
+			kvt_tomb_queue(nvme, t);
+			spin_unlock(&kvt_nvme_qlock);
 		}
 	}
 	kvt_res_hook_put(pool, e->addr);
@@ -550,6 +678,7 @@ static void kvt_wbr_done(struct work_struct *work)
 	struct kvt_nvme *nvme = wbr->io.nvme;
 	struct kvt_disk_region *dr = wbr->summary;
 	u32 first = kvt_region_bytes_off(nvme, wbr->region) / KVT_DISK_PAGE;
+	struct kvt_tomb *t, *tn;
 	struct kvt_region *rg;
 	u32 i;
 
@@ -591,9 +720,13 @@ static void kvt_wbr_done(struct work_struct *work)
 			nloc = first + le32_to_cpu(dr->recs[e->rec].page);
 			crc = le32_to_cpu(dr->recs[e->rec].crc);
 		}
-		kvt_wb_finish(e->pool, e, nvme->index, nloc, crc,
+		kvt_wb_finish(nvme, e->pool, e, nloc, crc, wbr->seq,
 			      wbr->io.status);
 		kvt_pool_put(e->pool);
+	}
+	list_for_each_entry_safe(t, tn, &wbr->tombs, node) {
+		list_del(&t->node);
+		kvt_tomb_end(t, wbr->io.status);
 	}
 	/* Back to the reserve first: the writer may need it to go on. */
 	kvt_wbr_free(nvme, wbr);
@@ -613,15 +746,20 @@ static u32 kvt_summary_pages(u32 nr)
 
 /*
  * Take entries off the queue for a segment of at most @room pages, summary
- * included; with @peek, only count them. kvt_nvme_qlock held.
+ * included, tombstones first (a record each, no data); with @peek, only
+ * count them. kvt_nvme_qlock held.
  *
  * Return: the pages the segment takes (0: nothing queued fits).
  */
 static u32 kvt_queue_take(struct kvt_nvme *nvme, struct kvt_wbr *wbr,
 			  u32 room, bool peek)
 {
-	u32 data = 0, nr = 0, q = nvme->qhead, left = nvme->qlen;
+	u32 data = 0, nr = 0, q = nvme->qhead, left = nvme->qlen, tombs;
 
+	while (nr < nvme->nr_tombs && nr < nvme->max_recs &&
+	       kvt_summary_pages(nr + 1) <= room)
+		nr++;
+	tombs = nr;
 	while (left && nr < nvme->max_recs) {
 		struct kvt_wb_entry *e = &nvme->queue[q];
 		u32 pages = e->pool->pages_per_block;
@@ -630,7 +768,7 @@ static u32 kvt_queue_take(struct kvt_nvme *nvme, struct kvt_wbr *wbr,
 			break;
 		data += pages;
 		if (!peek)
-			wbr->ents[nr] = *e;
+			wbr->ents[nr - tombs] = *e;
 		nr++;
 		q = (q + 1) % nvme->qcap;
 		left--;
@@ -638,9 +776,13 @@ static u32 kvt_queue_take(struct kvt_nvme *nvme, struct kvt_wbr *wbr,
 	if (!nr)
 		return 0;
 	if (!peek) {
-		wbr->nr = nr;
+		wbr->nr = nr - tombs;
 		nvme->qhead = q;
 		nvme->qlen = left;
+		wbr->nr_tombs = tombs;
+		nvme->nr_tombs -= tombs;
+		while (tombs--)
+			list_move_tail(nvme->tombs.next, &wbr->tombs);
 	}
 	return kvt_summary_pages(nr) + data;
 }
@@ -695,14 +837,15 @@ static int kvt_segment_next(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
 
 	mutex_lock(&nvme->lock);
 	spin_lock(&kvt_nvme_qlock);
-	if (!nvme->qlen)
+	if (!nvme->qlen && !nvme->nr_tombs)
 		goto out_unlock;
 	if (nvme->open != KVT_NIL) {
 		rg = &nvme->regions[nvme->open];
 		/*
 		 * While a segment of the open region is being written, only
 		 * a batch that fills a region of its own goes ahead, to the
-		 * next region; a smaller one waits to be appended.
+		 * next region, which closes this one; a smaller one waits to
+		 * be appended.
 		 */
 		if (rg->state == KVT_REGION_WRITING) {
 			pages = kvt_queue_take(nvme, wbr, nvme->region_pages,
@@ -726,8 +869,13 @@ static int kvt_segment_next(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
 		if (ret)
 			goto out_unlock;
 		rg = &nvme->regions[wbr->region];
-		if (nvme->open == KVT_NIL)
-			nvme->open = wbr->region;
+		/*
+		 * The region opened last takes the next segments: one still
+		 * being written is closed, so that (seq, page) is the order
+		 * in which segments were taken, which replay and tombstones
+		 * rely on.
+		 */
+		nvme->open = wbr->region;
 	} else {
 		wbr->region = nvme->open;
 	}
@@ -767,6 +915,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	struct kvt_nvme *nvme = wbr->io.nvme;
 	struct kvt_disk_region *dr = wbr->summary;
 	u32 page, i, n = 0, seed;
+	struct kvt_disk_rec *rec;
+	struct kvt_tomb *t;
 	struct bio *bio;
 	u64 demoted = 0;
 	size_t slen;
@@ -784,7 +934,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		spin_unlock(&pool->lock);
 	}
 	/* The summary takes the pages its records need; data follows. */
-	slen = round_up(struct_size(dr, recs, n), KVT_DISK_PAGE);
+	slen = round_up(struct_size(dr, recs, n + wbr->nr_tombs),
+			KVT_DISK_PAGE);
 	page = wbr->page + slen / KVT_DISK_PAGE;
 	memset(dr, 0, slen);
 
@@ -792,7 +943,6 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		struct kvt_wb_entry *e = &wbr->ents[i];
 		struct kvt_pool *pool = e->pool;
 		struct kvt_block *blk = &pool->blocks[e->addr];
-		struct kvt_disk_rec *rec;
 
 		if (e->rec == KVT_NIL)
 			continue;
@@ -808,10 +958,21 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		page += pool->pages_per_block;
 		demoted += pool->block_size;
 	}
+	/* Tombstones after the blocks: no data, they name the dropped copy. */
+	rec = &dr->recs[n];
+	list_for_each_entry(t, &wbr->tombs, node) {
+		rec->pool_id = cpu_to_le64(t->pool->id);
+		rec->key[0] = cpu_to_le64(t->key[0]);
+		rec->key[1] = cpu_to_le64(t->key[1]);
+		rec->page = cpu_to_le32(t->nloc);
+		rec->flags = cpu_to_le32(KVT_REC_DROP);
+		rec->drop_seq = cpu_to_le64(t->seq);
+		rec++;
+	}
 	dr->magic = cpu_to_le64(KVT_REGION_MAGIC);
 	dr->seq = cpu_to_le64(wbr->seq);
 	memcpy(dr->uuid, nvme->uuid, sizeof(dr->uuid));
-	dr->nr = cpu_to_le32(n);
+	dr->nr = cpu_to_le32(n + wbr->nr_tombs);
 	dr->summary_bytes = cpu_to_le32(slen);
 	dr->seg_page = cpu_to_le32(wbr->page);
 	dr->seg_pages = cpu_to_le32(wbr->pages);
@@ -1026,6 +1187,47 @@ static bool kvt_nvme_doomed(struct kvt_pool *pool, u32 addr)
 	return rescue;
 }
 
+/**
+ * kvt_nvme_drop() - a block with a copy is dropped: queue its tombstone
+ * @pool: the pool, its lock held
+ * @addr: a READY block with an NVMe copy, about to be unlinked
+ *
+ * The tombstone goes to the copy's device with the next segment written
+ * there; SYNC writes it and waits. A copy whose device is not attached
+ * (being detached) cannot be marked: that counts in drops_lost, and the
+ * next SYNC reports -EIO.
+ */
+static void kvt_nvme_drop(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	struct kvt_nvme *nvme;
+	struct kvt_tomb *t;
+	u64 seq = 0;
+	u32 r;
+
+	lockdep_assert_held(&pool->lock);
+	spin_lock(&kvt_nvme_qlock);
+	nvme = kvt_nvmes[blk->ndev];
+	if (nvme && kvt_loc_bytes(blk->nloc) >= KVT_DATA_OFF) {
+		r = kvt_loc_region(nvme, blk->nloc);
+		/*
+		 * Stable: reclaim forgets this copy, under pool->lock, before
+		 * the region's seq changes.
+		 */
+		if (r < nvme->nr_regions)
+			seq = READ_ONCE(nvme->regions[r].seq);
+	}
+	if (!seq) {
+		spin_unlock(&kvt_nvme_qlock);
+		pool->drops_lost++;
+		return;
+	}
+	t = kvt_tomb_new(pool, blk->key, blk->nloc, seq);
+	if (t)
+		kvt_tomb_queue(nvme, t);
+	spin_unlock(&kvt_nvme_qlock);
+}
+
 /* A block read in flight. */
 struct kvt_rd {
 	struct kvt_io io;
@@ -1207,22 +1409,33 @@ static int kvt_nvme_totals(struct kvt_pool *pool, u64 *regions,
 	return 0;
 }
 
-/**
- * kvt_nvme_sync() - write every dirty block of a pool and wait
- * @pool: the pool
- * @written: out: blocks written
- *
- * Like fsync(2) after a writeback error, a SYNC that runs to its end
- * reports -EIO once when a failed write dropped a dirty block of the pool
- * since the previous such SYNC (an eviction that could not demote its
- * victim): PUTs it acknowledged are not all there.
- *
- * Return: 0; -ENODEV without a device; -EFBIG if the pool's blocks do not
- * fit in a region; -ENOSPC if the devices cannot hold them all; -EIO if a
- * block could not be written, by this call or by an eviction since the
- * last SYNC; -EINTR if killed while waiting.
+/*
+ * Write the tombstones queued so far (those of the pool among them) and
+ * wait for the pool's. Return: 0; -EIO if one of the pool's could not be
+ * written since the last SYNC that said so; -EINTR if killed.
  */
-static int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
+static int kvt_nvme_sync_drops(struct kvt_pool *pool)
+{
+	int i, ret = 0;
+
+	spin_lock(&kvt_nvme_qlock);
+	for (i = 0; i < KVTIER_NVME_MAX; i++)
+		if (kvt_nvmes[i] && kvt_nvmes[i]->nr_tombs)
+			queue_work(kvt_nvmes[i]->wq, &kvt_nvmes[i]->write_work);
+	spin_unlock(&kvt_nvme_qlock);
+	if (wait_event_killable(pool->wq, !READ_ONCE(pool->nr_drops)))
+		return -EINTR;
+	spin_lock(&pool->lock);
+	if (pool->drops_lost != pool->drops_lost_seen) {
+		pool->drops_lost_seen = pool->drops_lost;
+		ret = -EIO;
+	}
+	spin_unlock(&pool->lock);
+	return ret;
+}
+
+/* Write every dirty block of a pool and wait: kvt_nvme_sync() less drops. */
+static int kvt_nvme_sync_blocks(struct kvt_pool *pool, u64 *written)
 {
 	u64 before, errors, reclaimed0, reclaimed, wrap, cap;
 	u32 addr;
@@ -1303,6 +1516,33 @@ static int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
 }
 
 /**
+ * kvt_nvme_sync() - write every dirty block and every drop of a pool, and
+ * wait
+ * @pool: the pool
+ * @written: out: blocks written
+ *
+ * Like fsync(2) after a writeback error, a SYNC that runs to its end
+ * reports -EIO once when a failed write dropped a dirty block of the pool
+ * since the previous such SYNC (an eviction that could not demote its
+ * victim): PUTs it acknowledged are not all there. Likewise for a DROP
+ * whose tombstone could not be written: its block may come back.
+ *
+ * Return: 0; -ENODEV without a device; -EFBIG if the pool's blocks do not
+ * fit in a region; -ENOSPC if the devices cannot hold them all; -EIO if a
+ * block or a drop could not be written, by this call or since the last
+ * SYNC; -EINTR if killed while waiting.
+ */
+static int kvt_nvme_sync(struct kvt_pool *pool, u64 *written)
+{
+	int ret = kvt_nvme_sync_blocks(pool, written);
+
+	/* Blocks written, and so copies dropped while they were: the drops. */
+	if (ret == -EINTR)
+		return ret;
+	return kvt_nvme_sync_drops(pool) ?: ret;
+}
+
+/**
  * kvt_nvme_live() - whether blocks can be demoted now
  * @pool: any pool
  *
@@ -1326,5 +1566,6 @@ const struct kvt_tier_ops kvt_nvme_tier = {
 	.clean		= kvt_nvme_clean,
 	.doomed		= kvt_nvme_doomed,
 	.sync		= kvt_nvme_sync,
+	.drop		= kvt_nvme_drop,
 	.live		= kvt_nvme_live,
 };

@@ -291,7 +291,7 @@ const char *kvtier_pool_name(const struct kvtier_pool *pool);
 int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st);
 
 /**
- * kvtier_sync() - make a pool's blocks durable on the NVMe tier
+ * kvtier_sync() - make a pool's blocks and drops durable on the NVMe tier
  * @pool:	the pool handle (not read-only).
  * @written:	out (optional): blocks written to NVMe by this call; 0 when
  *		the call fails.
@@ -301,7 +301,10 @@ int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st);
  * may not be included. The blocks stay durable as long as the device keeps
  * them: when its log is full it reclaims its oldest region and the blocks
  * only there go, synced or not. That is an eviction, which no kvtier_sync()
- * reports; kvtier_pool_stat .lost_blocks counts it.
+ * reports; kvtier_pool_stat .lost_blocks counts it. It also records on the
+ * device every kvtier_drop() of the pool made before it and waits: a block
+ * dropped before a kvtier_sync() that returns 0 stays dropped after a
+ * reload, a reboot or a power cut.
  *
  * Return: 0; -ENODEV when no NVMe tier is attached; -EBADF on a read-only
  * handle; -EFBIG when the pool's blocks are larger than a region of the
@@ -310,7 +313,8 @@ int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st);
  * call, reclaiming what it wrote); -EIO when a block could not be written,
  * or when a failed write since the previous kvtier_sync() dropped a block
  * that was not yet durable (an eviction could not demote it: acknowledged
- * PUTs are lost; reported once, as fsync(2) reports a writeback error);
+ * PUTs are lost), or when a drop could not be recorded and its block may
+ * come back (each reported once, as fsync(2) reports a writeback error);
  * -EINTR when killed while waiting.
  */
 int kvtier_sync(struct kvtier_pool *pool, uint64_t *written);
@@ -522,7 +526,10 @@ int kvtier_lookup(struct kvtier_pool *pool, struct kvtier_block *blk,
  * @flags:	0.
  * @done:	out (optional): entries dropped.
  *
- * Per-entry status: -ENOENT, -EBUSY (pinned).
+ * Per-entry status: -ENOENT, -EBUSY (pinned). A drop is durable once a
+ * kvtier_sync() of the pool returns 0 after it: from then on the block does
+ * not come back after a module reload, a reboot or a power cut; until then
+ * it may, with its old bytes.
  *
  * Return: see above.
  */

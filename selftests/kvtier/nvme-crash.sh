@@ -11,12 +11,13 @@
 # keys 0..4095 over and over with PUT REPLACE, pass p writing generation p,
 # 1024 blocks in DRAM, so eviction demotes all the time; it SYNCs every 8
 # batches of 16 and logs to the results share what each successful SYNC
-# covered. 2 to 6 seconds (random) after its first acknowledged SYNC, QEMU
+# covered. Before that it PUTs keys 4096..4111, SYNCs, DROPs them and SYNCs. 2 to 6 seconds (random) after its first acknowledged SYNC, QEMU
 # is killed (SIGKILL: no unload, no flush by the guest). A second boot on the
 # same backing file loads the module again and checks pool crash<R>: every
 # block acknowledged by a SYNC is there, in the acknowledged generation or a
-# newer one (REPLACE is not logged, see Documentation/nvme-format.rst), and
-# every block there has exact bytes. The pools of earlier rounds are checked
+# newer one (REPLACE is not logged, see Documentation/nvme-format.rst),
+# every block there has exact bytes, and the dropped keys are absent (check
+# takes a key past 4095 as wrong). The pools of earlier rounds are checked
 # for exact bytes only: the log may have wrapped over them since.
 # The drive is blank for round 1 and carries the earlier rounds' pools after.
 # (A power cut after every single write of a smaller workload, torn writes

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # kvtier NVMe tier: pools and blocks persist across module reload and
-# reboot, and a block corrupted on the device between boots is a miss.
+# reboot, a synced DROP stays dropped, and a block corrupted on the device
+# between boots is a miss.
 #
 # Usage: nvme-persist.sh [REPO_ROOT]
 #
@@ -10,14 +11,16 @@
 # emulated NVMe drive whose backing file is kept in between:
 #
 #  boot 1 (blank drive): insmod, attach (a blank device is formatted), two
-#    pools, PUT blocks, SYNC some, leave others dirty; rmmod (which syncs);
-#    insmod nvme=/dev/nvme0n1: both pools back by name with their
-#    configuration, every block exact; rmmod.
+#    pools, PUT blocks, SYNC some, DROP 100 of them and SYNC, leave others
+#    dirty; rmmod (which syncs); insmod nvme=/dev/nvme0n1: both pools back
+#    by name with their configuration, every block exact, the dropped ones
+#    absent; rmmod.
 #  host: flip one byte inside one block's data in the backing file (found
 #    through the region summaries) and one in a block of the other pool.
 #  boot 2 (same drive): insmod nvme=/dev/nvme0n1: the pools are back; the
-#    two corrupted blocks are misses (bad_reads 1 each), every other block
-#    exact; a pool destroyed then is gone after another reload.
+#    two corrupted blocks are misses (bad_reads 1 each), the dropped blocks
+#    absent, every other block exact; a pool destroyed then is gone after
+#    another reload.
 #
 # Prints "ok N name" / "not ok N name" lines and a plan "1..N"; exits 1 if
 # anything failed. Environment: KVTIER_KO (module to test, default
@@ -46,17 +49,24 @@ if [[ ${1:-} == --guest ]]; then
 		g_check "boot 1: create $B (64 KiB blocks)" "$tool" create $B 65536 64 4
 		g_check "boot 1: PUT 200 blocks into $A" "$tool" put $A 0 200 1
 		g_check "boot 1: SYNC $A" "$tool" sync $A
+		g_check "boot 1: DROP keys 100..199 of $A" "$tool" drop $A 100 100
+		g_check "boot 1: SYNC $A after the drops" "$tool" sync $A
 		g_check "boot 1: PUT 20 more into $A, not synced" "$tool" put $A 200 20 1
 		g_check "boot 1: PUT 40 blocks into $B, not synced" "$tool" put $B 0 40 1
 		g_check "boot 1: every block exact before unload" \
-			bash -c "'$tool' verify $A 0 220 1 && '$tool' verify $B 0 40 1"
+			bash -c "'$tool' verify $A 0 100 1 && '$tool' verify $A 200 20 1 && '$tool' verify $B 0 40 1"
+		g_check "boot 1: $A: dropped keys absent before unload" \
+			"$tool" absent $A 100 100
 		g_check "boot 1: rmmod (syncs the pools)" rmmod kvtier
 		g_check "boot 1: insmod nvme=$dev" g_load nvme=$dev || exit 0
 		g_check "boot 1: $A back with its configuration" bash -c \
 			"'$tool' stat $A | grep -q 'block_size=16384 capacity=1024 dram_blocks=16 mode=640 uid=0 gid=0'"
 		g_check "boot 1: $A blocks only on NVMe after reload" bash -c \
-			"'$tool' stat $A | grep -q 'resident_dram=0 resident_nvme=220 dirty=0'"
-		g_check "boot 1: $A: 220 blocks exact after reload" "$tool" verify $A 0 220 1
+			"'$tool' stat $A | grep -q 'resident_dram=0 resident_nvme=120 dirty=0'"
+		g_check "boot 1: $A: the 100 dropped keys stay dropped after reload" \
+			"$tool" absent $A 100 100
+		g_check "boot 1: $A: 120 blocks exact after reload" \
+			bash -c "'$tool' verify $A 0 100 1 && '$tool' verify $A 200 20 1"
 		g_check "boot 1: $B: 40 blocks exact after reload" "$tool" verify $B 0 40 1
 		g_check "boot 1: $A: no bad reads" \
 			test "$(g_stat_field $A bad_reads)" = 0
@@ -69,8 +79,10 @@ if [[ ${1:-} == --guest ]]; then
 		g_check "boot 2: NVMe stat" "$tool" nstat
 		g_check "boot 2: $A back with its configuration" bash -c \
 			"'$tool' stat $A | grep -q 'block_size=16384 capacity=1024 dram_blocks=16 mode=640 uid=0 gid=0'"
-		g_check "boot 2: $A: the corrupted key 7 is a miss, 219 blocks exact" \
-			"$tool" verify $A 0 220 1 7
+		g_check "boot 2: $A: the corrupted key 7 is a miss, 119 blocks exact" \
+			bash -c "'$tool' verify $A 0 100 1 7 && '$tool' verify $A 200 20 1"
+		g_check "boot 2: $A: the 100 dropped keys stay dropped after reboot" \
+			"$tool" absent $A 100 100
 		g_check "boot 2: $A: bad_reads 1" test "$(g_stat_field $A bad_reads)" = 1
 		g_check "boot 2: $B: the corrupted key 33 is a miss, 39 blocks exact" \
 			"$tool" verify $B 0 40 1 33
@@ -79,8 +91,8 @@ if [[ ${1:-} == --guest ]]; then
 		g_check "boot 2: rmmod" rmmod kvtier
 		g_check "boot 2: insmod nvme=$dev again" g_load nvme=$dev || exit 0
 		g_check "boot 2: destroyed $B stays gone" bash -c "! '$tool' exists $B"
-		g_check "boot 2: $A still there, key 7 still a miss" \
-			"$tool" verify $A 0 220 1 7
+		g_check "boot 2: $A still there, key 7 still a miss, drops absent" \
+			bash -c "'$tool' verify $A 0 100 1 7 && '$tool' verify $A 200 20 1 && '$tool' absent $A 100 100"
 		g_check "boot 2: rmmod" rmmod kvtier
 		g_check "boot 2: dmesg clean" g_dmesg_clean
 		;;

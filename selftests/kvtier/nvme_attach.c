@@ -3,7 +3,7 @@
  * kvtier NVMe tier (KVTIER_F_NVME), the commands: attach and each of its
  * rejections, the geometry FORMAT writes, the device held exclusively,
  * detach, NVMe stat and SYNC with their bad fields, blocks larger than a
- * region.
+ * region, a synced DROP that stays dropped across detach and attach.
  *
  * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
  * destroys; the cases are skipped when the device is missing. The tier
@@ -219,7 +219,7 @@ TEST_F(attach, blank_device_formats)
 	EXPECT_EQ(0U, ns.io_errors);
 
 	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
-	EXPECT_EQ(2U, sb.version);
+	EXPECT_EQ(3U, sb.version);
 	EXPECT_EQ(0, memcmp(sb.uuid, ns.uuid, 16));
 	EXPECT_EQ((__u64)bytes, sb.dev_bytes);
 	EXPECT_EQ(ns.region_bytes, sb.region_bytes);
@@ -827,6 +827,81 @@ TEST_F_TIMEOUT(attach, reattach_under_reads, 600)
 	munmap((void *)stop, KST_PAGE);
 	kst_free(buf, RR_BS);
 	free(b);
+}
+
+/* ==== a synced DROP stays dropped ======================================== */
+
+#define DD_BS		(16 * KST_KIB)
+#define DD_KEYS		64U
+#define DD_DRAM		8U
+#define DD_DROPPED	24U		/* keys 0..DD_DROPPED-1 */
+#define DD_AGAIN	40U		/* dropped, then PUT again */
+#define DD_K0		0x6e7674647270ULL	/* "nvtdrp" */
+
+/*
+ * DROP and SYNC, detach, attach without format: replay must not bring the
+ * dropped keys back (their records are still valid on the device), and a
+ * key dropped then PUT again keeps its new bytes.
+ */
+TEST_F_TIMEOUT(attach, synced_drop_stays_dropped, 240)
+{
+	char *buf = kst_alloc(DD_BS);
+	char name[KVTIER_NAME_MAX];
+	unsigned int i, back = 0;
+	int pfd, ret;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	kst_name(name, "drops");
+	pfd = kst_pool_create(self->ctl, name, DD_BS, 4 * DD_KEYS, DD_DRAM);
+	ASSERT_LE(0, pfd);
+	for (i = 0; i < DD_KEYS; i++) {
+		kst_fill(buf, DD_BS, DD_K0, i, 1);
+		ASSERT_EQ(0, kst_put1(pfd, DD_K0, i, buf, NULL));
+	}
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_LE(DD_KEYS - DD_DRAM, RES_NVME(pfd));
+
+	/* Dropped with copies on the device, some in DRAM too. */
+	for (i = 0; i < DD_DROPPED; i++)
+		ASSERT_EQ(0, kst_drop1(pfd, DD_K0, i));
+	ASSERT_EQ(0, kst_drop1(pfd, DD_K0, DD_AGAIN));
+	kst_fill(buf, DD_BS, DD_K0, DD_AGAIN, 2);
+	ASSERT_EQ(0, kst_put1(pfd, DD_K0, DD_AGAIN, buf, NULL));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+
+	for (i = 0; i < DD_DROPPED; i++) {
+		ret = kst_get1(pfd, DD_K0, i, buf, NULL);
+		if (ret != -ENOENT && !back++)
+			TH_LOG("dropped key %u: %d, want -ENOENT", i, ret);
+	}
+	EXPECT_EQ(0U, back) TH_LOG("%u of %u dropped keys came back", back,
+				    DD_DROPPED);
+	for (i = DD_DROPPED; i < DD_KEYS; i++) {
+		memset(buf, 0xa5, DD_BS);
+		ASSERT_EQ(0, kst_get1(pfd, DD_K0, i, buf, NULL))
+			TH_LOG("key %u", i);
+		EXPECT_EQ(-1, kst_check_gen(buf, DD_BS, DD_K0, i,
+					    i == DD_AGAIN ? 2 : 1))
+			TH_LOG("key %u: wrong bytes", i);
+	}
+	EXPECT_EQ(0, PSTAT(pfd, bad_reads));
+
+	/* And again: the tombstones hold across a second replay. */
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	for (i = 0; i < DD_DROPPED; i++)
+		EXPECT_EQ(-ENOENT, kst_get1(pfd, DD_K0, i, buf, NULL))
+			TH_LOG("key %u back after a second attach", i);
+	memset(buf, 0xa5, DD_BS);
+	ASSERT_EQ(0, kst_get1(pfd, DD_K0, DD_AGAIN, buf, NULL));
+	EXPECT_EQ(-1, kst_check_gen(buf, DD_BS, DD_K0, DD_AGAIN, 2));
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+	kst_free(buf, DD_BS);
 }
 
 TEST_HARNESS_MAIN

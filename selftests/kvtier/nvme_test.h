@@ -80,9 +80,11 @@ struct nvt_disk_rec {
 	__u32 page;
 	__u32 pages;
 	__u32 crc;
-	__u32 flags;
-	__u64 reserved;
+	__u32 flags;		/* NVT_REC_DROP: a tombstone */
+	__u64 drop_seq;
 };
+
+#define NVT_REC_DROP		0x1U
 
 struct nvt_disk_region {
 	__u64 magic;
@@ -463,7 +465,8 @@ static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
 				struct nvt_loc *loc;
 
 				if (rec->key[0] != k0 || rec->key[1] - k1 >= n ||
-				    (pool_id && rec->pool_id != pool_id))
+				    (pool_id && rec->pool_id != pool_id) ||
+				    rec->flags & NVT_REC_DROP)
 					continue;
 				loc = &locs[rec->key[1] - k1];
 				loc->copies++;

@@ -14,14 +14,17 @@
  *   nvme_tool stat POOL                          one line of name=value
  *   nvme_tool verify POOL FIRST COUNT [GEN] [MISS...]
  *       every key exact, except the MISS keys, which must be misses
+ *   nvme_tool drop POOL FIRST COUNT
+ *   nvme_tool absent POOL FIRST COUNT            every key a miss
  *   nvme_tool writer POOL LOG [SYNC_EVERY [KEYS [DRAM]]]
  *       PUT (REPLACE) keys 0..KEYS-1 (16 KiB blocks) over and over, pass p
  *       writing generation p, into a pool of KEYS + 64 addresses with DRAM
  *       of them in DRAM, and SYNC every SYNC_EVERY batches of 16 (defaults
  *       8, 4096, 1024); after each SYNC that returns 0, append "PASS UPTO"
  *       to LOG (and fsync it): the pass and the keys of it written before
- *       the SYNC started. Runs until killed; creates LOG.started after the
- *       first acknowledged SYNC.
+ *       the SYNC started. First, keys KEYS..KEYS+15 are PUT, synced,
+ *       dropped and synced: check wants them absent. Runs until killed;
+ *       creates LOG.started after the first acknowledged SYNC.
  *   nvme_tool check POOL PASS UPTO KEYS MAXGEN
  *       after a crash, with the last line of the writer's LOG: every
  *       acknowledged block (of keys 0..KEYS-1) there in its acknowledged
@@ -220,6 +223,52 @@ static int cmd_put(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_drop(int argc, char **argv)
+{
+	unsigned long long k, first, count;
+	int pfd, ret;
+
+	if (argc < 3)
+		die(2, "drop POOL FIRST COUNT");
+	pfd = pool_open(ctl_open(), argv[0]);
+	first = num(argv[1]);
+	count = num(argv[2]);
+	for (k = first; k < first + count; k++) {
+		ret = kst_drop1(pfd, NVT_TOOL_K0, k);
+		if (ret)
+			die(1, "drop key %llu: %s", k, strerror(-ret));
+	}
+	return 0;
+}
+
+static int cmd_absent(int argc, char **argv)
+{
+	unsigned long long k, first, count, bad = 0;
+	__u64 bs, got;
+	char *buf;
+	int pfd, ret;
+
+	if (argc < 3)
+		die(2, "absent POOL FIRST COUNT");
+	pfd = pool_open(ctl_open(), argv[0]);
+	first = num(argv[1]);
+	count = num(argv[2]);
+	bs = pool_bs(pfd);
+	buf = kst_alloc(bs);
+	if (!buf)
+		die(2, "no memory");
+	for (k = first; k < first + count; k++) {
+		ret = get_key(pfd, buf, bs, k, &got);
+		if (ret != -ENOENT && ++bad <= 10)
+			printf("absent %s: key %llu: %s (want a miss)\n", argv[0],
+			       k, ret == -EILSEQ ? "WRONG BYTES" :
+			       ret ? strerror(-ret) : "exact");
+	}
+	printf("absent %s: %llu of %llu keys present\n", argv[0], bad, count);
+	kst_free(buf, bs);
+	return bad ? 1 : 0;
+}
+
 static int cmd_sync(int argc, char **argv)
 {
 	__u64 written = 0;
@@ -349,6 +398,19 @@ static int cmd_writer(int argc, char **argv)
 	if (!bufs)
 		die(2, "no memory");
 
+	/* Blocks on the device, dropped and synced: they must stay gone. */
+	ret = replace_keys(pfd, WRITER_BS, keys, BATCH, 1, bufs);
+	if (!ret)
+		ret = nvt_sync(pfd, NULL);
+	for (k = keys; !ret && k < keys + BATCH; k++)
+		ret = kst_drop1(pfd, NVT_TOOL_K0, k);
+	if (!ret)
+		ret = nvt_sync(pfd, NULL);
+	if (ret)
+		die(1, "PUT, SYNC, DROP, SYNC of keys %llu..: %s", keys,
+		    strerror(-ret));
+	k = 0;
+
 	for (;;) {
 		__u64 n = keys - k < BATCH ? keys - k : BATCH;
 
@@ -453,8 +515,10 @@ static int cmd_check(int argc, char **argv)
 					       want);
 				continue;
 			}
+			/* The writer dropped and synced keys past KEYS. */
 			if (ret != -ENOENT && ++wrong <= 10)
 				printf("check %s: key %llu: %s\n", argv[0], key,
+				       key >= keys ? "dropped and synced, but there" :
 				       ret == -EILSEQ ? "WRONG BYTES" :
 				       strerror(-ret));
 			if (want && ++lost <= 10)
@@ -549,6 +613,10 @@ int main(int argc, char **argv)
 		return cmd_create(argc, argv);
 	if (!strcmp(cmd, "put"))
 		return cmd_put(argc, argv);
+	if (!strcmp(cmd, "drop"))
+		return cmd_drop(argc, argv);
+	if (!strcmp(cmd, "absent"))
+		return cmd_absent(argc, argv);
 	if (!strcmp(cmd, "sync"))
 		return cmd_sync(argc, argv);
 	if (!strcmp(cmd, "stat"))

@@ -376,14 +376,17 @@ struct kvtier_pool_stat {
 };
 
 /**
- * struct kvtier_sync - make a pool's blocks durable
+ * struct kvtier_sync - make a pool's blocks and drops durable
  * @flags:	must be 0.
  * @__pad:	must be 0.
  * @written:	out: blocks written to NVMe by this call.
  * @reserved:	must be 0.
  *
  * Returns once every block that was in the pool when the call started is
- * on NVMe (or gone). They stay there as long as the device keeps them: a
+ * on NVMe (or gone), and every DROP of the pool made before it is
+ * recorded there: a DROP is durable once a SYNC of its pool returns 0
+ * after it, and the block does not come back after a reload, a reboot or
+ * a power cut (before, it may). They stay there as long as the device keeps them: a
  * full log reclaims its oldest region, and the blocks only there go, synced
  * or not, counted in lost_blocks of struct kvtier_pool_stat and of struct
  * kvtier_nvme_stat but reported by no SYNC (a cache eviction, not an
@@ -392,7 +395,8 @@ struct kvtier_pool_stat {
  * (more dirty blocks than their logs hold at once, or the log wrapped all
  * the way round during the call); -EIO on a write error, by this call or
  * by an eviction since the last SYNC that had to drop a block not yet
- * durable (reported once, as fsync(2) reports a writeback error); -EBADF
+ * durable, or for a DROP that could not be recorded (each reported once,
+ * as fsync(2) reports a writeback error); -EBADF
  * on a read-only fd.
  */
 struct kvtier_sync {
