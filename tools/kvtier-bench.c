@@ -34,6 +34,10 @@
  *   nvme_read_vs_fio	promotion throughput (GET batches of 32 blocks that
  *			are only on NVMe, in random order) / fio random 256
  *			KiB reads at depth 32 (tools/fio/nvme-rand-read.fio)
+ *   nvme_write_busy_share, nvme_read_busy_share  share of each phase the
+ *			drive had I/O in flight (io_ticks of /sys/block/DEV/
+ *			stat over the phase's time; goal >= 0.9), with fio's
+ *			own share beside each (fio_*_busy_share)
  *   nvme_host_waf	NVME_STAT.bytes_written / bytes_demoted
  *   nvme_attach_seconds_1gib  NVME_STAT.attach_ns of a re-attach of the
  *			full 1 GiB drive (index rebuilt from every region)
@@ -1111,6 +1115,41 @@ static int nvme_device(char *dev, size_t size, uint64_t *dev_bytes)
 	return 0;
 }
 
+/*
+ * Milliseconds the block device @dev (/dev/NAME) has had I/O in flight
+ * (io_ticks, the 10th field of /sys/block/NAME/stat), or -1.
+ */
+static long long io_ticks_ms(const char *dev)
+{
+	const char *base = strrchr(dev, '/');
+	unsigned long long v[10];
+	char path[300];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", base ? base + 1 : dev);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+		   &v[8], &v[9]);
+	fclose(f);
+	return n == 10 ? (long long)v[9] : -1;
+}
+
+/* The share of @secs since @ticks0 that @dev was busy; a figure line. */
+static void busy_share(const char *name, const char *dev, long long ticks0,
+		       double secs)
+{
+	long long ticks = io_ticks_ms(dev);
+
+	if (ticks < 0 || ticks0 < 0 || !(secs > 0))
+		printf("%s: n/a (no /sys/block stat for %s)\n", name, dev);
+	else
+		figure(name, "%.3f", (ticks - ticks0) / 1e3 / secs);
+}
+
 static int bench_nvme(void)
 {
 	const uint64_t put_bytes = NVME_PUT_BATCH * NVME_BLOCK;
@@ -1126,6 +1165,7 @@ static int bench_nvme(void)
 	char *pbuf = NULL, *gbuf = NULL;
 	int64_t m;
 	int ret, attached = 0;
+	long long ticks;
 	uint64_t t;
 
 	if (nvme_device(dev, sizeof(dev), &dev_bytes))
@@ -1144,10 +1184,16 @@ static int bench_nvme(void)
 	set_env_u64("KVTIER_FIO_IO_SIZE", nr * NVME_BLOCK, "");
 	set_env_u64("KVTIER_FIO_BS", NVME_BLOCK, "");
 	set_env_u64("KVTIER_FIO_QD", NVME_QD, "");
+	ticks = io_ticks_ms(dev);
+	t = now_ns();
 	if (run_fio("nvme-seq-write.fio", NULL, "write", &fio_w))
 		fio_w = 0;
+	busy_share("fio_write_busy_share", dev, ticks, (now_ns() - t) / 1e9);
+	ticks = io_ticks_ms(dev);
+	t = now_ns();
 	if (run_fio("nvme-rand-read.fio", "--readonly", "read", &fio_r))
 		fio_r = 0;
+	busy_share("fio_read_busy_share", dev, ticks, (now_ns() - t) / 1e9);
 
 	/* 2. A new store, and a pool whose DRAM share is 64 blocks. */
 	ret = kvtier_nvme_attach(ctx, dev, KVTIER_NVME_FORMAT, 0);
@@ -1184,12 +1230,15 @@ static int bench_nvme(void)
 
 	/* 3. Demotion: PUT through the small DRAM share, then SYNC. */
 	kvtier_nvme_stat(ctx, &s0);
+	ticks = io_ticks_ms(dev);
 	t = now_ns();
 	ret = nvme_put(pool, 0, nw, pbuf);
 	if (!ret)
 		ret = kvtier_sync(pool, NULL);
 	secs = (now_ns() - t) / 1e9;
 	kvtier_nvme_stat(ctx, &s1);
+	if (!ret)
+		busy_share("nvme_write_busy_share", dev, ticks, secs);
 	if (ret) {
 		warn("PUT/SYNC through the NVMe tier", ret);
 		goto out;
@@ -1226,10 +1275,13 @@ static int bench_nvme(void)
 		nr = m - m % NVME_QD;
 	kvtier_nvme_stat(ctx, &s0);
 	kvtier_stat(pool, &ps);
+	ticks = io_ticks_ms(dev);
 	t = now_ns();
 	ret = nvme_get(pool, idx, nr, gbuf, &bad);
 	secs = (now_ns() - t) / 1e9;
 	kvtier_nvme_stat(ctx, &s1);
+	if (!ret && nr)
+		busy_share("nvme_read_busy_share", dev, ticks, secs);
 	if (ret || !nr) {
 		warn("GET from the NVMe tier", ret ? ret : -ENOENT);
 		goto out;

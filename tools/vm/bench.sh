@@ -51,7 +51,7 @@ fi
 # The same to HBM: the emulated device's link held to 1 GB/s, the prefix
 # needed in HBM, hints staging NVMe -> DRAM -> HBM.
 if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_HBM:-1} != 0 ]]; then
-	read -r -a hbm_args <<<"${KVTIER_BENCH_HBM_ARGS:---compare-hints 8 --hbm-slots 128 --hbm-gbps 1 --compute-us-per-token 2 --max-requests 400 --dram-blocks 256 --verify sample --nvme-format}"
+	read -r -a hbm_args <<<"${KVTIER_BENCH_HBM_ARGS:---compare-hints 8 --hbm-slots 64 --hbm-gbps 1 --compute-us-per-token 2 --max-requests 400 --dram-blocks 256 --verify sample --nvme-format}"
 	echo "bench: kvtier-demo replay ${hbm_args[*]}"
 	tools/kvtier-demo replay "${hbm_args[@]}" 2>&1 | tee -a "$out/bench.log" || rc=$?
 fi
