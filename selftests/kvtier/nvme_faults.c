@@ -315,7 +315,13 @@ TEST_F_TIMEOUT(dm, write_errors, 240)
 	EXPECT_EQ(0U, t.eio);
 	EXPECT_EQ(0U, t.other);
 	EXPECT_EQ(NPUT, t.exact + t.miss);
-	for (i = NPUT - 4; i < NPUT; i++) {
+	/*
+	 * DRAM still serves: a block just PUT reads back exact. (Which of
+	 * the blocks before it are left depends on when a failed write-back
+	 * took them, all the dirty ones at once when DRAM needed room.)
+	 */
+	for (i = 90; i < 94; i++) {
+		ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, i, 1, 1, 0));
 		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
 	}
 	EXPECT_EQ(-EIO, nvt_sync_deadline(self->pfd, 15, NULL));
