@@ -410,14 +410,6 @@ static int kvt_unpin_one(struct kvt_handle *h, struct kvtier_block *e)
 #define KVT_PINNED	1
 
 /*
- * LOOKUP with PIN, after the look: first to last, count for the fd the
- * pins the look took, and pin the other blocks of the prefix, bringing
- * each into DRAM (their reads were started together). The prefix ends at
- * the first block that cannot be pinned or counted; the blocks at and
- * after it that the look pinned are unpinned. Each pinned entry then
- * reports the tier its block is in.
- */
-/*
  * Count for the fd the pins the look took, of entries @i on up to @n or
  * the first one it did not pin, under one lock. Returns the index it
  * stopped at; *@err is -ENOMEM when it stopped for want of memory.
@@ -466,6 +458,14 @@ static void kvt_lookup_ahead(struct kvt_pool *pool,
 		kvt_res_load_ahead(pool, ents[i].key);
 }
 
+/*
+ * LOOKUP with PIN, after the look: first to last, count for the fd the
+ * pins the look took, and pin the other blocks of the prefix, bringing
+ * each into DRAM (their reads go out a window ahead). The prefix ends at
+ * the first block that cannot be pinned or counted; the blocks at and
+ * after it that the look pinned are unpinned. Each pinned entry then
+ * reports the tier its block is in.
+ */
 static void kvt_lookup_pin(struct kvt_handle *h, struct kvtier_block *ents,
 			   u32 window, u32 *prefix)
 {
