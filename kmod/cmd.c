@@ -526,7 +526,8 @@ static void kvt_lookup(struct kvt_handle *h, struct kvtier_block *ents,
 		struct kvtier_block *e = &ents[i];
 
 		addr = kvt_block_find(pool, e->key);
-		if (addr == KVT_NIL) {
+		/* One that a GET could not read now is a miss here too. */
+		if (addr == KVT_NIL || kvt_res_out_of_reach(pool, addr)) {
 			kvt_entry_set(e, -ENOENT, KVTIER_ADDR_NONE,
 				      KVTIER_TIER_NONE);
 			pool->stats.misses++;

@@ -378,6 +378,7 @@ void kvt_res_pool_init(struct kvt_pool *pool);
 void kvt_res_pool_free(struct kvt_pool *pool);
 void kvt_res_set_notify(void (*fn)(void));
 u32 kvt_res_tier(struct kvt_pool *pool, u32 addr, u32 *slot);
+bool kvt_res_out_of_reach(struct kvt_pool *pool, u32 addr);
 void kvt_res_stat(struct kvt_pool *pool, u64 *resident);
 int kvt_res_make_room(struct kvt_pool *pool, bool addr)
 	__must_hold(&pool->lock);

@@ -242,6 +242,22 @@ u32 kvt_res_tier(struct kvt_pool *pool, u32 addr, u32 *slot)
 }
 
 /**
+ * kvt_res_out_of_reach() - whether a block cannot be read for the moment
+ * @pool: the pool, its lock held
+ * @addr: a READY block
+ *
+ * Its only copy is on NVMe, on a device being attached or detached. A miss
+ * for LOOKUP as for GET (kvt_res_load()); the block stays.
+ */
+bool kvt_res_out_of_reach(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	return !kvt_in_dram(&pool->blocks[addr]) &&
+	       kvt_hbm_tier.where(pool, addr) == KVT_NIL &&
+	       !kvt_nvme_tier.reachable(pool, addr);
+}
+
+/**
  * kvt_res_stat() - blocks each tier holds
  * @pool: the pool, its lock held
  * @resident: out: KVTIER_NR_TIERS counts, by KVTIER_TIER_*

@@ -3,8 +3,8 @@
  * kvtier NVMe tier (KVTIER_F_NVME) under faults and on odd devices: two
  * devices and the device limit, a log that wraps round on a small device,
  * faults injected with device-mapper (dm-flakey, the error target,
- * dm-delay), a device too small for what is written, and power cuts at
- * every point of a write log (dm-log-writes).
+ * dm-delay; an attach held in its replay), a device too small for what is
+ * written, and power cuts at every point of a write log (dm-log-writes).
  *
  * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
  * destroys, and /dev/nvme1n1 for the cases that need a second drive; the
@@ -568,6 +568,80 @@ TEST_F_TIMEOUT(dm, readable_while_written, 240)
 	TH_LOG("%u GETs during the write took %.2f s", DRAM, t1 - t0);
 	ASSERT_GT(1.5, t1 - t0);
 	ASSERT_EQ(0, get_check(self->pfd, self->buf, DM_BS, DRAM, 1));
+}
+
+/*
+ * While an attach replays its log, the blocks it brings back are in the
+ * index before their device is published: out of reach, a miss for LOOKUP
+ * as for GET. With writes held 3 s, the attach waits that long on its
+ * superblock after the replay: a LOOKUP that found the blocks then would
+ * see them some 3 s before the attach returns.
+ */
+#define OR_KEYS		(4 * DRAM)
+
+TEST_F_TIMEOUT(dm, lookup_misses_out_of_reach, 240)
+{
+	struct kvtier_block e[OR_KEYS];
+	volatile double *ret_at;
+	double first = 0, t0, now;
+	char table[512];
+	unsigned int i, nvme;
+	__u32 done;
+	pid_t pid;
+
+	if (!nvt_dm_target(NVT_DM_DELAY))
+		SKIP(return, "no dm-delay");
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, OR_KEYS, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_LE(OR_KEYS - DRAM, RES_NVME(self->pfd));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	/* Reads at once, writes after 3 s. */
+	snprintf(table, sizeof(table), "0 %lld delay %s 0 0 %s 0 3000",
+		 self->sectors, nvt_dev(), nvt_dev());
+	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+
+	ret_at = mmap(NULL, KST_PAGE, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ret_at);
+	*ret_at = 0;
+	t0 = nvt_now();
+	pid = kst_fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int ret = nvt_attach(self->ctl, DM_PATH, 0, 0);
+
+		*ret_at = nvt_now();
+		_exit(ret ? 1 : 0);
+	}
+	/* LOOKUP until the attach returns: when were the blocks first seen? */
+	while (!*ret_at) {
+		for (i = 0; i < OR_KEYS; i++)
+			kst_blk(&e[i], K0, i, NULL);
+		ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, e,
+				       OR_KEYS, 0, &done));
+		now = nvt_now();
+		for (i = nvme = 0; i < OR_KEYS; i++)
+			nvme += !e[i].status && e[i].tier == KVTIER_TIER_NVME;
+		if (nvme && !first)
+			first = now;
+		usleep(20000);
+	}
+	ASSERT_EQ(0, kst_wait(pid));
+	TH_LOG("attach took %.2f s; NVMe blocks first seen %.2f s before it returned",
+	       *ret_at - t0, first ? *ret_at - first : 0.0);
+	/* The delay held the attach, or this proves nothing. */
+	ASSERT_LT(2.5, *ret_at - t0);
+	EXPECT_GT(1.0, first ? *ret_at - first : 0.0);
+
+	/* Published: every block found, and exact. */
+	for (i = 0; i < OR_KEYS; i++)
+		kst_blk(&e[i], K0, i, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, e, OR_KEYS, 0,
+			       &done));
+	EXPECT_EQ(OR_KEYS, done);
+	for (i = 0; i < OR_KEYS; i++)
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	munmap((void *)ret_at, KST_PAGE);
 }
 
 /* ==== a device too small for what is written ============================ */
