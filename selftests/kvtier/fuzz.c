@@ -395,41 +395,48 @@ static void oracle_final(struct fz_thr *t)
 
 /* ---- the loop ---------------------------------------------------------- */
 
+/* Run op @fn, saying so for the watchdog. */
+#define FZ_OP(t, fn)			\
+	do {				\
+		(t)->in_op = #fn;	\
+		fn(t);			\
+	} while (0)
+
 void fz_step(struct fz_thr *t)
 {
 	unsigned int op = fz_rn(t, 1000);
 
 	if (t->id == 0 && !t->child && op < 250) {
-		op_oracle(t);
+		FZ_OP(t, op_oracle);
 		return;
 	}
 	op = fz_rn(t, 1000);
 	if (op < 450)
-		fz_op_batch(t);
+		FZ_OP(t, fz_op_batch);
 	else if (op < 520)
-		fz_op_stat_sync(t);
+		FZ_OP(t, fz_op_stat_sync);
 	else if (op < 600)
-		fz_op_create(t);
+		FZ_OP(t, fz_op_create);
 	else if (op < 650)
-		fz_op_open(t);
+		FZ_OP(t, fz_op_open);
 	else if (op < 680)
-		fz_op_destroy(t);
+		FZ_OP(t, fz_op_destroy);
 	else if (op < 700)
-		fz_op_nvme_stat(t);
+		FZ_OP(t, fz_op_nvme_stat);
 	else if (op < 720)
-		fz_op_api(t);
+		FZ_OP(t, fz_op_api);
 	else if (op < 820)
-		fz_op_raw(t);
+		FZ_OP(t, fz_op_raw);
 	else if (op < 880)
-		fz_op_fds(t);
+		FZ_OP(t, fz_op_fds);
 	else if (op < 960)
-		fz_op_mmap(t);
+		FZ_OP(t, fz_op_mmap);
 	else if (op < 963 && fz_dev && !t->child)
-		fz_op_nvme(t);
+		FZ_OP(t, fz_op_nvme);
 	else if (op < 966 && !t->child)
-		fz_op_fork(t);
+		FZ_OP(t, fz_op_fork);
 	else
-		fz_op_batch(t);
+		FZ_OP(t, fz_op_batch);
 }
 
 static int thr_init(struct fz_thr *t, int id)
@@ -438,6 +445,7 @@ static int thr_init(struct fz_thr *t, int id)
 
 	memset(t, 0, sizeof(*t));
 	t->id = id;
+	t->in_cmd = FZ_NO_CMD;
 	t->rng = fz_seed * 0x100000001b3ULL + id;
 	t->ofd = -1;
 	t->ctl = kst_ctl_open();
@@ -477,10 +485,12 @@ static void *thr_run(void *arg)
 {
 	struct fz_thr *t = arg;
 
+	t->tid = (int)gettid();
 	for (t->call = 0; t->call < t->ncalls; t->call++)
 		fz_step(t);
 	if (t->id == 0)
-		oracle_final(t);
+		FZ_OP(t, oracle_final);
+	t->in_op = "done";
 	return NULL;
 }
 
@@ -528,7 +538,47 @@ static bool in_list(char names[][KVTIER_NAME_MAX], int n, const char *name)
 }
 
 #define FZ_LIST_MAX	4096
-#define FZ_STALL_S	30	/* no call ends for this long: a hang */
+/*
+ * No call ends for FZ_STALL_S seconds (KVTIER_FUZZ_STALL_S): a hang, unless
+ * the process used CPU time meanwhile (a slow call, as on a debug kernel
+ * under emulation), which may go on to five times as long.
+ */
+#define FZ_STALL_S	30
+
+/* The process's CPU time so far (all its threads), in clock ticks. */
+static unsigned long long fz_cpu_ticks(void)
+{
+	unsigned long long ut = 0, st = 0;
+	char buf[1024], *p;
+
+	if (kst_read_file("/proc/self/stat", buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return 0;
+	return ut + st;
+}
+
+/* What each thread not done yet is doing. */
+static void fz_stall_report(struct __test_metadata *_metadata,
+			    struct fz_thr *thr, const bool *joined, int nthr)
+{
+	char path[64];
+	int i;
+
+	for (i = 0; i < nthr; i++) {
+		if (joined[i])
+			continue;
+		TH_LOG("thread %d (tid %d): call %ld of %ld, in %s, ioctl %s",
+		       i, thr[i].tid, thr[i].call, thr[i].ncalls,
+		       thr[i].in_op ?: "-", thr[i].in_cmd == FZ_NO_CMD ?
+		       "none" : fz_cmd_name(thr[i].in_cmd));
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat",
+			 thr[i].tid);
+		kst_dump_state(path);
+	}
+}
 
 FIXTURE(fuzz) {
 	int ctl;
@@ -654,6 +704,8 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 		bool joined[FZ_THREADS_MAX] = { false };
 		long last = -1, now;
 		int still = 0, done;
+		unsigned long long cpu = 0;
+		int stall = (int)fz_env("KVTIER_FUZZ_STALL_S", FZ_STALL_S);
 
 		for (;;) {
 			usleep(200000);
@@ -667,9 +719,23 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 			now = atomic_load(&fz->calls);
 			still = now == last ? still + 1 : 0;
 			last = now;
-			if (still >= FZ_STALL_S * 5) {
-				TH_LOG("no call ended for %d s: a hang; stacks follow",
-				       FZ_STALL_S);
+			if (still == stall * 5) {
+				TH_LOG("no call ended for %d s", stall);
+				fz_stall_report(_metadata, thr, joined, nthr);
+				/* CPU time used in the stall: slow, not stuck */
+				if (fz_cpu_ticks() - cpu >= (unsigned long long)
+				    sysconf(_SC_CLK_TCK)) {
+					TH_LOG("it runs: up to %d s more",
+					       4 * stall);
+					continue;
+				}
+			}
+			if (still == 1)
+				cpu = fz_cpu_ticks();
+			if (still == stall * 5 || still >= stall * 25) {
+				TH_LOG("a hang: stacks follow");
+				if (still > stall * 5)
+					fz_stall_report(_metadata, thr, joined, nthr);
 				kst_dump_stacks(getpid(), 0);
 				fz_report(_metadata);
 				ASSERT_TRUE(false);

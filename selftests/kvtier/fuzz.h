@@ -93,6 +93,8 @@ struct fz_key {
 	unsigned int nh;
 };
 
+#define FZ_NO_CMD	(~0u)
+
 struct fz_thr {
 	int id;
 	bool child;
@@ -108,6 +110,10 @@ struct fz_thr {
 	char *arg;		/* FZ_ARG_PAGES pages, guard page after */
 	char *gap;		/* a PROT_NONE page, never readable */
 	__u64 gen;
+	/* for the watchdog: the op and the ioctl under way (FZ_NO_CMD: none) */
+	int tid;
+	const char *volatile in_op;
+	volatile unsigned int in_cmd;
 	/* thread 0: the oracle pool */
 	int ofd;
 	struct fz_key keys[OR_KEYS];

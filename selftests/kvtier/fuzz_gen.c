@@ -237,7 +237,9 @@ int fz_ioctl(struct fz_thr *t, enum fz_fdkind kind, int fd,
 {
 	int ret;
 
+	t->in_cmd = _IOC_NR(cmd);
 	ret = kst_ioctl(fd, cmd, arg);
+	t->in_cmd = FZ_NO_CMD;
 	atomic_fetch_add(&fz->calls, 1);
 	if (t->child)
 		atomic_fetch_add(&fz->child_calls, 1);

@@ -540,12 +540,35 @@ static inline void kst_dump_file(const char *path)
 }
 
 /*
+ * A task's state letter from /proc/PID/task/TID/stat, printed with its
+ * user and system times (ticks); '?' when it cannot be read.
+ */
+static inline char kst_dump_state(const char *path)
+{
+	char buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	char state = '?';
+
+	if (kst_read_file(path, buf, sizeof(buf)) <= 0)
+		return state;
+	p = strrchr(buf, ')');		/* the name may hold anything */
+	if (p && sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			&state, &ut, &st) >= 1)
+		fprintf(stderr, "# %s: state %c, utime %lu, stime %lu\n", path,
+			state, ut, st);
+	return state;
+}
+
+/*
  * Kernel stacks (and syscalls) of every thread of @pid and of its
  * children, two levels down from @depth 0: what a hung call waits for.
+ * A task on a CPU has no stack to read there: for it the kernel is asked
+ * for every CPU's backtrace (sysrq l), and the log's tail is printed.
  */
 static inline void kst_dump_stacks(pid_t pid, int depth)
 {
 	char path[320], kids[1024], *k;
+	bool running = false;
 	struct dirent *de;
 	DIR *d;
 
@@ -556,6 +579,11 @@ static inline void kst_dump_stacks(pid_t pid, int depth)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat",
+			 (int)pid, de->d_name);
+		/* this thread, reading, is on a CPU itself */
+		if (kst_dump_state(path) == 'R' && atoi(de->d_name) != gettid())
+			running = true;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/stack",
 			 (int)pid, de->d_name);
 		kst_dump_file(path);
@@ -570,6 +598,19 @@ static inline void kst_dump_stacks(pid_t pid, int depth)
 				kst_dump_stacks(atoi(k), depth + 1);
 	}
 	closedir(d);
+	if (running) {
+		int fd = open("/proc/sysrq-trigger", O_WRONLY);
+
+		if (fd >= 0 && write(fd, "l", 1) == 1) {
+			usleep(500000);
+			fprintf(stderr, "# a task runs: the CPUs' backtraces\n");
+			fflush(stderr);
+			if (system("dmesg | grep -A40 'sysrq: Show backtrace' | tail -n 120 >&2"))
+				fprintf(stderr, "# (no dmesg)\n");
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 }
 
 /*
