@@ -30,7 +30,8 @@
 # is shorter than the waits some cases make themselves, which then cannot
 # report what they waited for), KVTIER_TESTS (space-separated names to
 # run instead of the list), KVTIER_KO and KVTIER_TEST_DIR (another module or
-# test directory, to try the runner itself).
+# test directory, to try the runner itself), KVTIER_DEBUG_LANE=1 (the
+# debug-kernel lane: top.sh and the Python tests are left to the other).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -202,6 +203,11 @@ if [[ -n ${KVTIER_TESTS:-} ]]; then
 		fi
 	done
 	tests=("${tests[@]}")
+elif [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
+	# kvtierctl top's and the binding's checks test userspace: they run in
+	# the other lane. tools/trace loads the prefetch engine: it runs here.
+	echo "kvtier-selftests: debug lane: top.sh and the Python tests run in the other lane"
+	user_run=("${user_tests[trace]}")
 else
 	user_run=("${user_tests[top]}" "${user_tests[python]}" "${user_tests[trace]}")
 fi
