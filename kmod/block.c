@@ -137,7 +137,7 @@ void kvt_block_free(struct kvt_pool *pool, u32 addr)
  * @key: its key
  * @ndev: the device it was found on
  * @nloc: device page of its data
- * @ncrc: keyed crc32c of its data
+ * @ncrc: crc32c of its data started from 0 (see struct kvt_block)
  * @addrp: out: the address of a key in DRAM without an NVMe copy
  *
  * A key only on NVMe already takes the newer copy (records are replayed

@@ -50,6 +50,12 @@ enum kvt_block_state {
  * Kept small on purpose: DRAM metadata per block is a figure of merit
  * (dram_meta_bytes_per_block). Links are u32 addresses, not pointers.
  * Every field is protected by pool->lock, except the page contents.
+ *
+ * ncrc is the crc32c of the block's bytes started from 0, whatever tier
+ * holds them: taken by PUT's copy (kvt_dram_copy_in()), by an HBM
+ * write-down, or derived from the NVMe record at attach. A record's keyed
+ * crc is derived from it (kvt_rec_crc()), so writing a block to NVMe reads
+ * none of its bytes, and a read from NVMe is checked against it.
  */
 struct kvt_block {
 	u64 key[2];
@@ -61,7 +67,7 @@ struct kvt_block {
 	u32 prev;		/* replacement list, or free list (next only) */
 	u32 next;
 	u32 nloc;		/* NVMe copy: device page of its data, or NIL */
-	u32 ncrc;		/* NVMe copy: its keyed crc32c */
+	u32 ncrc;		/* crc32c of its bytes, from 0 (struct doc) */
 	u16 pins;		/* pins held by all fds */
 	u16 users;		/* GETs copying out, I/O in flight */
 	u8 state;		/* enum kvt_block_state */
@@ -415,6 +421,15 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 void kvt_handle_unpin_all(struct kvt_handle *h);
 
 /* tier_dram.c: and kvt_dram_tier */
+/*
+ * Bytes the CPU went over for blocks, since load: copied to or from user
+ * memory, checksummed, and zeroed by the page allocator for the DRAM tier
+ * (/sys/kernel/kvtier/cpu_bytes).
+ */
+enum kvt_cpu_pass { KVT_CPU_COPY, KVT_CPU_CRC, KVT_CPU_ZERO, KVT_CPU_NR };
+extern atomic64_t kvt_cpu_bytes[KVT_CPU_NR];
+ssize_t kvt_cpu_bytes_show(char *buf);
+u32 kvt_dram_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed);
 size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
 			struct iov_iter *from);
 size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,

@@ -149,7 +149,8 @@ u32 kvt_seg_pages(struct kvt_nvme *nvme, struct kvt_disk_region *dr);
 
 /* tier_nvme.c */
 u32 kvt_rec_seed(u64 pool_id, const u64 *key, u64 seq);
-u32 kvt_block_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed);
+u32 kvt_rec_crc(u32 seed, u32 dcrc, u64 len);
+u32 kvt_rec_dcrc(u32 seed, u32 crc, u64 len);
 void kvt_nvme_write_work(struct work_struct *work);
 int kvt_nvme_writer_init(struct kvt_nvme *nvme);
 void kvt_nvme_writer_exit(struct kvt_nvme *nvme);

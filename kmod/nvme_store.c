@@ -256,36 +256,25 @@ static int kvt_region_seq_cmp(const void *a, const void *b)
 
 /*
  * A dirty DRAM block whose key has a copy on the device (it was detached
- * and attached again): adopt the copy if it holds the same bytes, which the
- * keyed crc tells; a block replaced meanwhile stays dirty.
+ * and attached again): adopt the copy if it holds the same bytes, which
+ * the crc of its record tells (@dcrc, derived from it) without reading the
+ * block; a block replaced meanwhile stays dirty.
  */
 static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u8 ndev,
-			     u32 nloc, u32 crc, u64 seq)
+			     u32 nloc, u32 dcrc)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
-	bool same;
 
+	/* The same bytes: the same crc (struct kvt_block's ncrc). */
 	spin_lock(&pool->lock);
-	if (blk->state != KVT_BLK_READY || blk->flags || blk->users == U16_MAX) {
-		spin_unlock(&pool->lock);
-		return;
-	}
-	blk->users++;
-	spin_unlock(&pool->lock);
-
-	same = kvt_block_crc(pool, blk, kvt_rec_seed(pool->id, blk->key,
-						     seq)) == crc;
-
-	spin_lock(&pool->lock);
-	if (same && blk->state == KVT_BLK_READY && blk->nloc == KVT_NIL &&
-	    !(blk->flags & KVT_BF_WB)) {
+	if (blk->state == KVT_BLK_READY && !blk->flags &&
+	    blk->nloc == KVT_NIL && kvt_in_dram(blk) && blk->ncrc == dcrc) {
 		blk->ndev = ndev;
 		blk->nloc = nloc;
-		blk->ncrc = crc;
 		pool->nr_nvme++;
 		pool->nr_dirty--;
 	}
-	kvt_res_put_user(pool, addr);
+	spin_unlock(&pool->lock);
 }
 
 /* struct kvt_replay - what replay keeps until every record is in */
@@ -370,8 +359,9 @@ static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 	u32 start = le32_to_cpu(dr->seg_page);
 	u32 data = start + le32_to_cpu(dr->summary_bytes) / KVT_DISK_PAGE;
 	u32 end = start + kvt_seg_pages(nvme, dr);
+	u64 seq = le64_to_cpu(dr->seq);
 	struct kvt_pool *pool = NULL;
-	u32 i, addr;
+	u32 i, addr, dcrc;
 
 	for (i = 0; i < le32_to_cpu(dr->nr); i++) {
 		struct kvt_disk_rec *rec = &dr->recs[i];
@@ -400,11 +390,12 @@ static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 		if (!pool || le32_to_cpu(rec->pages) != pool->pages_per_block ||
 		    page < data || page + pool->pages_per_block > end)
 			continue;
+		dcrc = kvt_rec_dcrc(kvt_rec_seed(id, key, seq),
+				    le32_to_cpu(rec->crc), pool->block_size);
 		if (kvt_block_restore(pool, key, nvme->index, first + page,
-				      le32_to_cpu(rec->crc), &addr) == -EEXIST)
+				      dcrc, &addr) == -EEXIST)
 			kvt_replay_adopt(pool, addr, nvme->index, first + page,
-					 le32_to_cpu(rec->crc),
-					 le64_to_cpu(dr->seq));
+					 dcrc);
 	}
 	if (pool)
 		kvt_pool_put(pool);

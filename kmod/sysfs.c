@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sysfs: /sys/kernel/kvtier/stat and /sys/kernel/kvtier/pools/<name>/.
+ * sysfs: /sys/kernel/kvtier/{stat,prefetch,shrinker,cpu_bytes} and
+ * /sys/kernel/kvtier/pools/<name>/.
  * Each file is one line of space-separated columns, documented in
  * Documentation/ABI/testing/sysfs-kernel-kvtier.
  */
@@ -44,6 +45,14 @@ static ssize_t shrinker_show(struct kobject *kobj, struct kobj_attribute *attr,
 }
 
 static struct kobj_attribute kvt_shrinker_attr = __ATTR_RO(shrinker);
+
+static ssize_t cpu_bytes_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return kvt_cpu_bytes_show(buf);
+}
+
+static struct kobj_attribute kvt_cpu_bytes_attr = __ATTR_RO(cpu_bytes);
 
 /* struct kvt_pool_kobj - a pool's directory; removed before the pool dies */
 struct kvt_pool_kobj {
@@ -170,6 +179,8 @@ int kvt_sysfs_init(void)
 		ret = sysfs_create_file(kvt_kobj, &kvt_prefetch_attr.attr);
 	if (!ret)
 		ret = sysfs_create_file(kvt_kobj, &kvt_shrinker_attr.attr);
+	if (!ret)
+		ret = sysfs_create_file(kvt_kobj, &kvt_cpu_bytes_attr.attr);
 	if (ret)
 		goto out_put_kobj;
 	kvt_pools_kobj = kobject_create_and_add("pools", kvt_kobj);

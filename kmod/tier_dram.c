@@ -21,11 +21,29 @@
 #include <linux/uio.h>
 #include <linux/sched/mm.h>
 #include <linux/memcontrol.h>
+#include <linux/crc32c.h>
+#include <linux/sysfs.h>
 #include "kvt.h"
 
 static unsigned int kvt_nr_chunks(struct kvt_pool *pool, unsigned int order)
 {
 	return pool->pages_per_block >> order;
+}
+
+atomic64_t kvt_cpu_bytes[KVT_CPU_NR];
+
+/**
+ * kvt_cpu_bytes_show() - /sys/kernel/kvtier/cpu_bytes
+ * @buf: the sysfs page
+ *
+ * Return: the line's length: bytes copied, checksummed, zeroed.
+ */
+ssize_t kvt_cpu_bytes_show(char *buf)
+{
+	return sysfs_emit(buf, "%lld %lld %lld\n",
+			  atomic64_read(&kvt_cpu_bytes[KVT_CPU_COPY]),
+			  atomic64_read(&kvt_cpu_bytes[KVT_CPU_CRC]),
+			  atomic64_read(&kvt_cpu_bytes[KVT_CPU_ZERO]));
 }
 
 static struct page *kvt_chunk(struct kvt_pool *pool, struct kvt_block *blk,
@@ -64,6 +82,9 @@ static struct page *kvt_chunk_alloc(struct kvt_pool *pool, unsigned int order)
 	}
 	if (page && order)
 		split_page(page, order);
+	/* init_on_alloc (Debian's default) zeroes every page it hands out */
+	if (page && want_init_on_alloc(gfp))
+		atomic64_add(PAGE_SIZE << order, &kvt_cpu_bytes[KVT_CPU_ZERO]);
 	return page;
 }
 
@@ -152,28 +173,65 @@ const struct kvt_tier_ops kvt_dram_tier = {
 	.free	= kvt_dram_free,
 };
 
+/*
+ * The checksum of a block filled from user memory is taken piece by piece
+ * right behind the copy, while the piece is still in the CPU's cache: the
+ * bytes are read from memory once, not once more when they are written to
+ * NVMe.
+ */
+#define KVT_CRC_PIECE		(64 * 1024)
+
 /**
  * kvt_dram_copy_in() - fill a block from user memory
  * @pool: the pool
  * @blk: a FILLING block with memory
  * @from: block_size bytes of user memory: one buffer or a segment list
  *
+ * Sets the block's ncrc, the crc32c of its bytes (see struct kvt_block).
+ *
  * Return: bytes not copied; 0 on success.
  */
 size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
 			struct iov_iter *from)
 {
-	size_t len = PAGE_SIZE << blk->order;
+	size_t len = PAGE_SIZE << blk->order, off, n;
 	unsigned int i, nr = kvt_nr_chunks(pool, blk->order);
+	u32 crc = 0;
 
 	for (i = 0; i < nr; i++) {
 		void *dst = page_address(kvt_chunk(pool, blk, i));
 
-		if (copy_from_iter(dst, len, from) != len)
-			return (size_t)(nr - i) * len;
+		for (off = 0; off < len; off += n) {
+			n = min_t(size_t, len - off, KVT_CRC_PIECE);
+			if (copy_from_iter(dst + off, n, from) != n)
+				return (size_t)(nr - i) * len - off;
+			crc = crc32c(crc, dst + off, n);
+		}
 		cond_resched();
 	}
+	blk->ncrc = crc;
+	atomic64_add(pool->block_size, &kvt_cpu_bytes[KVT_CPU_COPY]);
+	atomic64_add(pool->block_size, &kvt_cpu_bytes[KVT_CPU_CRC]);
 	return 0;
+}
+
+/**
+ * kvt_dram_crc() - the crc32c of a block's DRAM copy
+ * @pool: the pool
+ * @blk: a block in DRAM, its bytes stable (held by the caller)
+ * @seed: where the crc starts
+ *
+ * Return: the crc32c of the block's bytes, started from @seed.
+ */
+u32 kvt_dram_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed)
+{
+	u32 i, len = PAGE_SIZE << blk->order;
+	u32 nr = kvt_nr_chunks(pool, blk->order);
+
+	for (i = 0; i < nr; i++)
+		seed = crc32c(seed, page_address(kvt_chunk(pool, blk, i)), len);
+	atomic64_add(pool->block_size, &kvt_cpu_bytes[KVT_CPU_CRC]);
+	return seed;
 }
 
 /**
@@ -197,6 +255,7 @@ size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
 			return (size_t)(nr - i) * len;
 		cond_resched();
 	}
+	atomic64_add(pool->block_size, &kvt_cpu_bytes[KVT_CPU_COPY]);
 	return 0;
 }
 

@@ -223,8 +223,12 @@ static void kvt_hbm_copy_work(struct work_struct *work)
 	struct kvt_hbm *hbm = c->hbm;
 	struct kvt_pool *pool = hbm->pool;
 	struct kvt_block *blk = &pool->blocks[c->addr];
+	u32 crc = 0;
 	bool mine;
 
+	/* Written down: its bytes are new to DRAM, their crc with them. */
+	if (!c->to_dev && !c->status)
+		crc = kvt_dram_crc(pool, blk, 0);
 	spin_lock(&pool->lock);
 	mine = hbm->slot_addr[c->slot] == c->addr;
 	if (c->to_dev) {
@@ -246,6 +250,7 @@ static void kvt_hbm_copy_work(struct work_struct *work)
 		pool->io_events++;
 		if (!c->status && blk->state == KVT_BLK_READY) {
 			/* Written down: in DRAM (dirty) and still in HBM. */
+			blk->ncrc = crc;
 			pool->res->landed(pool, c->addr);
 			hbm->stats.from_dev++;
 			trace_kvtier_hbm_out(pool, c->addr);

@@ -31,6 +31,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bio.h>
+#include <linux/crc32.h>
 #include <linux/crc32c.h>
 #include <linux/slab.h>
 #include <linux/sched/signal.h>
@@ -64,24 +65,34 @@ u32 kvt_rec_seed(u64 pool_id, const u64 *key, u64 seq)
 }
 
 /**
- * kvt_block_crc() - the keyed crc of a block's DRAM copy
- * @pool: the pool
- * @blk: a block in DRAM, held by the caller
+ * kvt_rec_crc() - a record's keyed crc, from its block's crc
  * @seed: kvt_rec_seed() of the record
+ * @dcrc: the crc32c of the block's bytes started from 0 (its ncrc)
+ * @len: the block's size in bytes
  *
- * Return: the crc32c of the block's bytes, started from @seed.
+ * crc32c is linear: started from @seed, the crc of @len bytes is the crc
+ * of @len zero bytes started from @seed xor their crc started from 0.
+ *
+ * Return: the crc32c of the block's bytes started from @seed.
  */
-u32 kvt_block_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed)
+u32 kvt_rec_crc(u32 seed, u32 dcrc, u64 len)
 {
-	u32 i, len = PAGE_SIZE << blk->order;
-	u32 nr = pool->pages_per_block >> blk->order;
+	return __crc32c_le_combine(seed, dcrc, len);
+}
 
-	for (i = 0; i < nr; i++) {
-		struct page *chunk = kvt_dram_page(pool, blk, i << blk->order);
-
-		seed = crc32c(seed, page_address(chunk), len);
-	}
-	return seed;
+/**
+ * kvt_rec_dcrc() - a block's crc, from its record's keyed crc
+ * @seed: kvt_rec_seed() of the record
+ * @crc: the record's crc
+ * @len: the block's size in bytes
+ *
+ * The inverse of kvt_rec_crc().
+ *
+ * Return: the crc32c of the block's bytes started from 0.
+ */
+u32 kvt_rec_dcrc(u32 seed, u32 crc, u64 len)
+{
+	return __crc32c_le_shift(seed, len) ^ crc;
 }
 
 struct kvt_nvme *kvt_nvmes[KVTIER_NVME_MAX];
@@ -604,8 +615,7 @@ static struct kvt_wbr *kvt_wbr_alloc(struct kvt_nvme *nvme)
 }
 
 static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
-			  struct kvt_wb_entry *e, u32 nloc, u32 crc, u64 seq,
-			  int status)
+			  struct kvt_wb_entry *e, u32 nloc, u64 seq, int status)
 {
 	struct kvt_block *blk = &pool->blocks[e->addr];
 	struct kvt_tomb *t;
@@ -618,7 +628,6 @@ static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
 		if (!status && nloc != KVT_NIL) {
 			blk->ndev = nvme->index;
 			blk->nloc = nloc;
-			blk->ncrc = crc;
 			pool->nr_nvme++;
 			pool->nr_dirty--;
 			pool->stats.demotions++;
@@ -714,13 +723,11 @@ static void kvt_wbr_done(struct work_struct *work)
 
 	for (i = 0; i < wbr->nr; i++) {
 		struct kvt_wb_entry *e = &wbr->ents[i];
-		u32 nloc = KVT_NIL, crc = 0;
+		u32 nloc = KVT_NIL;
 
-		if (e->rec != KVT_NIL) {
+		if (e->rec != KVT_NIL)
 			nloc = first + le32_to_cpu(dr->recs[e->rec].page);
-			crc = le32_to_cpu(dr->recs[e->rec].crc);
-		}
-		kvt_wb_finish(nvme, e->pool, e, nloc, crc, wbr->seq,
+		kvt_wb_finish(nvme, e->pool, e, nloc, wbr->seq,
 			      wbr->io.status);
 		kvt_pool_put(e->pool);
 	}
@@ -954,7 +961,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		rec->page = cpu_to_le32(page);
 		rec->pages = cpu_to_le32(pool->pages_per_block);
 		seed = kvt_rec_seed(pool->id, blk->key, wbr->seq);
-		rec->crc = cpu_to_le32(kvt_block_crc(pool, blk, seed));
+		rec->crc = cpu_to_le32(kvt_rec_crc(seed, blk->ncrc,
+						   pool->block_size));
 		page += pool->pages_per_block;
 		demoted += pool->block_size;
 	}
@@ -1284,8 +1292,7 @@ static void kvt_rd_done(struct work_struct *work)
 	}
 
 	if (!rd->io.status && seq)
-		ok = kvt_block_crc(pool, blk, kvt_rec_seed(pool->id, blk->key,
-							   seq)) == rd->crc;
+		ok = kvt_dram_crc(pool, blk, 0) == rd->crc;
 	if (!rd->io.status)
 		atomic64_add(pool->block_size, &nvme->bytes_read);
 

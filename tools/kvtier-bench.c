@@ -38,6 +38,10 @@
  *			drive had I/O in flight (io_ticks of /sys/block/DEV/
  *			stat over the phase's time; goal >= 0.9), with fio's
  *			own share beside each (fio_*_busy_share)
+ *   nvme_cpu_passes_per_byte  bytes of blocks the CPU copied, checksummed
+ *			and had zeroed (/sys/kernel/kvtier/cpu_bytes) over
+ *			the bytes the write and the read phase moved (goal
+ *			<= 2); each phase's own beside it, with its parts
  *   nvme_host_waf	NVME_STAT.bytes_written / bytes_demoted
  *   nvme_attach_seconds_1gib  NVME_STAT.attach_ns of a re-attach of the
  *			full 1 GiB drive (index rebuilt from every region)
@@ -1139,6 +1143,33 @@ static long long io_ticks_ms(const char *dev)
 }
 
 /* The share of @secs since @ticks0 that @dev was busy; a figure line. */
+/* /sys/kernel/kvtier/cpu_bytes: copied, checksummed, zeroed; 0 if none. */
+static int cpu_bytes(double b[3])
+{
+	FILE *f = fopen("/sys/kernel/kvtier/cpu_bytes", "r");
+	int n;
+
+	b[0] = b[1] = b[2] = 0;
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%lf %lf %lf", &b[0], &b[1], &b[2]);
+	fclose(f);
+	return n == 3 ? 0 : -EINVAL;
+}
+
+/* One phase's CPU passes per byte moved, with its parts; their sum. */
+static double cpu_passes(const char *phase, const double b0[3],
+			 const double b1[3], double moved)
+{
+	double c = b1[0] - b0[0], k = b1[1] - b0[1], z = b1[2] - b0[2];
+	char name[64];
+
+	snprintf(name, sizeof(name), "nvme_%s_cpu_passes_per_byte", phase);
+	printf("%s: %.2f (copy %.2f, crc32c %.2f, zero %.2f)\n", name,
+	       (c + k + z) / moved, c / moved, k / moved, z / moved);
+	return c + k + z;
+}
+
 static void busy_share(const char *name, const char *dev, long long ticks0,
 		       double secs)
 {
@@ -1160,6 +1191,8 @@ static int bench_nvme(void)
 	struct kvtier_pool *pool = NULL;
 	char dev[256], name[KVTIER_NAME_MAX], b1[32];
 	double fio_w = 0, fio_r = 0, secs, kv_w, kv_r;
+	double cb0[3], cb1[3], passes = 0;
+	int cpu_ok;
 	uint64_t dev_bytes, nw, nr, next, cap, bad = 0, rng = 0x2545f4914f6cdd1dULL;
 	uint64_t *idx = NULL;
 	char *pbuf = NULL, *gbuf = NULL;
@@ -1229,6 +1262,7 @@ static int bench_nvme(void)
 		figure("cpu_crc32c_gbps", "%.3f", crc32c_gbps(pbuf, put_bytes));
 
 	/* 3. Demotion: PUT through the small DRAM share, then SYNC. */
+	cpu_ok = !cpu_bytes(cb0);
 	kvtier_nvme_stat(ctx, &s0);
 	ticks = io_ticks_ms(dev);
 	t = now_ns();
@@ -1237,8 +1271,11 @@ static int bench_nvme(void)
 		ret = kvtier_sync(pool, NULL);
 	secs = (now_ns() - t) / 1e9;
 	kvtier_nvme_stat(ctx, &s1);
+	cpu_ok = cpu_ok && !cpu_bytes(cb1);
 	if (!ret)
 		busy_share("nvme_write_busy_share", dev, ticks, secs);
+	if (!ret && cpu_ok)
+		passes = cpu_passes("write", cb0, cb1, nw * NVME_BLOCK);
 	if (ret) {
 		warn("PUT/SYNC through the NVMe tier", ret);
 		goto out;
@@ -1275,13 +1312,20 @@ static int bench_nvme(void)
 		nr = m - m % NVME_QD;
 	kvtier_nvme_stat(ctx, &s0);
 	kvtier_stat(pool, &ps);
+	cpu_ok = cpu_ok && !cpu_bytes(cb0);
 	ticks = io_ticks_ms(dev);
 	t = now_ns();
 	ret = nvme_get(pool, idx, nr, gbuf, &bad);
 	secs = (now_ns() - t) / 1e9;
 	kvtier_nvme_stat(ctx, &s1);
+	cpu_ok = cpu_ok && !cpu_bytes(cb1);
 	if (!ret && nr)
 		busy_share("nvme_read_busy_share", dev, ticks, secs);
+	if (!ret && nr && cpu_ok) {
+		passes += cpu_passes("read", cb0, cb1, nr * NVME_BLOCK);
+		figure("nvme_cpu_passes_per_byte", "%.2f",
+		       passes / ((nw + nr) * NVME_BLOCK));
+	}
 	if (ret || !nr) {
 		warn("GET from the NVMe tier", ret ? ret : -ENOENT);
 		goto out;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kvtier sysfs (Documentation/ABI/testing/sysfs-kernel-kvtier):
- * /sys/kernel/kvtier/stat and /sys/kernel/kvtier/pools/<name>/{stat,config}.
+ * /sys/kernel/kvtier/stat, cpu_bytes and
+ * /sys/kernel/kvtier/pools/<name>/{stat,config}.
  */
 #include "kvtier_test.h"
 
@@ -144,6 +145,49 @@ TEST_F(sysfs, global_counters_move)
 	ASSERT_EQ(a[G_POOLS], b[G_POOLS]);
 	ASSERT_EQ(a[G_RESERVED], b[G_RESERVED]);
 	ASSERT_EQ(a[G_USED], b[G_USED]);
+}
+
+enum { CPU_COPY, CPU_CRC, CPU_ZERO, CPU_COLS };
+
+static int cpu_bytes(long long v[CPU_COLS])
+{
+	int n = kst_read_cols(KST_SYSFS_DIR "/cpu_bytes", v, CPU_COLS, 0);
+
+	return n == CPU_COLS ? 0 : (n < 0 ? n : -EPROTO);
+}
+
+/*
+ * cpu_bytes: a PUT copies and checksums its bytes in one go (and has its
+ * pages zeroed where init_on_alloc is on); a GET from DRAM copies them
+ * only.
+ */
+TEST_F(sysfs, cpu_bytes_move)
+{
+	long long a[CPU_COLS], b[CPU_COLS], bs = BS;
+	struct kvtier_block g[2];
+	__u32 done;
+
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 16, 4);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, cpu_bytes(a));
+	ASSERT_EQ(0, put_n(self, 0x6c, 0, 3));
+	ASSERT_EQ(0, cpu_bytes(b));
+	EXPECT_EQ(a[CPU_COPY] + 3 * bs, b[CPU_COPY]);
+	EXPECT_EQ(a[CPU_CRC] + 3 * bs, b[CPU_CRC]);
+	EXPECT_TRUE(b[CPU_ZERO] == a[CPU_ZERO] ||
+		    b[CPU_ZERO] == a[CPU_ZERO] + 3 * bs)
+		TH_LOG("zeroed %lld bytes for 3 blocks of %lld",
+		       b[CPU_ZERO] - a[CPU_ZERO], bs);
+
+	kst_blk(&g[0], 0x6c, 0, self->buf);
+	kst_blk(&g[1], 0x6c, 2, self->buf + BS);
+	ASSERT_EQ(0, cpu_bytes(a));
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, g, 2, 0, &done));
+	ASSERT_EQ(2U, done);
+	ASSERT_EQ(0, cpu_bytes(b));
+	EXPECT_EQ(a[CPU_COPY] + 2 * bs, b[CPU_COPY]);
+	EXPECT_EQ(a[CPU_CRC], b[CPU_CRC]);
+	EXPECT_EQ(a[CPU_ZERO], b[CPU_ZERO]);
 }
 
 /* A destroyed pool still open is still a pool and still holds its DRAM. */
