@@ -44,6 +44,15 @@ enum kvt_block_state {
 	KVT_BLK_DYING,		/* unlinked; freed when its last user goes */
 };
 
+/* Evicted blocks' pages a pool keeps for its next blocks (tier_dram.c). */
+#define KVT_STASH_BLOCKS	2
+
+/* A block's DRAM pages, in chunks of 2^order pages. */
+union kvt_mem {
+	struct page *page;	/* one chunk: its first page */
+	struct page **chunks;	/* several chunks: their first pages */
+};
+
 /*
  * struct kvt_block - one block address
  *
@@ -59,10 +68,7 @@ enum kvt_block_state {
  */
 struct kvt_block {
 	u64 key[2];
-	union {
-		struct page *page;	/* one chunk: its first page */
-		struct page **chunks;	/* several chunks: their first pages */
-	} mem;
+	union kvt_mem mem;
 	u32 hnext;		/* next address in the key hash chain */
 	u32 prev;		/* replacement list, or free list (next only) */
 	u32 next;
@@ -210,6 +216,14 @@ struct kvt_pool {
 
 	atomic64_t chunk_meta;		/* bytes of chunk arrays */
 	u64 index_meta;			/* bytes of blocks[] and buckets[] */
+
+	/* DRAM tier: pages of evicted blocks, for the next block (stash_lock) */
+	spinlock_t stash_lock;
+	u32 nr_stash;
+	struct kvt_stash {
+		union kvt_mem mem;
+		u8 order;
+	} stash[KVT_STASH_BLOCKS];
 };
 
 /*
@@ -328,6 +342,9 @@ bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
  * @name: for messages
  * @alloc: give a FILLING or loading block its pages (DRAM)
  * @free: take a block's pages back (DRAM)
+ * @retire: take back the pages of a block evicted to make room: kept for
+ *	    the pool's next block where they can be (DRAM)
+ * @trim: free the pages @retire kept (DRAM)
  * @reachable: whether a block's copy can be read now; pool->lock held
  *	       (NVMe: its device is attached)
  * @load: read a block's copy into its DRAM pages; the block is held as a
@@ -359,6 +376,8 @@ struct kvt_tier_ops {
 	const char *name;
 	int (*alloc)(struct kvt_pool *pool, struct kvt_block *blk);
 	void (*free)(struct kvt_pool *pool, struct kvt_block *blk);
+	void (*retire)(struct kvt_pool *pool, struct kvt_block *blk);
+	void (*trim)(struct kvt_pool *pool);
 	bool (*reachable)(struct kvt_pool *pool, u32 addr);
 	int (*load)(struct kvt_pool *pool, u32 addr);
 	int (*clean)(struct kvt_pool *pool, unsigned int nr, bool victims);

@@ -309,6 +309,7 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 	INIT_LIST_HEAD(&pool->node);
 	init_rwsem(&pool->map_sem);
 	spin_lock_init(&pool->lock);
+	spin_lock_init(&pool->stash_lock);
 
 	/* Block memory is charged to the creator's memory cgroup. */
 	pool->memcg = get_mem_cgroup_from_mm(current->mm);

@@ -88,23 +88,23 @@ void kvt_res_drop(struct kvt_pool *pool, u32 addr)
 	kvt_res_unlink(pool, addr);
 }
 
-/**
- * kvt_res_release() - free a DYING block's memory and its address
- * @pool: the pool
- * @addr: a DYING block without users, owned by the caller
- *
+/*
  * Faults that saw the block READY still hold map_sem for read while they
  * install PTEs; waiting for them and then zapping the block's range leaves
- * no mapping of its pages before they go back to the allocator.
+ * no mapping of its pages before they go back to the allocator (or, for
+ * a block dropped to make room, to the next block: @room).
  */
-void kvt_res_release(struct kvt_pool *pool, u32 addr)
+static void __kvt_res_release(struct kvt_pool *pool, u32 addr, bool room)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 	bool dram = kvt_in_dram(blk);
 
 	if (dram) {
 		kvt_res_unmap(pool, addr);
-		kvt_dram_tier.free(pool, blk);
+		if (room)
+			kvt_dram_tier.retire(pool, blk);
+		else
+			kvt_dram_tier.free(pool, blk);
 	}
 
 	spin_lock(&pool->lock);
@@ -112,6 +112,16 @@ void kvt_res_release(struct kvt_pool *pool, u32 addr)
 		pool->nr_dram--;
 	kvt_block_free(pool, addr);
 	spin_unlock(&pool->lock);
+}
+
+/**
+ * kvt_res_release() - free a DYING block's memory and its address
+ * @pool: the pool
+ * @addr: a DYING block without users, owned by the caller
+ */
+void kvt_res_release(struct kvt_pool *pool, u32 addr)
+{
+	__kvt_res_release(pool, addr, false);
 }
 
 /**
@@ -213,6 +223,7 @@ void kvt_res_pool_free(struct kvt_pool *pool)
 		if (blk->state != KVT_BLK_FREE && kvt_in_dram(blk))
 			kvt_dram_tier.free(pool, blk);
 	}
+	kvt_dram_tier.trim(pool);
 }
 
 /* ---- which tier ---------------------------------------------------------- */
@@ -354,12 +365,18 @@ void kvt_res_evict_begin(struct kvt_pool *pool, u32 addr)
 	kvt_policy_remove(pool, addr);
 }
 
-/* The end of an eviction, the block's pages mapped nowhere. */
-static void kvt_res_evict_unmapped(struct kvt_pool *pool, u32 addr)
+/*
+ * The end of an eviction, the block's pages mapped nowhere: to the next
+ * block when it makes room for one (@room), else to the allocator.
+ */
+static void kvt_res_evict_unmapped(struct kvt_pool *pool, u32 addr, bool room)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 
-	kvt_dram_tier.free(pool, blk);
+	if (room)
+		kvt_dram_tier.retire(pool, blk);
+	else
+		kvt_dram_tier.free(pool, blk);
 
 	spin_lock(&pool->lock);
 	blk->flags &= ~KVT_BF_EVICTING;
@@ -369,11 +386,14 @@ static void kvt_res_evict_unmapped(struct kvt_pool *pool, u32 addr)
 	kvt_res_put_user(pool, addr);
 }
 
-/* Drop the DRAM copy of a block after kvt_res_evict_begin(); no lock held. */
+/*
+ * Drop the DRAM copy of a block after kvt_res_evict_begin(), to make room;
+ * no lock held.
+ */
 static void kvt_res_evict_dram(struct kvt_pool *pool, u32 addr)
 {
 	kvt_res_unmap(pool, addr);
-	kvt_res_evict_unmapped(pool, addr);
+	kvt_res_evict_unmapped(pool, addr, true);
 }
 
 /**
@@ -390,7 +410,7 @@ void kvt_res_evict_dram_locked(struct kvt_pool *pool, u32 addr)
 {
 	lockdep_assert_held_write(&pool->map_sem);
 	kvt_res_zap(pool, addr);
-	kvt_res_evict_unmapped(pool, addr);
+	kvt_res_evict_unmapped(pool, addr, false);
 }
 
 /**
@@ -432,7 +452,7 @@ static void kvt_res_evict_one(struct kvt_pool *pool, u32 victim)
 		kvt_res_unlink(pool, victim);
 		pool->stats.evictions++;
 		spin_unlock(&pool->lock);
-		kvt_res_release(pool, victim);
+		__kvt_res_release(pool, victim, true);
 	}
 	spin_lock(&pool->lock);
 }

@@ -121,30 +121,6 @@ out_free_chunks:
 }
 
 /**
- * kvt_dram_alloc() - give a block its pages
- * @pool: the pool
- * @blk: a FILLING block without memory, owned by the caller
- *
- * Return: 0 or -ENOMEM (node or memory cgroup out of memory).
- */
-static int kvt_dram_alloc(struct kvt_pool *pool, struct kvt_block *blk)
-{
-	struct mem_cgroup *old_memcg = set_active_memcg(pool->memcg);
-	int ret;
-
-	blk->order = pool->chunk_order;
-	ret = kvt_dram_alloc_order(pool, blk, blk->order);
-	if (ret && blk->order) {
-		blk->order = 0;
-		ret = kvt_dram_alloc_order(pool, blk, 0);
-	}
-	set_active_memcg(old_memcg);
-	if (!ret)
-		atomic64_add(pool->block_size, &kvt_dram_used);
-	return ret;
-}
-
-/**
  * kvt_dram_free() - give a block's pages back
  * @pool: the pool
  * @blk: a block with memory that no mapping and no command uses
@@ -166,11 +142,129 @@ static void kvt_dram_free(struct kvt_pool *pool, struct kvt_block *blk)
 	atomic64_sub(pool->block_size, &kvt_dram_used);
 }
 
+/*
+ * Pages of a block evicted to make room go to the pool's next block, not
+ * back to the allocator, which would zero them again (init_on_alloc) for
+ * that block's bytes to overwrite: the stash, up to KVT_STASH_BLOCKS, is
+ * filled by evictions that make room (kvt_dram_retire()) and emptied by the
+ * allocations that follow. Its pages stay charged to the pool's memory
+ * cgroup and counted in kvt_dram_used; they are within the pool's DRAM
+ * share, which the evicted block no longer uses. Only this pool's blocks
+ * ever had them, and a new block is wholly written before it is READY.
+ */
+static bool kvt_dram_unstash(struct kvt_pool *pool, struct kvt_block *blk)
+{
+	struct kvt_stash *s;
+	bool got = false;
+
+	spin_lock(&pool->stash_lock);
+	if (pool->nr_stash) {
+		s = &pool->stash[--pool->nr_stash];
+		blk->mem = s->mem;
+		blk->order = s->order;
+		got = true;
+	}
+	spin_unlock(&pool->stash_lock);
+	return got;
+}
+
+/* Whether nobody else holds a page of the block (a GUP user of a mapping). */
+static bool kvt_dram_sole(struct kvt_pool *pool, struct kvt_block *blk)
+{
+	unsigned int i, j, nr = kvt_nr_chunks(pool, blk->order);
+
+	for (i = 0; i < nr; i++) {
+		struct page *chunk = kvt_chunk(pool, blk, i);
+
+		for (j = 0; j < 1U << blk->order; j++)
+			if (page_ref_count(nth_page(chunk, j)) != 1)
+				return false;
+	}
+	return true;
+}
+
+/**
+ * kvt_dram_retire() - take back the pages of a block evicted to make room
+ * @pool: the pool
+ * @blk: a block with memory that no mapping and no command uses
+ *
+ * They go to the stash for the pool's next block, unless it is full or a
+ * page is still held elsewhere (its bytes must not change under that
+ * holder): then they are freed.
+ */
+static void kvt_dram_retire(struct kvt_pool *pool, struct kvt_block *blk)
+{
+	bool kept = false;
+
+	if (!kvt_in_dram(blk))
+		return;
+	if (kvt_dram_sole(pool, blk)) {
+		spin_lock(&pool->stash_lock);
+		if (pool->nr_stash < KVT_STASH_BLOCKS) {
+			pool->stash[pool->nr_stash].mem = blk->mem;
+			pool->stash[pool->nr_stash].order = blk->order;
+			pool->nr_stash++;
+			kept = true;
+		}
+		spin_unlock(&pool->stash_lock);
+	}
+	if (kept)
+		blk->mem.page = NULL;
+	else
+		kvt_dram_free(pool, blk);
+}
+
+/**
+ * kvt_dram_trim() - free the pages a pool keeps for its next blocks
+ * @pool: the pool
+ */
+static void kvt_dram_trim(struct kvt_pool *pool)
+{
+	struct kvt_block tmp = { };
+
+	while (kvt_dram_unstash(pool, &tmp)) {
+		kvt_dram_free(pool, &tmp);
+		tmp.mem.page = NULL;
+	}
+}
+
+/**
+ * kvt_dram_alloc() - give a block its pages
+ * @pool: the pool
+ * @blk: a FILLING block without memory, owned by the caller
+ *
+ * Pages an eviction kept come first (kvt_dram_retire()).
+ *
+ * Return: 0 or -ENOMEM (node or memory cgroup out of memory).
+ */
+static int kvt_dram_alloc(struct kvt_pool *pool, struct kvt_block *blk)
+{
+	struct mem_cgroup *old_memcg;
+	int ret;
+
+	if (kvt_dram_unstash(pool, blk))
+		return 0;
+	old_memcg = set_active_memcg(pool->memcg);
+
+	blk->order = pool->chunk_order;
+	ret = kvt_dram_alloc_order(pool, blk, blk->order);
+	if (ret && blk->order) {
+		blk->order = 0;
+		ret = kvt_dram_alloc_order(pool, blk, 0);
+	}
+	set_active_memcg(old_memcg);
+	if (!ret)
+		atomic64_add(pool->block_size, &kvt_dram_used);
+	return ret;
+}
+
 /* The DRAM tier, for the residency layer. */
 const struct kvt_tier_ops kvt_dram_tier = {
 	.name	= "dram",
 	.alloc	= kvt_dram_alloc,
 	.free	= kvt_dram_free,
+	.retire	= kvt_dram_retire,
+	.trim	= kvt_dram_trim,
 };
 
 /*

@@ -360,6 +360,44 @@ TEST_F(mmap, evict_then_sigbus)
 	}
 }
 
+/*
+ * A page of an evicted block that someone still holds (here a pipe, by
+ * vmsplice() from the mapping; a DMA registration alike) keeps its bytes:
+ * the pages of evicted blocks go to the pool's next blocks only when
+ * nobody else holds them.
+ */
+TEST_F(mmap, evicted_page_held_keeps_bytes)
+{
+	const __u64 bs = variant->block_size;
+	struct iovec iov;
+	long long addr;
+	int p[2], i;
+
+	addr = put_at(self, bs, 0x3b1, 0, 7);
+	ASSERT_LE(0, addr);
+	for (i = 1; i < DRAM; i++)
+		ASSERT_LE(0, put_at(self, bs, 0x3b1, i, 7));
+	self->map = map_pool(self->pfd, self->map_len, PROT_READ, MAP_SHARED, 0);
+	ASSERT_NE(NULL, self->map);
+	ASSERT_EQ(0, map_read(self, bs, addr));
+	ASSERT_EQ(0, pipe(p));
+	iov.iov_base = self->map + addr * bs;
+	iov.iov_len = KST_PAGE;
+	ASSERT_EQ((ssize_t)KST_PAGE, vmsplice(p[1], &iov, 1, 0));
+
+	/* key 0 is the oldest: it goes first, and DRAM blocks come after */
+	for (i = DRAM; i < 2 * DRAM; i++)
+		ASSERT_LE(0, put_at(self, bs, 0x3b1, i, 8));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, 0x3b1, 0, NULL));
+
+	memset(self->out, 0, bs);
+	ASSERT_EQ((ssize_t)KST_PAGE, read(p[0], self->out, KST_PAGE));
+	kst_fill(self->buf, bs, 0x3b1, 0, 7);
+	EXPECT_EQ(0, memcmp(self->buf, self->out, KST_PAGE));
+	close(p[0]);
+	close(p[1]);
+}
+
 /* After REPLACE the block's address shows the new bytes. */
 TEST_F(mmap, replace_shows_new)
 {

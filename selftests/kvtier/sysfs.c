@@ -190,6 +190,34 @@ TEST_F(sysfs, cpu_bytes_move)
 	EXPECT_EQ(a[CPU_ZERO], b[CPU_ZERO]);
 }
 
+/*
+ * Blocks dropped to make room hand their pages to the blocks that take
+ * it: no zeroing for those (where init_on_alloc is on, the first blocks'
+ * pages are zeroed).
+ */
+TEST_F(sysfs, cpu_bytes_room_reuses_pages)
+{
+	long long a[CPU_COLS], b[CPU_COLS], bs = BS;
+	struct kvtier_pool_stat st;
+
+	self->pfd = kst_pool_create(self->ctl, self->name, BS, 16, 4);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, cpu_bytes(a));
+	ASSERT_EQ(0, put_n(self, 0x6d, 0, 4));
+	ASSERT_EQ(0, cpu_bytes(b));
+	TH_LOG("4 blocks of %lld into an empty pool: %lld bytes zeroed",
+	       bs, b[CPU_ZERO] - a[CPU_ZERO]);
+	ASSERT_EQ(0, cpu_bytes(a));
+	ASSERT_EQ(0, put_n(self, 0x6d, 4, 4));
+	ASSERT_EQ(0, cpu_bytes(b));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
+	ASSERT_EQ(4U, st.evictions);
+	TH_LOG("4 blocks of %lld dropped for 4 new: %lld bytes zeroed",
+	       bs, b[CPU_ZERO] - a[CPU_ZERO]);
+	EXPECT_EQ(a[CPU_ZERO], b[CPU_ZERO]);
+	EXPECT_EQ(a[CPU_COPY] + 4 * bs, b[CPU_COPY]);
+}
+
 /* A destroyed pool still open is still a pool and still holds its DRAM. */
 TEST_F(sysfs, global_destroyed_but_open)
 {
