@@ -64,7 +64,11 @@ union kvt_mem {
  * holds them: taken by PUT's copy (kvt_dram_copy_in()), by an HBM
  * write-down, or derived from the NVMe record at attach. A record's keyed
  * crc is derived from it (kvt_rec_crc()), so writing a block to NVMe reads
- * none of its bytes, and a read from NVMe is checked against it.
+ * none of its bytes, and a read from NVMe is checked against it. It
+ * changes only while no write-back of the block can be under way: FILLING
+ * (set by the PUT that owns the block, without the lock), LOADING or
+ * without a DRAM copy (under pool->lock). So the writer, which holds the
+ * block as a user, reads it without the lock, like the page contents.
  */
 struct kvt_block {
 	u64 key[2];
