@@ -185,7 +185,9 @@ u32 kvt_seg_pages(struct kvt_nvme *nvme, struct kvt_disk_region *dr)
  * @page: where the segment starts, in pages from the region's start
  * @dr: a buffer of kvt_summary_bytes()
  *
- * Reads as much as a summary can take; the summary says how long it is.
+ * Reads its first page, which says how long the summary is, then the rest
+ * of it if any: a region of many small segments (a tombstone's is one page)
+ * costs a page each to replay or reclaim, not a largest summary each.
  *
  * Return: 0 and a valid summary of a segment at @page; -EBADMSG if there is
  * none; -EIO.
@@ -195,11 +197,11 @@ int kvt_summary_read(struct kvt_nvme *nvme, u32 r, u32 page,
 {
 	size_t len = min_t(size_t, kvt_summary_bytes(nvme),
 			   (size_t)(nvme->region_pages - page) * KVT_DISK_PAGE);
+	u64 off = kvt_region_bytes_off(nvme, r) + (u64)page * KVT_DISK_PAGE;
 	u32 nr, slen, seg;
 	int ret;
 
-	ret = kvt_nvme_rw(nvme, REQ_OP_READ, kvt_region_bytes_off(nvme, r) +
-			  (u64)page * KVT_DISK_PAGE, dr, len);
+	ret = kvt_nvme_rw(nvme, REQ_OP_READ, off, dr, KVT_DISK_PAGE);
 	if (ret)
 		return ret;
 	nr = le32_to_cpu(dr->nr);
@@ -207,8 +209,16 @@ int kvt_summary_read(struct kvt_nvme *nvme, u32 r, u32 page,
 	if (le64_to_cpu(dr->magic) != KVT_REGION_MAGIC ||
 	    memcmp(dr->uuid, nvme->uuid, sizeof(dr->uuid)) ||
 	    nr > nvme->max_recs || slen > len || slen % KVT_DISK_PAGE ||
-	    slen < struct_size(dr, recs, nr) || !dr->seq ||
-	    le32_to_cpu(dr->crc) != kvt_summary_crc(dr, slen))
+	    slen < struct_size(dr, recs, nr) || !dr->seq)
+		return -EBADMSG;
+	if (slen > KVT_DISK_PAGE) {
+		ret = kvt_nvme_rw(nvme, REQ_OP_READ, off + KVT_DISK_PAGE,
+				  (char *)dr + KVT_DISK_PAGE,
+				  slen - KVT_DISK_PAGE);
+		if (ret)
+			return ret;
+	}
+	if (le32_to_cpu(dr->crc) != kvt_summary_crc(dr, slen))
 		return -EBADMSG;
 	seg = kvt_seg_pages(nvme, dr);
 	if (le32_to_cpu(dr->seg_page) != page ||

@@ -904,4 +904,64 @@ TEST_F_TIMEOUT(attach, synced_drop_stays_dropped, 240)
 	kst_free(buf, DD_BS);
 }
 
+/*
+ * A region of many small segments, each written by a SYNC: one block and
+ * its summary page, then a tombstone alone (one page). Replay reads each
+ * summary for what it says it is, not the largest a summary can be (768
+ * KiB in a 64 MiB region): it reads about what was written.
+ */
+#define SS_SEGS		300U
+#define SS_BS		(4 * KST_KIB)
+#define SS_K0		0x6e7673736567ULL	/* "nvsseg" */
+
+TEST_F_TIMEOUT(attach, replay_reads_what_summaries_hold, 300)
+{
+	struct kvtier_nvme_stat ns;
+	char *buf = kst_alloc(SS_BS);
+	char name[KVTIER_NAME_MAX];
+	__u64 written;
+	unsigned int i;
+	int pfd;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT,
+				65536));
+	kst_name(name, "segs");
+	pfd = kst_pool_create(self->ctl, name, SS_BS, 2 * SS_SEGS, 16);
+	ASSERT_LE(0, pfd);
+	for (i = 0; i < SS_SEGS; i++) {
+		kst_fill(buf, SS_BS, SS_K0, i, 1);
+		ASSERT_EQ(0, kst_put1(pfd, SS_K0, i, buf, NULL));
+		ASSERT_EQ(0, nvt_sync(pfd, NULL));
+		ASSERT_EQ(0, kst_drop1(pfd, SS_K0, i));
+		ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	}
+	/* One key stays, to show the replay read the chain to its end. */
+	kst_fill(buf, SS_BS, SS_K0, SS_SEGS, 1);
+	ASSERT_EQ(0, kst_put1(pfd, SS_K0, SS_SEGS, buf, NULL));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	written = ns.bytes_written;
+
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	TH_LOG("%u segments: %llu KiB written, replay read %llu KiB in %llu ms",
+	       2 * SS_SEGS + 1, (unsigned long long)written >> 10,
+	       (unsigned long long)ns.bytes_read >> 10,
+	       (unsigned long long)ns.attach_ns / 1000000);
+	/* The superblock, pool table and each region's first page, besides. */
+	EXPECT_GE(written + (4 << 20) + ns.nr_regions * KST_PAGE,
+		  ns.bytes_read);
+	memset(buf, 0xa5, SS_BS);
+	ASSERT_EQ(0, kst_get1(pfd, SS_K0, SS_SEGS, buf, NULL));
+	EXPECT_EQ(-1, kst_check_gen(buf, SS_BS, SS_K0, SS_SEGS, 1));
+	for (i = 0; i < SS_SEGS; i += 37)
+		EXPECT_EQ(-ENOENT, kst_get1(pfd, SS_K0, i, buf, NULL))
+			TH_LOG("dropped key %u is back", i);
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+	kst_free(buf, SS_BS);
+}
+
 TEST_HARNESS_MAIN
