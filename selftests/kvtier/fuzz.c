@@ -27,8 +27,11 @@
  * A kernel BUG/WARNING is caught by the runner's dmesg check.
  *
  * Environment: KVTIER_FUZZ_SEED (default: time and pid), KVTIER_FUZZ_CALLS
- * (calls of the worker threads, default 100000), KVTIER_FUZZ_THREADS
- * (default 4), KVTIER_NVME_DEV (default /dev/nvme0n1, used when it is a
+ * (calls of the worker threads, default 100000), KVTIER_FUZZ_SECS (the
+ * threads stop after that many seconds if their calls are not done by then,
+ * default two thirds of the case's timeout: a slow machine runs fewer calls
+ * rather than run out of time; 0: no limit), KVTIER_FUZZ_THREADS (default
+ * 4), KVTIER_NVME_DEV (default /dev/nvme0n1, used when it is a
  * block device; KVTIER_FUZZ_NVME=0 leaves it alone). The sequence of calls
  * of each thread follows from the seed; how threads and children interleave
  * does not, so a seed reproduces the run's mix, not its exact timing.
@@ -486,7 +489,8 @@ static void *thr_run(void *arg)
 	struct fz_thr *t = arg;
 
 	t->tid = (int)gettid();
-	for (t->call = 0; t->call < t->ncalls; t->call++)
+	for (t->call = 0; t->call < t->ncalls && !atomic_load(&fz->stop);
+	     t->call++)
 		fz_step(t);
 	if (t->id == 0)
 		FZ_OP(t, oracle_final);
@@ -660,6 +664,9 @@ static void fz_report(struct __test_metadata *_metadata)
 TEST_F_TIMEOUT(fuzz, burst, 300)
 {
 	long calls = (long)fz_env("KVTIER_FUZZ_CALLS", 100000);
+	/* two thirds of the case's timeout (KVTIER_TEST_TIMEOUT_MIN raises it) */
+	long secs_max = (long)fz_env("KVTIER_FUZZ_SECS",
+				     _metadata->timeout * 2 / 3);
 	int nthr = (int)fz_env("KVTIER_FUZZ_THREADS", 4);
 	struct fz_thr *thr;
 	pthread_t th[FZ_THREADS_MAX];
@@ -716,6 +723,11 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 			}
 			if (done == nthr)
 				break;
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (secs_max > 0 && t1.tv_sec - t0.tv_sec >= secs_max &&
+			    !atomic_exchange(&fz->stop, true))
+				fprintf(stderr, "# fuzz: %ld s are up: the threads stop\n",
+					secs_max);
 			now = atomic_load(&fz->calls);
 			still = now == last ? still + 1 : 0;
 			last = now;
@@ -734,9 +746,10 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 				cpu = fz_cpu_ticks();
 			if (still == stall * 5 || still >= stall * 25) {
 				TH_LOG("a hang: stacks follow");
-				if (still > stall * 5)
-					fz_stall_report(_metadata, thr, joined, nthr);
 				kst_dump_stacks(getpid(), 0);
+				/* last, so that a log's tail says where it hung */
+				TH_LOG("a hang: no call ended for %d s", still / 5);
+				fz_stall_report(_metadata, thr, joined, nthr);
 				fz_report(_metadata);
 				ASSERT_TRUE(false);
 			}

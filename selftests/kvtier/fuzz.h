@@ -58,6 +58,7 @@ struct fz_shared {
 	 */
 	atomic_long restore_epoch, restoring;
 	atomic_long oracle_ops, oracle_hits;
+	atomic_bool stop;		/* the time is up: threads end now */
 	struct fz_fail fail[FZ_FAILS];
 };
 
