@@ -438,8 +438,23 @@ for a in "${steps[@]}"; do
 	times+=("$a $((SECONDS - t0))s")
 done
 
+# The failed selftests' own lines (TH_LOG, assertions), last before the
+# summary: CI keeps only the end of the output.
+failed_case_lines() {
+	local log n=0
+	for log in "$logs"/selftests/*.log "$logs"/debug/selftests/*.log; do
+		if [[ ! -f $log ]] || ! grep -qE '^ *not ok ' "$log"; then
+			continue
+		fi
+		((n++ < 3)) || break
+		echo "check: ${log#"$logs"/}: the failed cases' last lines:"
+		grep -E '^ *# [A-Za-z0-9_]+\.c:[0-9]+:|^ *not ok ' "$log" | tail -n 25
+	done
+}
+
 section "summary"
 if ((${#failures[@]})); then
+	failed_case_lines
 	echo "check: failures:"
 	printf '  %s\n' "${failures[@]}"
 fi
