@@ -329,19 +329,41 @@ static void kvt_unpin_locked(struct kvt_pool *pool, u32 addr)
 		kvt_block_unpinned(pool, addr);
 }
 
+/*
+ * Count one more pin, of the block at @xas's index, for the fd: the pins
+ * xarray locked, and unlocked meanwhile to allocate a node. 0 or -ENOMEM.
+ */
+static int kvt_pin_count(struct xa_state *xas)
+{
+	unsigned long held;
+	int ret;
+
+	for (;;) {
+		held = xa_to_value(xas_load(xas) ?: xa_mk_value(0));
+		xas_store(xas, xa_mk_value(held + 1));
+		ret = xas_error(xas);
+		if (ret != -ENOMEM)
+			return ret;
+		xas_unlock(xas);
+		ret = xas_nomem(xas, GFP_KERNEL_ACCOUNT) ? 0 : -ENOMEM;
+		xas_lock(xas);
+		if (ret)
+			return ret;
+	}
+}
+
 /* Count a pin of @addr for the fd; 0 or -ENOMEM. */
 static int kvt_pin_record(struct kvt_handle *h, u32 addr)
 {
 	XA_STATE(xas, &h->pins, addr);
-	unsigned long held;
+	int ret;
 
-	do {
-		xas_lock(&xas);
-		held = xa_to_value(xas_load(&xas) ?: xa_mk_value(0));
-		xas_store(&xas, xa_mk_value(held + 1));
-		xas_unlock(&xas);
-	} while (xas_nomem(&xas, GFP_KERNEL_ACCOUNT));
-	return xas_error(&xas);
+	xas_lock(&xas);
+	ret = kvt_pin_count(&xas);
+	xas_unlock(&xas);
+	if (!ret)
+		xas_nomem(&xas, 0);	/* frees a node allocated and not used */
+	return ret;
 }
 
 static int kvt_pin_one(struct kvt_handle *h, struct kvtier_block *e)
@@ -418,29 +440,19 @@ static u32 kvt_pin_record_run(struct kvt_handle *h, struct kvtier_block *ents,
 			      u32 i, u32 n, int *err)
 {
 	XA_STATE(xas, &h->pins, 0);
-	unsigned long held;
 
 	*err = 0;
 	xas_lock(&xas);
 	for (; i < n && ents[i].status == KVT_PINNED; i++) {
 		xas_set(&xas, ents[i].addr);
-		for (;;) {
-			held = xa_to_value(xas_load(&xas) ?: xa_mk_value(0));
-			xas_store(&xas, xa_mk_value(held + 1));
-			if (xas_error(&xas) != -ENOMEM)
-				break;
-			/* A new node: allocated unlocked, then again. */
-			xas_unlock(&xas);
-			if (!xas_nomem(&xas, GFP_KERNEL_ACCOUNT)) {
-				*err = -ENOMEM;
-				return i;
-			}
-			xas_lock(&xas);
-		}
+		*err = kvt_pin_count(&xas);
+		if (*err)
+			break;
 		ents[i].status = 0;
 	}
 	xas_unlock(&xas);
-	xas_nomem(&xas, 0);	/* frees a node allocated and not used */
+	if (!*err)
+		xas_nomem(&xas, 0);	/* frees a node allocated and not used */
 	return i;
 }
 

@@ -89,6 +89,19 @@ void kvt_res_drop(struct kvt_pool *pool, u32 addr)
 }
 
 /*
+ * A block's DRAM pages go: to the next block when they make room for one
+ * (@room, see the DRAM tier's retire), else to the allocator.
+ */
+static void kvt_res_pages_go(struct kvt_pool *pool, struct kvt_block *blk,
+			     bool room)
+{
+	if (room)
+		kvt_dram_tier.retire(pool, blk);
+	else
+		kvt_dram_tier.free(pool, blk);
+}
+
+/*
  * Faults that saw the block READY still hold map_sem for read while they
  * install PTEs; waiting for them and then zapping the block's range leaves
  * no mapping of its pages before they go back to the allocator (or, for
@@ -101,10 +114,7 @@ static void __kvt_res_release(struct kvt_pool *pool, u32 addr, bool room)
 
 	if (dram) {
 		kvt_res_unmap(pool, addr);
-		if (room)
-			kvt_dram_tier.retire(pool, blk);
-		else
-			kvt_dram_tier.free(pool, blk);
+		kvt_res_pages_go(pool, blk, room);
 	}
 
 	spin_lock(&pool->lock);
@@ -373,11 +383,7 @@ static void kvt_res_evict_unmapped(struct kvt_pool *pool, u32 addr, bool room)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 
-	if (room)
-		kvt_dram_tier.retire(pool, blk);
-	else
-		kvt_dram_tier.free(pool, blk);
-
+	kvt_res_pages_go(pool, blk, room);
 	spin_lock(&pool->lock);
 	blk->flags &= ~KVT_BF_EVICTING;
 	pool->nr_dram--;

@@ -336,17 +336,96 @@ static __attribute__((noinline)) uint64_t sum_words(const void *p, size_t bytes)
 	return s0 + s1 + s2 + s3;
 }
 
+/* @bytes of anonymous memory holding a pattern; MAP_FAILED without. */
+static void *pattern_buf(size_t bytes)
+{
+	uint64_t *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t i;
+
+	if (p == MAP_FAILED)
+		return p;
+	for (i = 0; i < bytes / 8; i++)
+		p[i] = i * 0x9e3779b97f4a7c15ULL;
+	return p;
+}
+
+/* Entries for keys 0 .. @n - 1, no buffers. */
+static void bench_keys(struct kvtier_block *b, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct kvtier_key k = bench_key(i);
+
+		kvtier_block_set(&b[i], &k, NULL);
+	}
+}
+
+/* Map @pool and find @n looked-up blocks of @b in the mapping. */
+static int map_blocks(struct kvtier_pool *pool, const struct kvtier_block *b,
+		      uint32_t n, struct kvtier_map **map, const void **ptr)
+{
+	uint32_t i;
+	int ret;
+
+	ret = kvtier_map(pool, 0, 0, map);
+	for (i = 0; !ret && i < n; i++) {
+		ptr[i] = kvtier_block_ptr(*map, b[i].addr);
+		if (!ptr[i])
+			ret = -ERANGE;
+	}
+	return ret;
+}
+
+/*
+ * Best of TRIALS of reading @n COPY_BLOCK blocks @rounds times, through
+ * the mapping (@ptr) and from the same bytes in anonymous memory (@src);
+ * seconds each. The first, untimed pass faults the mapping in.
+ */
+static void read_mapped_vs_anon(const void *const *ptr, const char *src,
+				uint32_t n, uint32_t rounds, double *map,
+				double *anon)
+{
+	double t_map[TRIALS], t_anon[TRIALS];
+	uint64_t t, s;
+	uint32_t r, i;
+	int trial;
+
+	for (trial = -1; trial < TRIALS; trial++) {
+		s = 0;
+		t = now_ns();
+		for (r = 0; r < rounds; r++)
+			for (i = 0; i < n; i++)
+				s += sum_words(ptr[i], COPY_BLOCK);
+		if (trial >= 0)
+			t_map[trial] = (now_ns() - t) / 1e9;
+		sink += s;
+
+		s = 0;
+		t = now_ns();
+		for (r = 0; r < rounds; r++)
+			for (i = 0; i < n; i++)
+				s += sum_words(src + i * COPY_BLOCK, COPY_BLOCK);
+		if (trial >= 0)
+			t_anon[trial] = (now_ns() - t) / 1e9;
+		sink += s;
+	}
+	*map = best_of(t_map, TRIALS);
+	*anon = best_of(t_anon, TRIALS);
+}
+
 static int bench_copy(void)
 {
 	const size_t batch_bytes = COPY_BATCH * COPY_BLOCK;
 	const size_t pool_bytes = COPY_BLOCKS * COPY_BLOCK;
-	double t_get[TRIALS], t_cpy[TRIALS], t_map[TRIALS], t_anon[TRIALS];
+	double t_get[TRIALS], t_cpy[TRIALS], t_map, t_anon;
 	struct kvtier_block blk[COPY_BLOCKS];
 	const void *ptr[COPY_BLOCKS];
 	struct kvtier_pool *pool = NULL;
 	struct kvtier_map *map = NULL;
 	void *dst = NULL, *src = MAP_FAILED;
-	uint64_t bytes = 0, t, s;
+	uint64_t bytes = 0, t;
 	uint32_t done, i, r, b;
 	int trial, ret;
 
@@ -358,14 +437,11 @@ static int bench_copy(void)
 		warn("staging buffer", ret);
 		goto out;
 	}
-	src = mmap(NULL, pool_bytes, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	src = pattern_buf(pool_bytes);
 	if (src == MAP_FAILED) {
 		ret = warn("anonymous buffer", -errno);
 		goto out;
 	}
-	for (i = 0; i < pool_bytes / 8; i++)
-		((uint64_t *)src)[i] = i * 0x9e3779b97f4a7c15ULL;
 	memset(dst, 0, batch_bytes);
 
 	ret = put_range(pool, 0, COPY_BLOCKS, src, pool_bytes);
@@ -373,11 +449,7 @@ static int bench_copy(void)
 		warn("PUT the 256 KiB blocks", ret);
 		goto out;
 	}
-	for (i = 0; i < COPY_BLOCKS; i++) {
-		struct kvtier_key k = bench_key(i);
-
-		kvtier_block_set(&blk[i], &k, NULL);
-	}
+	bench_keys(blk, COPY_BLOCKS);
 	ret = kvtier_lookup(pool, blk, COPY_BLOCKS, 0, &done);
 	if (!ret && done != COPY_BLOCKS)
 		ret = -ENOENT;
@@ -421,40 +493,16 @@ static int bench_copy(void)
 	figure("dram_memcpy_gbps", "%.2f", bytes / best_of(t_cpy, TRIALS) / 1e9);
 
 	/* Reading resident blocks through the mapping vs. anonymous memory. */
-	ret = kvtier_map(pool, 0, 0, &map);
+	ret = map_blocks(pool, blk, COPY_BLOCKS, &map, ptr);
 	if (ret) {
 		warn("mmap the pool", ret);
 		goto out;
 	}
-	for (i = 0; i < COPY_BLOCKS; i++) {
-		ptr[i] = kvtier_block_ptr(map, blk[i].addr);
-		if (!ptr[i]) {
-			ret = warn("block address outside the pool", -ERANGE);
-			goto out;
-		}
-	}
-	for (trial = -1; trial < TRIALS; trial++) {	/* -1: faults them in */
-		s = 0;
-		t = now_ns();
-		for (r = 0; r < COPY_ROUNDS; r++)
-			for (i = 0; i < COPY_BLOCKS; i++)
-				s += sum_words(ptr[i], COPY_BLOCK);
-		if (trial >= 0)
-			t_map[trial] = (now_ns() - t) / 1e9;
-		sink += s;
-
-		s = 0;
-		t = now_ns();
-		for (r = 0; r < COPY_ROUNDS; r++)
-			for (i = 0; i < COPY_BLOCKS; i++)
-				s += sum_words((char *)src + i * COPY_BLOCK, COPY_BLOCK);
-		if (trial >= 0)
-			t_anon[trial] = (now_ns() - t) / 1e9;
-		sink += s;
-	}
-	figure("mmap_read_vs_anon", "%.3f", best_of(t_anon, TRIALS) / best_of(t_map, TRIALS));
-	figure("mmap_read_gbps", "%.2f", bytes / best_of(t_map, TRIALS) / 1e9);
-	figure("anon_read_gbps", "%.2f", bytes / best_of(t_anon, TRIALS) / 1e9);
+	read_mapped_vs_anon(ptr, src, COPY_BLOCKS, COPY_ROUNDS, &t_map,
+			    &t_anon);
+	figure("mmap_read_vs_anon", "%.3f", t_anon / t_map);
+	figure("mmap_read_gbps", "%.2f", bytes / t_map / 1e9);
+	figure("anon_read_gbps", "%.2f", bytes / t_anon / 1e9);
 	ret = 0;
 out:
 	kvtier_unmap(map);
@@ -513,16 +561,16 @@ static int pin_rounds(struct kvtier_pool *pool, struct kvtier_block *b,
 static int bench_pin(void)
 {
 	double t_pin[TRIALS], t_look[TRIALS], t_unpin[TRIALS], t_none;
-	double t_map[TRIALS], t_anon[TRIALS];
+	double t_map, t_anon;
 	const size_t bytes = PIN_CHAIN * COPY_BLOCK;
 	struct kvtier_block b[PIN_CHAIN];
 	const void *ptr[PIN_CHAIN];
 	struct kvtier_pool *pool;
 	struct kvtier_map *map = NULL;
-	uint64_t rng = 0x70696e, s;
+	uint64_t rng = 0x70696e;
 	void *buf, *src = MAP_FAILED;
 	int ret, trial;
-	uint32_t i, done;
+	uint32_t done;
 
 	ret = bench_pool("pin", LOOKUP_BLOCK, PIN_BLOCKS, &pool);
 	if (ret)
@@ -552,61 +600,28 @@ static int bench_pin(void)
 	ret = bench_pool("pinread", COPY_BLOCK, PIN_CHAIN, &pool);
 	if (ret)
 		return warn("create the 256 KiB pool", ret);
-	src = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	src = pattern_buf(bytes);
 	if (src == MAP_FAILED) {
 		ret = warn("anonymous buffer", -errno);
 		goto out;
 	}
-	for (i = 0; i < bytes / 8; i++)
-		((uint64_t *)src)[i] = i * 0x9e3779b97f4a7c15ULL;
 	ret = put_range(pool, 0, PIN_CHAIN, src, bytes);
-	for (i = 0; i < PIN_CHAIN; i++) {
-		struct kvtier_key k = bench_key(i);
-
-		kvtier_block_set(&b[i], &k, NULL);
-	}
+	bench_keys(b, PIN_CHAIN);
 	if (!ret)
 		ret = kvtier_lookup(pool, b, PIN_CHAIN, KVTIER_LOOKUP_PIN, &done);
 	if (!ret && done != PIN_CHAIN)
 		ret = -ENOENT;
 	if (!ret)
-		ret = kvtier_map(pool, 0, 0, &map);
-	for (i = 0; !ret && i < PIN_CHAIN; i++) {
-		ptr[i] = kvtier_block_ptr(map, b[i].addr);
-		if (!ptr[i])
-			ret = -ERANGE;
-	}
+		ret = map_blocks(pool, b, PIN_CHAIN, &map, ptr);
 	if (ret) {
 		warn("pin and map the 256 KiB blocks", ret);
 		goto out;
 	}
-	for (trial = -1; trial < TRIALS; trial++) {	/* -1: faults them in */
-		uint64_t t = now_ns();
-		uint32_t r;
-
-		s = 0;
-		for (r = 0; r < COPY_ROUNDS * 4; r++)
-			for (i = 0; i < PIN_CHAIN; i++)
-				s += sum_words(ptr[i], COPY_BLOCK);
-		if (trial >= 0)
-			t_map[trial] = (now_ns() - t) / 1e9;
-		sink += s;
-
-		s = 0;
-		t = now_ns();
-		for (r = 0; r < COPY_ROUNDS * 4; r++)
-			for (i = 0; i < PIN_CHAIN; i++)
-				s += sum_words((char *)src + i * COPY_BLOCK,
-					       COPY_BLOCK);
-		if (trial >= 0)
-			t_anon[trial] = (now_ns() - t) / 1e9;
-		sink += s;
-	}
-	figure("pinned_read_vs_anon", "%.3f",
-	       best_of(t_anon, TRIALS) / best_of(t_map, TRIALS));
+	read_mapped_vs_anon(ptr, src, PIN_CHAIN, COPY_ROUNDS * 4, &t_map,
+			    &t_anon);
+	figure("pinned_read_vs_anon", "%.3f", t_anon / t_map);
 	figure("pinned_read_gbps", "%.2f",
-	       COPY_ROUNDS * 4.0 * bytes / best_of(t_map, TRIALS) / 1e9);
+	       COPY_ROUNDS * 4.0 * bytes / t_map / 1e9);
 	ret = 0;
 out:
 	kvtier_unmap(map);

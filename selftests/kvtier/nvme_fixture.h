@@ -21,6 +21,16 @@
 
 #define CAP		256U
 #define DRAM		8U
+
+/*
+ * The usual variant: the device attached, a pool of CAP blocks of @block
+ * bytes, DRAM of them in DRAM, blocks checked by the writer's pattern.
+ */
+#define NVT_TIER_CFG(name, block) {					\
+	.block_size = (block), .out = true, .writer_ok = true,		\
+	.tag = (name), .capacity = CAP, .dram_blocks = DRAM,		\
+	.attach = true, .reattach = true,				\
+}
 #define NPUT		64U		/* blocks PUT by most tests */
 #define NCOLD		(NPUT - DRAM)	/* of which at least this many demoted */
 #define K0		0x6e766d6574657374ULL	/* "nvmetest" */

@@ -20,19 +20,16 @@ FIXTURE(tier) {
 	struct nvt_fix;		/* buf, out: one block each */
 };
 
-/* The device attached, a pool of CAP blocks, DRAM of them in DRAM. */
-#define TIER_CFG(block) {						\
-	.block_size = (block), .out = true, .writer_ok = true,		\
-	.tag = "nvme", .capacity = CAP, .dram_blocks = DRAM,		\
-	.attach = true, .reattach = true,				\
-}
-
 FIXTURE_VARIANT(tier) {
 	struct nvt_cfg cfg;
 };
 
-FIXTURE_VARIANT_ADD(tier, b4k) { .cfg = TIER_CFG(4 * KST_KIB) };
-FIXTURE_VARIANT_ADD(tier, b64k) { .cfg = TIER_CFG(64 * KST_KIB) };
+FIXTURE_VARIANT_ADD(tier, b4k) {
+	.cfg = NVT_TIER_CFG("nvme", 4 * KST_KIB),
+};
+FIXTURE_VARIANT_ADD(tier, b64k) {
+	.cfg = NVT_TIER_CFG("nvme", 64 * KST_KIB),
+};
 
 FIXTURE_SETUP(tier)
 {

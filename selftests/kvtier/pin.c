@@ -31,19 +31,16 @@ FIXTURE(pin) {
 	char *map;		/* the pool mapped, or NULL */
 };
 
-/* The device attached, a pool of CAP blocks, DRAM of them in DRAM. */
-#define PIN_CFG(block) {						\
-	.block_size = (block), .out = true, .writer_ok = true,		\
-	.tag = "pin", .capacity = CAP, .dram_blocks = DRAM,		\
-	.attach = true, .reattach = true,				\
-}
-
 FIXTURE_VARIANT(pin) {
 	struct nvt_cfg cfg;
 };
 
-FIXTURE_VARIANT_ADD(pin, b4k) { .cfg = PIN_CFG(4 * KST_KIB) };
-FIXTURE_VARIANT_ADD(pin, b64k) { .cfg = PIN_CFG(64 * KST_KIB) };
+FIXTURE_VARIANT_ADD(pin, b4k) {
+	.cfg = NVT_TIER_CFG("pin", 4 * KST_KIB),
+};
+FIXTURE_VARIANT_ADD(pin, b64k) {
+	.cfg = NVT_TIER_CFG("pin", 64 * KST_KIB),
+};
 
 FIXTURE_SETUP(pin)
 {
