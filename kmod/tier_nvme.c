@@ -6,9 +6,10 @@
  *
  * Blocks leave DRAM by demotion: a writer gathers dirty blocks from the cold
  * end of the pools' replacement lists and writes them, a region at a time,
- * in large sequential FUA writes straight from the blocks' pages (no copy,
- * no page cache), then the region's summary of what it holds, once that
- * data is durable, so a torn region is never believed. Once a region is
+ * in large sequential writes straight from the blocks' pages (no copy, no
+ * page cache), then the region's summary of what it holds with a cache
+ * flush before it and FUA, so that the data is durable before the summary
+ * that names it and a torn region is never believed. Once a region is
  * durable its blocks are clean: their DRAM copies can go at no cost, and they
  * come back on use by a read that is verified against a crc32c keyed with
  * the pool, the key and the region's write sequence, so a stale, misplaced or
@@ -679,9 +680,15 @@ static void kvt_wbr_write_summary(struct kvt_wbr *wbr)
 	struct bio *bio;
 	size_t off;
 
-	/* The same work item runs again when the summary's bios end. */
+	/*
+	 * The data went without FUA: the flush ahead of the summary makes it
+	 * durable first, one cache flush a segment rather than FUA on every
+	 * data write. The same work item runs again when the summary's bios
+	 * end.
+	 */
 	atomic_set(&wbr->io.pending, 1);
-	bio = kvt_io_bio(&wbr->io, REQ_OP_WRITE | REQ_FUA | REQ_SYNC,
+	bio = kvt_io_bio(&wbr->io, REQ_OP_WRITE | REQ_FUA | REQ_SYNC |
+			 (wbr->demoted ? REQ_PREFLUSH : 0),
 			 KVT_SECTORS(kvt_region_bytes_off(nvme, wbr->region) +
 				     (u64)wbr->page * KVT_DISK_PAGE));
 	for (off = 0; off < wbr->bytes; off += PAGE_SIZE)
@@ -997,7 +1004,7 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	dr->nonce = cpu_to_le64(wbr->nonce);
 	dr->crc = cpu_to_le32(kvt_summary_crc(dr, slen));
 
-	bio = kvt_io_bio(&wbr->io, REQ_OP_WRITE | REQ_FUA | REQ_SYNC,
+	bio = kvt_io_bio(&wbr->io, REQ_OP_WRITE | REQ_SYNC,
 			 KVT_SECTORS(kvt_region_bytes_off(nvme, wbr->region) +
 				     (u64)wbr->page * KVT_DISK_PAGE + slen));
 	for (i = 0; i < wbr->nr; i++) {

@@ -1212,4 +1212,56 @@ TEST_F_TIMEOUT(pinned, load_all_pinned, 120)
 	EXPECT_EQ(-1, kst_check_gen(buf, KST_PAGE, 0x1b, 0, 1));
 }
 
+/* The device's completed cache flushes (/sys/block/DEV/stat), or -errno. */
+static long long dev_flushes(const char *dev)
+{
+	unsigned long long v[16];
+	const char *name = strrchr(dev, '/');
+	char path[128], buf[512];
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", name ? name + 1 : dev);
+	ret = kst_read_file(path, buf, sizeof(buf));
+	if (ret < 0)
+		return ret;
+	/* reads (4), writes (4), in flight, io ticks, queue time, discards (4), flushes */
+	if (sscanf(buf, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+		   &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14],
+		   &v[15]) != 16)
+		return -ENODATA;
+	return (long long)v[15];
+}
+
+/*
+ * Block data goes without FUA; a cache flush ahead of each segment's
+ * summary makes it durable before the summary that names it. Without the
+ * flush, a drive with a volatile write cache could keep a summary through
+ * a power cut and lose the data it vouches for.
+ */
+TEST_F(tier, segment_summary_after_flush)
+{
+	const char *name = strrchr(nvt_dev(), '/');
+	char path[128], wc[32] = "";
+	long long before, after;
+	__u32 i;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/queue/write_cache",
+		 name ? name + 1 : nvt_dev());
+	if (kst_read_file(path, wc, sizeof(wc)) < 0 ||
+	    strncmp(wc, "write back", 10))
+		SKIP(return, "no volatile write cache (%s): flushes are no-ops",
+		     wc);
+	before = dev_flushes(nvt_dev());
+	ASSERT_LE(0, before);
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, i, 1, 1,
+				       0));
+		ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	}
+	after = dev_flushes(nvt_dev());
+	TH_LOG("8 segments of one block: %lld cache flushes", after - before);
+	EXPECT_LE(8, after - before);
+}
+
 TEST_HARNESS_MAIN
