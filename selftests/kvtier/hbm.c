@@ -440,14 +440,33 @@ TEST_F(hbm, adopted_block_reaches_nvme)
 	ASSERT_EQ(0, get_as(self->pfd, self->buf, 3000, 3000));
 }
 
+/* What the arena counted, for a failure's log. */
+static void hbm_log(struct __test_metadata *_metadata, int pfd)
+{
+	struct kvtier_hbm_stat st;
+
+	if (hbm_stat(pfd, &st))
+		return;
+	TH_LOG("hbm: attached %u used %u of %u, to_dev %llu evictions %llu copy_errors %llu timeouts %llu detached %llu",
+	       st.attached, st.used, st.slots, (unsigned long long)st.to_dev,
+	       (unsigned long long)st.evictions,
+	       (unsigned long long)st.copy_errors,
+	       (unsigned long long)st.timeouts,
+	       (unsigned long long)st.detached);
+}
+
 /* More blocks than slots: the least recently used slots go; no block does. */
 TEST_F(hbm, slots_recycled)
 {
 	struct kvtier_hbm_stat st;
-	__u32 ready, i;
+	__u32 ready = 0, i;
+	int ret;
 
 	ASSERT_EQ(0, stage(self->pfd, 0, 12, 3, &ready));
-	ASSERT_EQ(0, stage(self->pfd, 12, 12, 4, &ready));
+	ret = stage(self->pfd, 12, 12, 4, &ready);
+	if (ret)
+		hbm_log(_metadata, self->pfd);
+	ASSERT_EQ(0, ret) TH_LOG("ready %u of 12", ready);
 	EXPECT_EQ(12U, ready);
 	ASSERT_EQ(0, hbm_stat(self->pfd, &st));
 	EXPECT_EQ(SLOTS, st.used);
