@@ -34,6 +34,10 @@
  *   nvme_read_vs_fio	promotion throughput (GET batches of 32 blocks that
  *			are only on NVMe, in random order) / fio random 256
  *			KiB reads at depth 32 (tools/fio/nvme-rand-read.fio)
+ *   nvme_write_vs_fio_verify, nvme_read_vs_fio_verify  the same against
+ *			the same fio jobs doing the tier's checksum work too
+ *			(verify=crc32c every 256 KiB, written, then checked
+ *			on every read; goal >= 0.9)
  *   nvme_write_busy_share, nvme_read_busy_share  share of each phase the
  *			drive had I/O in flight (io_ticks of /sys/block/DEV/
  *			stat over the phase's time; goal >= 0.9), with fio's
