@@ -43,6 +43,7 @@ struct kvt_mover {
 	struct list_head taken;		/* read, not reported */
 	u64 next_seq;
 	bool gone;			/* detached: nothing more is posted */
+	bool timed_out;			/* the watchdog detaches: -ETIMEDOUT */
 	wait_queue_head_t wq;
 	struct delayed_work watchdog;
 };
@@ -104,7 +105,9 @@ static void kvt_mover_fail_all(struct kvt_mover *mv, int status)
 
 static void kvt_mover_detach(struct kvt_hbm *hbm)
 {
-	kvt_mover_fail_all(hbm->priv, -EPIPE);
+	struct kvt_mover *mv = hbm->priv;
+
+	kvt_mover_fail_all(mv, READ_ONCE(mv->timed_out) ? -ETIMEDOUT : -EPIPE);
 }
 
 /* Copies overdue: the mover is taken for dead, the arena detached. */
@@ -131,7 +134,12 @@ static void kvt_mover_watchdog(struct work_struct *work)
 		spin_unlock(&hbm->pool->lock);
 		pr_warn("pool %s: the HBM mover did not answer in %u ms: arena detached\n",
 			hbm->pool->name, kvt_hbm_timeout_ms);
-		kvt_mover_fail_all(mv, -ETIMEDOUT);
+		/*
+		 * The arena is detached before its copies fail (with
+		 * -ETIMEDOUT, see kvt_mover_detach()): a reader woken by the
+		 * failure finds it detached.
+		 */
+		WRITE_ONCE(mv->timed_out, true);
 		kvt_hbm_detach(hbm);
 		return;
 	}

@@ -433,8 +433,10 @@ void kvt_hbm_detach(struct kvt_hbm *hbm)
 		wait_event(hbm->idle, !atomic_read(&hbm->copies));
 		return;
 	}
+	/* Detached from here on: whoever sees a copy fail sees it so. */
 	hbm->dead = true;
 	hbm->stats.detached++;
+	hbm->stats.attached = 0;
 	spin_unlock(&pool->lock);
 
 	hbm->ops->detach(hbm);
@@ -444,7 +446,6 @@ void kvt_hbm_detach(struct kvt_hbm *hbm)
 	for (s = 0; s < hbm->nr_slots; s++)
 		if (hbm->slot_state[s] == KVT_SLOT_READY)
 			kvt_slot_free(hbm, s);
-	hbm->stats.attached = 0;
 	spin_unlock(&pool->lock);
 	pr_info("pool %s: HBM arena (%s, %u slots) detached\n", pool->name,
 		hbm->ops->name, hbm->nr_slots);
