@@ -560,6 +560,37 @@ static inline char kst_dump_state(const char *path)
 }
 
 /*
+ * The pids of @pid's children, space-separated, from /proc/PID/stat of
+ * every process: for kernels without CONFIG_PROC_CHILDREN (no
+ * /proc/PID/task/TID/children). Returns the length written.
+ */
+static inline int kst_children_scan(pid_t pid, char *kids, size_t size)
+{
+	char path[300], buf[512], *p;
+	struct dirent *de;
+	size_t len = 0;
+	int ppid;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	kids[0] = '\0';
+	while ((de = readdir(d)) && len + 16 < size) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if (kst_read_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		p = strrchr(buf, ')');
+		if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+			len += snprintf(kids + len, size - len, "%s ",
+					de->d_name);
+	}
+	closedir(d);
+	return (int)len;
+}
+
+/*
  * Kernel stacks (and syscalls) of every thread of @pid and of its
  * children, two levels down from @depth 0: what a hung call waits for.
  * A task on a CPU has no stack to read there: for it the kernel is asked
@@ -567,8 +598,8 @@ static inline char kst_dump_state(const char *path)
  */
 static inline void kst_dump_stacks(pid_t pid, int depth)
 {
-	char path[320], kids[1024], *k;
-	bool running = false;
+	char path[320], kids[1024], *k, *save;
+	bool running = false, listed = false;
 	struct dirent *de;
 	DIR *d;
 
@@ -592,12 +623,18 @@ static inline void kst_dump_stacks(pid_t pid, int depth)
 		kst_dump_file(path);
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
 			 (int)pid, de->d_name);
+		listed |= access(path, R_OK) == 0;
 		if (depth < 2 && kst_read_file(path, kids, sizeof(kids)) > 0)
-			for (k = strtok(kids, " \n"); k;
-			     k = strtok(NULL, " \n"))
+			for (k = strtok_r(kids, " \n", &save); k;
+			     k = strtok_r(NULL, " \n", &save))
 				kst_dump_stacks(atoi(k), depth + 1);
 	}
 	closedir(d);
+	/* No children files (CONFIG_PROC_CHILDREN off): look them up. */
+	if (!listed && depth < 2 && kst_children_scan(pid, kids, sizeof(kids)))
+		for (k = strtok_r(kids, " \n", &save); k;
+		     k = strtok_r(NULL, " \n", &save))
+			kst_dump_stacks(atoi(k), depth + 1);
 	if (running) {
 		int fd = open("/proc/sysrq-trigger", O_WRONLY);
 
