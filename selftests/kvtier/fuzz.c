@@ -649,6 +649,38 @@ FIXTURE_TEARDOWN(fuzz)
 	munmap(fz, sizeof(*fz));
 }
 
+/* Where the threads' time in ioctls went, the costliest commands first. */
+static void fz_time_report(const struct fz_thr *thr, int nthr)
+{
+	static const unsigned int nrs[FZ_CMD_SLOTS] = {
+		0, 1, 2, 3, 4, 5, 6, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15,
+		0x16, 0x17, 0xff,
+	};
+	__u64 n[FZ_CMD_SLOTS] = { 0 }, ns[FZ_CMD_SLOTS] = { 0 };
+	__u64 max[FZ_CMD_SLOTS] = { 0 };
+	bool shown[FZ_CMD_SLOTS] = { false };
+	int i, k, best, lines;
+
+	for (i = 0; i < nthr; i++)
+		for (k = 0; k < FZ_CMD_SLOTS; k++) {
+			n[k] += thr[i].cmd_n[k];
+			ns[k] += thr[i].cmd_ns[k];
+			if (thr[i].cmd_max_ns[k] > max[k])
+				max[k] = thr[i].cmd_max_ns[k];
+		}
+	for (lines = 0; lines < 6; lines++) {
+		for (best = -1, k = 0; k < FZ_CMD_SLOTS; k++)
+			if (!shown[k] && n[k] && (best < 0 || ns[k] > ns[best]))
+				best = k;
+		if (best < 0)
+			break;
+		shown[best] = true;
+		fprintf(stderr, "# fuzz: ioctl %s: %llu calls, %.1f s, longest %.0f ms\n",
+			fz_cmd_name(nrs[best]), (unsigned long long)n[best],
+			ns[best] / 1e9, max[best] / 1e6);
+	}
+}
+
 static void fz_report(struct __test_metadata *_metadata)
 {
 	int i, n = atomic_load(&fz->nfail);
@@ -765,6 +797,7 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 		(double)atomic_load(&fz->calls) / secs,
 		atomic_load(&fz->oracle_ops), atomic_load(&fz->oracle_hits),
 		atomic_load(&fz->attaches), atomic_load(&fz->detaches));
+	fz_time_report(thr, nthr);
 
 	/* Nothing left pinned on the oracle pool once its pins went. */
 	EXPECT_EQ(0, kst_pinned(ofd));

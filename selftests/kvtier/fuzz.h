@@ -96,6 +96,9 @@ struct fz_key {
 
 #define FZ_NO_CMD	(~0u)
 
+/* Commands timed apart: the 7 control ones, the 8 pool ones, the rest. */
+#define FZ_CMD_SLOTS	16
+
 struct fz_thr {
 	int id;
 	bool child;
@@ -115,6 +118,8 @@ struct fz_thr {
 	int tid;
 	const char *volatile in_op;
 	volatile unsigned int in_cmd;
+	/* where the time went, by command (fz_cmd_slot()) */
+	__u64 cmd_n[FZ_CMD_SLOTS], cmd_ns[FZ_CMD_SLOTS], cmd_max_ns[FZ_CMD_SLOTS];
 	/* thread 0: the oracle pool */
 	int ofd;
 	struct fz_key keys[OR_KEYS];
@@ -135,6 +140,7 @@ extern pthread_mutex_t fz_nvme_lock;
 /* ---- fuzz_gen.c -------------------------------------------------------- */
 
 unsigned long long fz_env(const char *name, unsigned long long def);
+unsigned int fz_cmd_slot(unsigned int nr);
 bool fz_nonzero(const void *p, size_t n);
 __u64 fz_rnd(struct fz_thr *t);
 __u32 fz_rn(struct fz_thr *t, __u32 n);

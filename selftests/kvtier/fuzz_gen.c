@@ -122,6 +122,16 @@ void fz_failf(struct fz_thr *t, const char *fmt, ...)
 
 /* ---- the documented errnos --------------------------------------------- */
 
+/* The slot of command @nr in a thread's timings; the last for the rest. */
+unsigned int fz_cmd_slot(unsigned int nr)
+{
+	if (nr < 7)
+		return nr;
+	if (nr >= 0x10 && nr < 0x18)
+		return 7 + nr - 0x10;
+	return FZ_CMD_SLOTS - 1;
+}
+
 const char *fz_cmd_name(unsigned int nr)
 {
 	static const char * const ctl[] = {
@@ -235,11 +245,21 @@ bool fz_status_ok(unsigned int nr, int st)
 int fz_ioctl(struct fz_thr *t, enum fz_fdkind kind, int fd,
 	     unsigned long cmd, void *arg)
 {
+	unsigned int slot = fz_cmd_slot(_IOC_NR(cmd));
+	struct timespec a, b;
+	__u64 ns;
 	int ret;
 
+	clock_gettime(CLOCK_MONOTONIC, &a);
 	t->in_cmd = _IOC_NR(cmd);
 	ret = kst_ioctl(fd, cmd, arg);
 	t->in_cmd = FZ_NO_CMD;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ns = (__u64)(b.tv_sec - a.tv_sec) * 1000000000ULL + b.tv_nsec - a.tv_nsec;
+	t->cmd_n[slot]++;
+	t->cmd_ns[slot] += ns;
+	if (ns > t->cmd_max_ns[slot])
+		t->cmd_max_ns[slot] = ns;
 	atomic_fetch_add(&fz->calls, 1);
 	if (t->child)
 		atomic_fetch_add(&fz->child_calls, 1);
