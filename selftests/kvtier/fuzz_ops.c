@@ -315,7 +315,7 @@ void fz_op_batch(struct fz_thr *t)
 	unsigned long cmd = cmds[fz_rn(t, 8)];
 	unsigned int nr = _IOC_NR(cmd);
 	bool has_buf = nr == 0x10 || nr == 0x11;
-	bool shared = false, normal, bad_ent = false;
+	bool shared = false, normal, bad_ent = false, big;
 	struct kvtier_block *e;
 	struct kvtier_batch b, out;
 	__u32 count, written, i, done, prefix;
@@ -336,7 +336,8 @@ void fz_op_batch(struct fz_thr *t)
 	 */
 	if (nr == 0x10 && fz_fd_block_size(fd) != bs)
 		return;
-	if (bs > FZ_BS_MAX)
+	big = bs > FZ_BS_MAX;
+	if (big)
 		bs = FZ_BS_MAX;	/* a mutated create: buffers too short */
 
 	switch (fz_rn(t, 20)) {
@@ -364,6 +365,14 @@ void fz_op_batch(struct fz_thr *t)
 		count = 1 + fz_rn(t, FZ_NBUF);
 		break;
 	}
+	/*
+	 * Blocks larger than the buffers: each entry has the kernel allocate
+	 * (and zero) a whole block before its copy faults. Thousands of them
+	 * kept one PUT busy for minutes under emulation, a hang to the
+	 * watchdog; a few show the same.
+	 */
+	if (big && count > FZ_NBUF && count <= KVTIER_BATCH_MAX)
+		count = FZ_NBUF;
 	e = t->ents;
 	written = count < FZ_ENTS ? count : FZ_ENTS;
 	for (i = 0; i < written; i++) {
