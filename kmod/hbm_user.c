@@ -110,6 +110,16 @@ static void kvt_mover_detach(struct kvt_hbm *hbm)
 	kvt_mover_fail_all(mv, READ_ONCE(mv->timed_out) ? -ETIMEDOUT : -EPIPE);
 }
 
+/*
+ * How often the watchdog looks: a quarter of hbm_timeout_ms, and at least
+ * every second, so a new value takes effect within one.
+ */
+static unsigned long kvt_mover_period(void)
+{
+	return clamp(msecs_to_jiffies(READ_ONCE(kvt_hbm_timeout_ms)) / 4,
+		     1UL, (unsigned long)HZ);
+}
+
 /* Copies overdue: the mover is taken for dead, the arena detached. */
 static void kvt_mover_watchdog(struct work_struct *work)
 {
@@ -144,7 +154,7 @@ static void kvt_mover_watchdog(struct work_struct *work)
 		return;
 	}
 	if (!READ_ONCE(mv->gone))
-		schedule_delayed_work(&mv->watchdog, max(1UL, limit / 4));
+		schedule_delayed_work(&mv->watchdog, kvt_mover_period());
 }
 
 static ssize_t kvt_mover_read(struct file *file, char __user *buf, size_t len,
@@ -318,8 +328,7 @@ static int kvt_hbm_user_fd(struct kvt_hbm *hbm)
 		kvt_pool_put(hbm->pool);
 		return fd;
 	}
-	schedule_delayed_work(&mv->watchdog,
-			      max(1UL, msecs_to_jiffies(kvt_hbm_timeout_ms) / 4));
+	schedule_delayed_work(&mv->watchdog, kvt_mover_period());
 	return fd;
 }
 
