@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/kvtier.h>
@@ -758,8 +759,68 @@ static inline bool kst_test_wanted(const char *want, const char *name)
 }
 
 /*
+ * A case about to run out of time says where it is: a thread of its own
+ * wakes every KST_TICK_MS and, KST_WATCH_EARLY seconds before the case's
+ * timeout, prints the stacks of the case's threads and children. It also
+ * prints its longest sleep: a tick that took seconds means the whole
+ * guest stood still (a starved vCPU, a stalled host), not the kernel.
+ */
+#define KST_TICK_MS	200
+#define KST_WATCH_EARLY	5
+
+static double kst_watch_gap;	/* the longest tick so far, in seconds */
+
+static inline double kst_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *kst_watch(void *arg)
+{
+	struct __test_metadata *_metadata = arg;
+	double start = kst_mono(), last = start, now;
+	double limit = _metadata->timeout - KST_WATCH_EARLY;
+
+	do {
+		usleep(KST_TICK_MS * 1000);
+		now = kst_mono();
+		if (now - last > kst_watch_gap)
+			kst_watch_gap = now - last;
+		last = now;
+	} while (now - start < limit);
+	fprintf(stderr, "# %s: %.0f s of its %d s gone; the longest %d-ms tick took %.1f s; stacks:\n",
+		_metadata->name, now - start, _metadata->timeout, KST_TICK_MS,
+		kst_watch_gap);
+	kst_dump_stacks(getpid(), 0);
+	fflush(stderr);
+	return NULL;
+}
+
+/*
+ * Start the watcher of the case, with every signal blocked: a signal sent
+ * to the process must reach the threads of the test.
+ */
+static inline void kst_watch_start(struct __test_metadata *_metadata)
+{
+	sigset_t all, old;
+	pthread_t t;
+
+	if (_metadata->timeout <= KST_WATCH_EARLY * 2)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (!pthread_create(&t, NULL, kst_watch, _metadata))
+		pthread_detach(t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
  * The first thing of every FIXTURE_SETUP(): skip the case when the module
- * is not loaded or KVTIER_TEST leaves it out (see above).
+ * is not loaded or KVTIER_TEST leaves it out (see above); else start the
+ * case's watcher.
  */
 static inline void kst_setup(struct __test_metadata *_metadata)
 {
@@ -768,12 +829,11 @@ static inline void kst_setup(struct __test_metadata *_metadata)
 
 	if (access(KST_DEV, F_OK))
 		KST_SETUP_SKIP(KST_DEV " missing: kvtier not loaded");
-	if (!want || !*want)
-		return;
 	snprintf(full, sizeof(full), "%s.%s", _metadata->fixture->name,
 		 _metadata->name);
-	if (!kst_test_wanted(want, full))
+	if (want && *want && !kst_test_wanted(want, full))
 		KST_SETUP_SKIP("not selected by KVTIER_TEST=%s", want);
+	kst_watch_start(_metadata);
 }
 
 /* KVTIER_TEST_TIMEOUT_MIN: raise the cases' timeouts, once (see above). */

@@ -687,6 +687,7 @@ TEST_F(pf, uring_many_in_flight)
 	static struct kvtier_batch b[NFLIGHT];
 	static int res[NFLIGHT];
 	char *out = kst_alloc((size_t)NFLIGHT * BS);
+	struct kvtier_pool_stat st;
 	struct io_uring ring;
 	__u32 i;
 
@@ -699,6 +700,10 @@ TEST_F(pf, uring_many_in_flight)
 		res[i] = 1;
 	}
 	ASSERT_EQ(0, uring_run(&ring, NFLIGHT, res));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
+	TH_LOG("%u GETs: %llu reads from NVMe, %llu evictions",
+	       NFLIGHT, (unsigned long long)st.promotions,
+	       (unsigned long long)st.evictions);
 	for (i = 0; i < NFLIGHT; i++) {
 		ASSERT_EQ(0, res[i]);
 		ASSERT_EQ(0, e[i].status);

@@ -449,7 +449,30 @@ failed_case_lines() {
 		((n++ < 3)) || break
 		echo "check: ${log#"$logs"/}: the failed cases' last lines:"
 		grep -E '^ *# [A-Za-z0-9_]+\.c:[0-9]+:|^ *not ok ' "$log" | tail -n 25
+		watch_report "$log"
 	done
+}
+
+# A case that ran out of time: its watcher's line (kst_watch() in
+# kvtier_test.h), the states of its tasks, and the innermost frames of
+# their stacks, counted.
+watch_report() {
+	awk '/ s of its [0-9]+ s gone; the longest/ { on = 1 }
+	     on && /Test terminated by timeout/ { on = 0 }
+	     on { print }' "$1" >"$logs/.watch" || return 0
+	if [[ -s $logs/.watch ]]; then
+		grep -E ' s gone; the longest' "$logs/.watch" | tail -n 3
+		grep -oE 'state [A-Z]' "$logs/.watch" | sort | uniq -c |
+			tr -s ' \n' ' '
+		echo
+		awk '/\/stack:$/ { n = 0; s = ""; next }
+		     /^\[<0>\]/ && n < 3 { sub(/^\[<0>\] /, ""); sub(/\+.*/, "");
+					  s = s (n++ ? " < " : "") $0
+					  if (n == 3) print s; next }
+		     n && n < 3 { print s; n = 3 }' "$logs/.watch" |
+			sort | uniq -c | sort -rn | head -n 12
+	fi
+	rm -f "$logs/.watch"
 }
 
 section "summary"
