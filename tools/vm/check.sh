@@ -23,6 +23,8 @@
 #  5b. smp: selftests/kvtier/smp-unload.sh, the stress on 4 vCPUs with the
 #     NVMe tier, and rmmod under load (stress, then the fuzzer) refused,
 #     then clean after SIGKILL of the load;
+#     with step 3, steps 4-5b run beside it (see side_start), their output
+#     shown and counted after step 3's; KVTIER_CHECK_SIDE=0 runs them after;
 #  6. checkpatch.pl --strict and kernel-doc on each kernel source file;
 #     tools/names.sh: no function or struct defined in two of kmod/, lib/
 #     and selftests/kvtier/ (one case); tools/layers.sh: no call from a
@@ -278,7 +280,7 @@ step_vm() {
 
 # A host-side test script that boots the VM itself and prints TAP lines.
 run_tap_script() {
-	local name=$1 script=$2 log=$logs/$1.log rc=0 p f
+	local name=$1 script=$2 rc=0
 
 	section "$name: $script"
 	if ((!kbuild_ok)); then
@@ -286,7 +288,15 @@ run_tap_script() {
 		return
 	fi
 	KVTIER_KO=${KVTIER_KO:-kmod/kvtier.ko} bash "$script" "$top" 2>&1 |
-		tee "$log" || rc=$?
+		tee "$logs/$name.log" || rc=$?
+	tap_tally "$name" "$rc"
+}
+
+# Count the TAP lines of $logs/NAME.log, a script's output, which exited
+# with status RC.
+tap_tally() {
+	local name=$1 rc=$2 log=$logs/$1.log p f
+
 	p=$(grep -c '^ok ' "$log" || true)
 	f=$(grep -c '^not ok ' "$log" || true)
 	npass=$((npass + p))
@@ -312,16 +322,64 @@ step_install() {
 	run_tap_script install tools/vm/install-test.sh
 }
 
+declare -A tap_scripts=(
+	[persist]=selftests/kvtier/nvme-persist.sh
+	[crash]=selftests/kvtier/nvme-crash.sh
+	[smp]=selftests/kvtier/smp-unload.sh
+)
+
 step_persist() {
-	run_tap_script persist selftests/kvtier/nvme-persist.sh
+	run_tap_script persist "${tap_scripts[persist]}"
 }
 
 step_crash() {
-	run_tap_script crash selftests/kvtier/nvme-crash.sh
+	run_tap_script crash "${tap_scripts[crash]}"
 }
 
 step_smp() {
-	run_tap_script smp selftests/kvtier/smp-unload.sh
+	run_tap_script smp "${tap_scripts[smp]}"
+}
+
+# The steps persist, crash and smp boot VMs of their own: they run beside
+# the selftests' VM (step_vm), one after another, at nice 10 (the selftests
+# mostly keep one vCPU busy; the side takes the other host CPU), in VM
+# directories of their own (KVTIER_VM_DIR-side). Their output is kept and
+# shown, and counted, once the selftests are done. KVTIER_CHECK_SIDE=0 runs
+# them after the selftests instead.
+side=()
+side_pid=
+side_start() {
+	local a
+	((kbuild_ok)) || return 0
+	(
+		export KVTIER_VM_DIR=${KVTIER_VM_DIR:-$top/build/vm}-side
+		export KVTIER_KO=${KVTIER_KO:-kmod/kvtier.ko}
+		for a in "${side[@]}"; do
+			t0=$SECONDS
+			rc=0
+			nice -n 10 bash "${tap_scripts[$a]}" "$top" \
+				>"$logs/$a.log" 2>&1 || rc=$?
+			echo "$rc $((SECONDS - t0))" >"$logs/$a.side"
+		done
+	) &
+	side_pid=$!
+}
+
+side_finish() {
+	local a rc secs
+	[[ -n $side_pid ]] || return 0
+	wait "$side_pid" || true
+	for a in "${side[@]}"; do
+		section "$a: ${tap_scripts[$a]} (beside the selftests' VM)"
+		if [[ ! -s $logs/$a.side ]]; then
+			fail "$a: ran to the end beside the selftests' VM"
+			continue
+		fi
+		read -r rc secs <"$logs/$a.side"
+		cat "$logs/$a.log"
+		tap_tally "$a" "$rc"
+		times+=("$a ${secs}s")
+	done
 }
 
 # 6. Kernel style: checkpatch --strict and kernel-doc, one case per file;
@@ -432,10 +490,18 @@ step_debug() {
 
 # Each step's wall time, for the summary: where a CI run's time goes.
 times=()
+if [[ " ${steps[*]} " == *" vm "* && ${KVTIER_CHECK_SIDE:-1} != 0 ]]; then
+	for a in persist crash smp; do
+		[[ " ${steps[*]} " != *" $a "* ]] || side+=("$a")
+	done
+fi
 for a in "${steps[@]}"; do
+	[[ " ${side[*]} " != *" $a "* ]] || continue
 	t0=$SECONDS
+	[[ $a != vm ]] || side_start
 	"step_$a"
 	times+=("$a $((SECONDS - t0))s")
+	[[ $a != vm ]] || side_finish
 done
 
 # The failed selftests' own lines (TH_LOG, assertions), last before the
