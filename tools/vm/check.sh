@@ -31,9 +31,10 @@
 #     layer of kmod/ to one above it (one case);
 #  7. debug: the debug-kernel lane: the kernel of tools/vm/debug.config,
 #     built by tools/vm/debug-kernel.sh when it is not cached (a counted
-#     case), then steps kmod, vm (then, in the same boot, the fail-nth walk,
-#     I/O errors from fail_make_request and a kmemleak scan), persist, crash
-#     and smp again on that kernel (KASAN, UBSAN, lockdep, kmemleak), their
+#     case), then steps kmod, vm (with a kmemleak scan after the selftests;
+#     beside it, in a boot of their own, the fail-nth walk, I/O errors from
+#     fail_make_request and a kmemleak scan), persist, crash and smp again
+#     on that kernel (KASAN, UBSAN, lockdep, kmemleak), their
 #     counts added. KVTIER_CHECK_DEBUG=0 leaves the lane out with a
 #     "check: SKIP: debug-kernel lane" line, except in CI (CI=true) and
 #     with KVTIER_DEBUG_REQUIRED=1, where a lane not run is a failure.
@@ -65,6 +66,8 @@ kdir=${KDIR:-/lib/modules/$(tools/vm/kver)/build}
 make=${MAKE:-make}
 read -r -a vmflags <<<"${KVTIER_VM_FLAGS:---numa --cpus 2 --nvme 2}"
 vm_timeout=${KVTIER_VM_TIMEOUT:-1800}
+vm_base=${KVTIER_VM_DIR:-$top/build/vm}	# the side steps' VMs: $vm_base-*
+faults_built=1
 logs=${KVTIER_CHECK_LOGS:-$top/build/check}
 rm -rf "$logs"
 mkdir -p "$logs"
@@ -205,8 +208,16 @@ vm_cut_short() {
 }
 
 # 3. The selftests in the VM.
+#
+# On the debug kernel: forget the boot's kmemleak suspects first, then the
+# kmemleak scan after the selftests (kvtier.ko unloaded), see
+# tools/vm/kmemleak.sh. The fault walks, fail-nth (tools/vm/fail-nth.sh)
+# and the NVMe drive's I/O errors (tools/vm/fail-io.sh), run in a boot of
+# their own beside it, with a kmemleak scan of their own ("faults", the
+# first side step, see side_start), or, with KVTIER_CHECK_SIDE=0, in the
+# same boot after the selftests.
 step_vm() {
-	local vmdir=${KVTIER_VM_DIR:-$top/build/vm} vmrc=0 p=0 f=0 s=0 t tap
+	local vmdir=${KVTIER_VM_DIR:-$top/build/vm} vmrc=0 p=0 f=0 s=0
 	local vmout=$vmdir/out
 	local counts=$vmout/selftests.counts
 
@@ -215,22 +226,12 @@ step_vm() {
 		fail "selftests in the VM: not run, the module did not build"
 		return
 	fi
-	local cmd=tools/vm/run-selftests.sh tap
-	# On the debug kernel: forget the boot's kmemleak suspects first; after
-	# the selftests, the fail-nth walk (tools/vm/fail-nth.sh), the NVMe
-	# drive's I/O errors (tools/vm/fail-io.sh), then the kmemleak scan
-	# (kvtier.ko unloaded), see tools/vm/kmemleak.sh.
+	local cmd=tools/vm/run-selftests.sh
 	if [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
-		for t in fail-nth fail-io; do
-			if ! cc -O2 -Wall -Werror -I uapi -o "$logs/$t" tools/vm/$t.c \
-				>"$logs/build-$t.log" 2>&1; then
-				fail "$t: tools/vm/$t.c builds"
-				cat "$logs/build-$t.log"
-			fi
-		done
 		cmd='tools/vm/kmemleak.sh clear; tools/vm/run-selftests.sh; rc=$?;'
-		cmd+=" tools/vm/fail-nth.sh $logs/fail-nth;"
-		cmd+=" tools/vm/fail-io.sh $logs/fail-io;"
+		if ((faults_built)) && [[ " ${side[*]} " != *" faults "* ]]; then
+			cmd+=" $(faults_cmd)"
+		fi
 		# shellcheck disable=SC2016 # $rc is the guest shell's
 		cmd+=' tools/vm/kmemleak.sh check; exit $rc'
 		rm -f "$vmout/kmemleak.result" "$vmout/fail-nth.tap" "$vmout/fail-io.tap"
@@ -248,27 +249,11 @@ step_vm() {
 		fi
 	fi
 	if [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
-		cp "$vmout/kmemleak.txt" "$vmout"/fail-nth.* "$vmout"/fail-io.* \
-			"$logs/" 2>/dev/null || true
-		for t in fail-nth fail-io; do
-			tap=$vmout/$t.tap
-			if [[ -s $tap ]]; then
-				npass=$((npass + $(grep -c '^ok ' "$tap" || true)))
-				nfail=$((nfail + $(grep -c '^not ok ' "$tap" || true)))
-				mapfile -t -O "${#failures[@]}" failures < <(grep '^not ok ' "$tap")
-				# Its last line says whether dmesg stayed clean.
-				grep -qE '^(not )?ok .*: dmesg clean' "$tap" ||
-					fail "$t: ran to the end (no dmesg line in $t.tap)"
-			else
-				fail "$t: no result (the VM run did not reach it)"
-			fi
-		done
-		case $(cat "$vmout/kmemleak.result" 2>/dev/null) in
-		ok\ *) pass "kmemleak: no suspected leak after the selftests" ;;
-		skip\ *) fail "kmemleak: $(cut -d' ' -f3- "$vmout/kmemleak.result")" ;;
-		not\ ok*) fail "kmemleak: $(cut -d' ' -f4- "$vmout/kmemleak.result")" ;;
-		*) fail "kmemleak: no scan result (the VM run did not reach it)" ;;
-		esac
+		cp "$vmout/kmemleak.txt" "$logs/" 2>/dev/null || true
+		if ((faults_built)) && [[ " ${side[*]} " != *" faults "* ]]; then
+			faults_tally "$vmout"
+		fi
+		kmemleak_tally "$vmout" "the selftests"
 	fi
 	if [[ ! -e $vmout/selftests.done ]]; then
 		fail "selftests in the VM run to the end (VM status $vmrc: $(vm_cut_short "$vmrc" "$vmout" "$logs/vm-console.log"))"
@@ -276,6 +261,65 @@ step_vm() {
 		# The kernel complained although every counted case passed.
 		fail "VM run exits 0 (status $vmrc)"
 	fi
+}
+
+# The fault walks' programs, built on the host (debug lane); 0 when built.
+faults_build() {
+	local t ok=0
+	for t in fail-nth fail-io; do
+		if ! cc -O2 -Wall -Werror -I uapi -o "$logs/$t" tools/vm/$t.c \
+			>"$logs/build-$t.log" 2>&1; then
+			fail "$t: tools/vm/$t.c builds"
+			cat "$logs/build-$t.log"
+			ok=1
+		fi
+	done
+	return $ok
+}
+
+# The guest's command for the fault walks.
+faults_cmd() {
+	echo "tools/vm/fail-nth.sh $logs/fail-nth; tools/vm/fail-io.sh $logs/fail-io;"
+}
+
+# The fault walks in a boot of their own (a side step): VM in
+# $KVTIER_VM_DIR-faults, output in $logs/faults.log.
+faults_run() {
+	local vmdir=$vm_base-faults
+	rm -f "$vmdir/out/kmemleak.result" "$vmdir/out/fail-nth.tap" \
+		"$vmdir/out/fail-io.tap"
+	KVTIER_VM_DIR=$vmdir nice -n 10 tools/vm/kvtier-vm "${vmflags[@]}" \
+		--timeout "$vm_timeout" -- "tools/vm/kmemleak.sh clear; $(faults_cmd) tools/vm/kmemleak.sh check"
+}
+
+# Count the fault walks' TAP files in VMOUT.
+faults_tally() {
+	local vmout=$1 t tap
+	cp "$vmout"/fail-nth.* "$vmout"/fail-io.* "$logs/" 2>/dev/null || true
+	for t in fail-nth fail-io; do
+		tap=$vmout/$t.tap
+		if [[ -s $tap ]]; then
+			npass=$((npass + $(grep -c '^ok ' "$tap" || true)))
+			nfail=$((nfail + $(grep -c '^not ok ' "$tap" || true)))
+			mapfile -t -O "${#failures[@]}" failures < <(grep '^not ok ' "$tap")
+			# Its last line says whether dmesg stayed clean.
+			grep -qE '^(not )?ok .*: dmesg clean' "$tap" ||
+				fail "$t: ran to the end (no dmesg line in $t.tap)"
+		else
+			fail "$t: no result (the VM run did not reach it)"
+		fi
+	done
+}
+
+# The kmemleak scan's result in VMOUT, after WHAT.
+kmemleak_tally() {
+	local vmout=$1 what=$2
+	case $(cat "$vmout/kmemleak.result" 2>/dev/null) in
+	ok\ *) pass "kmemleak: no suspected leak after $what" ;;
+	skip\ *) fail "kmemleak: $(cut -d' ' -f3- "$vmout/kmemleak.result") ($what)" ;;
+	not\ ok*) fail "kmemleak: $(cut -d' ' -f4- "$vmout/kmemleak.result") ($what)" ;;
+	*) fail "kmemleak: no scan result after $what (the VM run did not reach it)" ;;
+	esac
 }
 
 # A host-side test script that boots the VM itself and prints TAP lines.
@@ -352,13 +396,17 @@ side_start() {
 	local a
 	((kbuild_ok)) || return 0
 	(
-		export KVTIER_VM_DIR=${KVTIER_VM_DIR:-$top/build/vm}-side
 		export KVTIER_KO=${KVTIER_KO:-kmod/kvtier.ko}
 		for a in "${side[@]}"; do
 			t0=$SECONDS
 			rc=0
-			nice -n 10 bash "${tap_scripts[$a]}" "$top" \
-				>"$logs/$a.log" 2>&1 || rc=$?
+			if [[ $a == faults ]]; then
+				faults_run >"$logs/$a.log" 2>&1 || rc=$?
+			else
+				KVTIER_VM_DIR=$vm_base-side nice -n 10 \
+					bash "${tap_scripts[$a]}" "$top" \
+					>"$logs/$a.log" 2>&1 || rc=$?
+			fi
 			echo "$rc $((SECONDS - t0))" >"$logs/$a.side"
 		done
 	) &
@@ -370,15 +418,23 @@ side_finish() {
 	[[ -n $side_pid ]] || return 0
 	wait "$side_pid" || true
 	for a in "${side[@]}"; do
-		section "$a: ${tap_scripts[$a]} (beside the selftests' VM)"
+		section "$a: ${tap_scripts[$a]:-fail-nth and fail-io} (beside the selftests' VM)"
 		if [[ ! -s $logs/$a.side ]]; then
 			fail "$a: ran to the end beside the selftests' VM"
 			continue
 		fi
 		read -r rc secs <"$logs/$a.side"
 		cat "$logs/$a.log"
-		tap_tally "$a" "$rc"
 		times+=("$a ${secs}s")
+		if [[ $a != faults ]]; then
+			tap_tally "$a" "$rc"
+			continue
+		fi
+		local fout=$vm_base-faults/out
+		cp "$fout/kmemleak.txt" "$logs/kmemleak-faults.txt" 2>/dev/null || true
+		faults_tally "$fout"
+		kmemleak_tally "$fout" "the fault walks"
+		((rc == 0)) || fail "faults: VM run exits 0 (status $rc)"
 	done
 }
 
@@ -491,6 +547,7 @@ step_debug() {
 # Each step's wall time, for the summary: where a CI run's time goes.
 times=()
 if [[ " ${steps[*]} " == *" vm "* && ${KVTIER_CHECK_SIDE:-1} != 0 ]]; then
+	[[ ${KVTIER_DEBUG_LANE:-0} != 1 ]] || side+=(faults)
 	for a in persist crash smp; do
 		[[ " ${steps[*]} " != *" $a "* ]] || side+=("$a")
 	done
@@ -498,6 +555,11 @@ fi
 for a in "${steps[@]}"; do
 	[[ " ${side[*]} " != *" $a "* ]] || continue
 	t0=$SECONDS
+	if [[ $a == vm && ${KVTIER_DEBUG_LANE:-0} == 1 ]] && ! faults_build; then
+		# The walks cannot run: counted failed by faults_build.
+		faults_built=0
+		mapfile -t side < <(printf '%s\n' "${side[@]}" | grep -vx faults || true)
+	fi
 	[[ $a != vm ]] || side_start
 	"step_$a"
 	times+=("$a $((SECONDS - t0))s")
