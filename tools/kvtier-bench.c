@@ -34,6 +34,10 @@
  *   nvme_read_vs_fio	promotion throughput (GET batches of 32 blocks that
  *			are only on NVMe, in random order) / fio random 256
  *			KiB reads at depth 32 (tools/fio/nvme-rand-read.fio)
+ *			Each side is the best of 3: three fio runs; the
+ *			512 MiB written in three parts, each PUT and SYNCed
+ *			and timed; three GET passes over the blocks then only
+ *			on NVMe. Absolute figures follow (*_gbps).
  *   nvme_write_vs_fio_verify, nvme_read_vs_fio_verify  the same against
  *			the same fio jobs doing the tier's checksum work too
  *			(verify=crc32c every 256 KiB, written, then checked
@@ -794,6 +798,7 @@ out:
 #define NVME_READ	(256ULL << 20)	/* GET for the read figure */
 #define NVME_VERIFY	128		/* blocks read back after re-attach */
 #define NVME_FILL_MAX	(4ULL << 30)	/* largest device the fill runs on */
+#define NVME_TRIALS	3		/* each figure: the best of */
 #define GOLDEN		0x9e3779b97f4a7c15ULL
 
 extern char **environ;
@@ -1161,7 +1166,6 @@ static long long io_ticks_ms(const char *dev)
 	return n == 10 ? (long long)v[9] : -1;
 }
 
-/* The share of @secs since @ticks0 that @dev was busy; a figure line. */
 /* /sys/kernel/kvtier/cpu_bytes: copied, checksummed, zeroed; 0 if none. */
 static int cpu_bytes(double b[3])
 {
@@ -1189,6 +1193,7 @@ static double cpu_passes(const char *phase, const double b0[3],
 	return c + k + z;
 }
 
+/* The share of @secs since @ticks0 that @dev was busy; a figure line. */
 static void busy_share(const char *name, const char *dev, long long ticks0,
 		       double secs)
 {
@@ -1200,16 +1205,45 @@ static void busy_share(const char *name, const char *dev, long long ticks0,
 		figure(name, "%.3f", (ticks - ticks0) / 1e3 / secs);
 }
 
+/*
+ * fio @job NVME_TRIALS times; its best bandwidth in *@bw (0 when a run
+ * failed), and the drive's busy share over all the runs as figure @busy
+ * (none if NULL).
+ */
+static void fio_best(const char *job, const char *opt, const char *dir,
+		     const char *dev, const char *busy, double *bw)
+{
+	long long ticks = io_ticks_ms(dev);
+	uint64_t t = now_ns();
+	double one;
+	int i;
+
+	*bw = 0;
+	for (i = 0; i < NVME_TRIALS; i++) {
+		if (run_fio(job, opt, dir, &one)) {
+			*bw = 0;
+			return;
+		}
+		if (one > *bw)
+			*bw = one;
+	}
+	if (busy)
+		busy_share(busy, dev, ticks, (now_ns() - t) / 1e9);
+}
+
 static int bench_nvme(void)
 {
 	const uint64_t put_bytes = NVME_PUT_BATCH * NVME_BLOCK;
 	const uint64_t get_bytes = NVME_QD * NVME_BLOCK;
-	struct kvtier_nvme_stat s0, s1;
+	struct kvtier_nvme_stat s0, s1, sw0;
 	struct kvtier_pool_stat ps;
 	struct kvtier_pool_params p;
 	struct kvtier_pool *pool = NULL;
 	char dev[256], name[KVTIER_NAME_MAX], b1[32];
 	double fio_w = 0, fio_r = 0, fio_wv = 0, fio_rv = 0, secs, kv_w, kv_r;
+	double put_best, dev_r, moved;
+	uint64_t t0, nr_best = 0;
+	int i;
 	double cb0[3], cb1[3], passes = 0;
 	int cpu_ok;
 	uint64_t dev_bytes, nw, nr, next, cap, bad = 0, rng = 0x2545f4914f6cdd1dULL;
@@ -1237,20 +1271,17 @@ static int bench_nvme(void)
 	set_env_u64("KVTIER_FIO_BS", NVME_BLOCK, "");
 	set_env_u64("KVTIER_FIO_QD", NVME_QD, "");
 	setenv("KVTIER_FIO_VERIFY", "0", 1);
-	ticks = io_ticks_ms(dev);
-	t = now_ns();
-	if (run_fio("nvme-seq-write.fio", NULL, "write", &fio_w))
-		fio_w = 0;
-	busy_share("fio_write_busy_share", dev, ticks, (now_ns() - t) / 1e9);
-	ticks = io_ticks_ms(dev);
-	t = now_ns();
-	if (run_fio("nvme-rand-read.fio", "--readonly", "read", &fio_r))
-		fio_r = 0;
-	busy_share("fio_read_busy_share", dev, ticks, (now_ns() - t) / 1e9);
+	fio_best("nvme-seq-write.fio", NULL, "write", dev,
+		 "fio_write_busy_share", &fio_w);
+	fio_best("nvme-rand-read.fio", "--readonly", "read", dev,
+		 "fio_read_busy_share", &fio_r);
 	/* The same, doing the tier's work too: a crc32c a block, checked. */
 	setenv("KVTIER_FIO_VERIFY", "crc32c", 1);
-	if (run_fio("nvme-seq-write.fio", NULL, "write", &fio_wv) ||
-	    run_fio("nvme-rand-read.fio", "--readonly", "read", &fio_rv))
+	fio_best("nvme-seq-write.fio", NULL, "write", dev, NULL, &fio_wv);
+	if (fio_wv > 0)
+		fio_best("nvme-rand-read.fio", "--readonly", "read", dev, NULL,
+			 &fio_rv);
+	if (!(fio_rv > 0))
 		fio_wv = fio_rv = 0;
 
 	/* 2. A new store, and a pool whose DRAM share is 64 blocks. */
@@ -1286,16 +1317,35 @@ static int bench_nvme(void)
 	if (__builtin_cpu_supports("sse4.2"))
 		figure("cpu_crc32c_gbps", "%.3f", crc32c_gbps(pbuf, put_bytes));
 
-	/* 3. Demotion: PUT through the small DRAM share, then SYNC. */
+	/*
+	 * 3. Demotion: PUT through the small DRAM share, then SYNC; in
+	 * NVME_TRIALS parts, each timed: the best part's write rate.
+	 */
 	cpu_ok = !cpu_bytes(cb0);
-	kvtier_nvme_stat(ctx, &s0);
+	kvtier_nvme_stat(ctx, &sw0);
 	ticks = io_ticks_ms(dev);
-	t = now_ns();
-	ret = nvme_put(pool, 0, nw, pbuf);
-	if (!ret)
-		ret = kvtier_sync(pool, NULL);
-	secs = (now_ns() - t) / 1e9;
-	kvtier_nvme_stat(ctx, &s1);
+	t0 = now_ns();
+	kv_w = put_best = 0;
+	for (i = 0, ret = 0; i < NVME_TRIALS && !ret; i++) {
+		uint64_t from = nw / NVME_TRIALS / NVME_PUT_BATCH *
+				NVME_PUT_BATCH * i;
+		uint64_t to = i + 1 < NVME_TRIALS ?
+			      from + nw / NVME_TRIALS / NVME_PUT_BATCH *
+				     NVME_PUT_BATCH : nw;
+
+		kvtier_nvme_stat(ctx, &s0);
+		t = now_ns();
+		ret = nvme_put(pool, from, to, pbuf);
+		if (!ret)
+			ret = kvtier_sync(pool, NULL);
+		secs = (now_ns() - t) / 1e9;
+		kvtier_nvme_stat(ctx, &s1);
+		if (!ret && (s1.bytes_written - s0.bytes_written) / secs > kv_w)
+			kv_w = (s1.bytes_written - s0.bytes_written) / secs;
+		if (!ret && (to - from) * NVME_BLOCK / secs > put_best)
+			put_best = (to - from) * NVME_BLOCK / secs;
+	}
+	secs = (now_ns() - t0) / 1e9;
 	cpu_ok = cpu_ok && !cpu_bytes(cb1);
 	if (!ret)
 		busy_share("nvme_write_busy_share", dev, ticks, secs);
@@ -1305,7 +1355,6 @@ static int bench_nvme(void)
 		warn("PUT/SYNC through the NVMe tier", ret);
 		goto out;
 	}
-	kv_w = (s1.bytes_written - s0.bytes_written) / secs;
 	if (fio_w > 0)
 		figure("nvme_write_vs_fio", "%.3f", kv_w / fio_w);
 	else
@@ -1316,11 +1365,11 @@ static int bench_nvme(void)
 		figure("nvme_write_vs_fio_verify", "%.3f", kv_w / fio_wv);
 		figure("fio_seq_write_verify_gbps", "%.3f", fio_wv / 1e9);
 	}
-	figure("nvme_put_gbps", "%.3f", nw * NVME_BLOCK / secs / 1e9);
+	figure("nvme_put_gbps", "%.3f", put_best / 1e9);
 	kvtier_stat(pool, &ps);
 	figure("nvme_write_blocks_per_region", "%.1f",
 	       (double)ps.demotions / (s1.nr_regions - s1.free_regions +
-				       s1.reclaimed - s0.reclaimed));
+				       s1.reclaimed - sw0.reclaimed));
 	if (getenv("KVTIER_BENCH_DEBUG"))
 		fprintf(stderr, "write phase: puts %llu demotions %llu evictions %llu drops %llu dram %llu nvme %llu dirty %llu; regions free %u reclaimed %llu lost %llu\n",
 			(unsigned long long)ps.puts, (unsigned long long)ps.demotions,
@@ -1331,35 +1380,53 @@ static int bench_nvme(void)
 			(unsigned long long)s1.reclaimed,
 			(unsigned long long)s1.lost_blocks);
 
-	/* 4. Promotion: GET batches of blocks that are only on NVMe. */
-	m = nvme_only(pool, nw, idx, &rng);
-	if (m < 0) {
-		ret = warn("LOOKUP", m);
-		goto out;
-	}
-	if ((uint64_t)m < nr)
-		nr = m - m % NVME_QD;
-	kvtier_nvme_stat(ctx, &s0);
-	kvtier_stat(pool, &ps);
+	/*
+	 * 4. Promotion: GET batches of blocks that are only on NVMe, in
+	 * NVME_TRIALS passes, each over the blocks only on NVMe by then (a
+	 * pass leaves the last few in DRAM): the best pass's rate.
+	 */
 	cpu_ok = cpu_ok && !cpu_bytes(cb0);
 	ticks = io_ticks_ms(dev);
-	t = now_ns();
-	ret = nvme_get(pool, idx, nr, gbuf, &bad);
-	secs = (now_ns() - t) / 1e9;
-	kvtier_nvme_stat(ctx, &s1);
-	cpu_ok = cpu_ok && !cpu_bytes(cb1);
-	if (!ret && nr)
-		busy_share("nvme_read_busy_share", dev, ticks, secs);
-	if (!ret && nr && cpu_ok) {
-		passes += cpu_passes("read", cb0, cb1, nr * NVME_BLOCK);
-		figure("nvme_cpu_passes_per_byte", "%.2f",
-		       passes / ((nw + nr) * NVME_BLOCK));
+	t0 = now_ns();
+	kv_r = dev_r = 0;
+	moved = 0;
+	for (i = 0, ret = 0; i < NVME_TRIALS && !ret; i++) {
+		uint64_t n = nr;
+
+		m = nvme_only(pool, nw, idx, &rng);
+		if (m < 0) {
+			ret = warn("LOOKUP", m);
+			goto out;
+		}
+		if ((uint64_t)m < n)
+			n = m - m % NVME_QD;
+		if (!n)
+			break;
+		kvtier_nvme_stat(ctx, &s0);
+		t = now_ns();
+		ret = nvme_get(pool, idx, n, gbuf, &bad);
+		secs = (now_ns() - t) / 1e9;
+		kvtier_nvme_stat(ctx, &s1);
+		moved += n * NVME_BLOCK;
+		if (!ret && n * NVME_BLOCK / secs > kv_r) {
+			kv_r = n * NVME_BLOCK / secs;
+			dev_r = (s1.bytes_read - s0.bytes_read) / secs;
+			nr_best = n;
+		}
 	}
-	if (ret || !nr) {
+	secs = (now_ns() - t0) / 1e9;
+	cpu_ok = cpu_ok && !cpu_bytes(cb1);
+	if (!ret && moved)
+		busy_share("nvme_read_busy_share", dev, ticks, secs);
+	if (!ret && moved && cpu_ok) {
+		passes += cpu_passes("read", cb0, cb1, moved);
+		figure("nvme_cpu_passes_per_byte", "%.2f",
+		       passes / (nw * NVME_BLOCK + moved));
+	}
+	if (ret || !moved) {
 		warn("GET from the NVMe tier", ret ? ret : -ENOENT);
 		goto out;
 	}
-	kv_r = nr * NVME_BLOCK / secs;
 	if (fio_r > 0)
 		figure("nvme_read_vs_fio", "%.3f", kv_r / fio_r);
 	else
@@ -1370,9 +1437,8 @@ static int bench_nvme(void)
 		figure("nvme_read_vs_fio_verify", "%.3f", kv_r / fio_rv);
 		figure("fio_rand_read_verify_gbps", "%.3f", fio_rv / 1e9);
 	}
-	figure("nvme_read_device_gbps", "%.3f",
-	       (s1.bytes_read - s0.bytes_read) / secs / 1e9);
-	figure("nvme_read_blocks", "%.0f", nr);
+	figure("nvme_read_device_gbps", "%.3f", dev_r / 1e9);
+	figure("nvme_read_blocks", "%.0f", (double)nr_best);
 
 	/* 5. Fill the device, SYNC, detach, attach: the index rebuild. */
 	for (next = nw; ; next += NVME_DRAM) {
