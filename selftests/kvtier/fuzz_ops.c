@@ -182,6 +182,24 @@ void fz_op_nvme_stat(struct fz_thr *t)
 			 out.attached);
 }
 
+/*
+ * Attaches and detaches of the process's threads one at a time. Not in a
+ * child of fz_op_fork(): it has one thread, and its copy of the mutex
+ * stays locked forever when another thread of the parent held it at the
+ * fork.
+ */
+static void fz_nvme_lock_take(struct fz_thr *t)
+{
+	if (!t->child)
+		pthread_mutex_lock(&fz_nvme_lock);
+}
+
+static void fz_nvme_lock_release(struct fz_thr *t)
+{
+	if (!t->child)
+		pthread_mutex_unlock(&fz_nvme_lock);
+}
+
 void fz_op_nvme(struct fz_thr *t)
 {
 	struct kvtier_nvme_attach a;
@@ -193,9 +211,9 @@ void fz_op_nvme(struct fz_thr *t)
 		memset(&d, 0, sizeof(d));
 		if (fz_pct(t, 10))
 			fz_mutate(t, &d, sizeof(d));
-		pthread_mutex_lock(&fz_nvme_lock);
+		fz_nvme_lock_take(t);
 		ret = fz_ioctl(t, FD_CTL, t->ctl, KVTIER_IOC_NVME_DETACH, &d);
-		pthread_mutex_unlock(&fz_nvme_lock);
+		fz_nvme_lock_release(t);
 		if (!ret)
 			atomic_fetch_add(&fz->detaches, 1);
 		return;
@@ -236,9 +254,9 @@ void fz_op_nvme(struct fz_thr *t)
 		atomic_fetch_add(&fz->restoring, 1);
 		atomic_fetch_add(&fz->restore_epoch, 1);
 	}
-	pthread_mutex_lock(&fz_nvme_lock);
+	fz_nvme_lock_take(t);
 	ret = fz_ioctl(t, FD_CTL, t->ctl, KVTIER_IOC_NVME_ATTACH, &a);
-	pthread_mutex_unlock(&fz_nvme_lock);
+	fz_nvme_lock_release(t);
 	if (!ret)
 		atomic_fetch_add(&fz->attaches, 1);
 	if (!(a.flags & KVTIER_NVME_FORMAT)) {
