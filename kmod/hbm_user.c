@@ -110,14 +110,19 @@ static void kvt_mover_detach(struct kvt_hbm *hbm)
 	kvt_mover_fail_all(mv, READ_ONCE(mv->timed_out) ? -ETIMEDOUT : -EPIPE);
 }
 
+/* hbm_timeout_ms in jiffies; below 100 ms a mover could not answer at all. */
+static unsigned long kvt_mover_limit(void)
+{
+	return msecs_to_jiffies(max(100U, READ_ONCE(kvt_hbm_timeout_ms)));
+}
+
 /*
- * How often the watchdog looks: a quarter of hbm_timeout_ms, and at least
- * every second, so a new value takes effect within one.
+ * How often the watchdog looks: a quarter of the limit, and at least every
+ * second, so a new value takes effect within one.
  */
 static unsigned long kvt_mover_period(void)
 {
-	return clamp(msecs_to_jiffies(READ_ONCE(kvt_hbm_timeout_ms)) / 4,
-		     1UL, (unsigned long)HZ);
+	return clamp(kvt_mover_limit() / 4, 1UL, (unsigned long)HZ);
 }
 
 /* Copies overdue: the mover is taken for dead, the arena detached. */
@@ -125,9 +130,7 @@ static void kvt_mover_watchdog(struct work_struct *work)
 {
 	struct kvt_mover *mv = container_of(to_delayed_work(work),
 					    struct kvt_mover, watchdog);
-	/* Below 100 ms a mover could not answer at all: taken as 100. */
-	unsigned long limit = msecs_to_jiffies(max(100U,
-						   READ_ONCE(kvt_hbm_timeout_ms)));
+	unsigned long limit = kvt_mover_limit();
 	struct kvt_hbm *hbm = mv->hbm;
 	struct kvt_hbm_copy *c;
 	bool late = false;

@@ -246,16 +246,14 @@ int fz_ioctl(struct fz_thr *t, enum fz_fdkind kind, int fd,
 	     unsigned long cmd, void *arg)
 {
 	unsigned int slot = fz_cmd_slot(_IOC_NR(cmd));
-	struct timespec a, b;
+	double t0 = kst_mono();
 	__u64 ns;
 	int ret;
 
-	clock_gettime(CLOCK_MONOTONIC, &a);
 	t->in_cmd = _IOC_NR(cmd);
 	ret = kst_ioctl(fd, cmd, arg);
 	t->in_cmd = FZ_NO_CMD;
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	ns = (__u64)(b.tv_sec - a.tv_sec) * 1000000000ULL + b.tv_nsec - a.tv_nsec;
+	ns = (__u64)((kst_mono() - t0) * 1e9);
 	t->cmd_n[slot]++;
 	t->cmd_ns[slot] += ns;
 	if (ns > t->cmd_max_ns[slot])

@@ -528,6 +528,15 @@ static inline int kst_read_cols(const char *path, long long *vals, int max,
 	return n;
 }
 
+/* Seconds on the monotonic clock. */
+static inline double kst_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* ---- processes --------------------------------------------------------- */
 
 /* Print a small file to stderr, as "# PATH:" and its lines. */
@@ -769,14 +778,6 @@ static inline bool kst_test_wanted(const char *want, const char *name)
 #define KST_WATCH_EARLY	5
 
 static double kst_watch_gap;	/* the longest tick so far, in seconds */
-
-static inline double kst_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void *kst_watch(void *arg)
 {

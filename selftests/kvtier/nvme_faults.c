@@ -556,11 +556,11 @@ TEST_F_TIMEOUT(dm, readable_while_written, 240)
 	/* One more PUT must demote something: it waits for the write. */
 	ASSERT_EQ(0, pthread_create(&th, NULL, put_fn, &p));
 	usleep(500000);
-	t0 = nvt_now();
+	t0 = kst_mono();
 	for (i = 0; i < DRAM; i++) {
 		ASSERT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
 	}
-	t1 = nvt_now();
+	t1 = kst_mono();
 	/* The PUT was still waiting for the write: they did overlap. */
 	EXPECT_EQ(0, p.done);
 	pthread_join(th, NULL);
@@ -604,13 +604,13 @@ TEST_F_TIMEOUT(dm, lookup_misses_out_of_reach, 240)
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ret_at);
 	*ret_at = 0;
-	t0 = nvt_now();
+	t0 = kst_mono();
 	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		int ret = nvt_attach(self->ctl, DM_PATH, 0, 0);
 
-		*ret_at = nvt_now();
+		*ret_at = kst_mono();
 		_exit(ret ? 1 : 0);
 	}
 	/* LOOKUP until the attach returns: when were the blocks first seen? */
@@ -619,7 +619,7 @@ TEST_F_TIMEOUT(dm, lookup_misses_out_of_reach, 240)
 			kst_blk(&e[i], K0, i, NULL);
 		ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, e,
 				       OR_KEYS, 0, &done));
-		now = nvt_now();
+		now = kst_mono();
 		for (i = nvme = 0; i < OR_KEYS; i++)
 			nvme += !e[i].status && e[i].tier == KVTIER_TIER_NVME;
 		if (nvme && !first)

@@ -58,7 +58,7 @@ static __u64 salt;
 
 static inline void new_salt(void)
 {
-	salt = kst_mix((__u64)getpid() << 32 ^ (__u64)(nvt_now() * 1e6)) << 8;
+	salt = kst_mix((__u64)getpid() << 32 ^ (__u64)(kst_mono() * 1e6)) << 8;
 }
 
 /* PUT keys first..first+n-1 of generation @gen; 0 or the first bad status. */

@@ -158,21 +158,13 @@ static inline int nvt_sync(int pfd, __u64 *written)
 
 /* ---- time and children with deadlines --------------------------------- */
 
-static inline double nvt_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * Wait for @pid at most @secs seconds; its exit code (or 128 + signal),
  * or -ETIMEDOUT after killing it (SIGKILL) and reaping it.
  */
 static inline int nvt_wait_deadline(pid_t pid, double secs)
 {
-	double end = nvt_now() + secs;
+	double end = kst_mono() + secs;
 	int status;
 	pid_t r;
 
@@ -182,7 +174,7 @@ static inline int nvt_wait_deadline(pid_t pid, double secs)
 			break;
 		if (r < 0)
 			return -errno;
-		if (nvt_now() > end) {
+		if (kst_mono() > end) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			return -ETIMEDOUT;

@@ -473,7 +473,7 @@ static void *writer_fn(void *arg)
 		w->err = -ENOMEM;
 		return NULL;
 	}
-	for (i = 0; !w->stop && nvt_now() < w->until; i++) {
+	for (i = 0; !w->stop && kst_mono() < w->until; i++) {
 		/* 64 keys: with the test's 64, the pool's 256 addresses do. */
 		__u64 k = 1000 + i % NPUT;
 		int ret;
@@ -504,12 +504,12 @@ TEST_F_TIMEOUT(tier, sync_with_concurrent_puts, 120)
 	int ret;
 
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
-	w.until = nvt_now() + 25;
+	w.until = kst_mono() + 25;
 	ASSERT_EQ(0, pthread_create(&th, NULL, writer_fn, &w));
 	usleep(200000);
-	t0 = nvt_now();
+	t0 = kst_mono();
 	ret = nvt_sync_deadline(self->pfd, 15, NULL);
-	t1 = nvt_now();
+	t1 = kst_mono();
 	w.stop = 1;
 	pthread_join(th, NULL);
 	TH_LOG("SYNC took %.1f s during %lu PUTs", t1 - t0, w.puts);
@@ -729,8 +729,8 @@ TEST_F_TIMEOUT(tier, drop_races_eviction, 120)
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
 	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
 	ASSERT_EQ(0, pthread_create(&th, NULL, reader_fn, &r));
-	until = nvt_now() + 4;
-	for (i = 0; nvt_now() < until && !ret; i++) {
+	until = kst_mono() + 4;
+	for (i = 0; kst_mono() < until && !ret; i++) {
 		k = kst_mix(i ^ salt) % NPUT;
 		if (i % 3 == 0) {
 			ret = kst_drop1(self->pfd, K0, k);

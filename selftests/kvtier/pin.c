@@ -539,7 +539,7 @@ static void *churn_fn(void *arg)
 	__u64 k, first = 2000;
 	int ret;
 
-	for (k = first; nvt_now() < c->until; k++) {
+	for (k = first; kst_mono() < c->until; k++) {
 		if (k >= first + CHURN_KEEP && put_ok[k % CHURN_KEEP]) {
 			ret = kst_drop1(c->pfd, K0, k - CHURN_KEEP);
 			if (ret)
@@ -579,9 +579,9 @@ TEST_F_TIMEOUT(pin, concurrent, 120)
 	c.pfd = self->pfd;
 	c.bs = self->bs;
 	c.buf = self->buf;
-	c.until = nvt_now() + 2;
+	c.until = kst_mono() + 2;
 	ASSERT_EQ(0, pthread_create(&th, NULL, churn_fn, &c));
-	while (nvt_now() < c.until) {
+	while (kst_mono() < c.until) {
 		ret = pin_range(self->pfd, b, 0, NPIN, &done);
 		if (ret || done > NPIN) {
 			errors++;

@@ -217,7 +217,7 @@ vm_cut_short() {
 # first side step, see side_start), or, with KVTIER_CHECK_SIDE=0, in the
 # same boot after the selftests.
 step_vm() {
-	local vmdir=${KVTIER_VM_DIR:-$top/build/vm} vmrc=0 p=0 f=0 s=0
+	local vmdir=$vm_base vmrc=0 p=0 f=0 s=0
 	local vmout=$vmdir/out
 	local counts=$vmout/selftests.counts
 
@@ -597,7 +597,8 @@ watch_report() {
 		     /^\[<0>\]/ && n < 3 { sub(/^\[<0>\] /, ""); sub(/\+.*/, "");
 					  s = s (n++ ? " < " : "") $0
 					  if (n == 3) print s; next }
-		     n && n < 3 { print s; n = 3 }' "$logs/.watch" |
+		     n && n < 3 { print s; n = 3 }
+		     END { if (n && n < 3) print s }' "$logs/.watch" |
 			sort | uniq -c | sort -rn | head -n 12
 	fi
 	rm -f "$logs/.watch"
