@@ -158,6 +158,13 @@ static int kvt_put_iter(struct kvt_pool *pool, struct kvtier_block *e,
 	bool release_old = false;
 	int ret;
 
+	/*
+	 * A source that cannot be read fails before a block is taken: taking
+	 * one may evict another, which a bad pointer must not cost.
+	 */
+	if (fault_in_iov_iter_readable(from, pool->block_size))
+		return -EFAULT;
+
 	spin_lock(&pool->lock);
 	ret = kvt_put_conflict(pool, kvt_block_find(pool, e->key), replace);
 	if (ret) {

@@ -177,6 +177,53 @@ TEST_F(evict, batch_larger_than_dram)
 		ASSERT_EQ(0, get_check(self, self->pfd, i));
 }
 
+/*
+ * A PUT whose source cannot be read fails with -EFAULT before it takes a
+ * block: a full DRAM share loses nothing to a batch of bad pointers (each
+ * used to evict a block, allocate and zero pages, then fail), and a good
+ * entry after them goes in.
+ */
+TEST_F(evict, bad_source_evicts_nothing)
+{
+	struct kvtier_block b[8];
+	char *gone, *half;
+	__u32 done;
+	int i;
+
+	gone = mmap(NULL, 4 * BS, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	ASSERT_NE(MAP_FAILED, gone);
+	/* A source whose second half is not mapped. */
+	half = kst_alloc(2 * BS);
+	ASSERT_NE(NULL, half);
+	ASSERT_EQ(0, munmap(half + BS, BS));
+	ASSERT_EQ(0, put_keys(self, 0, DRAM - 1));
+	ASSERT_EQ(0LL, EVICTIONS(self->pfd));
+
+	for (i = 0; i < 7; i++)
+		kst_blk(&b[i], K0, 16 + i, gone + (i % 4) * BS);
+	kst_blk(&b[7], K0, 23, half + BS / 2);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, 8, 0, &done));
+	ASSERT_EQ(0U, done);
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(-EFAULT, b[i].status);
+	ASSERT_EQ(0LL, EVICTIONS(self->pfd));
+	ASSERT_EQ(0xfLL, resident_mask(self, 8));
+
+	/* A good entry after bad ones evicts the oldest, as ever. */
+	kst_blk(&b[0], K0, 16, gone);
+	kst_fill(self->buf, BS, K0, 24, 24);
+	kst_blk(&b[1], K0, 24, self->buf);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_PUT, b, 2, 0, &done));
+	ASSERT_EQ(1U, done);
+	ASSERT_EQ(-EFAULT, b[0].status);
+	ASSERT_EQ(1LL, EVICTIONS(self->pfd));
+	ASSERT_EQ(0xeLL, resident_mask(self, 8));
+	ASSERT_EQ(0, get_check(self, self->pfd, 24));
+	munmap(half, BS);
+	munmap(gone, 4 * BS);
+}
+
 /* ---- pins -------------------------------------------------------------- */
 
 TEST_F(evict, pinned_not_evicted)
