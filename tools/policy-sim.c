@@ -243,7 +243,20 @@ struct result {
 	u64 hits;		/* block hits, usable or not */
 	u64 reads;		/* blocks read from NVMe (promotions) */
 	u64 writes;		/* blocks written to NVMe (demotions) */
+	/* Sampled over the second half of the replay, in blocks: */
+	u64 samples;
+	u64 held;		/* distinct keys held, any tier */
+	u64 dup;		/* in DRAM with an NVMe copy too */
+	u64 dead;		/* NVMe log slots holding no block */
 };
+
+/* Census every this many requests, over the second half of the replay. */
+#define CENSUS_EVERY	16
+
+static bool census_now(const struct trace_set *t, u32 r)
+{
+	return r >= t->nreq / 2 && r % CENSUS_EVERY == 0;
+}
 
 struct sim_opts {
 	double dram_share;
@@ -510,6 +523,10 @@ static int run_single(const struct trace_set *t, int pol, u32 cap,
 			res->usable += prefix;
 			res->usable_dram += prefix && hit1;
 		}
+		if (census_now(t, r)) {
+			res->samples++;
+			res->held += pol == POL_LRU ? l[0].nr : o[0].nr;
+		}
 	}
 	ret = 0;
 out:
@@ -757,6 +774,25 @@ static int hier_hint(struct hier *h, const struct trace_set *t, u32 r)
 	return 0;
 }
 
+/*
+ * What the hierarchy of total capacity @cap holds now: distinct keys, keys
+ * in DRAM with an NVMe copy too, and NVMe capacity holding no block (slots
+ * freed in regions not yet reclaimed, the rest of the region being filled,
+ * capacity short of a whole region).
+ */
+static void hier_census(const struct hier *h, u32 cap, struct result *res)
+{
+	u32 naddr = h->c1 + h->nslots + 1, a, s, live = 0;
+
+	res->samples++;
+	res->held += naddr - h->nfree;
+	for (a = 0; a < naddr; a++)
+		res->dup += h->dram[a] && h->pool.blocks[a].nloc != NIL;
+	for (s = 0; s < h->nslots; s++)
+		live += h->slot[s] != NIL;
+	res->dead += cap - h->c1 - live;
+}
+
 static int run_hier(const struct trace_set *t, int pol, u32 cap,
 		    const struct sim_opts *so, struct result *res)
 {
@@ -797,6 +833,8 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 			res->usable += prefix;
 			res->usable_dram += prefix && dram;
 		}
+		if (!ret && census_now(t, r))
+			hier_census(&h, cap, res);
 	}
 	if (!ret && shim_warnings)
 		ret = -EFAULT;
@@ -1616,13 +1654,14 @@ int main(int argc, char **argv)
 	}
 
 	if (csv)
-		printf("capacity_blocks,policy,usable_hit_ratio,dram_share,nvme_share,bytes_moved\n");
+		printf("capacity_blocks,policy,usable_hit_ratio,dram_share,nvme_share,bytes_moved,held,dup,dead\n");
 	else
 		printf("%s: %u requests, %u blocks, %u distinct; DRAM share %g, region %u blocks, window %u\n"
-		       "%9s %-11s %7s %7s %6s %6s %12s\n", trace, t.nreq, t.nacc,
-		       t.nkeys, so.dram_share, so.region_blocks, so.window,
-		       "capacity", "policy", "usable", "vs_opt", "dram", "nvme",
-		       "MiB_moved");
+		       "%9s %-11s %7s %7s %6s %6s %12s %6s %6s %6s\n", trace,
+		       t.nreq, t.nacc, t.nkeys, so.dram_share,
+		       so.region_blocks, so.window, "capacity", "policy",
+		       "usable", "vs_opt", "dram", "nvme", "MiB_moved", "held",
+		       "dup", "dead");
 	for (c = 0; c < ncaps; c++) {
 		struct result res[POL_NR];
 		int p;
@@ -1639,7 +1678,7 @@ int main(int argc, char **argv)
 			}
 		}
 		for (p = 0; p < POL_NR; p++) {
-			double u, opt, dram, nvme, moved;
+			double u, opt, dram, nvme, moved, n, held, dup, dead;
 
 			if (!on[p])
 				continue;
@@ -1650,16 +1689,22 @@ int main(int argc, char **argv)
 			nvme = res[p].usable ? 1 - dram : 0;
 			moved = (double)(res[p].reads + res[p].writes) *
 				so.block_bytes;
+			/* Census: mean shares of the capacity. */
+			n = res[p].samples ? (double)res[p].samples * caps[c] : 1;
+			held = res[p].held / n;
+			dup = res[p].dup / n;
+			dead = res[p].dead / n;
 			if (p == POL_KVTIER && opt > 0 && u / opt < worst)
 				worst = u / opt;
 			if (csv)
-				printf("%u,%s,%.4f,%.4f,%.4f,%.0f\n", caps[c],
-				       pol_names[p], u, dram, nvme, moved);
+				printf("%u,%s,%.4f,%.4f,%.4f,%.0f,%.4f,%.4f,%.4f\n",
+				       caps[c], pol_names[p], u, dram, nvme,
+				       moved, held, dup, dead);
 			else
-				printf("%9u %-11s %7.4f %7.3f %6.3f %6.3f %12.1f\n",
+				printf("%9u %-11s %7.4f %7.3f %6.3f %6.3f %12.1f %6.3f %6.3f %6.3f\n",
 				       caps[c], pol_names[p], u,
 				       opt > 0 ? u / opt : 0, dram, nvme,
-				       moved / (1 << 20));
+				       moved / (1 << 20), held, dup, dead);
 		}
 	}
 	if (!csv && on[POL_KVTIER] && worst != INFINITY)
