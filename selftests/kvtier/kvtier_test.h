@@ -439,6 +439,67 @@ static inline void *kst_ro_page_with(const void *src, size_t len)
 	return p;
 }
 
+/* ---- SIGBUS probing of a mapping --------------------------------------- */
+
+/* Per thread: SIGBUS from a fault goes to the thread that faulted. */
+static __thread sigjmp_buf kst_probe_env;
+static __thread volatile sig_atomic_t kst_probe_armed;
+
+static inline void kst_probe_handler(int sig)
+{
+	if (kst_probe_armed) {
+		kst_probe_armed = 0;
+		siglongjmp(kst_probe_env, sig);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Catch SIGBUS for the probes below; 0 or -errno. */
+static inline int kst_probe_install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = kst_probe_handler;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, NULL))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Copy @len bytes from @src to @dst, one of them a mapping: 0 if it went,
+ * else the signal that stopped it (SIGBUS expected). SIGSEGV is not
+ * caught: a test that gets one dies, as it should.
+ */
+static inline int kst_probe_copy(void *dst, const void *src, size_t len)
+{
+	int sig, ret = kst_probe_install();
+
+	if (ret)
+		return ret;
+	sig = sigsetjmp(kst_probe_env, 1);
+	if (sig)
+		return sig;
+	kst_probe_armed = 1;
+	memcpy(dst, src, len);
+	kst_probe_armed = 0;
+	return 0;
+}
+
+/* Copy from a mapping into @out: 0, or the signal (SIGBUS). */
+static inline int kst_probe_read(const void *map, void *out, size_t len)
+{
+	return kst_probe_copy(out, map, len);
+}
+
+/* Copy into a mapping from @in: 0, or the signal (SIGBUS). */
+static inline int kst_probe_write(void *map, const void *in, size_t len)
+{
+	return kst_probe_copy(map, in, len);
+}
+
 /* ---- sysfs ------------------------------------------------------------- */
 
 /* Read a small file into @buf (NUL-terminated); bytes read or -errno. */

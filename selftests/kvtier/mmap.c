@@ -15,52 +15,6 @@
 #define CAP	8
 #define DRAM	4
 
-/* ---- SIGBUS probing ---------------------------------------------------- */
-
-/* Per thread: SIGBUS from a fault goes to the thread that faulted. */
-static __thread sigjmp_buf probe_env;
-static __thread volatile sig_atomic_t probe_armed;
-
-static void probe_handler(int sig)
-{
-	if (probe_armed) {
-		probe_armed = 0;
-		siglongjmp(probe_env, sig);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-static int probe_install(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = probe_handler;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, NULL))
-		return -errno;
-	return 0;
-}
-
-/*
- * Copy @len bytes from a mapping into @out. 0 if it read, else the signal
- * that stopped it (SIGBUS expected). SIGSEGV is not caught: a test that
- * gets one dies, as it should.
- */
-static int probe_read(const void *map, void *out, size_t len)
-{
-	int sig;
-
-	sig = sigsetjmp(probe_env, 1);
-	if (sig)
-		return sig;
-	probe_armed = 1;
-	memcpy(out, map, len);
-	probe_armed = 0;
-	return 0;
-}
-
 /* ---- fixture ----------------------------------------------------------- */
 
 FIXTURE(mmap) {
@@ -97,7 +51,7 @@ FIXTURE_SETUP(mmap)
 	self->out = kst_alloc(variant->block_size);
 	ASSERT_NE(NULL, self->buf);
 	ASSERT_NE(NULL, self->out);
-	ASSERT_EQ(0, probe_install());
+	ASSERT_EQ(0, kst_probe_install());
 }
 
 FIXTURE_TEARDOWN(mmap)
@@ -136,7 +90,7 @@ static long long put_at(FIXTURE_DATA(mmap) *self, __u64 bs, __u64 k0,
 /* Read block @addr through the mapping: 0 and bytes in self->out, or sig. */
 static int map_read(FIXTURE_DATA(mmap) *self, __u64 bs, long long addr)
 {
-	return probe_read(self->map + addr * bs, self->out, bs);
+	return kst_probe_read(self->map + addr * bs, self->out, bs);
 }
 
 TEST_F(mmap, read_matches_put)
@@ -188,7 +142,7 @@ TEST_F(mmap, map_one_block)
 	ASSERT_LE(0, a);
 	p = map_pool(self->pfd, bs, PROT_READ, MAP_SHARED, a * bs);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, probe_read(p, self->out, bs));
+	ASSERT_EQ(0, kst_probe_read(p, self->out, bs));
 	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3ab, 1, 2));
 	munmap(p, bs);
 }
@@ -205,7 +159,7 @@ TEST_F(mmap, map_rdonly_fd)
 	ASSERT_LE(0, a);
 	p = map_pool(ro, self->map_len, PROT_READ, MAP_SHARED, 0);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, probe_read(p + a * bs, self->out, bs));
+	ASSERT_EQ(0, kst_probe_read(p + a * bs, self->out, bs));
 	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3ac, 0, 3));
 	munmap(p, self->map_len);
 	close(ro);
@@ -287,9 +241,9 @@ TEST_F(mmap, not_resident_sigbus)
 	other = (a + 1) % CAP;
 	self->map = map_pool(self->pfd, self->map_len, PROT_READ, MAP_SHARED, 0);
 	ASSERT_NE(NULL, self->map);
-	ASSERT_EQ(SIGBUS, probe_read(self->map + other * bs, self->out, 8));
+	ASSERT_EQ(SIGBUS, kst_probe_read(self->map + other * bs, self->out, 8));
 	/* the last page of that block too */
-	ASSERT_EQ(SIGBUS, probe_read(self->map + (other + 1) * bs - 8,
+	ASSERT_EQ(SIGBUS, kst_probe_read(self->map + (other + 1) * bs - 8,
 				     self->out, 8));
 	ASSERT_EQ(0, map_read(self, bs, a));
 }
@@ -311,7 +265,7 @@ TEST_F(mmap, drop_then_sigbus)
 	ASSERT_EQ(-1, kst_check_gen(self->out, bs, 0x3af, 0, 1));
 
 	ASSERT_EQ(0, kst_drop1(self->pfd, 0x3af, 0));
-	ASSERT_EQ(SIGBUS, probe_read(self->map + a * bs, self->out, 8));
+	ASSERT_EQ(SIGBUS, kst_probe_read(self->map + a * bs, self->out, 8));
 	ASSERT_EQ(SIGBUS, map_read(self, bs, a));
 
 	b = put_at(self, bs, 0x3af, 1, 2);
@@ -496,7 +450,7 @@ TEST_F(mmap, sigkill_child_with_mapping)
 			_exit(11);
 		close(fd);
 		close(ctl);
-		if (probe_read(m + a * bs, self->out, bs))
+		if (kst_probe_read(m + a * bs, self->out, bs))
 			_exit(12);
 		if (kst_check_gen(self->out, bs, 0x3b4, 0, 7) != -1)
 			_exit(13);
@@ -641,7 +595,7 @@ static void *race_reader(void *p)
 			for (k = 0; k < RACE_KEYS; k++)
 				dead[k] = __atomic_load_n(&r->dead_below[k],
 							  __ATOMIC_ACQUIRE);
-			if (probe_read(src, page, KST_PAGE)) {
+			if (kst_probe_read(src, page, KST_PAGE)) {
 				__atomic_add_fetch(&r->pages_bus, 1,
 						   __ATOMIC_RELAXED);
 				continue;
@@ -751,7 +705,7 @@ FIXTURE_SETUP(mrace)
 	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kst_name(self->name, "mrace");
-	ASSERT_EQ(0, probe_install());
+	ASSERT_EQ(0, kst_probe_install());
 }
 
 FIXTURE_TEARDOWN(mrace)
@@ -838,7 +792,7 @@ static void numa_check_node(struct __test_metadata *_metadata, int ctl,
 		char c;
 
 		/* fault it in */
-		ASSERT_EQ(0, probe_read(map + i * KST_PAGE, &c, 1));
+		ASSERT_EQ(0, kst_probe_read(map + i * KST_PAGE, &c, 1));
 		pages[i] = map + i * KST_PAGE;
 		status[i] = -1000;
 	}

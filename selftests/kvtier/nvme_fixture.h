@@ -246,41 +246,6 @@ static inline void sb_uuid(__u8 uuid[16])
 		memcpy(uuid, sb.uuid, 16);
 }
 
-/* ---- SIGBUS probing of a mapping ----------------------------------------- */
-
-static sigjmp_buf probe_env;
-static volatile sig_atomic_t probe_armed;
-
-static inline void probe_handler(int sig)
-{
-	if (probe_armed) {
-		probe_armed = 0;
-		siglongjmp(probe_env, sig);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* Copy from a mapping: 0 if it read, else the signal (SIGBUS) it got. */
-static inline int probe_read(const void *map, void *out, size_t len)
-{
-	struct sigaction sa;
-	int sig;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = probe_handler;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, NULL))
-		return -errno;
-	sig = sigsetjmp(probe_env, 1);
-	if (sig)
-		return sig;
-	probe_armed = 1;
-	memcpy(out, map, len);
-	probe_armed = 0;
-	return 0;
-}
-
 /* ---- the segment writer's fault injection ------------------------------ */
 
 /*

@@ -300,7 +300,7 @@ TEST_F(tier, mmap_fault_loads)
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, self->pfd, 0);
 	ASSERT_NE(MAP_FAILED, map);
 
-	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	ASSERT_EQ(0, kst_probe_read(map + b.addr * self->bs, self->out, self->bs));
 	kst_fill(self->buf, self->bs, K0, 0, GEN(1));
 	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
 	ASSERT_EQ(1, PSTAT(self->pfd, promotions));
@@ -310,7 +310,7 @@ TEST_F(tier, mmap_fault_loads)
 	ASSERT_EQ(0, push_out(self->pfd, self->buf, self->bs, 0, &next));
 	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
 	memset(self->out, 0, self->bs);
-	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	ASSERT_EQ(0, kst_probe_read(map + b.addr * self->bs, self->out, self->bs));
 	kst_fill(self->buf, self->bs, K0, 0, GEN(1));
 	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
 	ASSERT_EQ(2, PSTAT(self->pfd, promotions));
@@ -338,15 +338,15 @@ TEST_F(tier, mmap_fault_noload_sigbus)
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, pfd, 0);
 	ASSERT_NE(MAP_FAILED, map);
 
-	EXPECT_EQ(SIGBUS, probe_read(map + b.addr * self->bs, self->out, 8));
-	EXPECT_EQ(SIGBUS, probe_read(map + (b.addr + 1) * self->bs - 8,
+	EXPECT_EQ(SIGBUS, kst_probe_read(map + b.addr * self->bs, self->out, 8));
+	EXPECT_EQ(SIGBUS, kst_probe_read(map + (b.addr + 1) * self->bs - 8,
 				     self->out, 8));
 	EXPECT_EQ(0, PSTAT(pfd, promotions));
 	EXPECT_EQ(KVTIER_TIER_NVME, key_tier(pfd, 0));
 
 	/* GET loads it; the mapping then reads the same bytes. */
 	ASSERT_EQ(0, get_check(pfd, self->buf, self->bs, 0, 1));
-	ASSERT_EQ(0, probe_read(map + b.addr * self->bs, self->out, self->bs));
+	ASSERT_EQ(0, kst_probe_read(map + b.addr * self->bs, self->out, self->bs));
 	ASSERT_EQ(0, memcmp(self->buf, self->out, self->bs));
 	munmap(map, len);
 	close(pfd);
@@ -1022,7 +1022,7 @@ TEST_F_TIMEOUT(tier, corrupt_data_load_and_fault, 120)
 	ASSERT_EQ(0, kst_lookup1(self->pfd, K0, 2, &b[0]));
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, self->pfd, 0);
 	ASSERT_NE(MAP_FAILED, map);
-	EXPECT_EQ(SIGBUS, probe_read(map + b[0].addr * self->bs, self->out,
+	EXPECT_EQ(SIGBUS, kst_probe_read(map + b[0].addr * self->bs, self->out,
 				     self->bs));
 	EXPECT_EQ(2, PSTAT(self->pfd, bad_reads));
 	EXPECT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 2, NULL));

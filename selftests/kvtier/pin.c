@@ -104,7 +104,7 @@ static int map_check(const char *map, void *out, __u64 bs, __u64 addr,
 	int ret;
 
 	memset(out, 0xa5, bs);
-	ret = probe_read(map + addr * bs, out, bs);
+	ret = kst_probe_read(map + addr * bs, out, bs);
 	if (ret)
 		return ret;
 	return kst_check_gen(out, bs, K0, k, GEN(gen)) == -1 ? 0 : -EILSEQ;
