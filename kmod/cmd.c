@@ -55,7 +55,7 @@ static void kvt_entry_set(struct kvtier_block *e, int status, u64 addr,
 }
 
 /* A PUT may go ahead over an existing key @old only when replacing it. */
-static int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
+int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
 {
 	if (old == KVT_NIL)
 		return 0;
@@ -614,6 +614,8 @@ static u32 kvt_batch_flags(unsigned int nr)
 {
 	switch (nr) {
 	case _IOC_NR(KVTIER_IOC_PUT):
+	case _IOC_NR(KVTIER_IOC_RESERVE):
+	case _IOC_NR(KVTIER_IOC_COMMIT):
 		return KVTIER_PUT_REPLACE;
 	case _IOC_NR(KVTIER_IOC_LOOKUP):
 		return KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD |
@@ -701,10 +703,14 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		     struct kvtier_batch *b)
 {
 	struct kvt_pool *pool = h->pool;
-	bool replace = nr == _IOC_NR(KVTIER_IOC_PUT) &&
-		       b->flags & KVTIER_PUT_REPLACE;
+	bool resv = nr == _IOC_NR(KVTIER_IOC_RESERVE) ||
+		    nr == _IOC_NR(KVTIER_IOC_COMMIT) ||
+		    nr == _IOC_NR(KVTIER_IOC_ABORT);
+	bool replace = b->flags & KVTIER_PUT_REPLACE &&
+		       (nr == _IOC_NR(KVTIER_IOC_PUT) || resv);
+	/* The fd's pins and reservations change under its pin_lock. */
 	bool pins = nr == _IOC_NR(KVTIER_IOC_PIN) ||
-		    nr == _IOC_NR(KVTIER_IOC_UNPIN) ||
+		    nr == _IOC_NR(KVTIER_IOC_UNPIN) || resv ||
 		    (nr == _IOC_NR(KVTIER_IOC_LOOKUP) &&
 		     b->flags & KVTIER_LOOKUP_PIN);
 	struct kvtier_block *ents;
@@ -713,7 +719,7 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 
 	if (h->rdonly && (nr == _IOC_NR(KVTIER_IOC_PUT) ||
 			  nr == _IOC_NR(KVTIER_IOC_DROP) ||
-			  nr == _IOC_NR(KVTIER_IOC_ADOPT)))
+			  nr == _IOC_NR(KVTIER_IOC_ADOPT) || resv))
 		return -EBADF;
 	if (replace && !(h->features & KVTIER_F_REPLACE))
 		return -EOPNOTSUPP;
@@ -771,14 +777,24 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		case _IOC_NR(KVTIER_IOC_PIN):
 			status = kvt_pin_one(h, e);
 			break;
+		case _IOC_NR(KVTIER_IOC_RESERVE):
+			status = kvt_reserve_one(h, e, replace);
+			break;
+		case _IOC_NR(KVTIER_IOC_COMMIT):
+			status = kvt_commit_one(h, e, replace);
+			break;
+		case _IOC_NR(KVTIER_IOC_ABORT):
+			status = kvt_abort_one(h, e);
+			break;
 		default:
 			status = kvt_unpin_one(h, e);
 			break;
 		}
-		if (status)
+		/* A failed COMMIT or ABORT leaves the address to retry with. */
+		if (status && (!resv || nr == _IOC_NR(KVTIER_IOC_RESERVE)))
 			kvt_entry_set(e, status, KVTIER_ADDR_NONE,
 				      KVTIER_TIER_NONE);
-		else
+		else if (!status)
 			done++;
 		e->status = status;
 	}

@@ -203,6 +203,7 @@ struct kvt_pool {
 	u32 nr_dram;			/* blocks holding DRAM pages */
 	u32 nr_ready;
 	u32 nr_pinned;
+	u32 nr_reserved;		/* FILLING blocks files hold reserved */
 	u32 nr_held;			/* blocks with a prefetch hold */
 	u32 nr_nvme;			/* READY blocks with an NVMe copy */
 	u32 nr_wb;			/* blocks being written to NVMe */
@@ -261,8 +262,10 @@ struct kvt_handle {
 	struct kvt_pool *pool;
 	bool rdonly;
 	u64 features;		/* KVTIER_F_* of the control fd that made it */
-	struct mutex pin_lock;	/* protects pins */
+	struct mutex pin_lock;	/* protects pins, nr_resv */
 	struct xarray pins;	/* address -> pin count (xa value) */
+	struct xarray resv;	/* address -> reservation state (reserve.c) */
+	u32 nr_resv;		/* blocks it holds reserved */
 	struct kvt_pf_fd pf;
 };
 
@@ -324,6 +327,15 @@ static inline void kvt_pool_put(struct kvt_pool *pool)
 {
 	kref_put(&pool->ref, pool->release);
 }
+
+/* reserve.c: zero-copy store */
+int kvt_reserve_param_check(void);
+bool kvt_reserve_open(struct kvt_handle *h, u64 addr);
+int kvt_reserve_one(struct kvt_handle *h, struct kvtier_block *e,
+		    bool replace);
+int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace);
+int kvt_abort_one(struct kvt_handle *h, struct kvtier_block *e);
+void kvt_reserve_release(struct kvt_handle *h);
 
 /* block.c: the index: keys, addresses, free list, block state machine */
 u32 kvt_block_find(struct kvt_pool *pool, const u64 *key);
@@ -442,6 +454,7 @@ long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		  bool nonblock);
 void kvt_handle_unpin_all(struct kvt_handle *h);
+int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace);
 
 /* tier_dram.c: and kvt_dram_tier */
 /*
@@ -453,6 +466,7 @@ enum kvt_cpu_pass { KVT_CPU_COPY, KVT_CPU_CRC, KVT_CPU_ZERO, KVT_CPU_NR };
 extern atomic64_t kvt_cpu_bytes[KVT_CPU_NR];
 ssize_t kvt_cpu_bytes_show(char *buf);
 u32 kvt_dram_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed);
+void kvt_dram_zero(struct kvt_pool *pool, struct kvt_block *blk);
 size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
 			struct iov_iter *from);
 size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,

@@ -46,7 +46,7 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 #define KVTIER_F_ALL	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
 			 KVTIER_F_REPLACE | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
 			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
-			 KVTIER_F_LOOKUP_PIN)
+			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))
@@ -68,7 +68,10 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 	 KVT_IOCTL_BIT(KVTIER_IOC_EVENTFD) |				\
 	 KVT_IOCTL_BIT(KVTIER_IOC_HBM_ATTACH) |			\
 	 KVT_IOCTL_BIT(KVTIER_IOC_HBM_STAT) |				\
-	 KVT_IOCTL_BIT(KVTIER_IOC_ADOPT))
+	 KVT_IOCTL_BIT(KVTIER_IOC_ADOPT) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_RESERVE) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_COMMIT) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_ABORT))
 
 /* struct kvt_ctl - one open control fd */
 struct kvt_ctl {
@@ -157,6 +160,9 @@ static const struct kvt_cmd_info kvt_cmds[] = {
 	  false, KVTIER_F_HBM },
 	{ KVTIER_IOC_HBM_STAT, KVTIER_HBM_STAT_SIZE_VER0, false, KVTIER_F_HBM },
 	{ KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_HBM },
+	{ KVTIER_IOC_RESERVE, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_RESERVE },
+	{ KVTIER_IOC_COMMIT, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_RESERVE },
+	{ KVTIER_IOC_ABORT, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_RESERVE },
 };
 
 /**
@@ -429,6 +435,8 @@ static int __init kvt_check_params(void)
 		       KVT_MAX_POOLS_LIMIT);
 		return -EINVAL;
 	}
+	if (kvt_reserve_param_check())
+		return -EINVAL;
 	kvt_dram_budget = (u64)dram_mb << 20;
 	return 0;
 }

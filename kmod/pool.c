@@ -229,6 +229,7 @@ static struct file *kvt_pool_new_file(struct kvt_pool *pool, bool rdonly)
 	h->rdonly = rdonly;
 	mutex_init(&h->pin_lock);
 	xa_init(&h->pins);
+	xa_init(&h->resv);
 	kvt_prefetch_init_fd(h);
 
 	/* The file's release puts the module reference of its fops. */
@@ -790,6 +791,7 @@ static int kvt_pool_release(struct inode *inode, struct file *file)
 	kvt_prefetch_release_fd(h);
 	kvt_handle_unpin_all(h);
 	xa_destroy(&h->pins);
+	kvt_reserve_release(h);
 	kvt_pool_put(h->pool);
 	kmem_cache_free(kvt_handle_cache, h);
 	return 0;

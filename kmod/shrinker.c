@@ -62,7 +62,7 @@ static int kvt_shrink_count_pool(struct kvt_pool *pool, void *arg)
 	spin_lock(&pool->lock);
 	clean = pool->nr_dram - min(pool->nr_dram, pool->nr_dirty);
 	busy = pool->nr_pinned + pool->nr_held + pool->nr_loading +
-	       pool->nr_wb;
+	       pool->nr_wb + pool->nr_reserved;
 	clean -= min(clean, busy);
 	spin_unlock(&pool->lock);
 	*count += (unsigned long)clean * pool->pages_per_block;

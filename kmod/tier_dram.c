@@ -354,6 +354,23 @@ size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
 }
 
 /**
+ * kvt_dram_zero() - zero a block's DRAM copy
+ * @pool: the pool
+ * @blk: a FILLING block with memory, owned by the caller
+ */
+void kvt_dram_zero(struct kvt_pool *pool, struct kvt_block *blk)
+{
+	u32 i, nr = kvt_nr_chunks(pool, blk->order);
+
+	for (i = 0; i < nr; i++) {
+		memset(page_address(kvt_chunk(pool, blk, i)), 0,
+		       PAGE_SIZE << blk->order);
+		cond_resched();
+	}
+	atomic64_add(pool->block_size, &kvt_cpu_bytes[KVT_CPU_ZERO]);
+}
+
+/**
  * kvt_dram_page() - one page of a block
  * @pool: the pool
  * @blk: a block with memory

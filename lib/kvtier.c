@@ -115,6 +115,8 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "sg";
 	case KVTIER_F_LOOKUP_PIN:
 		return "lookup_pin";
+	case KVTIER_F_RESERVE:
+		return "reserve";
 	}
 	return NULL;
 }
@@ -146,6 +148,9 @@ const char *kvtier_ioctl_name(unsigned int nr)
 		{ KVTIER_IOC_HBM_ATTACH, "HBM_ATTACH" },
 		{ KVTIER_IOC_HBM_STAT, "HBM_STAT" },
 		{ KVTIER_IOC_ADOPT, "ADOPT" },
+		{ KVTIER_IOC_RESERVE, "RESERVE" },
+		{ KVTIER_IOC_COMMIT, "COMMIT" },
+		{ KVTIER_IOC_ABORT, "ABORT" },
 	};
 	size_t i;
 
@@ -462,6 +467,24 @@ int kvtier_unpin(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
 	return kvtier_batch(pool, KVTIER_IOC_UNPIN, blk, n, flags, done);
 }
 
+int kvtier_reserve(struct kvtier_pool *pool, struct kvtier_block *blk,
+		   uint32_t n, uint32_t flags, uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_RESERVE, blk, n, flags, done);
+}
+
+int kvtier_commit(struct kvtier_pool *pool, struct kvtier_block *blk,
+		  uint32_t n, uint32_t flags, uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_COMMIT, blk, n, flags, done);
+}
+
+int kvtier_abort(struct kvtier_pool *pool, struct kvtier_block *blk,
+		 uint32_t n, uint32_t flags, uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_ABORT, blk, n, flags, done);
+}
+
 void kvtier_block_set(struct kvtier_block *b, const struct kvtier_key *key,
 		      void *buf)
 {
@@ -532,29 +555,21 @@ int kvtier_drop1(struct kvtier_pool *pool, const struct kvtier_key *key)
 
 /* ---- mmap -------------------------------------------------------------- */
 
-int kvtier_map(struct kvtier_pool *pool, uint64_t first, uint64_t count,
-	       struct kvtier_map **mapp)
+/*
+ * Map @count blocks from @first at file offset @off: the read-only view
+ * (PROT_READ) or the reservation window (@writable).
+ */
+static int map_blocks(struct kvtier_pool *pool, uint64_t first,
+		      uint64_t count, uint64_t bytes, uint64_t off,
+		      bool writable, struct kvtier_map **mapp)
 {
-	struct kvtier_map *map;
-	uint64_t bytes;
+	struct kvtier_map *map = calloc(1, sizeof(*map));
 	void *base;
 
-	if (first >= pool->capacity)
-		return -EINVAL;
-	if (!count)
-		count = pool->capacity - first;
-	if (count > pool->capacity - first)
-		return -EINVAL;
-	if (__builtin_mul_overflow(count, pool->block_size, &bytes) ||
-	    bytes > SIZE_MAX ||
-	    first > (uint64_t)INT64_MAX / pool->block_size)
-		return -EOVERFLOW;
-
-	map = calloc(1, sizeof(*map));
 	if (!map)
 		return -ENOMEM;
-	base = mmap(NULL, bytes, PROT_READ, MAP_SHARED, pool->fd,
-		    (off_t)(first * pool->block_size));
+	base = mmap(NULL, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+		    MAP_SHARED, pool->fd, (off_t)off);
 	if (base == MAP_FAILED) {
 		int ret = -errno;
 
@@ -566,8 +581,28 @@ int kvtier_map(struct kvtier_pool *pool, uint64_t first, uint64_t count,
 	map->first = first;
 	map->count = count;
 	map->block_size = pool->block_size;
+	map->writable = writable;
 	*mapp = map;
 	return 0;
+}
+
+int kvtier_map(struct kvtier_pool *pool, uint64_t first, uint64_t count,
+	       struct kvtier_map **mapp)
+{
+	uint64_t bytes;
+
+	if (first >= pool->capacity)
+		return -EINVAL;
+	if (!count)
+		count = pool->capacity - first;
+	if (count > pool->capacity - first)
+		return -EINVAL;
+	if (__builtin_mul_overflow(count, pool->block_size, &bytes) ||
+	    bytes > SIZE_MAX ||
+	    first > (uint64_t)INT64_MAX / pool->block_size)
+		return -EOVERFLOW;
+	return map_blocks(pool, first, count, bytes, first * pool->block_size,
+			  false, mapp);
 }
 
 void kvtier_unmap(struct kvtier_map *map)
@@ -593,4 +628,23 @@ const void *kvtier_block_ptr(const struct kvtier_map *map, uint64_t addr)
 	if (addr < map->first || addr - map->first >= map->count)
 		return NULL;
 	return (const char *)map->base + (addr - map->first) * map->block_size;
+}
+
+int kvtier_map_reserved(struct kvtier_pool *pool, struct kvtier_map **mapp)
+{
+	uint64_t bytes;
+
+	if (__builtin_mul_overflow((uint64_t)pool->capacity, pool->block_size,
+				   &bytes) || bytes > SIZE_MAX ||
+	    bytes > (uint64_t)INT64_MAX / 2)
+		return -EOVERFLOW;
+	/* The window: KVTIER_RESERVE_WINDOW(capacity, 0, block_size). */
+	return map_blocks(pool, 0, pool->capacity, bytes, bytes, true, mapp);
+}
+
+void *kvtier_reserved_ptr(const struct kvtier_map *map, uint64_t addr)
+{
+	if (!map->writable || addr >= map->count)
+		return NULL;
+	return (char *)map->base + addr * map->block_size;
 }

@@ -10,6 +10,7 @@
 #ifndef KVTIER_PRIV_H
 #define KVTIER_PRIV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <linux/kvtier.h>
 
@@ -70,6 +71,7 @@ struct kvtier_map {
 	uint64_t first;
 	uint64_t count;
 	uint64_t block_size;
+	bool writable;		/* the reservation window */
 };
 
 #endif /* KVTIER_PRIV_H */

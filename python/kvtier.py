@@ -51,6 +51,7 @@ tree). Debian's python3 is all it needs.
 import collections
 import ctypes
 import errno as _errno
+import mmap as _mmap
 import os
 
 __all__ = [
@@ -74,6 +75,7 @@ F_URING = 1 << 6
 F_HBM = 1 << 7
 F_SG = 1 << 8
 F_LOOKUP_PIN = 1 << 9
+F_RESERVE = 1 << 10
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -308,7 +310,8 @@ _kvtier_key_chain_n = _proto("kvtier_key_chain_n", None,
                              ctypes.POINTER(_u64 * 2))
 # The batched commands share one signature.
 _BATCH = {}
-for _n in ("put", "get", "lookup", "drop", "pin", "unpin"):
+for _n in ("put", "get", "lookup", "drop", "pin", "unpin", "reserve",
+           "commit", "abort"):
     _BATCH[_n] = _proto("kvtier_" + _n, ctypes.c_int, _P, _BP, _u32, _u32,
                         _U32P)
 
@@ -737,7 +740,8 @@ class Pool:
 
     # One helper runs every batched command: it builds the struct
     # kvtier_block array, calls libkvtier, and reads the entries back.
-    def _batch(self, cmd, keys, buffers=None, flags=0, writable=False):
+    def _batch(self, cmd, keys, buffers=None, flags=0, writable=False,
+               block_addrs=None):
         keys = list(keys)
         n = len(keys)
         if not n:
@@ -745,6 +749,8 @@ class Pool:
         keep = []
         addrs = (_bufs(buffers, n, self.block_size, writable, keep)
                  if buffers is not None else None)
+        if block_addrs is not None and len(block_addrs) != n:
+            raise ValueError("%d keys, %d addresses" % (n, len(block_addrs)))
         blocks = (_Block * n)()
         for i, k in enumerate(keys):
             k = Key.of(k)
@@ -753,6 +759,8 @@ class Pool:
             b.key[1] = k[1]
             if addrs:
                 b.buf, b.nsegs = addrs[i]
+            if block_addrs is not None:
+                b.addr = block_addrs[i]
         done = _u32()
         _check(_BATCH[cmd](self._h(), blocks, n, flags, ctypes.byref(done)),
                "%s %s" % (cmd, self.name))
@@ -797,6 +805,38 @@ class Pool:
     def unpin(self, keys):
         """Release pins taken with pin() on this pool."""
         return self._batch("unpin", keys)
+
+    def reserve(self, keys, replace=False):
+        """Zero-copy store (needs F_RESERVE): take a block for each key,
+        owned by this pool handle and seen by no reader, to fill in place
+        through map_reserved() at Batch.addr, then commit() or abort().
+        Per-entry status: -EEXIST (present, without replace), -EDQUOT (the
+        handle holds reserve_max), -ENOSPC, -ENOMEM."""
+        return self._batch("reserve", keys, None,
+                           PUT_REPLACE if replace else 0)
+
+    def commit(self, keys, addrs, replace=False):
+        """Publish reserved blocks (keys and the addresses reserve()
+        gave) as a PUT would, copying nothing; only once every write into
+        them has ended. Per-entry status: -ENOENT (not reserved by this
+        handle), -EALREADY (committed), -EEXIST (stored meanwhile; still
+        reserved), -EBUSY (replacing a pinned block; still reserved)."""
+        return self._batch("commit", keys, None,
+                           PUT_REPLACE if replace else 0, block_addrs=addrs)
+
+    def abort(self, keys, addrs):
+        """Give reserved blocks back unpublished. Per-entry status:
+        -ENOENT, -EALREADY."""
+        return self._batch("abort", keys, None, block_addrs=addrs)
+
+    def map_reserved(self):
+        """This handle's reservation window, read-write (a memoryview of
+        capacity * block_size bytes): reserved block a is writable at
+        a * block_size. Close it (release()) before closing the pool."""
+        size = self.capacity * self.block_size
+        return memoryview(_mmap.mmap(self.fileno(), size, _mmap.MAP_SHARED,
+                                     _mmap.PROT_READ | _mmap.PROT_WRITE,
+                                     offset=size))
 
     # ---- prefetch --------------------------------------------------------
 

@@ -65,6 +65,17 @@
  *			(faulted in by a warm-up pass) / of an anonymous
  *			buffer (goal >= 0.9)
  *
+ * Zero-copy store (KVTIER_F_RESERVE):
+ *
+ *   commit_kernel_copies_per_byte  bytes the module copied
+ *			(/sys/kernel/kvtier/cpu_bytes) over the bytes stored
+ *			by RESERVE, a fill in place through the reservation
+ *			window and COMMIT, 256 KiB blocks in batches of 64
+ *			(goal 0)
+ *   commit_vs_put	time to store the same blocks by filling a staging
+ *			buffer and PUTting it / by RESERVE, fill in place,
+ *			COMMIT; best of 5 each (goal >= 1)
+ *
  * io_uring:
  *
  *   uring_lookup64_vs_ioctl64  time of 64 one-key LOOKUPs as 64 SQEs of one
@@ -1768,6 +1779,136 @@ static int bench_hbm(void)
 	return 0;
 }
 
+/* ---- commit_kernel_copies_per_byte and commit_vs_put ------------------ */
+
+#define RESV_BLOCK	COPY_BLOCK
+#define RESV_BATCH	64
+#define RESV_ROUNDS	4
+
+/* What a runtime writes into a block: its bytes, made here. */
+static void resv_fill(void *p, uint64_t key)
+{
+	uint64_t *w = p;
+	size_t i;
+
+	for (i = 0; i < RESV_BLOCK / sizeof(*w); i++)
+		w[i] = key ^ i;
+}
+
+/* Store RESV_BATCH blocks by RESERVE, fill, COMMIT (or staging + PUT). */
+static int resv_batch(struct kvtier_pool *pool, struct kvtier_map *win,
+		      char *staging, struct kvtier_block *b, uint64_t first)
+{
+	uint32_t i, done;
+	int ret;
+
+	for (i = 0; i < RESV_BATCH; i++) {
+		struct kvtier_key k = bench_key(first + i);
+
+		kvtier_block_set(&b[i], &k,
+				 win ? NULL : staging + i * RESV_BLOCK);
+		if (!win)
+			resv_fill(staging + i * RESV_BLOCK, first + i);
+	}
+	if (!win) {
+		ret = kvtier_put(pool, b, RESV_BATCH, 0, &done);
+		return ret ?: done == RESV_BATCH ? 0 : b[0].status ?: -EIO;
+	}
+	ret = kvtier_reserve(pool, b, RESV_BATCH, 0, &done);
+	if (ret || done != RESV_BATCH)
+		return ret ?: -ENOSPC;
+	for (i = 0; i < RESV_BATCH; i++)
+		resv_fill(kvtier_reserved_ptr(win, b[i].addr), first + i);
+	ret = kvtier_commit(pool, b, RESV_BATCH, 0, &done);
+	return ret ?: done == RESV_BATCH ? 0 : -EIO;
+}
+
+/* Time RESV_ROUNDS batches one way; the keys dropped after, untimed. */
+static int resv_trial(struct kvtier_pool *pool, struct kvtier_map *win,
+		      char *staging, struct kvtier_block *b, double *secs)
+{
+	uint64_t t = now_ns(), r;
+	uint32_t done;
+	int ret = 0;
+
+	for (r = 0; r < RESV_ROUNDS && !ret; r++)
+		ret = resv_batch(pool, win, staging, b + r * RESV_BATCH,
+				 r * RESV_BATCH);
+	*secs = (now_ns() - t) / 1e9;
+	for (r = 0; r < RESV_ROUNDS * RESV_BATCH; r++)
+		b[r].buf = 0;		/* DROP takes keys alone */
+	if (!ret)
+		ret = kvtier_drop(pool, b, RESV_ROUNDS * RESV_BATCH, 0, &done);
+	return ret;
+}
+
+static int bench_reserve(void)
+{
+	const double bytes = (double)RESV_ROUNDS * RESV_BATCH * RESV_BLOCK;
+	double t_put[TRIALS], t_resv[TRIALS], c0[3], c1[3], copied = 0;
+	struct kvtier_block *b = NULL;
+	struct kvtier_map *win = NULL;
+	struct kvtier_pool *pool;
+	char *staging = NULL;
+	int ret, i;
+
+	ret = bench_pool("reserve", RESV_BLOCK, 2 * RESV_ROUNDS * RESV_BATCH,
+			 &pool);
+	if (ret)
+		return warn("create the reserve pool", ret);
+	ret = kvtier_map_reserved(pool, &win);
+	if (ret == -EOPNOTSUPP) {
+		printf("commit_kernel_copies_per_byte: n/a (no KVTIER_F_RESERVE)\n");
+		ret = 0;
+		goto out;
+	}
+	if (ret) {
+		warn("map the reservation window", ret);
+		goto out;
+	}
+	b = calloc(RESV_ROUNDS * RESV_BATCH, sizeof(*b));
+	ret = kvtier_alloc_staging(pool, RESV_BATCH * RESV_BLOCK,
+				   (void **)&staging);
+	if (ret || !b) {
+		warn("staging buffer", ret ?: -ENOMEM);
+		goto out;
+	}
+	memset(staging, 0, RESV_BATCH * RESV_BLOCK);
+	for (i = -1; i < TRIALS && !ret; i++) {		/* -1: warm-up */
+		double tp, tr;
+
+		ret = resv_trial(pool, NULL, staging, b, &tp);
+		if (!ret && cpu_bytes(c0))
+			ret = -EIO;
+		if (!ret)
+			ret = resv_trial(pool, win, staging, b, &tr);
+		if (!ret && cpu_bytes(c1))
+			ret = -EIO;
+		if (ret || i < 0)
+			continue;
+		copied += c1[0] - c0[0];
+		t_put[i] = tp;
+		t_resv[i] = tr;
+	}
+	if (ret) {
+		warn("reserve and commit", ret);
+		goto out;
+	}
+	figure("commit_kernel_copies_per_byte", "%.3f",
+	       copied / (bytes * TRIALS));
+	figure("commit_vs_put", "%.3f",
+	       best_of(t_put, TRIALS) / best_of(t_resv, TRIALS));
+	figure("commit_store_gbps", "%.3f",
+	       bytes / best_of(t_resv, TRIALS) / 1e9);
+	figure("put_store_gbps", "%.3f", bytes / best_of(t_put, TRIALS) / 1e9);
+out:
+	kvtier_free_staging(pool, staging, RESV_BATCH * RESV_BLOCK);
+	free(b);
+	kvtier_unmap(win);
+	kvtier_pool_close(pool);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1781,6 +1922,7 @@ int main(int argc, char **argv)
 		{ "nvme", bench_nvme },
 		{ "uring", bench_uring },
 		{ "hbm", bench_hbm },
+		{ "reserve", bench_reserve },
 	};
 	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
 	int ret, i, run[sizeof(parts) / sizeof(parts[0])];
@@ -1799,7 +1941,7 @@ int main(int argc, char **argv)
 		int help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
 
 		fprintf(help ? stdout : stderr,
-			"usage: %s [copy] [sg] [pin] [lookup] [nvme] [uring] [hbm]\n"
+			"usage: %s [copy] [sg] [pin] [lookup] [nvme] [uring] [hbm] [reserve]\n"
 			"Prints the DRAM-, NVMe- and HBM-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"

@@ -27,7 +27,7 @@ declare -A layer=(
 	[tier_nvme.c]=3 [tier_hbm.c]=3					# tiers
 	[hbm_emul.c]=4 [hbm_user.c]=4					# HBM backends
 	[residency.c]=5							# residency
-	[cmd.c]=6 [prefetch.c]=6 [mmap.c]=6 [shrinker.c]=6		# commands
+	[cmd.c]=6 [prefetch.c]=6 [mmap.c]=6 [shrinker.c]=6 [reserve.c]=6		# commands
 	[pool.c]=6 [sysfs.c]=6 [main.c]=6 [uring.c]=6 [nvme_store.c]=6
 )
 top=6

@@ -642,6 +642,91 @@ int kvtier_lookup1(struct kvtier_pool *pool, const struct kvtier_key *key,
  */
 int kvtier_drop1(struct kvtier_pool *pool, const struct kvtier_key *key);
 
+/* ---- zero-copy store: reserve, fill, commit ------------------------------ */
+
+/**
+ * kvtier_reserve() - take blocks for new keys, to fill in place
+ * @pool:	the pool handle, opened read-write.
+ * @blk:	@n entries: in, each key (buf 0); out, status, addr (the
+ *		block's address) and tier.
+ * @n:		1..KVTIER_BATCH_MAX.
+ * @flags:	0, or KVTIER_PUT_REPLACE to reserve keys in the pool too.
+ * @done:	out: entries reserved.
+ *
+ * Each reserved block belongs to this handle until kvtier_commit() or
+ * kvtier_abort(), or until the handle is closed; no reader sees it. Fill it
+ * through kvtier_map_reserved() (or a DMA registration of that memory).
+ * Entry status: -EEXIST (the key is in the pool), -EDQUOT (the handle holds
+ * the most reservations, module parameter reserve_max), -ENOSPC (the pool's
+ * reservations hold half its DRAM share, or no DRAM can be freed),
+ * -ENOMEM.
+ *
+ * Return: 0 (see each entry), or -EBADF for a read-only handle,
+ * -EOPNOTSUPP without KVTIER_F_RESERVE, -EINVAL for a bad batch.
+ */
+int kvtier_reserve(struct kvtier_pool *pool, struct kvtier_block *blk,
+		   uint32_t n, uint32_t flags, uint32_t *done);
+
+/**
+ * kvtier_commit() - publish reserved blocks under their keys
+ * @pool:	the pool handle that reserved them.
+ * @blk:	@n entries: in, key and addr as kvtier_reserve() left them.
+ * @n:		1..KVTIER_BATCH_MAX.
+ * @flags:	0, or KVTIER_PUT_REPLACE to replace blocks of the keys.
+ * @done:	out: entries committed.
+ *
+ * The blocks' pages leave the reservation window and the keys become
+ * visible at once, as a PUT would make them, without a copy. Call it only
+ * after every write into the blocks has ended. Entry status: -ENOENT (no
+ * reservation of that key at that address), -EALREADY (committed already),
+ * -EEXIST (the key was stored meanwhile; the reservation stays), -EBUSY
+ * (replacing a pinned block; it stays too).
+ *
+ * Return: as kvtier_reserve().
+ */
+int kvtier_commit(struct kvtier_pool *pool, struct kvtier_block *blk,
+		  uint32_t n, uint32_t flags, uint32_t *done);
+
+/**
+ * kvtier_abort() - give reserved blocks back
+ * @pool:	the pool handle that reserved them.
+ * @blk:	@n entries: in, key and addr.
+ * @n:		1..KVTIER_BATCH_MAX.
+ * @flags:	0.
+ * @done:	out: entries given back.
+ *
+ * Entry status: -ENOENT, -EALREADY, as kvtier_commit().
+ *
+ * Return: as kvtier_reserve().
+ */
+int kvtier_abort(struct kvtier_pool *pool, struct kvtier_block *blk,
+		 uint32_t n, uint32_t flags, uint32_t *done);
+
+/**
+ * kvtier_map_reserved() - map the handle's reservation window read-write
+ * @pool:	the pool handle.
+ * @mapp:	out: the mapping; free it with kvtier_unmap().
+ *
+ * Block address a's writable bytes are at kvtier_reserved_ptr(map, a) while
+ * this handle holds a reserved; touching any other block there raises
+ * SIGBUS. The mapping is not inherited by fork().
+ *
+ * Return: 0; -EOPNOTSUPP without KVTIER_F_RESERVE; -EACCES for a read-only
+ * handle; -EOVERFLOW when the window does not fit the address space;
+ * -ENOMEM; another -errno from mmap(2).
+ */
+int kvtier_map_reserved(struct kvtier_pool *pool, struct kvtier_map **mapp);
+
+/**
+ * kvtier_reserved_ptr() - where a reserved block is writable
+ * @map:	a mapping from kvtier_map_reserved().
+ * @addr:	the block address kvtier_reserve() gave.
+ *
+ * Return: the block's first byte, or NULL when @addr is beyond the capacity
+ * or @map is not a reservation window.
+ */
+void *kvtier_reserved_ptr(const struct kvtier_map *map, uint64_t addr);
+
 /* ---- mmap -------------------------------------------------------------- */
 
 /**

@@ -547,6 +547,55 @@ static void test_map(void)
 	kvtier_pool_close(pool);
 }
 
+/* Reserve, fill in place through the window, commit; abort; the map's ptrs. */
+static void test_reserve(void)
+{
+	enum { BS = 8192, CAP = 8 };
+	struct kvtier_pool *pool;
+	struct kvtier_map *win, *map;
+	struct kvtier_block b[2];
+	struct kvtier_key k[2];
+	uint32_t done;
+	char *buf;
+	int i;
+
+	pool = anon_pool("reserve", BS, CAP);
+	CHECK(pool);
+	buf = malloc(BS);
+	CHECK(buf);
+	CHECK_EQ(kvtier_map_reserved(pool, &win), 0);
+	CHECK_EQ(kvtier_map_len(win), BS * CAP);
+	for (i = 0; i < 2; i++) {
+		kvtier_key_chain(NULL, 70 + i, &k[i]);
+		kvtier_block_set(&b[i], &k[i], NULL);
+	}
+	CHECK_EQ(kvtier_reserve(pool, b, 2, 0, &done), 0);
+	CHECK_EQ(done, 2);
+	CHECK(kvtier_reserved_ptr(win, b[0].addr) ==
+	      (char *)kvtier_map_base(win) + b[0].addr * BS);
+	CHECK(kvtier_reserved_ptr(win, CAP) == NULL);
+	fill(kvtier_reserved_ptr(win, b[0].addr), BS, &k[0]);
+	CHECK_EQ(kvtier_lookup1(pool, &k[0], NULL, NULL), -ENOENT);
+
+	CHECK_EQ(kvtier_commit(pool, b, 1, 0, &done), 0);
+	CHECK_EQ(done, 1);
+	CHECK_EQ(kvtier_abort(pool, b + 1, 1, 0, &done), 0);
+	CHECK_EQ(done, 1);
+	CHECK_EQ(kvtier_abort(pool, b + 1, 1, 0, &done), 0);
+	CHECK_EQ(b[1].status, -ENOENT);
+	CHECK_EQ(kvtier_get1(pool, &k[0], buf), 0);
+	CHECK(!check(buf, BS, &k[0]));
+	CHECK_EQ(kvtier_lookup1(pool, &k[1], NULL, NULL), -ENOENT);
+
+	/* A read-only view is no window. */
+	CHECK_EQ(kvtier_map(pool, 0, 0, &map), 0);
+	CHECK(kvtier_reserved_ptr(map, 0) == NULL);
+	kvtier_unmap(map);
+	kvtier_unmap(win);
+	free(buf);
+	kvtier_pool_close(pool);
+}
+
 static void test_staging(void)
 {
 	struct kvtier_pool_params p;
@@ -1556,6 +1605,7 @@ int main(void)
 	run("segs", test_segs, NEEDS_DEV);
 	run("pin", test_pin, NEEDS_DEV);
 	run("map", test_map, NEEDS_DEV);
+	run("reserve", test_reserve, NEEDS_DEV);
 	run("staging", test_staging, NEEDS_DEV);
 	run("rdonly", test_rdonly, NEEDS_DEV);
 	run("ring_round_trip", test_ring_round_trip, NEEDS_DEV);

@@ -23,8 +23,12 @@ lets it reuse KV blocks computed by earlier requests that share a prefix
                 lookup-and-pin (or with --get), get scatters them into the
                 layers instead, one segment a layer
   worker, after the forward pass:
-      put       store the blocks the forward pass computed, the kernel
-                gathering each from its layers' pieces (scatter-gather)
+      reserve   take pool blocks for the new keys, write each block's
+      commit    pieces straight into the pool's memory (a real engine DMAs
+                them from the GPU into that memory), publish them: the
+                kernel copies nothing; on a kernel without reserve (or
+                with --put), put stores them instead, the kernel gathering
+                each from its layers' pieces (scatter-gather)
 
 Each full block of `block_tokens` tokens is named by a chained key: block
 i's key depends on the tokens of blocks 0..i, so equal keys mean equal
@@ -64,12 +68,14 @@ def block_ids(tokens, block_tokens):
 class KVConnector:
     """The calls a runtime's connector makes, on one kvtier pool."""
 
-    def __init__(self, pool, block_tokens, pin=True):
+    def __init__(self, pool, block_tokens, pin=True, reserve=True):
         self.pool = pool
         self.block_tokens = block_tokens
         self.block_size = pool.block_size
         self.next_group = 0
         self.map = None
+        # Reserved blocks are written here: block a at a * block_size.
+        self.win = pool.map_reserved() if reserve else None
         if pin:
             # The whole pool, read-only: block a is at a * block_size.
             self.map = memoryview(mmap.mmap(pool.fileno(),
@@ -171,9 +177,34 @@ class KVConnector:
         keys = req.keys[first:]
         if not keys:
             return 0
-        res = self.pool.put(keys, [kv.segs(i)
-                                   for i in range(first, len(req.keys))])
-        return sum(1 for s in res.status if s == 0)
+        if not self.win:
+            res = self.pool.put(keys, [kv.segs(i)
+                                       for i in range(first, len(req.keys))])
+            return sum(1 for s in res.status if s == 0)
+        # Zero-copy: reserve blocks for the keys not stored yet, write each
+        # layer's piece into the pool's memory, publish them all at once.
+        res = self.pool.reserve(keys)
+        mine = [(k, a, first + i) for i, (k, a, s)
+                in enumerate(zip(keys, res.addr, res.status)) if s == 0]
+        if not mine:
+            return 0
+        bs, p = self.block_size, kv.piece
+        for _, a, i in mine:
+            for j, seg in enumerate(kv.segs(i)):
+                self.win[a * bs + j * p:a * bs + (j + 1) * p] = seg
+        done = self.pool.commit([k for k, _, _ in mine],
+                                [a for _, a, _ in mine])
+        # Stored meanwhile by another worker: give the block back.
+        back = [(k, a) for (k, a, _), s in zip(mine, done.status) if s]
+        if back:
+            self.pool.abort([k for k, _ in back], [a for _, a in back])
+        return done.done
+
+    def close(self):
+        if self.win:
+            self.win.release()
+        if self.map:
+            self.map.release()
 
 
 class KVLayers:
@@ -263,6 +294,9 @@ def main(argv=None):
     ap.add_argument("--get", action="store_true",
                     help="copy hit blocks with get instead of pinning them "
                     "at lookup and reading them through the mapping")
+    ap.add_argument("--put", action="store_true",
+                    help="store new blocks with put instead of reserve, "
+                    "fill in place and commit")
     ap.add_argument("--pool", default="connector-example-%d" % os.getpid())
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
@@ -277,7 +311,9 @@ def main(argv=None):
         try:
             conn = KVConnector(pool, a.block_tokens,
                                pin=not a.get and
-                               "lookup_pin" in ctx.features)
+                               "lookup_pin" in ctx.features,
+                               reserve=not a.put and
+                               "reserve" in ctx.features)
             # The engine's paged KV cache, one buffer per layer.
             max_blocks = 64
             layers = a.layers if "sg" in ctx.features else 1
@@ -319,6 +355,7 @@ def main(argv=None):
                     kv.fill(i, model_kv(req.keys[i], a.block_size))
                 stored += conn.save_kv(req, kv, loaded)     # after forward
             st = pool.stat()
+            conn.close()
         finally:
             pool.close()
             ctx.destroy_pool(a.pool)

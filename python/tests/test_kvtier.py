@@ -274,6 +274,31 @@ class TestPool(unittest.TestCase):
         self.assertEqual(self.pool.unpin(keys[:3]).done, 3)
         self.assertEqual(self.pool.stat().pinned, 0)
 
+    def test_reserve_fill_commit(self):
+        keys = kvtier.key_chain(range(30, 34))
+        res = self.pool.reserve(keys)
+        self.assertEqual(res.done, 4)
+        self.assertEqual(res.tier, [kvtier.TIER_DRAM] * 4)
+        self.assertEqual(self.pool.lookup(keys).done, 0)   # unseen yet
+        win = self.pool.map_reserved()
+        try:
+            for k, a in zip(keys, res.addr):
+                win[a * BS:(a + 1) * BS] = pattern(k)
+        finally:
+            win.release()
+        self.assertEqual(self.pool.commit(keys[:3], res.addr[:3]).done, 3)
+        self.assertEqual(self.pool.abort(keys[3:], res.addr[3:]).done, 1)
+        again = self.pool.commit(keys[:1], res.addr[:1])
+        self.assertEqual(again.status, [-errno.EALREADY])
+        self.assertEqual(again.addr, res.addr[:1])      # kept to retry
+        out = bytearray(3 * BS)
+        self.assertEqual(self.pool.get(keys[:3], out).done, 3)
+        self.assertEqual(bytes(out),
+                         b"".join(pattern(k) for k in keys[:3]))
+        self.assertEqual(self.pool.lookup(keys).done, 3)
+        with self.assertRaises(ValueError):
+            self.pool.commit(keys, res.addr[:1])
+
     def test_stat_counts(self):
         keys = kvtier.key_chain([1, 2, 3])
         self.pool.put(keys, bytes(3 * BS))
@@ -353,6 +378,21 @@ class TestConnectorExample(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertIn("wrong 0", r.stdout)
         self.assertNotIn("gets 0 ", r.stdout)
+
+    def test_connector_put_path_verifies(self):
+        # The default stores by reserve and commit; --put by PUT: both
+        # serve the same tokens, every byte verified.
+        ex = os.path.join(HERE, "..", "examples", "connector.py")
+        out = []
+        for extra in ([], ["--put"]):
+            r = subprocess.run([sys.executable, ex, "--requests", "40"] +
+                               extra, capture_output=True, text=True,
+                               timeout=300)
+            sys.stderr.write(r.stdout + r.stderr)
+            self.assertEqual(r.returncode, 0)
+            self.assertIn("wrong 0", r.stdout)
+            out.append(r.stdout.split("tokens, ")[1].split()[0])
+        self.assertEqual(out[0], out[1])
 
 
 @unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")

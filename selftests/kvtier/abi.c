@@ -481,6 +481,35 @@ TEST_F(feat, no_hbm_adopt)
 	close(pfd);
 }
 
+/*
+ * RESERVE, COMMIT, ABORT and the reservation window are of
+ * KVTIER_F_RESERVE: without it nothing is reserved, the window not mapped.
+ */
+TEST_F(feat, no_reserve)
+{
+	int pfd = pool_with(self, KVTIER_F_POOLS | KVTIER_F_MMAP);
+	unsigned long cmds[] = { KVTIER_IOC_RESERVE, KVTIER_IOC_COMMIT,
+				 KVTIER_IOC_ABORT };
+	struct kvtier_block e;
+	__u32 done;
+	void *p;
+	int i;
+
+	ASSERT_LE(0, pfd);
+	for (i = 0; i < 3; i++) {
+		kst_blk(&e, K0, 1, NULL);
+		ASSERT_EQ(-EOPNOTSUPP, kst_batch(pfd, cmds[i], &e, 1, 0,
+						 &done));
+	}
+	ASSERT_EQ(0LL, kst_resident(pfd));
+	/* Past the last block, as before the window was there. */
+	p = mmap(NULL, KST_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, pfd,
+		 (off_t)(AB_CAP * KST_PAGE));
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	close(pfd);
+}
+
 /* PREFETCH to HBM is of KVTIER_F_HBM, even where the pool has an arena. */
 TEST_F(feat, no_hbm_prefetch_tier)
 {
@@ -549,6 +578,9 @@ SIZE_VARIANT(hbm_attach, KVTIER_IOC_HBM_ATTACH, KVTIER_HBM_ATTACH_SIZE_VER0,
 SIZE_VARIANT(hbm_stat, KVTIER_IOC_HBM_STAT, KVTIER_HBM_STAT_SIZE_VER0,
 	     false);
 SIZE_VARIANT(adopt, KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(reserve, KVTIER_IOC_RESERVE, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(commit, KVTIER_IOC_COMMIT, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(abort, KVTIER_IOC_ABORT, KVTIER_BATCH_SIZE_VER0, false);
 
 FIXTURE_SETUP(size)
 {
@@ -726,6 +758,18 @@ TEST_F(ro, pin)
 	ASSERT_EQ(0, kst_pinned(self->pfd));
 	/* no pin held by this fd: UNPIN says so */
 	ASSERT_EQ(-EINVAL, kst_unpin1(self->pfd, K0, 1));
+}
+
+/* RESERVE's answer cannot be written back: nothing is reserved. */
+TEST_F(ro, reserve)
+{
+	struct kvtier_block e;
+
+	ASSERT_EQ(-EFAULT, ro_batch1(self, KVTIER_IOC_RESERVE, 1, NULL, 0, &e));
+	ASSERT_EQ(0LL, kst_resident(self->pfd));
+	kst_blk(&e, K0, 1, NULL);
+	ASSERT_EQ(-ENOENT, kst_batch(self->pfd, KVTIER_IOC_ABORT, &e, 1, 0,
+				     NULL) ?: e.status);
 }
 
 TEST_F(ro, unpin)

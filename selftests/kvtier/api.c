@@ -45,8 +45,17 @@
 #else
 #define KST_IOCTLS_HBM 0ULL
 #endif
+#ifdef KVTIER_IOC_RESERVE
+#define KST_IOCTLS_RESERVE \
+	((1ULL << _IOC_NR(KVTIER_IOC_RESERVE)) | \
+	 (1ULL << _IOC_NR(KVTIER_IOC_COMMIT)) | \
+	 (1ULL << _IOC_NR(KVTIER_IOC_ABORT)))
+#else
+#define KST_IOCTLS_RESERVE 0ULL
+#endif
 #define KST_IOCTLS_KNOWN	(KST_IOCTLS_V1 | KST_IOCTLS_NVME | \
-				 KST_IOCTLS_PREFETCH | KST_IOCTLS_HBM)
+				 KST_IOCTLS_PREFETCH | KST_IOCTLS_HBM | \
+				 KST_IOCTLS_RESERVE)
 
 /* Command numbers no version of the ABI uses. */
 #define KST_NR_UNUSED_CTL	0x0f

@@ -414,8 +414,10 @@ void fz_step(struct fz_thr *t)
 		return;
 	}
 	op = fz_rn(t, 1000);
-	if (op < 450)
+	if (op < 420)
 		FZ_OP(t, fz_op_batch);
+	else if (op < 450)
+		FZ_OP(t, fz_op_reserve);
 	else if (op < 520)
 		FZ_OP(t, fz_op_stat_sync);
 	else if (op < 600)

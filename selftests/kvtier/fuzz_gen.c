@@ -140,11 +140,13 @@ const char *fz_cmd_name(unsigned int nr)
 	};
 	static const char * const pool[] = {
 		"PUT", "GET", "LOOKUP", "DROP", "PIN", "UNPIN", "STAT", "SYNC",
+		"PREFETCH", "CANCEL", "EVENTFD", "HBM_ATTACH", "HBM_STAT",
+		"ADOPT", "RESERVE", "COMMIT", "ABORT",
 	};
 
 	if (nr < 7)
 		return ctl[nr];
-	if (nr >= 0x10 && nr < 0x18)
+	if (nr >= 0x10 && nr <= 0x20)
 		return pool[nr - 0x10];
 	return "?";
 }
@@ -210,6 +212,8 @@ static bool errno_ok(enum fz_fdkind kind, unsigned long cmd, int err)
 		       err == ENOMEM || err == EMFILE || err == ENFILE;
 	case 0x1d:	/* ADOPT */
 		return err == EBADF || err == ENOMEM;
+	case 0x1e: case 0x1f: case 0x20:	/* RESERVE, COMMIT, ABORT */
+		return err == EBADF || err == ENOMEM || err == EOPNOTSUPP;
 	}
 	return false;
 }
@@ -238,6 +242,14 @@ bool fz_status_ok(unsigned int nr, int st)
 		       err == ENOMEM || err == EINTR;
 	case 0x15:
 		return err == ENOENT || err == EINVAL;
+	case 0x1e:
+		return err == EEXIST || err == EDQUOT || err == ENOSPC ||
+		       err == ENOMEM || err == EINTR;
+	case 0x1f:
+		return err == ENOENT || err == EALREADY || err == EEXIST ||
+		       err == EBUSY;
+	case 0x20:
+		return err == ENOENT || err == EALREADY;
 	}
 	return false;
 }

@@ -514,6 +514,128 @@ void fz_op_batch(struct fz_thr *t)
 			 out.done, nr == 0x12 ? prefix : done);
 }
 
+/*
+ * Fill a block this thread reserved on @fd through the fd's reservation
+ * window, with its key's bytes; false if that did not work (another thread
+ * closed the fd and its number now names another pool file: SIGBUS).
+ */
+static bool fz_fill_reserved(struct fz_thr *t, int fd, __u64 bs, __u32 cap,
+			     const struct kvtier_block *e)
+{
+	bool ok;
+	char *w;
+
+	if (bs > FZ_BS_MAX)
+		return false;
+	w = mmap(NULL, bs, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)((cap + e->addr) * bs));
+	atomic_fetch_add(&fz->calls, 1);
+	if (w == MAP_FAILED)
+		return false;
+	kst_fill(fz_buf_of(t, 0), bs, e->key[0], e->key[1], ++t->gen);
+	/* fz_probe() copies into the window as well */
+	ok = !fz_probe(fz_buf_of(t, 0), w, bs);
+	munmap(w, bs);
+	return ok;
+}
+
+/*
+ * Zero-copy store: RESERVE a few keys, fill every block reserved through
+ * the fd's reservation window, then COMMIT it, ABORT it, or leave it to
+ * the fd's release. Each is filled before any is committed, and only
+ * filled ones are left: a mutated command that reaches another entry of
+ * this fd (a stale one of t->ents) publishes its key's bytes too, which
+ * the GETs of fz_op_batch() check as they check a PUT's. Another thread may close the fd meanwhile and
+ * have its number reused: COMMIT and ABORT then find nothing (-ENOENT).
+ */
+void fz_op_reserve(struct fz_thr *t)
+{
+	struct kvtier_block *e = t->ents, *one;
+	struct kvtier_batch b, out;
+	int slot = pick_slot(t), fd, ret;
+	__u32 n, i, cap, flags = 0;
+	bool normal, filled[FZ_NBUF];
+	__u64 bs;
+
+	if (slot < 0)
+		return;
+	fd = t->s[slot].fd;
+	bs = t->s[slot].bs;
+	cap = t->s[slot].cap;
+	n = 1 + fz_rn(t, FZ_NBUF);
+	for (i = 0; i < n; i++)
+		kst_blk(&e[i], fz_key0(t), 0, NULL);
+	if (fz_pct(t, 20))
+		flags = KVTIER_PUT_REPLACE;
+	memset(&b, 0, sizeof(b));
+	b.blocks = (__u64)(uintptr_t)e;
+	b.count = n;
+	b.flags = flags;
+	ret = fz_issue(t, FD_POOL, fd, KVTIER_IOC_RESERVE, &b, sizeof(b), &out,
+		       &normal);
+	if (ret || !normal)
+		return;
+	for (i = 0; i < n; i++) {
+		filled[i] = false;
+		if (!fz_status_ok(0x1e, e[i].status)) {
+			fz_failf(t, "RESERVE entry %u: status %d not documented",
+				 i, e[i].status);
+			return;
+		}
+		if (e[i].status)
+			continue;
+		if (e[i].addr >= cap || e[i].tier != KVTIER_TIER_DRAM) {
+			fz_failf(t, "RESERVE entry %u: addr %#llx tier %u (capacity %u)",
+				 i, (unsigned long long)e[i].addr, e[i].tier,
+				 cap);
+			return;
+		}
+		filled[i] = fz_fill_reserved(t, fd, bs, cap, &e[i]);
+	}
+	for (i = 0; i < n; i++) {
+		unsigned long cmd = fz_pct(t, 50) ? KVTIER_IOC_COMMIT :
+						    KVTIER_IOC_ABORT;
+
+		if (e[i].status)
+			continue;
+		if (!filled[i]) {
+			/* Never left unfilled, nor kept in t->ents. */
+			memset(&b, 0, sizeof(b));
+			b.blocks = (__u64)(uintptr_t)&e[i];
+			b.count = 1;
+			ioctl(fd, KVTIER_IOC_ABORT, &b);
+			atomic_fetch_add(&fz->calls, 1);
+			memset(&e[i], 0, sizeof(e[i]));
+			continue;
+		}
+		if (fz_pct(t, 15))
+			continue;		/* the fd's release ends it */
+		/*
+		 * The entry alone, against the guard page: a count mutated
+		 * larger faults (-EFAULT) instead of reaching other entries.
+		 */
+		one = fz_ents_tail(t, 1);
+		*one = e[i];
+		memset(&b, 0, sizeof(b));
+		b.blocks = (__u64)(uintptr_t)one;
+		b.count = 1;
+		b.flags = cmd == KVTIER_IOC_COMMIT ? flags : 0;
+		ret = fz_issue(t, FD_POOL, fd, cmd, &b, sizeof(b), &out,
+			       &normal);
+		if (ret || !normal)
+			continue;
+		if (!fz_status_ok(_IOC_NR(cmd), one->status))
+			fz_failf(t, "%s: status %d not documented",
+				 fz_cmd_name(_IOC_NR(cmd)), one->status);
+		/* Not published: give it back. */
+		if (one->status == -EEXIST || one->status == -EBUSY) {
+			b.flags = 0;
+			fz_issue(t, FD_POOL, fd, KVTIER_IOC_ABORT, &b, sizeof(b),
+				 &out, &normal);
+		}
+	}
+}
+
 void fz_op_stat_sync(struct fz_thr *t)
 {
 	struct kvtier_pool_stat st, sout;

@@ -142,7 +142,8 @@ fi
 
 # 1. Parameters out of range: EINVAL, nothing loaded.
 dmesg_mark "parameter checks"
-for p in dram_mb=0 numa_node=99 numa_node=-2 max_pools=0 max_pools=4097; do
+for p in dram_mb=0 numa_node=99 numa_node=-2 max_pools=0 max_pools=4097 \
+	 reserve_max=0 reserve_max=65537; do
 	if err=$(insmod "$ko" "$p" 2>&1); then
 		fail "insmod $p is refused (it loaded)"
 		rmmod kvtier || true

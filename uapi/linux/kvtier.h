@@ -86,6 +86,13 @@
  * prefix of a chain into DRAM and pins each block of it for the calling fd,
  * in the same command, so the runtime reads them through the mapping (or
  * registers that memory for DMA) knowing they stay, and UNPINs them after.
+ *
+ * KVTIER_F_RESERVE: zero-copy store. KVTIER_IOC_RESERVE hands out, for new
+ * keys, blocks the pool owns, writable through the pool fd's reservation
+ * window (KVTIER_RESERVE_WINDOW); the runtime, or a DMA engine writing into
+ * that memory, fills them; KVTIER_IOC_COMMIT publishes them, KVTIER_IOC_ABORT
+ * gives them back. No reader sees a reserved block. Reservations belong to
+ * the pool file and end with it.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -97,6 +104,7 @@
 #define KVTIER_F_HBM		_BITULL(7)
 #define KVTIER_F_SG		_BITULL(8)
 #define KVTIER_F_LOOKUP_PIN	_BITULL(9)
+#define KVTIER_F_RESERVE	_BITULL(10)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -765,6 +773,45 @@ struct kvtier_adopt {
 	__u64 reserved;
 };
 
+/*
+ * The reservation window of a pool fd: mmap offset
+ * (capacity + addr) * block_size is block address addr's writable view
+ * while this fd holds a reservation of it (KVTIER_IOC_RESERVE), right after
+ * the read-only view of every block (offset addr * block_size). A mapping
+ * lies wholly in one of the two; in the window it must be MAP_SHARED. A
+ * page of a block the fd does not hold reserved raises SIGBUS.
+ *
+ * RESERVE, COMMIT and ABORT take a struct kvtier_batch of struct
+ * kvtier_block entries whose @buf and @nsegs are 0 (else -EINVAL):
+ *
+ * RESERVE: in: @key. out: @addr, the block's address (its bytes at
+ * KVTIER_RESERVE_WINDOW(capacity, addr, block_size)), @tier DRAM. Its
+ * pages come from the pool's DRAM share like a PUT's, evicting if need be,
+ * and read as zeros or as bytes of an earlier block of the same pool. Entry
+ * status: -EEXIST (the key is in the pool; KVTIER_PUT_REPLACE in the
+ * batch's flags reserves it anyway, to replace it), -EDQUOT (the fd holds
+ * its most reservations, the module parameter reserve_max), -ENOSPC (the
+ * pool's reservations hold half of its DRAM share, or no DRAM can be
+ * freed), -ENOMEM.
+ *
+ * COMMIT: in: @key and @addr as RESERVE gave them (a failed entry keeps
+ * them, to retry with). The block's window pages
+ * are unmapped, its checksum taken, and the key published as a PUT would:
+ * a concurrent GET sees the old block or this one whole. Entry status:
+ * -ENOENT (the fd holds no reservation of that key at that address),
+ * -EALREADY (that reservation was committed already), -EEXIST (the key was
+ * stored meanwhile and the batch has no KVTIER_PUT_REPLACE; the reservation
+ * stays), -EBUSY (replacing a pinned block; it stays too). Commit only once
+ * every write into the window, a device's included, has ended.
+ *
+ * ABORT: in: @key and @addr. The block goes back, unpublished. Entry
+ * status: -ENOENT, -EALREADY, as COMMIT.
+ *
+ * A read-only pool fd can do none of them: -EBADF.
+ */
+#define KVTIER_RESERVE_WINDOW(capacity, addr, block_size)		\
+	(((__u64)(capacity) + (addr)) * (block_size))
+
 /* Mover commands (read(2) of a mover fd). */
 #define KVTIER_MOVE_TO_DEV	1	/* DRAM block -> slot */
 #define KVTIER_MOVE_FROM_DEV	2	/* slot -> DRAM block */
@@ -861,5 +908,8 @@ struct kvtier_moved {
 #define KVTIER_IOC_HBM_ATTACH	_IOWR(KVTIER_IOC_MAGIC, 0x1b, struct kvtier_hbm_attach)
 #define KVTIER_IOC_HBM_STAT	_IOWR(KVTIER_IOC_MAGIC, 0x1c, struct kvtier_hbm_stat)
 #define KVTIER_IOC_ADOPT	_IOWR(KVTIER_IOC_MAGIC, 0x1d, struct kvtier_batch)
+#define KVTIER_IOC_RESERVE	_IOWR(KVTIER_IOC_MAGIC, 0x1e, struct kvtier_batch)
+#define KVTIER_IOC_COMMIT	_IOWR(KVTIER_IOC_MAGIC, 0x1f, struct kvtier_batch)
+#define KVTIER_IOC_ABORT	_IOWR(KVTIER_IOC_MAGIC, 0x20, struct kvtier_batch)
 
 #endif /* _UAPI_LINUX_KVTIER_H */
