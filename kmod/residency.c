@@ -19,7 +19,6 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
-#include <linux/wait_bit.h>
 #include "kvt.h"
 #include "trace.h"
 
@@ -148,17 +147,7 @@ void kvt_res_put_user(struct kvt_pool *pool, u32 addr)
 	bool release = kvt_block_put_user(pool, addr);
 
 	spin_unlock(&pool->lock);
-	/*
-	 * Who waits for this block (kvt_res_dram()) is woken alone; the
-	 * pool's queue holds only waits for I/O of any block (room, SYNC),
-	 * rarely anyone. The barrier orders the flags cleared under the
-	 * lock before the looks at the queues (wake_up_var()'s rule).
-	 */
-	smp_mb();
-	wake_up_var(&pool->blocks[addr]);
-	/* Ordered by the smp_mb() above, as wq_has_sleeper() would be. */
-	if (waitqueue_active(&pool->wq))
-		wake_up_all(&pool->wq);
+	wake_up_all(&pool->wq);
 	if (release)
 		kvt_res_release(pool, addr);
 }
@@ -535,8 +524,7 @@ int kvt_res_make_room(struct kvt_pool *pool, bool addr)
  * @addr: a READY block only on NVMe, not busy
  *
  * The block is KVT_BF_LOADING until the read is verified; waiters sleep on
- * the block (wait_var_event(), woken by kvt_res_put_user()). A block that
- * does not verify is dropped.
+ * pool->wq. A block that does not verify is dropped.
  *
  * Return: 0 when the read is under way, or -errno: -ENOENT when its copy
  * is out of reach now (its device is being attached or detached), the
@@ -627,9 +615,9 @@ int kvt_res_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
 		else
 			spin_unlock(&pool->lock);
 		if (!ret)
-			ret = wait_var_event_killable(blk,
-						      !(READ_ONCE(blk->flags) &
-							KVT_BF_BUSY));
+			ret = wait_event_killable(pool->wq,
+						  !(READ_ONCE(blk->flags) &
+						    KVT_BF_BUSY));
 		spin_lock(&pool->lock);
 		if (ret)
 			return ret == -ERESTARTSYS ? -EINTR : ret;
