@@ -162,6 +162,8 @@ static int kvt_put_iter(struct kvt_pool *pool, struct kvtier_block *e,
 	 * A source that cannot be read fails before a block is taken: taking
 	 * one may evict another, which a bad pointer must not cost.
 	 */
+	if (fatal_signal_pending(current))
+		return -EINTR;
 	if (fault_in_iov_iter_readable(from, pool->block_size))
 		return -EFAULT;
 
@@ -176,7 +178,7 @@ static int kvt_put_iter(struct kvt_pool *pool, struct kvtier_block *e,
 		return ret;
 	blk = &pool->blocks[addr];
 	if (kvt_dram_copy_in(pool, blk, from)) {
-		ret = -EFAULT;
+		ret = fatal_signal_pending(current) ? -EINTR : -EFAULT;
 		goto out_abort;
 	}
 
@@ -262,7 +264,7 @@ static int kvt_get_iter(struct kvt_pool *pool, struct kvtier_block *e,
 	if (release)
 		kvt_res_release(pool, addr);
 	if (left)
-		return -EFAULT;
+		return fatal_signal_pending(current) ? -EINTR : -EFAULT;
 	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
 	return 0;
 }

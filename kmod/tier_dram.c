@@ -297,7 +297,9 @@ size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
 
 		for (off = 0; off < len; off += n) {
 			n = min_t(size_t, len - off, KVT_CRC_PIECE);
-			if (copy_from_iter(dst + off, n, from) != n)
+			/* A killed task's memory is not read (see copy_out). */
+			if (fatal_signal_pending(current) ||
+			    copy_from_iter(dst + off, n, from) != n)
 				return (size_t)(nr - i) * len - off;
 			crc = crc32c(crc, dst + off, n);
 		}
@@ -339,14 +341,23 @@ u32 kvt_dram_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed)
 size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
 			 struct iov_iter *to)
 {
-	size_t len = PAGE_SIZE << blk->order;
+	size_t len = PAGE_SIZE << blk->order, off, n;
 	unsigned int i, nr = kvt_nr_chunks(pool, blk->order);
 
 	for (i = 0; i < nr; i++) {
 		const void *src = page_address(kvt_chunk(pool, blk, i));
 
-		if (copy_to_iter(src, len, to) != len)
-			return (size_t)(nr - i) * len;
+		for (off = 0; off < len; off += n) {
+			n = min_t(size_t, len - off, KVT_CRC_PIECE);
+			/*
+			 * A killed task's memory is not written: an io_uring
+			 * worker of a process that is exiting has been seen
+			 * faulting on its destination for minutes.
+			 */
+			if (fatal_signal_pending(current) ||
+			    copy_to_iter(src + off, n, to) != n)
+				return (size_t)(nr - i) * len - off;
+		}
 		cond_resched();
 	}
 	atomic64_add(pool->block_size, &kvt_cpu_bytes[KVT_CPU_COPY]);
