@@ -32,6 +32,10 @@ ok() {
 not_ok() {
 	tap_not_ok "- $*"
 	sed 's/^/# /' "$base/err"
+	# The proof boot's own output, and the KVM runs the fake QEMU saw.
+	sed 's/^/# proof: /' "$KVTIER_VM_DIR/kvm-proof.log" 2>/dev/null
+	sed 's/^/# proof qemu: /' "$KVTIER_VM_DIR/kvm-proof/qemu.log" 2>/dev/null
+	sed 's/^/# fake: /' "$FAKE_KVM_LOG" 2>/dev/null
 }
 
 # run ACCEL MODE [FRESH]: one boot of `echo accel-test; exit 3`, the cache

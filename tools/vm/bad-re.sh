@@ -26,3 +26,29 @@ kvtier_console_ours() {
 		cat "$1"
 	fi
 }
+
+# kvtier_complaint_stack CONSOLE: the first complaint's place in one line,
+# for summaries that CI shows only the end of: the interrupted RIP's
+# function and the task's call trace, innermost first, guessed frames
+# ("? ") and interrupt stacks (the stall detector's own) left out,
+# "fn < caller < ...", at most 14 frames; nothing when there is no trace.
+kvtier_complaint_stack() {
+	kvtier_console_ours "$1" | sed -E 's/^\[ *[0-9.]+\] *//' | awk -v re="$kvtier_bad_re" '
+		!seen && $0 ~ re { seen = 1 }
+		!seen { next }
+		/^ *RIP: 0010:/ { if (!rip) { rip = $2; sub(/^0010:/, "", rip) } next }
+		/^Call Trace:/ { trace = 1; next }
+		!trace { next }
+		/^ *<(IRQ|NMI|SOFTIRQ)>/ { irq = 1; next }
+		/^ *<\/(IRQ|NMI|SOFTIRQ)>/ { irq = 0; next }
+		/^ *<TASK>/ { next }
+		/^ *<\/TASK>/ { if (n) exit; next }
+		irq || /^ *\? / || /^ *(Code|[A-Z0-9]{2,3}): / { next }
+		/^ *[A-Za-z_][A-Za-z0-9_.]*\+0x/ {
+			f = $1; sub(/\+0x.*/, "", f)
+			if (f !~ /^asm_/ && n < 14) out = out (n++ ? " < " : "") f
+			next
+		}
+		n { exit }
+		END { if (rip || n) printf "%s%s%s\n", rip ? "RIP " rip : "", rip && n ? "; " : "", out }'
+}

@@ -204,6 +204,8 @@ vm_cut_short() {
 	k=$(kvtier_console_ours "$console" 2>/dev/null | grep -E -m1 "$kvtier_bad_re" |
 		sed -E 's/^\[ *[0-9.]+\] *//' | cut -c1-160) || true
 	[[ -n $k ]] && why+="; kernel: $k"
+	k=$(kvtier_complaint_stack "$console" 2>/dev/null | cut -c1-600) || true
+	[[ -n $k ]] && why+="; at: $k"
 	echo "$why; the VM's messages are above"
 }
 
