@@ -1172,8 +1172,9 @@ int kvtier_ring_fd(const struct kvtier_ring *ring);
  * kvtier_ring_queue() - queue one pool command on the ring
  * @ring:	the ring.
  * @pool:	the pool handle.
- * @op:		KVTIER_IOC_PUT, KVTIER_IOC_GET, KVTIER_IOC_LOOKUP or
- *		KVTIER_IOC_PREFETCH.
+ * @op:		KVTIER_IOC_PUT, KVTIER_IOC_GET, KVTIER_IOC_LOOKUP,
+ *		KVTIER_IOC_PREFETCH, or with KVTIER_F_RESERVE
+ *		KVTIER_IOC_RESERVE, KVTIER_IOC_COMMIT, KVTIER_IOC_ABORT.
  * @arg:	the command's struct (struct kvtier_batch or struct
  *		kvtier_prefetch) and what it points to; valid until the
  *		command's completion is reaped, and written back by then.

@@ -587,6 +587,37 @@ static void test_reserve(void)
 	CHECK(!check(buf, BS, &k[0]));
 	CHECK_EQ(kvtier_lookup1(pool, &k[1], NULL, NULL), -ENOENT);
 
+	/* Through a ring: RESERVE, then COMMIT, each run by io_uring. */
+	{
+		struct kvtier_ring_cqe cqe;
+		struct kvtier_ring *ring;
+		struct kvtier_batch rb;
+
+		CHECK_EQ(kvtier_ring_open(&ring, 4), 0);
+		kvtier_block_set(&b[1], &k[1], NULL);
+		memset(&rb, 0, sizeof(rb));
+		rb.blocks = (uintptr_t)&b[1];
+		rb.count = 1;
+		CHECK_EQ(kvtier_ring_queue(ring, pool, KVTIER_IOC_RESERVE, &rb,
+					   7), 0);
+		CHECK_EQ(kvtier_ring_submit(ring), 1);
+		CHECK_EQ(kvtier_ring_reap(ring, &cqe, 1, 1), 1);
+		CHECK_EQ(cqe.res, 0);
+		CHECK_EQ(rb.done, 1);
+		fill(kvtier_reserved_ptr(win, b[1].addr), BS, &k[1]);
+		rb.done = 0;
+		CHECK_EQ(kvtier_ring_queue(ring, pool, KVTIER_IOC_COMMIT, &rb,
+					   8), 0);
+		CHECK_EQ(kvtier_ring_submit(ring), 1);
+		CHECK_EQ(kvtier_ring_reap(ring, &cqe, 1, 1), 1);
+		CHECK_EQ(cqe.user_data, 8);
+		CHECK_EQ(cqe.res, 0);
+		CHECK_EQ(rb.done, 1);
+		CHECK_EQ(kvtier_get1(pool, &k[1], buf), 0);
+		CHECK(!check(buf, BS, &k[1]));
+		kvtier_ring_close(ring);
+	}
+
 	/* A read-only view is no window. */
 	CHECK_EQ(kvtier_map(pool, 0, 0, &map), 0);
 	CHECK(kvtier_reserved_ptr(map, 0) == NULL);

@@ -8,6 +8,7 @@
  * reservations are bounded and end with their fd, SIGKILL included.
  */
 #include <sys/uio.h>
+#include <liburing.h>
 #include "kvtier_test.h"
 
 #define BS	(16 * KST_KIB)
@@ -501,6 +502,146 @@ TEST_F(resv, sigkill_releases)
 	close(pipefd[0]);
 	ASSERT_EQ(0LL, kst_resident(self->pfd));
 	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 100, NULL));
+}
+
+/* ---- io_uring ------------------------------------------------------------ */
+
+/* Queue @op on @fd for batch @b of @e[0..n-1] (statuses reset). */
+static int uring_batch(struct io_uring *ring, int fd, __u32 op,
+		       struct kvtier_batch *b, struct kvtier_block *e,
+		       unsigned int n)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct kvtier_uring_cmd *c;
+	unsigned int i;
+
+	if (!sqe)
+		return -EBUSY;
+	for (i = 0; i < n; i++)
+		e[i].status = 0;
+	memset(b, 0, sizeof(*b));
+	b->blocks = (__u64)(uintptr_t)e;
+	b->count = n;
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = op;
+	c = (struct kvtier_uring_cmd *)sqe->cmd;
+	memset(c, 0, sizeof(*c));
+	c->arg = (__u64)(uintptr_t)b;
+	io_uring_sqe_set_data64(sqe, op);
+	return 0;
+}
+
+/* Submit what is queued and reap @n completions into @res[op's order]. */
+static int uring_reap(struct io_uring *ring, unsigned int n, int *res,
+		      const __u32 *ops)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int i, j;
+
+	if (io_uring_submit(ring) != (int)n)
+		return -EIO;
+	for (i = 0; i < n; i++) {
+		if (io_uring_wait_cqe(ring, &cqe))
+			return -EIO;
+		for (j = 0; j < n; j++)
+			if (ops[j] == io_uring_cqe_get_data64(cqe))
+				res[j] = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return 0;
+}
+
+/*
+ * RESERVE, COMMIT and ABORT through io_uring (run by its workers): the
+ * reservations are the fd's as by ioctl, the committed bytes are the ones
+ * written into the window, the aborted keys are gone, a second COMMIT is
+ * -EALREADY per entry; without KVTIER_F_RESERVE the ring refuses them.
+ */
+TEST_F(resv, uring_reserve_commit_abort)
+{
+	static const __u32 two[] = { KVTIER_IOC_COMMIT, KVTIER_IOC_ABORT };
+	static const __u32 one[] = { KVTIER_IOC_RESERVE };
+	struct kvtier_block r[8];
+	struct kvtier_batch b[2];
+	struct io_uring ring;
+	int res[2], i, ctl, fd;
+	struct kvtier_api a;
+	long long c0[3], c1[3];
+
+	if (io_uring_queue_init(8, &ring, 0))
+		SKIP(return, "no io_uring");
+	for (i = 0; i < 8; i++)
+		kst_blk(&r[i], K0, 20 + i, NULL);
+	res[0] = 1;
+	ASSERT_EQ(0, uring_batch(&ring, self->pfd, KVTIER_IOC_RESERVE, &b[0],
+				 r, 8));
+	ASSERT_EQ(0, uring_reap(&ring, 1, res, one));
+	ASSERT_EQ(0, res[0]);
+	ASSERT_EQ(8U, b[0].done);
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(0, r[i].status);
+		kst_fill(slot(self, r[i].addr), BS, K0, 20 + i, 3);
+	}
+	ASSERT_EQ(8LL, kst_resident(self->pfd));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 20, NULL));
+
+	/* COMMIT six, ABORT two, in one submission. */
+	ASSERT_EQ(0, cpu_bytes(c0));
+	ASSERT_EQ(0, uring_batch(&ring, self->pfd, KVTIER_IOC_COMMIT, &b[0],
+				 r, 6));
+	ASSERT_EQ(0, uring_batch(&ring, self->pfd, KVTIER_IOC_ABORT, &b[1],
+				 r + 6, 2));
+	res[0] = res[1] = 1;
+	ASSERT_EQ(0, uring_reap(&ring, 2, res, two));
+	ASSERT_EQ(0, res[0]);
+	ASSERT_EQ(0, res[1]);
+	ASSERT_EQ(6U, b[0].done);
+	ASSERT_EQ(2U, b[1].done);
+	ASSERT_EQ(0, cpu_bytes(c1));
+	EXPECT_EQ(0LL, c1[0] - c0[0]);		/* nothing copied */
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, r[i].status);
+	for (i = 0; i < 6; i++) {
+		memset(self->buf, 0, BS);
+		ASSERT_EQ(0, kst_get1(self->pfd, K0, 20 + i, self->buf, NULL));
+		ASSERT_EQ(-1, kst_check_gen(self->buf, BS, K0, 20 + i, 3));
+	}
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 26, NULL));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 27, NULL));
+	ASSERT_EQ(6LL, kst_resident(self->pfd));
+
+	/* Again: each entry -EALREADY, the command itself 0. */
+	res[0] = res[1] = 1;
+	ASSERT_EQ(0, uring_batch(&ring, self->pfd, KVTIER_IOC_COMMIT, &b[0],
+				 r, 1));
+	ASSERT_EQ(0, uring_batch(&ring, self->pfd, KVTIER_IOC_ABORT, &b[1],
+				 r + 1, 1));
+	ASSERT_EQ(0, uring_reap(&ring, 2, res, two));
+	ASSERT_EQ(0, res[0]);
+	ASSERT_EQ(0, res[1]);
+	ASSERT_EQ(0U, b[0].done);
+	ASSERT_EQ(-EALREADY, r[0].status);
+	ASSERT_EQ(-EALREADY, r[1].status);
+
+	/* A pool fd whose context did not negotiate KVTIER_F_RESERVE. */
+	ctl = kst_ctl_open_raw();
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, kst_api(ctl, ~0ULL & ~KVTIER_F_RESERVE, &a));
+	ASSERT_NE(0ULL, a.features & KVTIER_F_URING);
+	fd = kst_pool_open(ctl, self->name, 0);
+	ASSERT_LE(0, fd);
+	kst_blk(&r[0], K0, 40, NULL);
+	r[0].status = 0x7eadbeef;
+	ASSERT_EQ(0, uring_batch(&ring, fd, KVTIER_IOC_RESERVE, &b[0], r, 1));
+	r[0].status = 0x7eadbeef;
+	res[0] = 1;
+	ASSERT_EQ(0, uring_reap(&ring, 1, res, one));
+	ASSERT_EQ(-EOPNOTSUPP, res[0]);
+	ASSERT_EQ(0x7eadbeef, r[0].status);	/* not answered */
+	close(fd);
+	close(ctl);
+	io_uring_queue_exit(&ring);
+	ASSERT_EQ(6LL, kst_resident(self->pfd));
 }
 
 TEST_HARNESS_MAIN

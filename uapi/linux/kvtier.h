@@ -69,7 +69,8 @@
  * pool fd and an optional eventfd. KVTIER_IOC_CANCEL withdraws a group.
  *
  * KVTIER_F_URING: pool fds take IORING_OP_URING_CMD for PUT, GET, LOOKUP and
- * PREFETCH (struct kvtier_uring_cmd in the SQE's command area).
+ * PREFETCH, and with KVTIER_F_RESERVE for RESERVE, COMMIT and ABORT (struct
+ * kvtier_uring_cmd in the SQE's command area).
  *
  * KVTIER_F_HBM: a pool can be given a device tier (KVTIER_IOC_HBM_ATTACH):
  * an arena of slots of device memory, filled and emptied through a backend
@@ -672,7 +673,9 @@ struct kvtier_eventfd {
  * @reserved:	must be 0.
  *
  * sqe->cmd_op is the ioctl number: KVTIER_IOC_PUT, KVTIER_IOC_GET,
- * KVTIER_IOC_LOOKUP or KVTIER_IOC_PREFETCH (others: -EOPNOTSUPP). The CQE's
+ * KVTIER_IOC_LOOKUP, KVTIER_IOC_PREFETCH, and with KVTIER_F_RESERVE
+ * KVTIER_IOC_RESERVE, KVTIER_IOC_COMMIT, KVTIER_IOC_ABORT (others:
+ * -EOPNOTSUPP). The CQE's
  * res is what the ioctl would return; the struct's out fields are written
  * back before the CQE is posted.
  */
