@@ -275,6 +275,72 @@ const struct kvt_tier_ops kvt_dram_tier = {
  */
 #define KVT_CRC_PIECE		(64 * 1024)
 
+/*
+ * Copies to and from user memory run with page faults disabled; the pages
+ * a copy stops at are faulted in through get_user_pages' path
+ * (fault_in_iov_iter_*), which asks for the access it needs, and the copy
+ * goes on. A fault is then never taken in the middle of a copy: it cannot
+ * spin there (an io_uring worker of an exiting process was once seen
+ * faulting on its destination for minutes, never reaching a check for its
+ * SIGKILL), a fatal signal is seen between any two tries, and a fault on
+ * a mapping of this module (the source or destination is a pool's
+ * mapping) runs with nothing of the copy's held. KVT_COPY_TRIES tries in
+ * a row that move nothing although the pages were faulted in end it.
+ */
+#define KVT_COPY_TRIES		8
+
+/* Copy @n bytes of a block to user memory; false when it could not. */
+static bool kvt_copy_piece_out(const void *src, size_t n, struct iov_iter *to)
+{
+	unsigned int stuck = 0;
+	size_t done;
+
+	while (n) {
+		/* A killed task's memory is not written. */
+		if (fatal_signal_pending(current))
+			return false;
+		pagefault_disable();
+		done = copy_to_iter(src, n, to);
+		pagefault_enable();
+		src += done;
+		n -= done;
+		if (!n)
+			break;
+		stuck = done ? 0 : stuck + 1;
+		if (stuck > KVT_COPY_TRIES ||
+		    fault_in_iov_iter_writeable(to, n) == n)
+			return false;
+		cond_resched();
+	}
+	return true;
+}
+
+/* Copy @n bytes of user memory into a block; false when it could not. */
+static bool kvt_copy_piece_in(void *dst, size_t n, struct iov_iter *from)
+{
+	unsigned int stuck = 0;
+	size_t done;
+
+	while (n) {
+		/* A killed task's memory is not read. */
+		if (fatal_signal_pending(current))
+			return false;
+		pagefault_disable();
+		done = copy_from_iter(dst, n, from);
+		pagefault_enable();
+		dst += done;
+		n -= done;
+		if (!n)
+			break;
+		stuck = done ? 0 : stuck + 1;
+		if (stuck > KVT_COPY_TRIES ||
+		    fault_in_iov_iter_readable(from, n) == n)
+			return false;
+		cond_resched();
+	}
+	return true;
+}
+
 /**
  * kvt_dram_copy_in() - fill a block from user memory
  * @pool: the pool
@@ -297,9 +363,7 @@ size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
 
 		for (off = 0; off < len; off += n) {
 			n = min_t(size_t, len - off, KVT_CRC_PIECE);
-			/* A killed task's memory is not read (see copy_out). */
-			if (fatal_signal_pending(current) ||
-			    copy_from_iter(dst + off, n, from) != n)
+			if (!kvt_copy_piece_in(dst + off, n, from))
 				return (size_t)(nr - i) * len - off;
 			crc = crc32c(crc, dst + off, n);
 		}
@@ -349,13 +413,7 @@ size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
 
 		for (off = 0; off < len; off += n) {
 			n = min_t(size_t, len - off, KVT_CRC_PIECE);
-			/*
-			 * A killed task's memory is not written: an io_uring
-			 * worker of a process that is exiting has been seen
-			 * faulting on its destination for minutes.
-			 */
-			if (fatal_signal_pending(current) ||
-			    copy_to_iter(src + off, n, to) != n)
+			if (!kvt_copy_piece_out(src + off, n, to))
 				return (size_t)(nr - i) * len - off;
 		}
 		cond_resched();
