@@ -837,6 +837,7 @@ int kvt_prefetch_cancel(struct kvt_handle *h, struct kvtier_cancel *c)
 	bool all = c->flags & KVTIER_CANCEL_ALL;
 	u64 now = ktime_get_ns();
 	bool found = false;
+	LIST_HEAD(doomed);
 
 	if (c->flags & ~KVTIER_CANCEL_ALL || c->__pad || c->__pad2 ||
 	    memchr_inv(c->reserved, 0, sizeof(c->reserved)) ||
@@ -851,12 +852,21 @@ int kvt_prefetch_cancel(struct kvt_handle *h, struct kvtier_cancel *c)
 		list_del(&g->node);
 		kvt_pf_enqueue(g);
 	}
-	spin_unlock(&kvt_pf_lock);
+	/*
+	 * The fd's list is walked under kvt_pf_lock: a PREFETCH of the same
+	 * fd adds its group to it, and takes it off and frees it when its
+	 * hints cannot be written back, holding only that lock. The groups
+	 * to cancel move to a list of this call's own.
+	 */
 	list_for_each_entry_safe(g, tmp, &h->pf.groups, fd_node) {
 		/* Still being filled in by a PREFETCH: not live yet. */
 		if (g->state == KVT_PFG_SETUP ||
 		    (!all && g->id != c->group))
 			continue;
+		list_move_tail(&g->fd_node, &doomed);
+	}
+	spin_unlock(&kvt_pf_lock);
+	list_for_each_entry_safe(g, tmp, &doomed, fd_node) {
 		found = true;
 		if (g->state != KVT_PFG_ENDED) {
 			kvt_pf_post(g, -ECANCELED, now);

@@ -8,6 +8,7 @@
  */
 #include <liburing.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
@@ -379,6 +380,83 @@ TEST_F(pf, close_cancels)
 	close(fd);
 	EXPECT_EQ(cancelled + 1, pf_stat("cancelled"));
 	EXPECT_EQ(0, pf_stat("live"));
+}
+
+/*
+ * CANCEL against PREFETCHes that fail: a PREFETCH whose hints cannot be
+ * written back (a read-only array) takes its group off the fd's list and
+ * frees it while a CANCEL of the same fd may be walking that list. Two
+ * threads PREFETCH so, one CANCELs all, for two seconds; each call says
+ * what it should, and the fd and the pool work on.
+ */
+struct pf_race {
+	int pfd;
+	struct kvtier_hint *ro;		/* hints, read-only */
+	__u64 group;
+	volatile bool stop;
+	long calls, bad;
+};
+
+static void *pf_race_prefetch(void *arg)
+{
+	struct pf_race *r = arg;
+	struct kvtier_prefetch pf;
+
+	while (!r->stop) {
+		pf_init(&pf, r->ro, 8, __atomic_add_fetch(&r->group, 1,
+							 __ATOMIC_RELAXED),
+			0, 0);
+		if (kst_ioctl(r->pfd, KVTIER_IOC_PREFETCH, &pf) != -EFAULT)
+			__atomic_add_fetch(&r->bad, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&r->calls, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+TEST_F(pf, cancel_races_failing_prefetch)
+{
+	struct pf_race r = { .pfd = self->pfd, .group = 1000 };
+	size_t len = 8 * sizeof(struct kvtier_hint);
+	struct kvtier_completion c;
+	struct kvtier_cancel cn;
+	long cancels = 0, bad = 0;
+	pthread_t th[2];
+	__u64 end;
+	int i;
+
+	r.ro = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, r.ro);
+	hint_keys(r.ro, NPUT - 8, 8);		/* in DRAM: nothing to read */
+	ASSERT_EQ(0, mprotect(r.ro, len, PROT_READ));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, pf_race_prefetch,
+					    &r));
+	}
+	end = now_ns() + 2000000000ULL;
+	while (now_ns() < end) {
+		memset(&cn, 0, sizeof(cn));
+		cn.flags = KVTIER_CANCEL_ALL;
+		if (kst_ioctl(self->pfd, KVTIER_IOC_CANCEL, &cn) ||
+		    cn.cancelled)
+			bad++;
+		cancels++;
+	}
+	r.stop = true;
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	TH_LOG("%ld failing PREFETCHes, %ld CANCELs", r.calls, cancels);
+	EXPECT_EQ(0, r.bad);
+	EXPECT_EQ(0, bad);
+	EXPECT_LT(0, r.calls);
+	munmap(r.ro, len);
+	/* Nothing is left behind; the fd takes a group and ends it. */
+	EXPECT_EQ(0, pf_stat("live"));
+	ASSERT_EQ(0, prefetch(self->pfd, NPUT - 4, 4, 7, 0, 0, 0, NULL));
+	ASSERT_EQ(0, completion(self->pfd, &c, 10000));
+	EXPECT_EQ(7ULL, c.group);
+	EXPECT_EQ(0, c.status);
+	ASSERT_EQ(0, get_check(self->pfd, self->buf, 0));
 }
 
 /* Prefetched blocks stay in DRAM until used, then age like any other. */
