@@ -84,8 +84,7 @@ struct kvt_hbm_ops {
  * @used: slots not free
  * @dead: detached: it takes nothing new
  * @fd_open: a mover fd refers to it (it may not be replaced)
- * @copies: copies in flight
- * @idle: woken when @copies reaches zero
+ * @copies: copies in flight; its end wakes wait_var_event(&@copies)
  * @stats: counters for KVTIER_IOC_HBM_STAT
  * @priv: the backend's
  *
@@ -107,7 +106,6 @@ struct kvt_hbm {
 	bool dead;
 	bool fd_open;
 	atomic_t copies;
-	wait_queue_head_t idle;
 	struct kvtier_hbm_stat stats;
 	void *priv;
 };

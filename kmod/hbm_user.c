@@ -318,20 +318,25 @@ static int kvt_hbm_user_fd(struct kvt_hbm *hbm)
 	int fd;
 
 	kref_get(&hbm->pool->ref);
-	INIT_DELAYED_WORK(&mv->watchdog, kvt_mover_watchdog);
 	spin_lock(&hbm->pool->lock);
 	hbm->fd_open = true;
 	spin_unlock(&hbm->pool->lock);
+	/*
+	 * Armed before the fd exists: once it does, another thread may
+	 * close it, and the release's cancel must find the watchdog armed.
+	 */
+	INIT_DELAYED_WORK(&mv->watchdog, kvt_mover_watchdog);
+	schedule_delayed_work(&mv->watchdog, kvt_mover_period());
 	fd = anon_inode_getfd("kvtier-mover", &kvt_mover_fops, mv,
 			      O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
+		cancel_delayed_work_sync(&mv->watchdog);
 		spin_lock(&hbm->pool->lock);
 		hbm->fd_open = false;
 		spin_unlock(&hbm->pool->lock);
 		kvt_pool_put(hbm->pool);
 		return fd;
 	}
-	schedule_delayed_work(&mv->watchdog, kvt_mover_period());
 	return fd;
 }
 

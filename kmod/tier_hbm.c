@@ -29,6 +29,7 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/sched/signal.h>
+#include <linux/wait_bit.h>
 #include "hbm.h"
 #include "trace.h"
 
@@ -270,8 +271,13 @@ static void kvt_hbm_copy_work(struct work_struct *work)
 	/* Drops pool->lock; frees a block unlinked meanwhile. */
 	kvt_res_hook_put(pool, c->addr);
 	kfree(c);
+	/*
+	 * The last copy's end may let a detach return and the arena be
+	 * freed: its waiters are found by address (wake_up_var()), so
+	 * nothing of @hbm is touched after the count drops.
+	 */
 	if (atomic_dec_and_test(&hbm->copies))
-		wake_up_all(&hbm->idle);
+		wake_up_var(&hbm->copies);
 	kvt_pool_put(pool);
 }
 
@@ -409,7 +415,6 @@ static struct kvt_hbm *kvt_hbm_alloc(struct kvt_pool *pool, u32 slots)
 	hbm->head = KVT_NIL;
 	hbm->tail = KVT_NIL;
 	atomic_set(&hbm->copies, 0);
-	init_waitqueue_head(&hbm->idle);
 	hbm->stats.attached = 1;
 	hbm->stats.slots = slots;
 	return hbm;
@@ -430,7 +435,7 @@ void kvt_hbm_detach(struct kvt_hbm *hbm)
 	spin_lock(&pool->lock);
 	if (hbm->dead) {
 		spin_unlock(&pool->lock);
-		wait_event(hbm->idle, !atomic_read(&hbm->copies));
+		wait_var_event(&hbm->copies, !atomic_read(&hbm->copies));
 		return;
 	}
 	/* Detached from here on: whoever sees a copy fail sees it so. */
@@ -440,7 +445,7 @@ void kvt_hbm_detach(struct kvt_hbm *hbm)
 	spin_unlock(&pool->lock);
 
 	hbm->ops->detach(hbm);
-	wait_event(hbm->idle, !atomic_read(&hbm->copies));
+	wait_var_event(&hbm->copies, !atomic_read(&hbm->copies));
 
 	spin_lock(&pool->lock);
 	for (s = 0; s < hbm->nr_slots; s++)
