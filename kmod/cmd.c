@@ -55,7 +55,7 @@ static void kvt_entry_set(struct kvtier_block *e, int status, u64 addr,
 }
 
 /* A PUT may go ahead over an existing key @old only when replacing it. */
-int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
+static int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
 {
 	if (old == KVT_NIL)
 		return 0;
@@ -63,6 +63,49 @@ int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
 		return -EEXIST;
 	if (pool->blocks[old].pins)
 		return -EBUSY;
+	return 0;
+}
+
+/**
+ * kvt_put_publish() - make a filled block the key's, as a PUT does
+ * @pool: the pool, its lock not held
+ * @key: the block's key
+ * @addr: a FILLING block from kvt_res_new(), its bytes and ncrc in
+ * @replace: a block stored under @key meanwhile is replaced
+ * @reserved: the block was reserved (pool->nr_reserved counted it)
+ *
+ * A concurrent GET sees the old block or this one whole.
+ *
+ * Return: 0; -EEXIST (@key stored meanwhile, not replacing) or -EBUSY (it
+ * is pinned), the block left FILLING and the caller's.
+ */
+int kvt_put_publish(struct kvt_pool *pool, const u64 *key, u32 addr,
+		    bool replace, bool reserved)
+{
+	bool release_old = false;
+	u32 old;
+	int ret;
+
+	spin_lock(&pool->lock);
+	old = kvt_block_find(pool, key);
+	ret = kvt_put_conflict(pool, old, replace);
+	if (ret) {
+		spin_unlock(&pool->lock);
+		return ret;
+	}
+	if (old != KVT_NIL) {
+		kvt_res_unlink(pool, old);
+		release_old = !pool->blocks[old].users;
+	}
+	if (reserved)
+		pool->nr_reserved--;
+	pool->stats.puts++;
+	pool->stats.bytes_in += pool->block_size;
+	kvt_res_publish(pool, addr);
+	spin_unlock(&pool->lock);
+
+	if (release_old)
+		kvt_res_release(pool, old);
 	return 0;
 }
 
@@ -154,8 +197,7 @@ static int kvt_put_iter(struct kvt_pool *pool, struct kvtier_block *e,
 			bool replace, struct iov_iter *from)
 {
 	struct kvt_block *blk;
-	u32 addr, old;
-	bool release_old = false;
+	u32 addr;
 	int ret;
 
 	/*
@@ -182,25 +224,9 @@ static int kvt_put_iter(struct kvt_pool *pool, struct kvtier_block *e,
 		goto out_abort;
 	}
 
-	/* Publish: a concurrent GET sees the old block or this one whole. */
-	spin_lock(&pool->lock);
-	old = kvt_block_find(pool, e->key);
-	ret = kvt_put_conflict(pool, old, replace);
-	if (ret) {
-		spin_unlock(&pool->lock);
+	ret = kvt_put_publish(pool, e->key, addr, replace, false);
+	if (ret)
 		goto out_abort;
-	}
-	if (old != KVT_NIL) {
-		kvt_res_unlink(pool, old);
-		release_old = !pool->blocks[old].users;
-	}
-	pool->stats.puts++;
-	pool->stats.bytes_in += pool->block_size;
-	kvt_res_publish(pool, addr);
-	spin_unlock(&pool->lock);
-
-	if (release_old)
-		kvt_res_release(pool, old);
 	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
 	return 0;
 

@@ -454,7 +454,8 @@ long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		  bool nonblock);
 void kvt_handle_unpin_all(struct kvt_handle *h);
-int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace);
+int kvt_put_publish(struct kvt_pool *pool, const u64 *key, u32 addr,
+		    bool replace, bool reserved);
 
 /* tier_dram.c: and kvt_dram_tier */
 /*

@@ -201,9 +201,8 @@ out_unreserve:
 int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace)
 {
 	struct kvt_pool *pool = h->pool;
-	bool release_old = false;
 	struct kvt_block *blk;
-	u32 addr, old;
+	u32 addr;
 	int ret;
 
 	ret = kvt_reserve_seal(h, e);
@@ -214,30 +213,15 @@ int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace)
 	/* FILLING: its owner sets the checksum without the lock. */
 	blk->ncrc = kvt_dram_crc(pool, blk, 0);
 
-	spin_lock(&pool->lock);
-	old = kvt_block_find(pool, e->key);
-	ret = kvt_put_conflict(pool, old, replace);
+	ret = kvt_put_publish(pool, e->key, addr, replace, true);
 	if (ret) {
-		spin_unlock(&pool->lock);
 		/* It stays reserved, writable again. */
 		xa_store(&h->resv, addr, xa_mk_value(KVT_RESV_OPEN),
 			 GFP_KERNEL);
 		return ret;
 	}
-	if (old != KVT_NIL) {
-		kvt_res_unlink(pool, old);
-		release_old = !pool->blocks[old].users;
-	}
-	pool->nr_reserved--;
-	pool->stats.puts++;
-	pool->stats.bytes_in += pool->block_size;
-	kvt_res_publish(pool, addr);
-	spin_unlock(&pool->lock);
 	xa_erase(&h->resv, addr);
 	h->nr_resv--;
-
-	if (release_old)
-		kvt_res_release(pool, old);
 	e->tier = KVTIER_TIER_DRAM;
 	e->slot = KVTIER_SLOT_NONE;
 	return 0;
