@@ -790,11 +790,16 @@ int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e)
 	ret = kvt_hbm_tier.adopt(pool, addr, e->slot);
 	spin_lock(&pool->lock);
 	if (ret) {
-		/* The arena went, or the slot was taken, meanwhile. */
+		/*
+		 * The arena went, or the slot was taken, meanwhile. A DROP or
+		 * a replacing PUT may have unlinked the block already (our use
+		 * keeps it from being freed): it is unlinked once.
+		 */
 		blk->flags &= ~KVT_BF_LOADING;
 		pool->nr_loading--;
 		pool->io_events++;
-		kvt_res_unlink(pool, addr);
+		if (blk->state == KVT_BLK_READY)
+			kvt_res_unlink(pool, addr);
 		kvt_res_put_user(pool, addr);
 		return ret;
 	}
