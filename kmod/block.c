@@ -122,6 +122,7 @@ void kvt_block_free(struct kvt_pool *pool, u32 addr)
 	struct kvt_block *blk = &pool->blocks[addr];
 
 	lockdep_assert_held(&pool->lock);
+	kvt_block_set_umeta(pool, addr, NULL);
 	blk->state = KVT_BLK_FREE;
 	blk->flags = 0;
 	blk->pol = 0;
@@ -138,6 +139,8 @@ void kvt_block_free(struct kvt_pool *pool, u32 addr)
  * @ndev: the device it was found on
  * @nloc: device page of its data
  * @ncrc: crc32c of its data started from 0 (see struct kvt_block)
+ * @um: the record that came with the copy (NULL: none); taken, and set
+ *	to NULL, when the copy is
  * @addrp: out: the address of a key in DRAM without an NVMe copy
  *
  * A key only on NVMe already takes the newer copy (records are replayed
@@ -149,7 +152,7 @@ void kvt_block_free(struct kvt_pool *pool, u32 addr)
  * @addrp); -ENOSPC when the pool has no free address left.
  */
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
-		      u32 nloc, u32 ncrc, u32 *addrp)
+		      u32 nloc, u32 ncrc, struct kvt_umeta **um, u32 *addrp)
 {
 	struct kvt_block *blk;
 	u32 addr;
@@ -182,9 +185,82 @@ int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
 	blk->ndev = ndev;
 	blk->nloc = nloc;
 	blk->ncrc = ncrc;
+	/*
+	 * The record goes with the copy, unless someone holds the block (a
+	 * read of the older copy, the writer): they may be reading the old
+	 * record without the lock. Keys name immutable content; it is kept.
+	 */
+	if (!blk->users)
+		kvt_block_set_umeta(pool, addr, um);
 out_unlock:
 	spin_unlock(&pool->lock);
 	return ret;
+}
+
+/**
+ * kvt_umeta_new() - a block record from the runtime's bytes
+ * @data: the record
+ * @len: its length, 1..KVTIER_META_MAX
+ * @gfp: allocation flags
+ *
+ * Return: the record, or NULL.
+ */
+struct kvt_umeta *kvt_umeta_new(const void *data, u32 len, gfp_t gfp)
+{
+	struct kvt_umeta *um;
+
+	if (WARN_ON_ONCE(!len || len > KVTIER_META_MAX))
+		return NULL;
+	um = kmalloc(struct_size(um, data, len), gfp);
+	if (um) {
+		um->len = len;
+		memcpy(um->data, data, len);
+	}
+	return um;
+}
+
+/**
+ * kvt_block_set_umeta() - give a block its record, freeing the one it had
+ * @pool: the pool, its lock held or the block FILLING and the caller's
+ * @addr: the block, not READY (its record is fixed while it is)
+ * @um: the record, or NULL for none; taken: *@um is set to NULL
+ */
+void kvt_block_set_umeta(struct kvt_pool *pool, u32 addr,
+			 struct kvt_umeta **um)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	struct kvt_umeta *old = blk->umeta;
+
+	blk->umeta = um ? *um : NULL;
+	if (blk->umeta) {
+		atomic64_add(struct_size(blk->umeta, data, blk->umeta->len),
+			     &pool->umeta_bytes);
+		*um = NULL;
+	}
+	if (old) {
+		atomic64_sub(struct_size(old, data, old->len),
+			     &pool->umeta_bytes);
+		kfree(old);
+	}
+}
+
+/**
+ * kvt_block_umeta_out() - a block's record, as the uapi returns it
+ * @pool: the pool, its lock held
+ * @addr: the block
+ * @m: out: its record; all zero when it has none
+ */
+void kvt_block_umeta_out(struct kvt_pool *pool, u32 addr,
+			 struct kvtier_meta *m)
+{
+	const struct kvt_umeta *um = pool->blocks[addr].umeta;
+
+	lockdep_assert_held(&pool->lock);
+	memset(m, 0, sizeof(*m));
+	if (um) {
+		m->len = um->len;
+		memcpy(m->data, um->data, um->len);
+	}
 }
 
 /**
@@ -335,6 +411,7 @@ void kvt_block_index_free(struct kvt_pool *pool)
 		WARN_ON_ONCE(blk->state == KVT_BLK_FILLING || blk->users ||
 			     blk->pins || (blk->state != KVT_BLK_FREE &&
 					   kvt_in_dram(blk)));
+		kvt_block_set_umeta(pool, i, NULL);
 	}
 	kvfree(pool->buckets);
 	kvfree(pool->blocks);
@@ -345,9 +422,11 @@ void kvt_block_index_free(struct kvt_pool *pool)
  * kvt_block_meta_bytes() - kernel memory used for a pool's block metadata
  * @pool: the pool
  *
- * Return: bytes of the block array, the key hash and the chunk arrays.
+ * Return: bytes of the block array, the key hash, the chunk arrays and the
+ * blocks' records.
  */
 u64 kvt_block_meta_bytes(struct kvt_pool *pool)
 {
-	return pool->index_meta + atomic64_read(&pool->chunk_meta);
+	return pool->index_meta + atomic64_read(&pool->chunk_meta) +
+	       atomic64_read(&pool->umeta_bytes);
 }

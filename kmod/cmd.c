@@ -73,14 +73,16 @@ static int kvt_put_conflict(struct kvt_pool *pool, u32 old, bool replace)
  * @addr: a FILLING block from kvt_res_new(), its bytes and ncrc in
  * @replace: a block stored under @key meanwhile is replaced
  * @reserved: the block was reserved (pool->nr_reserved counted it)
+ * @um: the block's record, or NULL for none; taken (set to NULL) on success
  *
- * A concurrent GET sees the old block or this one whole.
+ * A concurrent GET sees the old block or this one whole, each with its
+ * record.
  *
  * Return: 0; -EEXIST (@key stored meanwhile, not replacing) or -EBUSY (it
- * is pinned), the block left FILLING and the caller's.
+ * is pinned), the block left FILLING and the caller's, and so is @um.
  */
 int kvt_put_publish(struct kvt_pool *pool, const u64 *key, u32 addr,
-		    bool replace, bool reserved)
+		    bool replace, bool reserved, struct kvt_umeta **um)
 {
 	bool release_old = false;
 	u32 old;
@@ -101,6 +103,7 @@ int kvt_put_publish(struct kvt_pool *pool, const u64 *key, u32 addr,
 		pool->nr_reserved--;
 	pool->stats.puts++;
 	pool->stats.bytes_in += pool->block_size;
+	kvt_block_set_umeta(pool, addr, um);
 	kvt_res_publish(pool, addr);
 	spin_unlock(&pool->lock);
 
@@ -194,7 +197,8 @@ static int kvt_umem_get(struct kvt_pool *pool, const struct kvtier_block *e,
 }
 
 static int kvt_put_iter(struct kvt_pool *pool, struct kvtier_block *e,
-			bool replace, struct iov_iter *from)
+			bool replace, struct kvt_umeta **um,
+			struct iov_iter *from)
 {
 	struct kvt_block *blk;
 	u32 addr;
@@ -224,7 +228,7 @@ static int kvt_put_iter(struct kvt_pool *pool, struct kvtier_block *e,
 		goto out_abort;
 	}
 
-	ret = kvt_put_publish(pool, e->key, addr, replace, false);
+	ret = kvt_put_publish(pool, e->key, addr, replace, false, um);
 	if (ret)
 		goto out_abort;
 	kvt_entry_set(e, 0, addr, KVTIER_TIER_DRAM);
@@ -235,22 +239,44 @@ out_abort:
 	return ret;
 }
 
-static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
-		       bool replace)
+/**
+ * kvt_umeta_in() - the record an entry gives, in kernel memory
+ * @m: the entry's struct kvtier_meta, or NULL (the batch gives none)
+ * @um: out: the record, NULL for none
+ *
+ * Return: 0; -EMSGSIZE for a record longer than KVTIER_META_MAX; -ENOMEM.
+ */
+static int kvt_umeta_in(const struct kvtier_meta *m, struct kvt_umeta **um)
 {
+	*um = NULL;
+	if (!m || !m->len)
+		return 0;
+	if (m->len > KVTIER_META_MAX)
+		return -EMSGSIZE;
+	*um = kvt_umeta_new(m->data, m->len, GFP_KERNEL_ACCOUNT);
+	return *um ? 0 : -ENOMEM;
+}
+
+static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
+		       bool replace, const struct kvtier_meta *meta)
+{
+	struct kvt_umeta *um;
 	struct kvt_umem m;
 	int ret;
 
 	ret = kvt_umem_get(pool, e, ITER_SOURCE, &m);
 	if (ret)
 		return ret;
-	ret = kvt_put_iter(pool, e, replace, &m.iter);
+	ret = kvt_umeta_in(meta, &um);
+	if (!ret)
+		ret = kvt_put_iter(pool, e, replace, &um, &m.iter);
+	kfree(um);
 	kvt_umem_put(&m);
 	return ret;
 }
 
 static int kvt_get_iter(struct kvt_pool *pool, struct kvtier_block *e,
-			struct iov_iter *to)
+			struct kvtier_meta *meta, struct iov_iter *to)
 {
 	struct kvt_block *blk;
 	bool release;
@@ -274,6 +300,8 @@ static int kvt_get_iter(struct kvt_pool *pool, struct kvtier_block *e,
 	pool->stats.hits++;
 	kvt_prefetch_used(pool, addr);
 	kvt_res_touch(pool, addr, false);
+	if (meta)
+		kvt_block_umeta_out(pool, addr, meta);
 	spin_unlock(&pool->lock);
 
 	left = kvt_dram_copy_out(pool, blk, to);
@@ -295,7 +323,8 @@ static int kvt_get_iter(struct kvt_pool *pool, struct kvtier_block *e,
 	return 0;
 }
 
-static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
+static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e,
+		       struct kvtier_meta *meta)
 {
 	struct kvt_umem m;
 	int ret;
@@ -303,8 +332,10 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e)
 	ret = kvt_umem_get(pool, e, ITER_DEST, &m);
 	if (ret)
 		return ret;
-	ret = kvt_get_iter(pool, e, &m.iter);
+	ret = kvt_get_iter(pool, e, meta, &m.iter);
 	kvt_umem_put(&m);
+	if (ret && meta)
+		memset(meta, 0, sizeof(*meta));
 	return ret;
 }
 
@@ -677,6 +708,68 @@ static int kvt_entry_check(unsigned int nr, const void *ent, u64 features)
 	return 0;
 }
 
+/* Which way a batch's records (struct kvtier_batch.meta) go. */
+enum kvt_meta_dir {
+	KVT_META_NONE,		/* the command takes none */
+	KVT_META_IN,		/* stored with the blocks */
+	KVT_META_OUT,		/* the blocks' returned */
+};
+
+static enum kvt_meta_dir kvt_batch_meta_dir(unsigned int nr)
+{
+	switch (nr) {
+	case _IOC_NR(KVTIER_IOC_PUT):
+	case _IOC_NR(KVTIER_IOC_COMMIT):
+	case _IOC_NR(KVTIER_IOC_ADOPT):
+		return KVT_META_IN;
+	case _IOC_NR(KVTIER_IOC_GET):
+	case _IOC_NR(KVTIER_IOC_LOOKUP):
+		return KVT_META_OUT;
+	}
+	return KVT_META_NONE;
+}
+
+/**
+ * kvt_batch_meta() - a batch's records, in kernel memory
+ * @b: the batch, its @meta nonzero and checked for the command
+ * @nr: the command
+ *
+ * Records going in are read and checked; the array for records going out
+ * is checked to be writable (written with zeros, which entries that fail
+ * return) before anything is done.
+ *
+ * Return: @b->count records (kvfree() them), or ERR_PTR(-EFAULT, -EINVAL
+ * for a record with flags, -ENOMEM).
+ */
+static struct kvtier_meta *kvt_batch_meta(const struct kvtier_batch *b,
+					  unsigned int nr)
+{
+	size_t len = array_size(b->count, sizeof(struct kvtier_meta));
+	struct kvtier_meta *m;
+	u32 i;
+
+	if (kvt_batch_meta_dir(nr) == KVT_META_OUT) {
+		m = kvzalloc(len, GFP_KERNEL);
+		if (!m)
+			return ERR_PTR(-ENOMEM);
+		if (copy_to_user(u64_to_user_ptr(b->meta), m, len)) {
+			kvfree(m);
+			return ERR_PTR(-EFAULT);
+		}
+		return m;
+	}
+	m = vmemdup_user(u64_to_user_ptr(b->meta), len);
+	if (IS_ERR(m))
+		return m;
+	for (i = 0; i < b->count; i++) {
+		if (m[i].flags) {
+			kvfree(m);
+			return ERR_PTR(-EINVAL);
+		}
+	}
+	return m;
+}
+
 static void *kvt_batch_copy_in(const struct kvtier_batch *b, unsigned int nr,
 			       u64 features)
 {
@@ -686,9 +779,12 @@ static void *kvt_batch_copy_in(const struct kvtier_batch *b, unsigned int nr,
 	u32 i;
 
 	if (!b->count || b->count > KVTIER_BATCH_MAX ||
-	    b->flags & ~kvt_batch_flags(nr) || b->__pad ||
-	    memchr_inv(b->reserved, 0, sizeof(b->reserved)))
+	    b->flags & ~kvt_batch_flags(nr) || b->__pad || b->reserved)
 		return ERR_PTR(-EINVAL);
+	if (b->meta && !kvt_batch_meta_dir(nr))
+		return ERR_PTR(-EINVAL);
+	if (b->meta && !(features & KVTIER_F_META))
+		return ERR_PTR(-EOPNOTSUPP);
 
 	ents = vmemdup_user(u64_to_user_ptr(b->blocks),
 			    array_size(b->count, esize));
@@ -715,16 +811,45 @@ static void *kvt_batch_copy_in(const struct kvtier_batch *b, unsigned int nr,
 
 /* ADOPT: blocks made in device memory (each in HBM at once). */
 static u32 kvt_adopt(struct kvt_pool *pool, struct kvtier_adopt *ents,
-		     u32 count)
+		     u32 count, const struct kvtier_meta *meta)
 {
+	struct kvt_umeta *um;
 	u32 i, done = 0;
 
 	for (i = 0; i < count; i++) {
 		ents[i].addr = KVTIER_ADDR_NONE;
-		ents[i].status = kvt_res_adopt(pool, &ents[i]);
+		ents[i].status = kvt_umeta_in(meta ? &meta[i] : NULL, &um);
+		if (!ents[i].status)
+			ents[i].status = kvt_res_adopt(pool, &ents[i], &um);
+		kfree(um);
 		done += !ents[i].status;
 	}
 	return done;
+}
+
+/*
+ * LOOKUP's records, once the look (and load, and pins) are done: those of
+ * the blocks each entry of status 0 names, if still there.
+ */
+static void kvt_lookup_meta(struct kvt_pool *pool,
+			    const struct kvtier_block *ents, u32 count,
+			    struct kvtier_meta *meta)
+{
+	const struct kvt_block *blk;
+	u32 i;
+
+	spin_lock(&pool->lock);
+	for (i = 0; i < count; i++) {
+		if (ents[i].status || ents[i].addr >= pool->capacity)
+			continue;
+		blk = &pool->blocks[ents[i].addr];
+		if ((blk->state == KVT_BLK_READY ||
+		     blk->state == KVT_BLK_DYING) &&
+		    blk->key[0] == ents[i].key[0] &&
+		    blk->key[1] == ents[i].key[1])
+			kvt_block_umeta_out(pool, ents[i].addr, &meta[i]);
+	}
+	spin_unlock(&pool->lock);
 }
 
 static int kvt_batch(struct kvt_handle *h, unsigned int nr,
@@ -741,7 +866,9 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		    nr == _IOC_NR(KVTIER_IOC_UNPIN) || resv ||
 		    (nr == _IOC_NR(KVTIER_IOC_LOOKUP) &&
 		     b->flags & KVTIER_LOOKUP_PIN);
+	struct kvtier_meta *meta = NULL;
 	struct kvtier_block *ents;
+	struct kvt_umeta *um;
 	u32 i, window, done = 0;
 	int status;
 
@@ -758,9 +885,17 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	ents = kvt_batch_copy_in(b, nr, h->features);
 	if (IS_ERR(ents))
 		return PTR_ERR(ents);
+	if (b->meta) {
+		meta = kvt_batch_meta(b, nr);
+		if (IS_ERR(meta)) {
+			kvfree(ents);
+			return PTR_ERR(meta);
+		}
+	}
 
 	if (nr == _IOC_NR(KVTIER_IOC_ADOPT)) {
-		done = kvt_adopt(pool, (struct kvtier_adopt *)ents, b->count);
+		done = kvt_adopt(pool, (struct kvtier_adopt *)ents, b->count,
+				 meta);
 		goto out_copy;
 	}
 	/*
@@ -768,11 +903,14 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	 * NVMe reads: waiting for it can be killed.
 	 */
 	if (pins && mutex_lock_killable(&h->pin_lock)) {
+		kvfree(meta);
 		kvfree(ents);
 		return -EINTR;
 	}
 	if (nr == _IOC_NR(KVTIER_IOC_LOOKUP)) {
 		kvt_lookup(h, ents, b->count, b->flags, &done);
+		if (meta)
+			kvt_lookup_meta(pool, ents, b->count, meta);
 		goto out_unlock;
 	}
 
@@ -794,10 +932,11 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 			kvt_res_load_ahead(pool, ents[i + window].key);
 		switch (nr) {
 		case _IOC_NR(KVTIER_IOC_PUT):
-			status = kvt_put_one(pool, e, replace);
+			status = kvt_put_one(pool, e, replace,
+					     meta ? &meta[i] : NULL);
 			break;
 		case _IOC_NR(KVTIER_IOC_GET):
-			status = kvt_get_one(pool, e);
+			status = kvt_get_one(pool, e, meta ? &meta[i] : NULL);
 			break;
 		case _IOC_NR(KVTIER_IOC_DROP):
 			status = kvt_drop_one(pool, e);
@@ -809,7 +948,10 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 			status = kvt_reserve_one(h, e, replace);
 			break;
 		case _IOC_NR(KVTIER_IOC_COMMIT):
-			status = kvt_commit_one(h, e, replace);
+			status = kvt_umeta_in(meta ? &meta[i] : NULL, &um);
+			if (!status)
+				status = kvt_commit_one(h, e, replace, &um);
+			kfree(um);
 			break;
 		case _IOC_NR(KVTIER_IOC_ABORT):
 			status = kvt_abort_one(h, e);
@@ -835,6 +977,11 @@ out_copy:
 	if (copy_to_user(u64_to_user_ptr(b->blocks), ents,
 			 array_size(b->count, kvt_batch_esize(nr))))
 		status = -EFAULT;
+	if (meta && kvt_batch_meta_dir(nr) == KVT_META_OUT &&
+	    copy_to_user(u64_to_user_ptr(b->meta), meta,
+			 array_size(b->count, sizeof(*meta))))
+		status = -EFAULT;
+	kvfree(meta);
 	kvfree(ents);
 	return status;
 }

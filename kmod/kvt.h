@@ -69,10 +69,16 @@ union kvt_mem {
  * (set by the PUT that owns the block, without the lock), LOADING or
  * without a DRAM copy (under pool->lock). So the writer, which holds the
  * block as a user, reads it without the lock, like the page contents.
+ *
+ * umeta, the runtime's record (struct kvtier_meta), is set before the
+ * block is published (FILLING, or at attach) and freed with the block: for
+ * the life of a READY block it does not change, so anyone holding the
+ * block (a user) reads it without the lock too.
  */
 struct kvt_block {
 	u64 key[2];
 	union kvt_mem mem;
+	struct kvt_umeta *umeta;	/* the runtime's record, or NULL */
 	u32 hnext;		/* next address in the key hash chain */
 	u32 prev;		/* replacement list, or free list (next only) */
 	u32 next;
@@ -86,6 +92,16 @@ struct kvt_block {
 	u8 pol;			/* KVT_PB_*: the policy's (policy.h) */
 	u8 hold;		/* prefetch groups protecting it */
 	u8 ndev;		/* NVMe copy: the device (kvt_nvmes[]) */
+};
+
+/**
+ * struct kvt_umeta - a block's record of the runtime's (struct kvtier_meta)
+ * @len: bytes of @data, 1..KVTIER_META_MAX
+ * @data: the record, as given
+ */
+struct kvt_umeta {
+	u8 len;
+	u8 data[];
 };
 
 /* Block flags: I/O and transitions in progress on a READY block. */
@@ -220,6 +236,7 @@ struct kvt_pool {
 	struct kvt_pool_counters stats;
 
 	atomic64_t chunk_meta;		/* bytes of chunk arrays */
+	atomic64_t umeta_bytes;		/* bytes of the blocks' records */
 	u64 index_meta;			/* bytes of blocks[] and buckets[] */
 
 	/* DRAM tier: pages of evicted blocks, for the next block (stash_lock) */
@@ -333,7 +350,8 @@ int kvt_reserve_param_check(void);
 bool kvt_reserve_open(struct kvt_handle *h, u64 addr);
 int kvt_reserve_one(struct kvt_handle *h, struct kvtier_block *e,
 		    bool replace);
-int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace);
+int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace,
+		   struct kvt_umeta **um);
 int kvt_abort_one(struct kvt_handle *h, struct kvtier_block *e);
 void kvt_reserve_release(struct kvt_handle *h);
 
@@ -350,7 +368,12 @@ void kvt_block_index_free(struct kvt_pool *pool);
 u64 kvt_block_meta_bytes(struct kvt_pool *pool);
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
-		      u32 nloc, u32 ncrc, u32 *addrp);
+		      u32 nloc, u32 ncrc, struct kvt_umeta **um, u32 *addrp);
+struct kvt_umeta *kvt_umeta_new(const void *data, u32 len, gfp_t gfp);
+void kvt_block_set_umeta(struct kvt_pool *pool, u32 addr,
+			 struct kvt_umeta **um);
+void kvt_block_umeta_out(struct kvt_pool *pool, u32 addr,
+			 struct kvtier_meta *m);
 bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
 
 /**
@@ -447,7 +470,8 @@ bool kvt_res_rescue(struct kvt_pool *pool, u32 addr);
 void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr);
 int kvt_res_sync(struct kvt_pool *pool, u64 *written);
 int kvt_res_stage(struct kvt_pool *pool, u32 addr, bool start);
-int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e);
+int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e,
+		  struct kvt_umeta **um);
 
 /* cmd.c: the batched block commands */
 long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
@@ -455,7 +479,7 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		  bool nonblock);
 void kvt_handle_unpin_all(struct kvt_handle *h);
 int kvt_put_publish(struct kvt_pool *pool, const u64 *key, u32 addr,
-		    bool replace, bool reserved);
+		    bool replace, bool reserved, struct kvt_umeta **um);
 
 /* tier_dram.c: and kvt_dram_tier */
 /*

@@ -46,7 +46,8 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 #define KVTIER_F_ALL	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
 			 KVTIER_F_REPLACE | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
 			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
-			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE)
+			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | \
+			 KVTIER_F_META)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))

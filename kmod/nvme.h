@@ -137,6 +137,20 @@ static inline size_t kvt_summary_bytes(struct kvt_nvme *nvme)
 	return (size_t)nvme->summary_pages * KVT_DISK_PAGE;
 }
 
+/* Bytes of a summary of @nr records, @nr_meta of blocks with a record. */
+static inline size_t kvt_summary_len(u32 nr, u32 nr_meta)
+{
+	return struct_size((struct kvt_disk_region *)NULL, recs, nr) +
+	       (size_t)nr_meta * sizeof(struct kvt_disk_meta);
+}
+
+/* A summary's block records: after its records. */
+static inline struct kvt_disk_meta *kvt_summary_meta(struct kvt_disk_region *dr,
+						     u32 nr)
+{
+	return (struct kvt_disk_meta *)&dr->recs[nr];
+}
+
 /* nvme_store.c */
 int kvt_nvme_rw(struct kvt_nvme *nvme, blk_opf_t opf, u64 off, void *buf,
 		size_t len);

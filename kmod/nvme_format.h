@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The on-disk format of the NVMe tier, version 3.
+ * The on-disk format of the NVMe tier, version 4.
  * Documentation/nvme-format.rst describes it; keep the two in step.
  *
  *   byte 0        superblock (struct kvt_disk_sb), one 4 KiB page
@@ -17,14 +17,16 @@
  * Version 1 had one segment per region (seg_page, seg_pages and nonce
  * zero); a reader takes such a region as one segment spanning it. Version 3
  * adds tombstones (KVT_REC_DROP), which versions 1 and 2 never wrote, and
- * writes segments in the order of (seq, seg_page).
+ * writes segments in the order of (seq, seg_page). Version 4 adds the
+ * blocks' records (struct kvt_disk_meta) after a summary's records, counted
+ * by nr_meta, which older versions wrote as zero.
  */
 #ifndef _KVTIER_NVME_FORMAT_H
 #define _KVTIER_NVME_FORMAT_H
 
 #include <linux/types.h>
 
-#define KVT_FORMAT_VERSION	3
+#define KVT_FORMAT_VERSION	4
 #define KVT_FORMAT_VERSION_MIN	1	/* still read */
 #define KVT_SB_MAGIC		0x627372656974766bULL	/* "kvtiersb" */
 #define KVT_REGION_MAGIC	0x677272656974766bULL	/* "kvtierrg" */
@@ -85,6 +87,20 @@ struct kvt_disk_rec {
 
 #define KVT_REC_DROP		0x1U	/* a tombstone (version 3) */
 
+#define KVT_DISK_META_MAX	64	/* KVTIER_META_MAX */
+
+/*
+ * The runtime's record of a block (struct kvtier_meta), version 4: the
+ * records of a summary's blocks that have one follow its records (block
+ * copies and tombstones), in the order of their blocks' records, covered
+ * by the summary's crc.
+ */
+struct kvt_disk_meta {
+	__le32 rec;		/* index of the block's record in recs[] */
+	__le32 len;		/* bytes of data: 1..KVT_DISK_META_MAX */
+	__u8 data[KVT_DISK_META_MAX];
+};
+
 /* The summary of one segment; the first segment's is at the region's start. */
 struct kvt_disk_region {
 	__le64 magic;
@@ -95,7 +111,7 @@ struct kvt_disk_region {
 	__le32 crc;		/* of summary_bytes from magic, this field zero */
 	__le32 seg_page;	/* where this segment starts, from region start */
 	__le32 seg_pages;	/* its length: summary and data; 0 = the region */
-	__le32 reserved;
+	__le32 nr_meta;		/* struct kvt_disk_meta after recs[nr] */
 	__le64 nonce;		/* random per region write, same in each segment */
 	struct kvt_disk_rec recs[];
 };

@@ -98,13 +98,22 @@ static int kvt_nvme_write_sb(struct kvt_nvme *nvme)
 
 static void kvt_nvme_geometry(struct kvt_nvme *nvme)
 {
+	u32 pages;
+
 	nvme->region_pages = nvme->region_bytes / KVT_DISK_PAGE;
-	/* Worst case one record per data page; solve for the summary size. */
-	nvme->summary_pages = DIV_ROUND_UP(sizeof(struct kvt_disk_region) +
-					   (u64)nvme->region_pages *
-					   sizeof(struct kvt_disk_rec),
+	/*
+	 * Worst case one record per data page; solve for the summary size.
+	 * That bounds the records of a summary (as in version 3, whose
+	 * stores are read alike); a summary of as many blocks that each
+	 * carry a record of the runtime's is larger, and it is that size
+	 * that summaries are read into and built in.
+	 */
+	pages = DIV_ROUND_UP(kvt_summary_len(nvme->region_pages, 0),
+			     KVT_DISK_PAGE);
+	nvme->max_recs = nvme->region_pages - pages;
+	nvme->summary_pages = DIV_ROUND_UP(kvt_summary_len(nvme->max_recs,
+							   nvme->max_recs),
 					   KVT_DISK_PAGE);
-	nvme->max_recs = nvme->region_pages - nvme->summary_pages;
 }
 
 /* A new, empty store: fresh uuid, zeroed pool table. */
@@ -351,6 +360,33 @@ static void kvt_replay_drops(struct kvt_nvme *nvme, struct kvt_replay *rp)
 		kvt_pool_put(pool);
 }
 
+/*
+ * The record of the runtime's that came with block record @i, if any:
+ * @k is a cursor into the summary's records of blocks, which follow the
+ * order of theirs. A malformed one (a length out of range) is taken as
+ * none.
+ *
+ * Return: 0 with *@um the record or NULL; -ENOMEM.
+ */
+static int kvt_replay_meta(struct kvt_disk_region *dr, u32 i, u32 *k,
+			   struct kvt_umeta **um)
+{
+	u32 nr = le32_to_cpu(dr->nr), nr_meta = le32_to_cpu(dr->nr_meta);
+	struct kvt_disk_meta *meta = kvt_summary_meta(dr, nr);
+	u32 len;
+
+	*um = NULL;
+	while (*k < nr_meta && le32_to_cpu(meta[*k].rec) < i)
+		(*k)++;
+	if (*k >= nr_meta || le32_to_cpu(meta[*k].rec) != i)
+		return 0;
+	len = le32_to_cpu(meta[*k].len);
+	if (!len || len > KVT_DISK_META_MAX)
+		return 0;
+	*um = kvt_umeta_new(meta[*k].data, len, GFP_KERNEL_ACCOUNT);
+	return *um ? 0 : -ENOMEM;
+}
+
 static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 			      struct kvt_disk_region *dr,
 			      struct kvt_replay *rp)
@@ -361,7 +397,9 @@ static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 	u32 end = start + kvt_seg_pages(nvme, dr);
 	u64 seq = le64_to_cpu(dr->seq);
 	struct kvt_pool *pool = NULL;
-	u32 i, addr, dcrc;
+	u32 i, k = 0, addr, dcrc;
+	struct kvt_umeta *um;
+	int ret = 0;
 
 	for (i = 0; i < le32_to_cpu(dr->nr); i++) {
 		struct kvt_disk_rec *rec = &dr->recs[i];
@@ -373,9 +411,8 @@ static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 
 		if (flags & KVT_REC_DROP) {
 			if (!rec->pages && kvt_replay_keep(rp, rec)) {
-				if (pool)
-					kvt_pool_put(pool);
-				return -ENOMEM;
+				ret = -ENOMEM;
+				break;
 			}
 			continue;
 		}
@@ -392,14 +429,19 @@ static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 			continue;
 		dcrc = kvt_rec_dcrc(kvt_rec_seed(id, key, seq),
 				    le32_to_cpu(rec->crc), pool->block_size);
+		ret = kvt_replay_meta(dr, i, &k, &um);
+		if (ret)
+			break;
+		/* A copy adopted by a block in DRAM: that block has its own. */
 		if (kvt_block_restore(pool, key, nvme->index, first + page,
-				      dcrc, &addr) == -EEXIST)
+				      dcrc, &um, &addr) == -EEXIST)
 			kvt_replay_adopt(pool, addr, nvme->index, first + page,
 					 dcrc);
+		kfree(um);
 	}
 	if (pool)
 		kvt_pool_put(pool);
-	return 0;
+	return ret;
 }
 
 /*

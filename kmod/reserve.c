@@ -195,10 +195,12 @@ out_unreserve:
  * @h: the pool file, its pin_lock held
  * @e: the entry: in @key and @addr
  * @replace: replace a block of the key stored meanwhile
+ * @um: the block's record, or NULL for none; taken (set to NULL) on success
  *
  * Return: 0 or the entry's -errno (the uapi header lists them).
  */
-int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace)
+int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace,
+		   struct kvt_umeta **um)
 {
 	struct kvt_pool *pool = h->pool;
 	struct kvt_block *blk;
@@ -213,7 +215,7 @@ int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace)
 	/* FILLING: its owner sets the checksum without the lock. */
 	blk->ncrc = kvt_dram_crc(pool, blk, 0);
 
-	ret = kvt_put_publish(pool, e->key, addr, replace, true);
+	ret = kvt_put_publish(pool, e->key, addr, replace, true, um);
 	if (ret) {
 		/* It stays reserved, writable again. */
 		xa_store(&h->resv, addr, xa_mk_value(KVT_RESV_OPEN),

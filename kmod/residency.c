@@ -745,6 +745,8 @@ static int kvt_res_adopt_check(struct kvt_pool *pool,
  * kvt_res_adopt() - take one block made in device memory (an ADOPT entry)
  * @pool: the pool, its lock not held
  * @e: the entry, checked; @e->addr is set on success
+ * @um: the block's record, or NULL for none; taken (set to NULL) once the
+ *	block is published
  *
  * The block is in its HBM slot only, its DRAM claimed and marked loading
  * until the HBM tier has written it down; readers wait for that as for a
@@ -754,7 +756,8 @@ static int kvt_res_adopt_check(struct kvt_pool *pool,
  * the arena; -EBUSY for a slot in use; -EEXIST for a key in the pool;
  * -ENOSPC, -ENOMEM, -EINTR when no DRAM can be had for it.
  */
-int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e)
+int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e,
+		  struct kvt_umeta **um)
 {
 	struct kvt_block *blk;
 	u32 addr;
@@ -781,6 +784,7 @@ int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e)
 		return ret;
 	}
 	/* Published at once, loading: readers wait for the write-down. */
+	kvt_block_set_umeta(pool, addr, um);
 	kvt_block_hash_add(pool, addr);
 	blk->flags |= KVT_BF_LOADING;
 	pool->nr_loading++;

@@ -199,18 +199,20 @@ int kvt_summary_read(struct kvt_nvme *nvme, u32 r, u32 page,
 	size_t len = min_t(size_t, kvt_summary_bytes(nvme),
 			   (size_t)(nvme->region_pages - page) * KVT_DISK_PAGE);
 	u64 off = kvt_region_bytes_off(nvme, r) + (u64)page * KVT_DISK_PAGE;
-	u32 nr, slen, seg;
+	u32 nr, nr_meta, slen, seg;
 	int ret;
 
 	ret = kvt_nvme_rw(nvme, REQ_OP_READ, off, dr, KVT_DISK_PAGE);
 	if (ret)
 		return ret;
 	nr = le32_to_cpu(dr->nr);
+	nr_meta = le32_to_cpu(dr->nr_meta);
 	slen = le32_to_cpu(dr->summary_bytes);
 	if (le64_to_cpu(dr->magic) != KVT_REGION_MAGIC ||
 	    memcmp(dr->uuid, nvme->uuid, sizeof(dr->uuid)) ||
-	    nr > nvme->max_recs || slen > len || slen % KVT_DISK_PAGE ||
-	    slen < struct_size(dr, recs, nr) || !dr->seq)
+	    nr > nvme->max_recs || nr_meta > nr || slen > len ||
+	    slen % KVT_DISK_PAGE || slen < kvt_summary_len(nr, nr_meta) ||
+	    !dr->seq)
 		return -EBADMSG;
 	if (slen > KVT_DISK_PAGE) {
 		ret = kvt_nvme_rw(nvme, REQ_OP_READ, off + KVT_DISK_PAGE,
@@ -761,11 +763,10 @@ static void kvt_wbr_done(struct work_struct *work)
 		wake_up_all(&nvme->idle);
 }
 
-/* Pages of a segment summary with @nr records. */
-static u32 kvt_summary_pages(u32 nr)
+/* Pages of a segment summary with @nr records, @nr_meta blocks' records. */
+static u32 kvt_summary_pages(u32 nr, u32 nr_meta)
 {
-	return DIV_ROUND_UP(struct_size((struct kvt_disk_region *)NULL, recs,
-					nr), KVT_DISK_PAGE);
+	return DIV_ROUND_UP(kvt_summary_len(nr, nr_meta), KVT_DISK_PAGE);
 }
 
 /*
@@ -779,17 +780,24 @@ static u32 kvt_queue_take(struct kvt_nvme *nvme, struct kvt_wbr *wbr,
 			  u32 room, bool peek)
 {
 	u32 data = 0, nr = 0, q = nvme->qhead, left = nvme->qlen, tombs;
+	u32 metas = 0, m;
 
 	while (nr < nvme->nr_tombs && nr < nvme->max_recs &&
-	       kvt_summary_pages(nr + 1) <= room)
+	       kvt_summary_pages(nr + 1, 0) <= room)
 		nr++;
 	tombs = nr;
 	while (left && nr < nvme->max_recs) {
 		struct kvt_wb_entry *e = &nvme->queue[q];
 		u32 pages = e->pool->pages_per_block;
 
-		if (kvt_summary_pages(nr + 1) + data + pages > room)
+		/*
+		 * A queued block is held (a user) and READY: its record is
+		 * fixed (struct kvt_block), whatever lock is held.
+		 */
+		m = !!READ_ONCE(e->pool->blocks[e->addr].umeta);
+		if (kvt_summary_pages(nr + 1, metas + m) + data + pages > room)
 			break;
+		metas += m;
 		data += pages;
 		if (!peek)
 			wbr->ents[nr - tombs] = *e;
@@ -808,13 +816,13 @@ static u32 kvt_queue_take(struct kvt_nvme *nvme, struct kvt_wbr *wbr,
 		while (tombs--)
 			list_move_tail(nvme->tombs.next, &wbr->tombs);
 	}
-	return kvt_summary_pages(nr) + data;
+	return kvt_summary_pages(nr, metas) + data;
 }
 
 /* Room left in a region after @used pages, for another segment. */
 static bool kvt_region_has_room(struct kvt_nvme *nvme, u32 used)
 {
-	return nvme->region_pages - used >= kvt_summary_pages(1) + 1;
+	return nvme->region_pages - used >= kvt_summary_pages(1, 1) + 1;
 }
 
 /*
@@ -938,7 +946,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 {
 	struct kvt_nvme *nvme = wbr->io.nvme;
 	struct kvt_disk_region *dr = wbr->summary;
-	u32 page, i, n = 0, seed;
+	u32 page, i, n = 0, seed, nr_meta = 0;
+	struct kvt_disk_meta *meta;
 	struct kvt_disk_rec *rec;
 	struct kvt_tomb *t;
 	struct bio *bio;
@@ -953,12 +962,14 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		e->rec = KVT_NIL;
 		spin_lock(&pool->lock);
 		if (pool->blocks[e->addr].state == KVT_BLK_READY &&
-		    !WARN_ON_ONCE(!kvt_in_dram(&pool->blocks[e->addr])))
+		    !WARN_ON_ONCE(!kvt_in_dram(&pool->blocks[e->addr]))) {
 			e->rec = n++;
+			nr_meta += !!pool->blocks[e->addr].umeta;
+		}
 		spin_unlock(&pool->lock);
 	}
 	/* The summary takes the pages its records need; data follows. */
-	slen = round_up(struct_size(dr, recs, n + wbr->nr_tombs),
+	slen = round_up(kvt_summary_len(n + wbr->nr_tombs, nr_meta),
 			KVT_DISK_PAGE);
 	page = wbr->page + slen / KVT_DISK_PAGE;
 	memset(dr, 0, slen);
@@ -994,6 +1005,23 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		rec->drop_seq = cpu_to_le64(t->seq);
 		rec++;
 	}
+	/* The blocks' own records last, in the order of theirs. */
+	meta = kvt_summary_meta(dr, n + wbr->nr_tombs);
+	for (i = 0; i < wbr->nr; i++) {
+		struct kvt_wb_entry *e = &wbr->ents[i];
+		const struct kvt_umeta *um;
+
+		if (e->rec == KVT_NIL)
+			continue;
+		um = e->pool->blocks[e->addr].umeta;
+		if (!um)
+			continue;
+		meta->rec = cpu_to_le32(e->rec);
+		meta->len = cpu_to_le32(um->len);
+		memcpy(meta->data, um->data, um->len);
+		meta++;
+	}
+	dr->nr_meta = cpu_to_le32(nr_meta);
 	dr->magic = cpu_to_le64(KVT_REGION_MAGIC);
 	dr->seq = cpu_to_le64(wbr->seq);
 	memcpy(dr->uuid, nvme->uuid, sizeof(dr->uuid));

@@ -645,22 +645,32 @@ FIXTURE(reject) {
 	struct kvtier_pool_stat before;
 };
 
+/* What struct kvtier_batch.meta is to a command (KVTIER_F_META). */
+enum kst_meta_dir {
+	KST_META_NONE,		/* must be 0 (-EINVAL) */
+	KST_META_IN,		/* records read: PUT */
+	KST_META_OUT,		/* records written: GET, LOOKUP */
+};
+
 FIXTURE_VARIANT(reject) {
 	unsigned long cmd;
 	__u64 known_flags;	/* the flag bits the command knows */
 	bool buf;		/* entries carry a buffer (PUT, GET) */
 	bool absent;		/* entries name absent keys (PUT) */
 	bool pin;		/* pin the present keys first (UNPIN) */
+	enum kst_meta_dir meta;
 };
 
 FIXTURE_VARIANT_ADD(reject, put) {
 	.cmd = KVTIER_IOC_PUT, .known_flags = KVTIER_PUT_REPLACE, .buf = true, .absent = true,
+	.meta = KST_META_IN,
 };
 FIXTURE_VARIANT_ADD(reject, get) {
-	.cmd = KVTIER_IOC_GET, .buf = true,
+	.cmd = KVTIER_IOC_GET, .buf = true, .meta = KST_META_OUT,
 };
 FIXTURE_VARIANT_ADD(reject, lookup) {
 	.cmd = KVTIER_IOC_LOOKUP, .known_flags = KST_LOOKUP_FLAGS,
+	.meta = KST_META_OUT,
 };
 FIXTURE_VARIANT_ADD(reject, drop) {
 	.cmd = KVTIER_IOC_DROP,
@@ -841,22 +851,48 @@ TEST_F(reject, pad)
 	reject_send(_metadata, self, variant, &b, -EINVAL);
 }
 
-TEST_F(reject, reserved0)
+TEST_F(reject, reserved)
 {
 	struct kvtier_batch b;
 
 	batch_init(&b, self->e, 2);
-	b.reserved[0] = 1;
+	b.reserved = 1ULL << 63;
 	reject_send(_metadata, self, variant, &b, -EINVAL);
 }
 
-TEST_F(reject, reserved1)
+/*
+ * The metadata array, wrong for the command: PUT's cannot be read; GET's
+ * and LOOKUP's can be read but not written (their records could not be
+ * stored, so nothing is done); DROP, PIN and UNPIN take none, and a valid
+ * array of empty records is -EINVAL there. (meta.c has the rest.)
+ */
+TEST_F(reject, meta)
 {
+	struct kvtier_meta m[2];
 	struct kvtier_batch b;
+	void *ro = NULL;
 
+	if (!kst_supported(KVTIER_F_META))
+		SKIP(return, "kvtier without KVTIER_F_META");
+	memset(m, 0, sizeof(m));
 	batch_init(&b, self->e, 2);
-	b.reserved[1] = 1ULL << 63;
-	reject_send(_metadata, self, variant, &b, -EINVAL);
+	switch (variant->meta) {
+	case KST_META_IN:
+		b.meta = (__u64)(uintptr_t)kst_unmapped_addr();
+		reject_send(_metadata, self, variant, &b, -EFAULT);
+		break;
+	case KST_META_OUT:
+		ro = kst_ro_page_with(m, sizeof(m));
+		ASSERT_NE(NULL, ro);
+		b.meta = (__u64)(uintptr_t)ro;
+		reject_send(_metadata, self, variant, &b, -EFAULT);
+		munmap(ro, KST_PAGE);
+		break;
+	case KST_META_NONE:
+		b.meta = (__u64)(uintptr_t)m;
+		reject_send(_metadata, self, variant, &b, -EINVAL);
+		break;
+	}
 }
 
 /*

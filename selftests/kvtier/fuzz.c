@@ -16,7 +16,9 @@
  *    (Documentation/userspace-api.rst), and so is every entry status;
  *  - batch outputs agree with themselves (done, addr, tier per status),
  *    stat outputs have their reserved words zero;
- *  - every block GET returns, in any pool, is whole and of its key;
+ *  - every block GET returns, in any pool, is whole and of its key, and
+ *    its record (KVTIER_F_META) is none or the one PUT with those bytes;
+ *    a failed entry's record is empty;
  *  - an "oracle" pool, driven only by thread 0 with valid commands
  *    interleaved with the random ones, is checked against a shadow model:
  *    GET returns exactly the bytes last PUT for a key, or a miss (evicted
@@ -460,6 +462,8 @@ static int thr_init(struct fz_thr *t, int id)
 	t->bufs = fz_guarded(FZ_NBUF * FZ_BS_MAX / KST_PAGE, PROT_READ | PROT_WRITE);
 	t->ents = (struct kvtier_block *)fz_guarded(fz_ents_bytes() / KST_PAGE,
 						    PROT_READ | PROT_WRITE);
+	t->meta = (struct kvtier_meta *)fz_guarded(fz_meta_bytes() / KST_PAGE,
+						   PROT_READ | PROT_WRITE);
 	t->ro = fz_guarded(1, PROT_READ);
 	t->arg = fz_guarded(FZ_ARG_PAGES, PROT_READ | PROT_WRITE);
 	t->gap = mmap(NULL, KST_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -467,7 +471,8 @@ static int thr_init(struct fz_thr *t, int id)
 	for (i = 0; i < FZ_SLOTS; i++)
 		t->s[i].fd = -1;
 	if (t->ctl < 0 || t->ctl2 < 0 || t->raw < 0 || t->nullfd < 0 ||
-	    !t->bufs || !t->ents || !t->ro || !t->arg || t->gap == MAP_FAILED)
+	    !t->bufs || !t->ents || !t->meta || !t->ro || !t->arg ||
+	    t->gap == MAP_FAILED)
 		return -1;
 	return 0;
 }
@@ -610,6 +615,7 @@ FIXTURE_SETUP(fuzz)
 	memset(fz, 0, sizeof(*fz));
 	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
+	fz_meta = kst_supported(KVTIER_F_META);
 
 	fz_dev = getenv("KVTIER_NVME_DEV");
 	if (!fz_dev || !*fz_dev)

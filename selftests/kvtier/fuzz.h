@@ -110,6 +110,7 @@ struct fz_thr {
 	struct fz_map m[FZ_MAPS];
 	char *bufs;		/* FZ_NBUF * FZ_BS_MAX, guard page after */
 	struct kvtier_block *ents; /* FZ_ENTS entries, guard page after */
+	struct kvtier_meta *meta; /* FZ_ENTS records, guard page after */
 	char *ro;		/* one read-only page, guard page after */
 	char *arg;		/* FZ_ARG_PAGES pages, guard page after */
 	char *gap;		/* a PROT_NONE page, never readable */
@@ -136,6 +137,7 @@ extern const char *fz_dev;
 extern char fz_names[FZ_NAMES][KVTIER_NAME_MAX];
 extern char fz_oracle_name[KVTIER_NAME_MAX];
 extern pthread_mutex_t fz_nvme_lock;
+extern bool fz_meta;
 
 /* ---- fuzz_gen.c -------------------------------------------------------- */
 
@@ -156,6 +158,10 @@ int fz_ioctl(struct fz_thr *t, enum fz_fdkind kind, int fd,
 char *fz_guarded(size_t pages, int prot);
 size_t fz_ents_bytes(void);
 struct kvtier_block *fz_ents_tail(struct fz_thr *t, __u32 n);
+size_t fz_meta_bytes(void);
+struct kvtier_meta *fz_meta_tail(struct fz_thr *t, __u32 n);
+void fz_rec(struct kvtier_meta *m, __u64 k0, __u64 k1, __u64 gen);
+bool fz_rec_ok(const struct kvtier_meta *m, const __u64 *block);
 void *fz_buf_of(struct fz_thr *t, int i);
 __u64 fz_bad_ptr(struct fz_thr *t, size_t len, bool ro);
 __u64 fz_fd_block_size(int fd);

@@ -31,6 +31,8 @@ char fz_oracle_name[KVTIER_NAME_MAX];
  * hide everything else the burst would find.
  */
 pthread_mutex_t fz_nvme_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The kernel has KVTIER_F_META: batches may carry records. */
+bool fz_meta;
 
 unsigned long long fz_env(const char *name, unsigned long long def)
 {
@@ -228,7 +230,8 @@ bool fz_status_ok(unsigned int nr, int st)
 	switch (nr) {
 	case 0x10:
 		return err == EEXIST || err == EBUSY || err == ENOSPC ||
-		       err == ENOMEM || err == EFAULT || err == EINTR;
+		       err == ENOMEM || err == EFAULT || err == EINTR ||
+		       err == EMSGSIZE;
 	case 0x11:
 		return err == ENOENT || err == EFAULT || err == ENOSPC ||
 		       err == ENOMEM || err == EINTR;
@@ -247,7 +250,7 @@ bool fz_status_ok(unsigned int nr, int st)
 		       err == ENOMEM || err == EINTR;
 	case 0x1f:
 		return err == ENOENT || err == EALREADY || err == EEXIST ||
-		       err == EBUSY;
+		       err == EBUSY || err == EMSGSIZE;
 	case 0x20:
 		return err == ENOENT || err == EALREADY;
 	}
@@ -316,6 +319,52 @@ size_t fz_ents_bytes(void)
 struct kvtier_block *fz_ents_tail(struct fz_thr *t, __u32 n)
 {
 	return (struct kvtier_block *)((char *)t->ents + fz_ents_bytes()) - n;
+}
+
+size_t fz_meta_bytes(void)
+{
+	size_t b = FZ_ENTS * sizeof(struct kvtier_meta);
+
+	return (b + KST_PAGE - 1) & ~(KST_PAGE - 1);
+}
+
+/*
+ * The record array placed so that its end touches the guard page: a count
+ * mutated larger makes the kernel fault on it, not read or write past.
+ */
+struct kvtier_meta *fz_meta_tail(struct fz_thr *t, __u32 n)
+{
+	return (struct kvtier_meta *)((char *)t->meta + fz_meta_bytes()) - n;
+}
+
+/*
+ * The record stored with the block of key (k0, k1) and generation @gen:
+ * 0..KVTIER_META_MAX bytes, all a function of the three, so a GET can tell
+ * whether a record came with its bytes (word 0 of a block is its gen).
+ */
+void fz_rec(struct kvtier_meta *m, __u64 k0, __u64 k1, __u64 gen)
+{
+	__u64 seed = kst_mix(k0 ^ kst_mix(k1 ^ kst_mix(gen ^ 0x6d657461)));
+	unsigned int i;
+
+	memset(m, 0, sizeof(*m));
+	m->len = (__u32)(seed % (KVTIER_META_MAX + 1));
+	for (i = 0; i < m->len; i++)
+		m->data[i] = (__u8)(kst_mix(seed + i) >> 11);
+}
+
+/*
+ * Whether GET's record @m may be that of @block (bytes made by kst_fill()):
+ * none, or exactly fz_rec() of its key and generation.
+ */
+bool fz_rec_ok(const struct kvtier_meta *m, const __u64 *block)
+{
+	struct kvtier_meta want;
+
+	if (!m->len && !m->flags && !fz_nonzero(m->data, sizeof(m->data)))
+		return true;
+	fz_rec(&want, block[1], block[2], block[0]);
+	return !memcmp(m, &want, sizeof(want));
 }
 
 void *fz_buf_of(struct fz_thr *t, int i)
@@ -492,6 +541,35 @@ static void fz_own_blocks(struct fz_thr *t, unsigned long cmd, void *arg,
 }
 
 /*
+ * A mutated batch's records must still be those of its entries: records
+ * read through a pointer moved by the mutation, or given to entries moved
+ * by it, would be stored with blocks they do not describe (which a later
+ * GET blames on the kernel), and records written through a moved pointer
+ * could land in another thread's memory. So when a mutation changed the
+ * blocks or the meta pointer of a batch with records, the records are
+ * left unreadable. (fz_bad_ptr() gives meta its bad pointers on purpose.)
+ */
+static void fz_own_meta(struct fz_thr *t, unsigned long cmd, const void *in,
+			void *arg, size_t size)
+{
+	const size_t off = offsetof(struct kvtier_batch, meta);
+	unsigned int nr = _IOC_NR(cmd);
+	__u64 meta, meta0, blocks, blocks0;
+
+	if (_IOC_TYPE(cmd) != KVTIER_IOC_MAGIC || nr < 0x10 || nr > 0x20 ||
+	    (nr > 0x15 && nr < 0x1d) || size < off + sizeof(meta))
+		return;
+	memcpy(&meta, (char *)arg + off, sizeof(meta));
+	memcpy(&meta0, (const char *)in + off, sizeof(meta0));
+	memcpy(&blocks, arg, sizeof(blocks));
+	memcpy(&blocks0, in, sizeof(blocks0));
+	if (meta && (meta != meta0 || blocks != blocks0)) {
+		meta = (__u64)(uintptr_t)t->gap;
+		memcpy((char *)arg + off, &meta, sizeof(meta));
+	}
+}
+
+/*
  * The read-only page back to zeros after a call read its struct there.
  * Left holding it, a raw call handed that page (fz_op_raw, fz_bad_ptr()) would
  * run the command again on whatever the thread's entry array holds by
@@ -524,8 +602,10 @@ int fz_issue(struct fz_thr *t, enum fz_fdkind kind, int fd,
 	*normal = true;
 	if (fz_pct(t, 15)) {
 		fz_mutate(t, t->arg, ksize);
-		if (kind == FD_POOL)
+		if (kind == FD_POOL) {
 			fz_own_blocks(t, cmd, t->arg, ksize);
+			fz_own_meta(t, cmd, in, t->arg, ksize);
+		}
 		*normal = false;
 	}
 	if (fz_pct(t, 6)) {

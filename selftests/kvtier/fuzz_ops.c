@@ -334,9 +334,11 @@ void fz_op_batch(struct fz_thr *t)
 	unsigned int nr = _IOC_NR(cmd);
 	bool has_buf = nr == 0x10 || nr == 0x11;
 	bool shared = false, normal, bad_ent = false, big;
+	struct kvtier_meta *m = NULL;
 	struct kvtier_block *e;
 	struct kvtier_batch b, out;
 	__u32 count, written, i, done, prefix;
+	__u64 gens[FZ_NBUF];
 	bool in_prefix = true;
 	int slot = pick_slot(t);
 	__u64 bs, bs_seen = 0;
@@ -393,15 +395,33 @@ void fz_op_batch(struct fz_thr *t)
 		count = FZ_NBUF;
 	e = t->ents;
 	written = count < FZ_ENTS ? count : FZ_ENTS;
+	/*
+	 * Records (KVTIER_F_META) with a quarter of the batches: in for PUT,
+	 * each the one of its entry's key and bytes (fz_rec()), out for GET
+	 * and LOOKUP, where DROP, PIN and UNPIN take none (-EINVAL).
+	 */
+	if (fz_meta && count && count <= FZ_ENTS && fz_pct(t, 25)) {
+		m = fz_meta_tail(t, count);
+		memset(m, 0xa5, count * sizeof(*m));
+	}
 	for (i = 0; i < written; i++) {
 		__u64 k0 = shared && nr == 0x10 ? 7 : fz_key0(t);
 
 		kst_blk(&e[i], k0, 0, NULL);
 		if (has_buf) {
 			e[i].buf = (__u64)(uintptr_t)fz_buf_of(t, shared ? 0 : i);
-			if (nr == 0x10 && (!shared || i == 0))
+			if (nr == 0x10 && (!shared || i == 0)) {
 				kst_fill(fz_buf_of(t, shared ? 0 : i), bs, k0, 0,
 					 ++t->gen);
+				gens[shared ? 0 : i] = t->gen;
+			}
+			if (m && nr == 0x10) {
+				fz_rec(&m[i], k0, 0, gens[shared ? 0 : i]);
+				/* too long: the entry's -EMSGSIZE */
+				if (fz_pml(t, 20))
+					m[i].len = KVTIER_META_MAX + 1 +
+						   fz_rn(t, 1000);
+			}
 			if (fz_pml(t, 15)) {
 				e[i].buf = fz_bad_ptr(t, bs, nr != 0x10) ?: 8;
 				bad_ent = true;
@@ -445,6 +465,24 @@ void fz_op_batch(struct fz_thr *t)
 		}
 		bad_ent = true;
 	}
+	if (m) {
+		b.meta = (__u64)(uintptr_t)m;
+		if (nr > 0x12)
+			bad_ent = true;		/* takes no records */
+		if (fz_pct(t, 3)) {
+			/* a record with a flag: the batch's -EINVAL */
+			m[fz_rn(t, count)].flags = 1u << fz_rn(t, 32);
+			bad_ent = true;
+		}
+		if (fz_pct(t, 3)) {
+			/*
+			 * unreadable, or read-only (GET, LOOKUP: -EFAULT); or
+			 * none (0), still a batch whose outputs go unchecked
+			 */
+			b.meta = fz_bad_ptr(t, count * sizeof(*m), true);
+			bad_ent = true;
+		}
+	}
 	/*
 	 * Another thread may close this fd and have its number reused by
 	 * another pool: the byte check below holds only if the fd is the
@@ -457,6 +495,9 @@ void fz_op_batch(struct fz_thr *t)
 	if (b.blocks != (__u64)(uintptr_t)e && count && count <= FZ_ENTS)
 		memset(fz_ents_tail(t, count / 2 + 1), 0,
 		       (count / 2 + 1) * sizeof(*e));
+	if (!ret && normal && b.meta && nr > 0x12)
+		fz_failf(t, "%s took records (struct kvtier_batch.meta)",
+			 fz_cmd_name(nr));
 	if (ret || !normal || bad_ent || b.blocks != (__u64)(uintptr_t)e)
 		return;
 
@@ -477,6 +518,19 @@ void fz_op_batch(struct fz_thr *t)
 					 fz_cmd_name(nr), i, e[i].status,
 					 (unsigned long long)e[i].addr,
 					 e[i].tier);
+			if (m && nr != 0x10 &&
+			    fz_nonzero(&m[i], sizeof(m[i])))
+				fz_failf(t, "%s entry %u: status %d, record len %u not empty",
+					 fz_cmd_name(nr), i, e[i].status,
+					 m[i].len);
+			continue;
+		}
+		if (m && nr != 0x10 &&
+		    (m[i].len > KVTIER_META_MAX || m[i].flags ||
+		     fz_nonzero(m[i].data + m[i].len,
+				KVTIER_META_MAX - m[i].len))) {
+			fz_failf(t, "%s entry %u: record len %u flags %#x, or bytes past it",
+				 fz_cmd_name(nr), i, m[i].len, m[i].flags);
 			continue;
 		}
 		done++;
@@ -508,6 +562,15 @@ void fz_op_batch(struct fz_thr *t)
 				 (unsigned long long)((__u64 *)fz_buf_of(t, i))[1],
 				 (unsigned long long)((__u64 *)fz_buf_of(t, i))[2],
 				 (unsigned long long)((__u64 *)fz_buf_of(t, i))[0]);
+		/* ... and the record is the one PUT with those bytes. */
+		else if (nr == 0x11 && m && !shared &&
+			 t->s[slot].bs <= FZ_BS_MAX && bs_seen == bs &&
+			 !fz_rec_ok(&m[i], fz_buf_of(t, i)))
+			fz_failf(t, "GET key %#llx:%#llx gen %llu: record len %u is not its bytes'",
+				 (unsigned long long)e[i].key[0],
+				 (unsigned long long)e[i].key[1],
+				 (unsigned long long)((__u64 *)fz_buf_of(t, i))[0],
+				 m[i].len);
 	}
 	if (out.done != (nr == 0x12 ? prefix : done))
 		fz_failf(t, "%s: done %u, entries say %u", fz_cmd_name(nr),
@@ -555,7 +618,7 @@ void fz_op_reserve(struct fz_thr *t)
 	int slot = pick_slot(t), fd, ret;
 	__u32 n, i, cap, flags = 0;
 	bool normal, filled[FZ_NBUF];
-	__u64 bs;
+	__u64 bs, gens[FZ_NBUF];
 
 	if (slot < 0)
 		return;
@@ -591,6 +654,7 @@ void fz_op_reserve(struct fz_thr *t)
 			return;
 		}
 		filled[i] = fz_fill_reserved(t, fd, bs, cap, &e[i]);
+		gens[i] = t->gen;	/* the generation it was filled with */
 	}
 	for (i = 0; i < n; i++) {
 		unsigned long cmd = fz_pct(t, 50) ? KVTIER_IOC_COMMIT :
@@ -620,6 +684,12 @@ void fz_op_reserve(struct fz_thr *t)
 		b.blocks = (__u64)(uintptr_t)one;
 		b.count = 1;
 		b.flags = cmd == KVTIER_IOC_COMMIT ? flags : 0;
+		/* A COMMIT may give the block its record (fz_rec()). */
+		if (fz_meta && cmd == KVTIER_IOC_COMMIT && fz_pct(t, 30)) {
+			fz_rec(fz_meta_tail(t, 1), e[i].key[0], e[i].key[1],
+			       gens[i]);
+			b.meta = (__u64)(uintptr_t)fz_meta_tail(t, 1);
+		}
 		ret = fz_issue(t, FD_POOL, fd, cmd, &b, sizeof(b), &out,
 			       &normal);
 		if (ret || !normal)
@@ -628,8 +698,10 @@ void fz_op_reserve(struct fz_thr *t)
 			fz_failf(t, "%s: status %d not documented",
 				 fz_cmd_name(_IOC_NR(cmd)), one->status);
 		/* Not published: give it back. */
-		if (one->status == -EEXIST || one->status == -EBUSY) {
+		if (one->status == -EEXIST || one->status == -EBUSY ||
+		    one->status == -EMSGSIZE) {
 			b.flags = 0;
+			b.meta = 0;
 			fz_issue(t, FD_POOL, fd, KVTIER_IOC_ABORT, &b, sizeof(b),
 				 &out, &normal);
 		}

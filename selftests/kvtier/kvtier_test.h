@@ -71,7 +71,11 @@
  */
 #define KST_F_V1	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
 			 KVTIER_F_REPLACE)
-#if defined(KVTIER_F_RESERVE)
+#if defined(KVTIER_F_META)
+#define KST_F_KNOWN	(KST_F_V1 | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
+			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
+			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | KVTIER_F_META)
+#elif defined(KVTIER_F_RESERVE)
 #define KST_F_KNOWN	(KST_F_V1 | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
 			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
 			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE)
@@ -159,6 +163,20 @@ static inline int kst_ctl_open(void)
 		return ret;
 	}
 	return fd;
+}
+
+/* Whether this kernel supports feature @bit (a handshake of its own). */
+static inline bool kst_supported(__u64 bit)
+{
+	struct kvtier_api a;
+	int ctl = kst_ctl_open_raw();
+	int ret;
+
+	if (ctl < 0)
+		return false;
+	ret = kst_api(ctl, KST_F_KNOWN, &a);
+	close(ctl);
+	return !ret && (a.supported & bit);
 }
 
 /*
@@ -249,10 +267,13 @@ static inline void kst_blk(struct kvtier_block *b, __u64 k0, __u64 k1,
 	b->tier = 0xa5a5a5a5;
 }
 
-/* A batched command; 0 or -errno of the whole batch, @done if not NULL. */
-static inline int kst_batch(int pfd, unsigned long cmd,
-			    struct kvtier_block *blocks, __u32 count,
-			    __u32 flags, __u32 *done)
+/*
+ * A batched command with a metadata array (struct kvtier_batch.meta, NULL:
+ * none); 0 or -errno of the whole batch, @done if not NULL.
+ */
+static inline int kst_batch_meta(int pfd, unsigned long cmd,
+				 struct kvtier_block *blocks, __u32 count,
+				 __u32 flags, void *meta, __u32 *done)
 {
 	struct kvtier_batch b;
 	int ret;
@@ -261,11 +282,20 @@ static inline int kst_batch(int pfd, unsigned long cmd,
 	b.blocks = (__u64)(uintptr_t)blocks;
 	b.count = count;
 	b.flags = flags;
+	b.meta = (__u64)(uintptr_t)meta;
 	b.done = 0xffffffffU;
 	ret = kst_ioctl(pfd, cmd, &b);
 	if (done)
 		*done = b.done;
 	return ret;
+}
+
+/* A batched command; 0 or -errno of the whole batch, @done if not NULL. */
+static inline int kst_batch(int pfd, unsigned long cmd,
+			    struct kvtier_block *blocks, __u32 count,
+			    __u32 flags, __u32 *done)
+{
+	return kst_batch_meta(pfd, cmd, blocks, count, flags, NULL, done);
 }
 
 /*

@@ -10,17 +10,18 @@
 # Runs on the host; boots the test VM (tools/vm/kvtier-vm) twice on one
 # emulated NVMe drive whose backing file is kept in between:
 #
-#  boot 1 (blank drive): insmod, attach (a blank device is formatted), two
+#  boot 1 (blank drive): insmod, attach (a blank device is formatted), three
 #    pools, PUT blocks, SYNC some, DROP 100 of them and SYNC, leave others
-#    dirty; rmmod (which syncs); insmod nvme=/dev/nvme0n1: both pools back
-#    by name with their configuration, every block exact, the dropped ones
-#    absent; rmmod.
+#    dirty, the third pool's blocks each with a metadata record
+#    (KVTIER_F_META); rmmod (which syncs); insmod nvme=/dev/nvme0n1: the
+#    pools back by name with their configuration, every block exact (the
+#    third's with its record), the dropped ones absent; rmmod.
 #  host: flip one byte inside one block's data in the backing file (found
 #    through the region summaries) and one in a block of the other pool.
 #  boot 2 (same drive): insmod nvme=/dev/nvme0n1: the pools are back; the
 #    two corrupted blocks are misses (bad_reads 1 each), the dropped blocks
-#    absent, every other block exact; a pool destroyed then is gone after
-#    another reload.
+#    absent, every other block exact, the records too; a pool destroyed
+#    then is gone after another reload.
 #
 # Prints "ok N name" / "not ok N name" lines and a plan "1..N"; exits 1 if
 # anything failed. Environment: KVTIER_KO (module to test, default
@@ -37,6 +38,7 @@ if [[ ${1:-} == --guest ]]; then
 	dev=/dev/nvme0n1
 	A=nvt-persist
 	B=nvt-persist2
+	C=nvt-persist3
 
 	case $2 in
 	boot1)
@@ -53,8 +55,15 @@ if [[ ${1:-} == --guest ]]; then
 		g_check "boot 1: SYNC $A after the drops" "$tool" sync $A
 		g_check "boot 1: PUT 20 more into $A, not synced" "$tool" put $A 200 20 1
 		g_check "boot 1: PUT 40 blocks into $B, not synced" "$tool" put $B 0 40 1
+		g_check "boot 1: create $C (16 KiB blocks, 8 in DRAM)" "$tool" create $C 16384 128 8
+		g_check "boot 1: PUT 48 blocks with records into $C" "$tool" put-meta $C 0 48 1
+		g_check "boot 1: SYNC $C" "$tool" sync $C
+		g_check "boot 1: PUT 16 more with records into $C, not synced" \
+			"$tool" put-meta $C 48 16 1
 		g_check "boot 1: every block exact before unload" \
 			bash -c "'$tool' verify $A 0 100 1 && '$tool' verify $A 200 20 1 && '$tool' verify $B 0 40 1"
+		g_check "boot 1: $C: 64 blocks exact with their records before unload" \
+			"$tool" verify-meta $C 0 64 1
 		g_check "boot 1: $A: dropped keys absent before unload" \
 			"$tool" absent $A 100 100
 		g_check "boot 1: rmmod (syncs the pools)" rmmod kvtier
@@ -68,6 +77,8 @@ if [[ ${1:-} == --guest ]]; then
 		g_check "boot 1: $A: 120 blocks exact after reload" \
 			bash -c "'$tool' verify $A 0 100 1 && '$tool' verify $A 200 20 1"
 		g_check "boot 1: $B: 40 blocks exact after reload" "$tool" verify $B 0 40 1
+		g_check "boot 1: $C: 64 blocks exact with their records after reload" \
+			"$tool" verify-meta $C 0 64 1
 		g_check "boot 1: $A: no bad reads" \
 			test "$(g_stat_field $A bad_reads)" = 0
 		g_check "boot 1: rmmod" rmmod kvtier
@@ -87,6 +98,8 @@ if [[ ${1:-} == --guest ]]; then
 		g_check "boot 2: $B: the corrupted key 33 is a miss, 39 blocks exact" \
 			"$tool" verify $B 0 40 1 33
 		g_check "boot 2: $B: bad_reads 1" test "$(g_stat_field $B bad_reads)" = 1
+		g_check "boot 2: $C: 64 blocks exact with their records after reboot" \
+			"$tool" verify-meta $C 0 64 1
 		g_check "boot 2: destroy $B" "$tool" destroy $B
 		g_check "boot 2: rmmod" rmmod kvtier
 		g_check "boot 2: insmod nvme=$dev again" g_load nvme=$dev || exit 0

@@ -95,15 +95,23 @@ struct nvt_disk_region {
 	__u32 crc;
 	__u32 seg_page;
 	__u32 seg_pages;
-	__u32 reserved;
+	__u32 nr_meta;		/* struct nvt_disk_meta after recs[nr] */
 	__u64 nonce;
 	struct nvt_disk_rec recs[];
+};
+
+/* Version 4: a block's record of the runtime's, after the records. */
+struct nvt_disk_meta {
+	__u32 rec;
+	__u32 len;
+	__u8 data[64];
 };
 
 /* The sizes the format document gives (x86-64: little endian already). */
 _Static_assert(sizeof(struct nvt_disk_pool) == 256, "pool table entry");
 _Static_assert(sizeof(struct nvt_disk_region) == 64, "region header");
 _Static_assert(sizeof(struct nvt_disk_rec) == 48, "region record");
+_Static_assert(sizeof(struct nvt_disk_meta) == 72, "block record");
 
 /* ---- the NVMe ioctls --------------------------------------------------- */
 

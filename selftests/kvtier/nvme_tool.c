@@ -10,10 +10,15 @@
  *   nvme_tool nstat
  *   nvme_tool create POOL BS CAP DRAM [MODE]     create, or open if it exists
  *   nvme_tool put POOL FIRST COUNT [GEN]
+ *   nvme_tool put-meta POOL FIRST COUNT [GEN]
+ *       PUT, each block with its record (KVTIER_F_META): 0..64 bytes
+ *       derived from the key and the generation
  *   nvme_tool sync POOL
  *   nvme_tool stat POOL                          one line of name=value
  *   nvme_tool verify POOL FIRST COUNT [GEN] [MISS...]
  *       every key exact, except the MISS keys, which must be misses
+ *   nvme_tool verify-meta POOL FIRST COUNT [GEN]
+ *       every key exact, with the record put-meta gave it
  *   nvme_tool drop POOL FIRST COUNT
  *   nvme_tool absent POOL FIRST COUNT            every key a miss
  *   nvme_tool writer POOL LOG [SYNC_EVERY [KEYS [DRAM]]]
@@ -101,9 +106,26 @@ static __u64 pool_bs(int pfd)
 	return st.block_size;
 }
 
-/* PUT keys first..first+count-1 in batches; 0 or the first failure. */
-static int put_keys(int pfd, __u64 bs, __u64 first, __u64 count, __u64 gen)
+/* The record of key @k, generation @gen (put-meta, verify-meta). */
+static void key_meta(struct kvtier_meta *m, __u64 k, __u64 gen)
 {
+	__u64 seed = kst_mix(k ^ kst_mix(gen));
+	unsigned int i;
+
+	memset(m, 0, sizeof(*m));
+	m->len = (__u32)((k * 7 + gen) % (KVTIER_META_MAX + 1));
+	for (i = 0; i < m->len; i++)
+		m->data[i] = (__u8)(kst_mix(seed + i) >> 23);
+}
+
+/*
+ * PUT keys first..first+count-1 in batches, with their records if @meta;
+ * 0 or the first failure.
+ */
+static int put_keys(int pfd, __u64 bs, __u64 first, __u64 count, __u64 gen,
+		    bool meta)
+{
+	struct kvtier_meta m[BATCH];
 	struct kvtier_block b[BATCH];
 	char *bufs = kst_alloc(BATCH * bs);
 	__u64 k, n, i;
@@ -117,8 +139,10 @@ static int put_keys(int pfd, __u64 bs, __u64 first, __u64 count, __u64 gen)
 		for (i = 0; i < n; i++) {
 			kst_fill(bufs + i * bs, bs, NVT_TOOL_K0, k + i, gen);
 			kst_blk(&b[i], NVT_TOOL_K0, k + i, bufs + i * bs);
+			key_meta(&m[i], k + i, gen);
 		}
-		ret = kst_batch(pfd, KVTIER_IOC_PUT, b, n, 0, &done);
+		ret = kst_batch_meta(pfd, KVTIER_IOC_PUT, b, n, 0,
+				     meta ? m : NULL, &done);
 		for (i = 0; !ret && i < n; i++)
 			if (b[i].status)
 				ret = b[i].status;
@@ -209,18 +233,67 @@ static int cmd_create(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_put(int argc, char **argv)
+/* put POOL FIRST COUNT [GEN], and put-meta: the same with records. */
+static int cmd_put(int argc, char **argv, bool meta)
 {
 	int pfd, ret;
 
 	if (argc < 3)
-		die(2, "put POOL FIRST COUNT [GEN]");
+		die(2, "put%s POOL FIRST COUNT [GEN]", meta ? "-meta" : "");
 	pfd = pool_open(ctl_open(), argv[0]);
 	ret = put_keys(pfd, pool_bs(pfd), num(argv[1]), num(argv[2]),
-		       argc >= 4 ? num(argv[3]) : 1);
+		       argc >= 4 ? num(argv[3]) : 1, meta);
 	if (ret)
 		die(1, "put: %s", strerror(-ret));
 	return 0;
+}
+
+static int cmd_verify_meta(int argc, char **argv)
+{
+	unsigned long long first, count, gen, k, exact = 0, bad = 0;
+	struct kvtier_meta got, want;
+	struct kvtier_block b;
+	__u64 bs, g;
+	__u32 done;
+	char *buf;
+	int pfd, ret;
+
+	if (argc < 3)
+		die(2, "verify-meta POOL FIRST COUNT [GEN]");
+	pfd = pool_open(ctl_open(), argv[0]);
+	first = num(argv[1]);
+	count = num(argv[2]);
+	gen = argc >= 4 ? num(argv[3]) : 1;
+	bs = pool_bs(pfd);
+	buf = kst_alloc(bs);
+	if (!buf)
+		die(2, "no memory");
+	for (k = first; k < first + count; k++) {
+		const char *why = NULL;
+
+		memset(buf, 0x5a, bs);
+		memset(&got, 0xa5, sizeof(got));
+		kst_blk(&b, NVT_TOOL_K0, k, buf);
+		ret = kst_batch_meta(pfd, KVTIER_IOC_GET, &b, 1, 0, &got, &done);
+		if (!ret)
+			ret = b.status;
+		key_meta(&want, k, gen);
+		if (ret)
+			why = strerror(-ret);
+		else if (kst_check(buf, bs, NVT_TOOL_K0, k, &g) != -1 || g != gen)
+			why = "WRONG BYTES";
+		else if (memcmp(&got, &want, sizeof(got)))
+			why = "WRONG RECORD";
+		if (!why)
+			exact++;
+		else if (++bad <= 10)
+			printf("verify-meta %s: key %llu: %s (record len %u, want %u)\n",
+			       argv[0], k, why, got.len, want.len);
+	}
+	printf("verify-meta %s: %llu exact with their records, %llu not\n",
+	       argv[0], exact, bad);
+	kst_free(buf, bs);
+	return bad ? 1 : 0;
 }
 
 static int cmd_drop(int argc, char **argv)
@@ -295,14 +368,15 @@ static int cmd_stat(int argc, char **argv)
 	ret = kst_stat(pfd, &st);
 	if (ret)
 		die(1, "STAT: %s", strerror(-ret));
-	printf("block_size=%llu capacity=%u dram_blocks=%u mode=%o uid=%u gid=%u resident_dram=%llu resident_nvme=%llu dirty=%llu demotions=%llu promotions=%llu bad_reads=%llu misses=%llu\n",
+	printf("block_size=%llu capacity=%u dram_blocks=%u mode=%o uid=%u gid=%u resident_dram=%llu resident_nvme=%llu dirty=%llu demotions=%llu promotions=%llu bad_reads=%llu misses=%llu meta_bytes=%llu\n",
 	       (unsigned long long)st.block_size, st.capacity, st.dram_blocks,
 	       st.mode, st.uid, st.gid,
 	       (unsigned long long)st.resident[KVTIER_TIER_DRAM],
 	       (unsigned long long)st.resident[KVTIER_TIER_NVME],
 	       (unsigned long long)st.dirty, (unsigned long long)st.demotions,
 	       (unsigned long long)st.promotions,
-	       (unsigned long long)st.bad_reads, (unsigned long long)st.misses);
+	       (unsigned long long)st.bad_reads, (unsigned long long)st.misses,
+	       (unsigned long long)st.meta_bytes);
 	return 0;
 }
 
@@ -612,7 +686,11 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "create"))
 		return cmd_create(argc, argv);
 	if (!strcmp(cmd, "put"))
-		return cmd_put(argc, argv);
+		return cmd_put(argc, argv, false);
+	if (!strcmp(cmd, "put-meta"))
+		return cmd_put(argc, argv, true);
+	if (!strcmp(cmd, "verify-meta"))
+		return cmd_verify_meta(argc, argv);
 	if (!strcmp(cmd, "drop"))
 		return cmd_drop(argc, argv);
 	if (!strcmp(cmd, "absent"))

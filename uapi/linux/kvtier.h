@@ -94,6 +94,12 @@
  * that memory, fills them; KVTIER_IOC_COMMIT publishes them, KVTIER_IOC_ABORT
  * gives them back. No reader sees a reserved block. Reservations belong to
  * the pool file and end with it.
+ *
+ * KVTIER_F_META: block metadata. Each block may carry a record of up to
+ * KVTIER_META_MAX bytes of the runtime's (token count, dtype, model and
+ * tokenizer fingerprint), given by PUT, COMMIT or ADOPT and returned by GET
+ * and LOOKUP through struct kvtier_batch.meta. It stays with the block in
+ * every tier and is stored, checksummed, with its NVMe copy.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -106,6 +112,7 @@
 #define KVTIER_F_SG		_BITULL(8)
 #define KVTIER_F_LOOKUP_PIN	_BITULL(9)
 #define KVTIER_F_RESERVE	_BITULL(10)
+#define KVTIER_F_META		_BITULL(11)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -172,7 +179,7 @@ struct kvtier_api {
  *		<= KVTIER_BLOCK_SIZE_MAX.
  * @capacity:	block addresses in the pool, 1..KVTIER_CAPACITY_MAX.
  * @dram_blocks: blocks the pool may keep in DRAM (0: @capacity). These
- *		and the index of @capacity addresses (about 60 bytes each)
+ *		and the index of @capacity addresses (about 70 bytes each)
  *		are reserved against the dram_mb budget at create time
  *		(-ENOSPC if short).
  * @flags:	KVTIER_POOL_OPEN_EXISTING, KVTIER_POOL_RDONLY.
@@ -305,6 +312,13 @@ struct kvtier_seg {
  *		loaded or pinned, which ends early at a block that could
  *		not be).
  * @__pad:	must be 0.
+ * @meta:	0, or (with KVTIER_F_META, else -EOPNOTSUPP) a user pointer
+ *		to @count struct kvtier_meta, entry i's record at index i:
+ *		in for PUT, COMMIT and ADOPT (the record stored with the
+ *		block), out for GET and LOOKUP (the block's record, for
+ *		each entry of status 0; len 0 for the others). Other
+ *		commands: must be 0 (-EINVAL). An array that cannot be read
+ *		(in) or written (out): -EFAULT, nothing done.
  * @reserved:	must be 0.
  *
  * The command returns 0 once every entry has its status; a failure of
@@ -317,7 +331,30 @@ struct kvtier_batch {
 	__u32 flags;
 	__u32 done;
 	__u32 __pad;
-	__u64 reserved[2];
+	__u64 meta;
+	__u64 reserved;
+};
+
+#define KVTIER_META_MAX		64
+
+/**
+ * struct kvtier_meta - a block's metadata record
+ * @len:	bytes of @data in use, 0..KVTIER_META_MAX; 0: no record. In:
+ *		above KVTIER_META_MAX the entry fails with -EMSGSIZE, nothing
+ *		stored.
+ * @flags:	in: must be 0 (else the batch fails with -EINVAL); out: 0.
+ * @data:	the record. In: bytes past @len are ignored; out: they are 0.
+ *
+ * The kernel keeps the record as given and never reads it: comparing it
+ * with the runtime's own (model, tokenizer, dtype) is the runtime's job.
+ * A block's record is fixed for its life; REPLACE gives the key a new
+ * block, and a concurrent GET sees the old block with the old record or
+ * the new one with the new.
+ */
+struct kvtier_meta {
+	__u32 len;
+	__u32 flags;
+	__u8 data[KVTIER_META_MAX];
 };
 
 /**
@@ -341,7 +378,8 @@ struct kvtier_batch {
  * @drops:	out: blocks removed by DROP.
  * @bytes_in:	out: bytes written by PUT.
  * @bytes_out:	out: bytes read by GET.
- * @meta_bytes:	out: kernel memory the pool uses for block metadata.
+ * @meta_bytes:	out: kernel memory the pool uses for block metadata (its
+ *		index, and the blocks' records of KVTIER_F_META).
  * @demotions:	out: blocks written to NVMe.
  * @promotions:	out: blocks read back from NVMe into DRAM.
  * @bad_reads:	out: NVMe reads that failed or did not verify (served as
