@@ -56,8 +56,9 @@ int kvtier_hbm_stat(struct kvtier_pool *pool, struct kvtier_hbm_stat *st)
 	return kvtier_pool_ioctl(pool, KVTIER_IOC_HBM_STAT, st);
 }
 
-int kvtier_adopt(struct kvtier_pool *pool, struct kvtier_adopt *e, uint32_t n,
-		 uint32_t *done)
+int kvtier_adopt_meta(struct kvtier_pool *pool, struct kvtier_adopt *e,
+		      const struct kvtier_meta *meta, uint32_t n,
+		      uint32_t *done)
 {
 	struct kvtier_batch b;
 	int ret;
@@ -67,10 +68,17 @@ int kvtier_adopt(struct kvtier_pool *pool, struct kvtier_adopt *e, uint32_t n,
 	memset(&b, 0, sizeof(b));
 	b.blocks = (uintptr_t)e;
 	b.count = n;
+	b.meta = (uintptr_t)meta;
 	ret = kvtier_pool_ioctl(pool, KVTIER_IOC_ADOPT, &b);
 	if (!ret && done)
 		*done = b.done;
 	return ret;
+}
+
+int kvtier_adopt(struct kvtier_pool *pool, struct kvtier_adopt *e, uint32_t n,
+		 uint32_t *done)
+{
+	return kvtier_adopt_meta(pool, e, NULL, n, done);
 }
 
 /*

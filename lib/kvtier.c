@@ -117,6 +117,8 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "lookup_pin";
 	case KVTIER_F_RESERVE:
 		return "reserve";
+	case KVTIER_F_META:
+		return "meta";
 	}
 	return NULL;
 }
@@ -385,13 +387,14 @@ int kvtier_nvme_stat(struct kvtier_ctx *ctx, struct kvtier_nvme_stat *st)
 /* ---- batched block commands -------------------------------------------- */
 
 /*
- * Issue @cmd over @blk in chunks of at most batch_max entries. For LOOKUP,
- * *@done is the resident prefix of the whole chain: chunks after the first
- * one with a miss still run (every entry gets its status) but add nothing.
+ * Issue @cmd over @blk (and its records @meta, or NULL) in chunks of at
+ * most batch_max entries. For LOOKUP, *@done is the resident prefix of the
+ * whole chain: chunks after the first one with a miss still run (every
+ * entry gets its status) but add nothing.
  */
 static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
-			struct kvtier_block *blk, uint32_t n, uint32_t flags,
-			uint32_t *done)
+			struct kvtier_block *blk, const struct kvtier_meta *meta,
+			uint32_t n, uint32_t flags, uint32_t *done)
 {
 	int prefix = cmd == KVTIER_IOC_LOOKUP;
 	uint32_t off = 0, total = 0;
@@ -409,6 +412,7 @@ static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
 		memset(&b, 0, sizeof(b));
 		b.blocks = (uintptr_t)(blk + off);
 		b.count = chunk;
+		b.meta = meta ? (uintptr_t)(meta + off) : 0;
 		b.flags = flags;
 		/* Past the end of a LOOKUP's prefix: look only. */
 		if (prefix && broken)
@@ -434,55 +438,94 @@ static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
 int kvtier_put(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
 	       uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_PUT, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_PUT, blk, NULL, n, flags, done);
 }
 
 int kvtier_get(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
 	       uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_GET, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_GET, blk, NULL, n, flags, done);
 }
 
 int kvtier_lookup(struct kvtier_pool *pool, struct kvtier_block *blk,
 		  uint32_t n, uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_LOOKUP, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_LOOKUP, blk, NULL, n, flags, done);
 }
 
 int kvtier_drop(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
 		uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_DROP, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_DROP, blk, NULL, n, flags, done);
 }
 
 int kvtier_pin(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
 	       uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_PIN, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_PIN, blk, NULL, n, flags, done);
 }
 
 int kvtier_unpin(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
 		 uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_UNPIN, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_UNPIN, blk, NULL, n, flags, done);
 }
 
 int kvtier_reserve(struct kvtier_pool *pool, struct kvtier_block *blk,
 		   uint32_t n, uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_RESERVE, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_RESERVE, blk, NULL, n, flags, done);
 }
 
 int kvtier_commit(struct kvtier_pool *pool, struct kvtier_block *blk,
 		  uint32_t n, uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_COMMIT, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_COMMIT, blk, NULL, n, flags, done);
 }
 
 int kvtier_abort(struct kvtier_pool *pool, struct kvtier_block *blk,
 		 uint32_t n, uint32_t flags, uint32_t *done)
 {
-	return kvtier_batch(pool, KVTIER_IOC_ABORT, blk, n, flags, done);
+	return kvtier_batch(pool, KVTIER_IOC_ABORT, blk, NULL, n, flags, done);
+}
+
+int kvtier_put_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
+		    const struct kvtier_meta *meta, uint32_t n, uint32_t flags,
+		    uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_PUT, blk, meta, n, flags, done);
+}
+
+int kvtier_get_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
+		    struct kvtier_meta *meta, uint32_t n, uint32_t flags,
+		    uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_GET, blk, meta, n, flags, done);
+}
+
+int kvtier_lookup_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
+		       struct kvtier_meta *meta, uint32_t n, uint32_t flags,
+		       uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_LOOKUP, blk, meta, n, flags, done);
+}
+
+int kvtier_commit_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
+		       const struct kvtier_meta *meta, uint32_t n,
+		       uint32_t flags, uint32_t *done)
+{
+	return kvtier_batch(pool, KVTIER_IOC_COMMIT, blk, meta, n, flags, done);
+}
+
+int kvtier_meta_set(struct kvtier_meta *m, const void *data, uint32_t len)
+{
+	memset(m, 0, sizeof(*m));
+	if (len > KVTIER_META_MAX)
+		return -EMSGSIZE;
+	if (len)
+		memcpy(m->data, data, len);
+	m->len = len;
+	return 0;
 }
 
 void kvtier_block_set(struct kvtier_block *b, const struct kvtier_key *key,
@@ -507,7 +550,7 @@ void kvtier_block_set_segs(struct kvtier_block *b,
 static int kvtier_one(struct kvtier_pool *pool, unsigned long cmd,
 		      struct kvtier_block *b, uint32_t flags)
 {
-	int ret = kvtier_batch(pool, cmd, b, 1, flags, NULL);
+	int ret = kvtier_batch(pool, cmd, b, NULL, 1, flags, NULL);
 
 	return ret ? ret : b->status;
 }

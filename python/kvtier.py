@@ -37,6 +37,16 @@ asks for them by a deadline, and the worker waits before its forward pass:
             c = pool.wait_group(req_id, timeout_ms=1000)   # a Completion
             pool.get(keys[:c.ready], buf)                  # in DRAM now
 
+Block metadata (F_META): each block may carry a record of up to META_MAX
+bytes, given when it is stored and returned with it, for the runtime to
+tell whose block it is (model, tokenizer, dtype, token count):
+
+            fp = b"llama-3-8b/bf16/tok:5f2a"             # the runtime's
+            pool.put(keys, buf, meta=fp)                  # one for each
+            hit = pool.lookup(keys, meta=True)
+            n = next((i for i in range(hit.done) if hit.meta[i] != fp),
+                     hit.done)                            # the usable prefix
+
 Errors of a whole call raise ``kvtier.Error``, an ``OSError`` whose
 ``errno`` is the kernel's (``e.errno == errno.EEXIST``). Batched commands
 do not raise for per-entry outcomes (a miss, an existing key): they return
@@ -76,11 +86,13 @@ F_HBM = 1 << 7
 F_SG = 1 << 8
 F_LOOKUP_PIN = 1 << 9
 F_RESERVE = 1 << 10
+F_META = 1 << 11
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
 BATCH_MAX = 4096
 SEGS_MAX = 1024
+META_MAX = 64                       # bytes of a block's metadata record
 
 POOL_OPEN_EXISTING = 1 << 0
 POOL_FAULT_NOLOAD = 1 << 1
@@ -130,6 +142,11 @@ class _Block(ctypes.Structure):
 class _Seg(ctypes.Structure):
     """struct kvtier_seg"""
     _fields_ = [("addr", _u64), ("len", _u64)]
+
+
+class _Meta(ctypes.Structure):
+    """struct kvtier_meta"""
+    _fields_ = [("len", _u32), ("flags", _u32), ("data", _u8 * META_MAX)]
 
 
 class _Api(ctypes.Structure):
@@ -210,6 +227,7 @@ class _Adopt(ctypes.Structure):
 
 
 assert ctypes.sizeof(_Block) == 48
+assert ctypes.sizeof(_Meta) == 72
 assert ctypes.sizeof(_HbmStat) == 96
 assert ctypes.sizeof(_Adopt) == 40
 assert ctypes.sizeof(_Api) == 96
@@ -294,8 +312,9 @@ _kvtier_hbm_attach = _proto("kvtier_hbm_attach", ctypes.c_int, _P, _u32, _u32,
                             ctypes.POINTER(ctypes.c_int))
 _kvtier_hbm_stat = _proto("kvtier_hbm_stat", ctypes.c_int, _P,
                           ctypes.POINTER(_HbmStat))
-_kvtier_adopt = _proto("kvtier_adopt", ctypes.c_int, _P,
-                       ctypes.POINTER(_Adopt), _u32, _U32P)
+_kvtier_adopt_meta = _proto("kvtier_adopt_meta", ctypes.c_int, _P,
+                            ctypes.POINTER(_Adopt), ctypes.POINTER(_Meta),
+                            _u32, _U32P)
 # int (*kvtier_mover_copy_fn)(void *arg, uint32_t op, uint32_t slot,
 #                          void *dram, uint64_t bytes)
 _MOVER_COPY_FN = ctypes.CFUNCTYPE(ctypes.c_int, _P, _u32, _u32, _P, _u64)
@@ -314,6 +333,11 @@ for _n in ("put", "get", "lookup", "drop", "pin", "unpin", "reserve",
            "commit", "abort"):
     _BATCH[_n] = _proto("kvtier_" + _n, ctypes.c_int, _P, _BP, _u32, _u32,
                         _U32P)
+# ... and those that carry block metadata records another.
+_BATCH_META = {}
+for _n in ("put", "get", "lookup", "commit"):
+    _BATCH_META[_n] = _proto("kvtier_%s_meta" % _n, ctypes.c_int, _P, _BP,
+                             ctypes.POINTER(_Meta), _u32, _u32, _U32P)
 
 
 class Error(OSError):
@@ -412,15 +436,20 @@ class Batch:
     addr:   per entry, the block address, or ADDR_NONE.
     slot:   per entry (lookup()), the block's HBM slot when its tier is
             TIER_HBM, else SLOT_NONE.
+    meta:   per entry, with get(meta=True) or lookup(meta=True): the
+            block's metadata record (bytes; b"" when it has none, or the
+            entry failed); else None.
     """
-    __slots__ = ("done", "status", "tier", "addr", "slot")
+    __slots__ = ("done", "status", "tier", "addr", "slot", "meta")
 
-    def __init__(self, done, blocks):
+    def __init__(self, done, blocks, meta=None):
         self.done = done
         self.status = [b.status for b in blocks]
         self.tier = [b.tier for b in blocks]
         self.addr = [b.addr for b in blocks]
         self.slot = [b.slot for b in blocks]
+        self.meta = ([bytes(m.data[:m.len]) for m in meta]
+                     if meta is not None else None)
 
     def __len__(self):
         return len(self.status)
@@ -605,6 +634,28 @@ def _bufs(buffers, n, bs, writable, keep):
     return [(base + i * bs, 0) for i in range(n)]
 
 
+def _meta_in(records, n):
+    """A struct kvtier_meta array for n records: a sequence of n bytes-like
+    objects (b"" or None: no record), or one for every entry. None stays
+    None (the plain command). A record above META_MAX bytes is passed on
+    as it is, for the kernel's per-entry -EMSGSIZE."""
+    if records is None:
+        return None
+    if isinstance(records, (bytes, bytearray, memoryview)):
+        records = [records] * n
+    records = list(records)
+    if len(records) != n:
+        raise ValueError("%d records for %d keys" % (len(records), n))
+    arr = (_Meta * n)()
+    for i, r in enumerate(records):
+        if r is None:
+            continue
+        r = bytes(r)
+        arr[i].len = len(r)
+        ctypes.memmove(arr[i].data, r, min(len(r), META_MAX))
+    return arr
+
+
 # ---- context and pools -----------------------------------------------------
 
 
@@ -741,11 +792,14 @@ class Pool:
     # One helper runs every batched command: it builds the struct
     # kvtier_block array, calls libkvtier, and reads the entries back.
     def _batch(self, cmd, keys, buffers=None, flags=0, writable=False,
-               block_addrs=None):
+               block_addrs=None, meta_in=None, meta_out=False):
         keys = list(keys)
         n = len(keys)
         if not n:
-            return Batch(0, [])
+            return Batch(0, [], [] if meta_out else None)
+        meta = _meta_in(meta_in, n)
+        if meta_out:
+            meta = (_Meta * n)()
         keep = []
         addrs = (_bufs(buffers, n, self.block_size, writable, keep)
                  if buffers is not None else None)
@@ -762,24 +816,37 @@ class Pool:
             if block_addrs is not None:
                 b.addr = block_addrs[i]
         done = _u32()
-        _check(_BATCH[cmd](self._h(), blocks, n, flags, ctypes.byref(done)),
-               "%s %s" % (cmd, self.name))
+        if meta is None:
+            ret = _BATCH[cmd](self._h(), blocks, n, flags, ctypes.byref(done))
+        else:
+            ret = _BATCH_META[cmd](self._h(), blocks, meta, n, flags,
+                                   ctypes.byref(done))
+        _check(ret, "%s %s" % (cmd, self.name))
         del keep
-        return Batch(done.value, blocks)
+        return Batch(done.value, blocks, meta if meta_out else None)
 
-    def put(self, keys, buffers, replace=False):
+    def put(self, keys, buffers, replace=False, meta=None):
         """Copy blocks into the pool. Per-entry status: -EEXIST (present,
-        without replace), -ENOSPC, -ENOMEM, -EBUSY."""
-        return self._batch("put", keys, buffers,
-                           PUT_REPLACE if replace else 0)
+        without replace), -ENOSPC, -ENOMEM, -EBUSY.
 
-    def get(self, keys, buffers):
+        meta (needs F_META, else Error EOPNOTSUPP): each block's metadata
+        record, kept with it for its life: a sequence of one bytes-like
+        object per key (b"" or None: none), or one for all of them; at
+        most META_MAX bytes each (a longer one fails its entry with
+        -EMSGSIZE). With replace the key's new block has the new record,
+        or none."""
+        return self._batch("put", keys, buffers,
+                           PUT_REPLACE if replace else 0, meta_in=meta)
+
+    def get(self, keys, buffers, meta=False):
         """Copy blocks out of the pool into writable buffers (blocks only
         on NVMe are read back first). Per-entry status: -ENOENT (miss),
-        -ENOSPC, -EIO, -EINTR."""
-        return self._batch("get", keys, buffers, writable=True)
+        -ENOSPC, -EIO, -EINTR. meta=True (needs F_META): Batch.meta holds
+        each block's record, read with its bytes."""
+        return self._batch("get", keys, buffers, writable=True,
+                           meta_out=meta)
 
-    def lookup(self, keys, touch=False, load=False, pin=False):
+    def lookup(self, keys, touch=False, load=False, pin=False, meta=False):
         """Where a chain of keys lives: Batch.done is the longest resident
         prefix, Batch.tier each entry's tier. touch: count the resident
         ones as used (LRU); load: bring the prefix into DRAM first; pin
@@ -788,11 +855,13 @@ class Pool:
         before it is read (through map(), Batch.addr); Batch.done is then
         the number pinned, and unpin() releases them. The prefix ends at
         the first block that could not be pinned (its status says why:
-        -ENOENT, -ENOSPC, -EIO, -EOVERFLOW)."""
+        -ENOENT, -ENOSPC, -EIO, -EOVERFLOW). meta=True (needs F_META):
+        Batch.meta holds each block's record, for the caller to check
+        (a block computed by another model is not a hit)."""
         return self._batch("lookup", keys, None,
                            (LOOKUP_TOUCH if touch else 0) |
                            (LOOKUP_LOAD if load else 0) |
-                           (LOOKUP_PIN if pin else 0))
+                           (LOOKUP_PIN if pin else 0), meta_out=meta)
 
     def drop(self, keys):
         """Remove blocks. Per-entry status: -ENOENT, -EBUSY (pinned)."""
@@ -815,14 +884,17 @@ class Pool:
         return self._batch("reserve", keys, None,
                            PUT_REPLACE if replace else 0)
 
-    def commit(self, keys, addrs, replace=False):
+    def commit(self, keys, addrs, replace=False, meta=None):
         """Publish reserved blocks (keys and the addresses reserve()
         gave) as a PUT would, copying nothing; only once every write into
         them has ended. Per-entry status: -ENOENT (not reserved by this
         handle), -EALREADY (committed), -EEXIST (stored meanwhile; still
-        reserved), -EBUSY (replacing a pinned block; still reserved)."""
+        reserved), -EBUSY (replacing a pinned block; still reserved),
+        -EMSGSIZE (a record above META_MAX). meta: the blocks' records,
+        as for put()."""
         return self._batch("commit", keys, None,
-                           PUT_REPLACE if replace else 0, block_addrs=addrs)
+                           PUT_REPLACE if replace else 0, block_addrs=addrs,
+                           meta_in=meta)
 
     def abort(self, keys, addrs):
         """Give reserved blocks back unpublished. Per-entry status:
@@ -1012,14 +1084,15 @@ class Pool:
             d.pop(k, None)
         return d
 
-    def adopt(self, keys, slots):
+    def adopt(self, keys, slots, meta=None):
         """Take blocks made in device memory (kvtier_adopt(3)): keys[i] is in
         slots[i]. Returns a Batch (status, addr per entry; tier TIER_HBM
         and slot for those adopted). Per-entry status: -EINVAL (slot out
         of range), -EBUSY (slot in use), -EEXIST (key present), -ENOSPC
-        (no DRAM for the write-down), -ENODEV (no device tier).
+        (no DRAM for the write-down), -ENODEV (no device tier), -EMSGSIZE
+        (a record above META_MAX). meta: the blocks' records, as for put().
         Raises Error: EBADF (read-only pool), EINVAL (no entries, too
-        many), EFAULT."""
+        many), EFAULT, EOPNOTSUPP (meta without F_META)."""
         keys = list(keys)
         slots = list(slots)
         if len(keys) != len(slots):
@@ -1035,7 +1108,8 @@ class Pool:
             ents[i].key[1] = k[1]
             ents[i].slot = slots[i]
         done = _u32()
-        _check(_kvtier_adopt(self._h(), ents, n, ctypes.byref(done)),
+        _check(_kvtier_adopt_meta(self._h(), ents, _meta_in(meta, n), n,
+                                  ctypes.byref(done)),
                "adopt " + self.name)
         blocks = (_Block * n)()
         for i in range(n):

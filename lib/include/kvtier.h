@@ -53,8 +53,9 @@ struct kvtier_map;
  * (KVTIER_F_NVME), kvtier_prefetch(), its cancel and eventfd functions
  * (KVTIER_F_PREFETCH), the kvtier_ring_*() commands (KVTIER_F_URING),
  * kvtier_map() (KVTIER_F_MMAP), the HBM functions (KVTIER_F_HBM),
- * scatter-gather entries (KVTIER_F_SG) and kvtier_lookup() with
- * KVTIER_LOOKUP_PIN (KVTIER_F_LOOKUP_PIN).
+ * scatter-gather entries (KVTIER_F_SG), kvtier_lookup() with
+ * KVTIER_LOOKUP_PIN (KVTIER_F_LOOKUP_PIN) and the *_meta() functions
+ * given records (KVTIER_F_META).
  */
 #define KVTIER_FEATURES_ALL	(~0ULL)
 
@@ -196,7 +197,7 @@ void kvtier_pool_params_init(struct kvtier_pool_params *p, const char *name,
  * Return: 0; -EINVAL for a bad name, size, capacity, mode, node or flag;
  * -EEXIST if the name is taken; -EMFILE at max_pools; -ENOSPC if the DRAM
  * budget (dram_mb) cannot hold the DRAM share and the index of @p->capacity
- * addresses (about 60 bytes each), or the device's pool table is full; -EIO if the pool
+ * addresses (about 70 bytes each), or the device's pool table is full; -EIO if the pool
  * could not be recorded on the device; -ENAMETOOLONG if @p->name does not
  * fit; -ENOMEM.
  */
@@ -726,6 +727,137 @@ int kvtier_map_reserved(struct kvtier_pool *pool, struct kvtier_map **mapp);
  * or @map is not a reservation window.
  */
 void *kvtier_reserved_ptr(const struct kvtier_map *map, uint64_t addr);
+
+/* ---- block metadata ------------------------------------------------------ */
+
+/*
+ * With KVTIER_F_META each block may carry a record of up to KVTIER_META_MAX
+ * bytes of the caller's (struct kvtier_meta): the token count, the dtype,
+ * a fingerprint of the model and tokenizer that computed the block. It is
+ * given when the block is made (kvtier_put_meta(), kvtier_commit_meta(),
+ * kvtier_adopt_meta()), returned with it (kvtier_get_meta(),
+ * kvtier_lookup_meta()), fixed for the block's life and kept with it in
+ * every tier, NVMe and across reload included. The kernel never reads it:
+ * comparing it with the runtime's own is the caller's job, and a block
+ * whose record is not the runtime's should be treated as a miss.
+ *
+ * @meta is an array of @n records, entry i's at index i, split into
+ * chunks with @blk when @n exceeds batch_max. A NULL @meta is the plain
+ * command. Without KVTIER_F_META negotiated a non-NULL @meta fails the
+ * batch with -EOPNOTSUPP.
+ */
+
+/**
+ * kvtier_meta_set() - fill a metadata record
+ * @m:		the record (every byte is written).
+ * @data:	the record's bytes, or NULL with @len 0.
+ * @len:	0..KVTIER_META_MAX; 0: no record.
+ *
+ * Return: 0, or -EMSGSIZE for @len above KVTIER_META_MAX (@m is then an
+ * empty record).
+ */
+int kvtier_meta_set(struct kvtier_meta *m, const void *data, uint32_t len);
+
+/**
+ * kvtier_put_meta() - kvtier_put() storing a record with each block
+ * @pool:	the pool handle.
+ * @blk:	entries: key and buf in.
+ * @meta:	@n records, in; a record of len 0 stores none.
+ * @n:		number of entries.
+ * @flags:	0 or KVTIER_PUT_REPLACE (the key's new block gets the new
+ *		record, or none).
+ * @done:	out (optional): entries stored.
+ *
+ * Per-entry status: as kvtier_put(), and -EMSGSIZE for a record whose len
+ * is above KVTIER_META_MAX (nothing stored for that entry).
+ *
+ * Return: as kvtier_put(); -EINVAL for a record with nonzero flags (nothing
+ * stored); -EFAULT for an unreadable @meta (nothing stored); -EOPNOTSUPP
+ * without KVTIER_F_META.
+ */
+int kvtier_put_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
+		    const struct kvtier_meta *meta, uint32_t n, uint32_t flags,
+		    uint32_t *done);
+
+/**
+ * kvtier_get_meta() - kvtier_get() returning each block's record
+ * @pool:	the pool handle.
+ * @blk:	entries: key and buf in.
+ * @meta:	out: @n records; entry i's block's record for each entry of
+ *		status 0 (len 0 when it has none), an empty record for the
+ *		others. Bytes past len and flags are 0.
+ * @n:		number of entries.
+ * @flags:	0.
+ * @done:	out (optional): entries copied.
+ *
+ * The record and the bytes come from the same block, even when a REPLACE
+ * runs at the same time.
+ *
+ * Return: as kvtier_get(); -EFAULT for an unwritable @meta (nothing done);
+ * -EOPNOTSUPP without KVTIER_F_META.
+ */
+int kvtier_get_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
+		    struct kvtier_meta *meta, uint32_t n, uint32_t flags,
+		    uint32_t *done);
+
+/**
+ * kvtier_lookup_meta() - kvtier_lookup() returning each block's record
+ * @pool:	the pool handle.
+ * @blk:	entries: key in, buf 0; addr and tier out.
+ * @meta:	out: @n records, as kvtier_get_meta() fills them.
+ * @n:		number of entries.
+ * @flags:	as kvtier_lookup().
+ * @done:	out (optional): as kvtier_lookup().
+ *
+ * A scheduler checks the records of the resident prefix before it counts
+ * the prefix as a hit: the first block whose record is not the runtime's
+ * ends it (and with KVTIER_LOOKUP_PIN the blocks from there on are to be
+ * unpinned).
+ *
+ * Return: as kvtier_lookup(); -EFAULT for an unwritable @meta (nothing
+ * done); -EOPNOTSUPP without KVTIER_F_META.
+ */
+int kvtier_lookup_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
+		       struct kvtier_meta *meta, uint32_t n, uint32_t flags,
+		       uint32_t *done);
+
+/**
+ * kvtier_commit_meta() - kvtier_commit() giving each block a record
+ * @pool:	the pool handle that reserved the blocks.
+ * @blk:	entries: key and addr in, as kvtier_reserve() left them.
+ * @meta:	@n records, in.
+ * @n:		1..KVTIER_BATCH_MAX.
+ * @flags:	0 or KVTIER_PUT_REPLACE.
+ * @done:	out (optional): entries committed.
+ *
+ * Per-entry status: as kvtier_commit(), and -EMSGSIZE for a record above
+ * KVTIER_META_MAX (that entry is not committed).
+ *
+ * Return: as kvtier_commit(); -EINVAL for a record with nonzero flags;
+ * -EFAULT for an unreadable @meta; -EOPNOTSUPP without KVTIER_F_META
+ * (nothing committed for any of them).
+ */
+int kvtier_commit_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
+		       const struct kvtier_meta *meta, uint32_t n,
+		       uint32_t flags, uint32_t *done);
+
+/**
+ * kvtier_adopt_meta() - kvtier_adopt() giving each block a record
+ * @pool:	the pool handle.
+ * @e:		@n entries: key and slot in; status and addr out.
+ * @meta:	@n records, in.
+ * @n:		1..batch_max.
+ * @done:	out (optional): entries adopted.
+ *
+ * Per-entry status: as kvtier_adopt(), and -EMSGSIZE for a record above
+ * KVTIER_META_MAX (that block is not adopted).
+ *
+ * Return: as kvtier_adopt(); -EINVAL for a record with nonzero flags;
+ * -EFAULT for an unreadable @meta; -EOPNOTSUPP without KVTIER_F_META.
+ */
+int kvtier_adopt_meta(struct kvtier_pool *pool, struct kvtier_adopt *e,
+		      const struct kvtier_meta *meta, uint32_t n,
+		      uint32_t *done);
 
 /* ---- mmap -------------------------------------------------------------- */
 

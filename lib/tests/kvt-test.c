@@ -56,13 +56,27 @@ static struct kvtier_ctx *ctx;
 static const char *nvme_skip;
 static const char *nvme_dev;
 
-enum { NO_DEV, NEEDS_DEV, NEEDS_NVME };
+enum { NO_DEV, NEEDS_DEV, NEEDS_NVME, NEEDS_META };
+
+/* Whether the context negotiated @bit. */
+static int has_feature(uint64_t bit)
+{
+	struct kvtier_api api;
+
+	return ctx && !kvtier_api_info(ctx, &api) && (api.features & bit);
+}
 
 static void run(const char *name, void (*fn)(void), int needs)
 {
 	ntest++;
 	if (needs != NO_DEV && !ctx) {
 		printf("ok %d %s # SKIP /dev/kvtier not available\n", ntest, name);
+		skipped++;
+		return;
+	}
+	if (needs == NEEDS_META && !has_feature(KVTIER_F_META)) {
+		printf("ok %d %s # SKIP kvtier without KVTIER_F_META\n", ntest,
+		       name);
 		skipped++;
 		return;
 	}
@@ -166,6 +180,7 @@ static void test_names(void)
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_REPLACE), "replace"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_SG), "sg"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_LOOKUP_PIN), "lookup_pin"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_META), "meta"));
 	CHECK(kvtier_feature_name(1ULL << 63) == NULL);
 	CHECK(kvtier_feature_name(0) == NULL);
 	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_API)), "API"));
@@ -193,6 +208,34 @@ static void test_params_init(void)
 	CHECK_EQ(p.mode, 0);
 	CHECK_EQ(p.numa_node, -1);
 	CHECK_EQ(p.flags, 0);
+}
+
+static void test_meta_set(void)
+{
+	static const char fp[] = "llama-3-8b/bf16/tok:5f2a";
+	char big[KVTIER_META_MAX + 1];
+	struct kvtier_meta m;
+	unsigned int i;
+
+	memset(&m, 0xee, sizeof(m));
+	CHECK_EQ(kvtier_meta_set(&m, fp, sizeof(fp)), 0);
+	CHECK_EQ(m.len, sizeof(fp));
+	CHECK_EQ(m.flags, 0);
+	CHECK(!memcmp(m.data, fp, sizeof(fp)));
+	for (i = sizeof(fp); i < KVTIER_META_MAX; i++)
+		CHECK_EQ(m.data[i], 0);
+	memset(big, 'x', sizeof(big));
+	CHECK_EQ(kvtier_meta_set(&m, big, KVTIER_META_MAX), 0);
+	CHECK_EQ(m.len, KVTIER_META_MAX);
+	/* too long: -EMSGSIZE, and an empty record, not a truncated one */
+	memset(&m, 0xee, sizeof(m));
+	CHECK_EQ(kvtier_meta_set(&m, big, sizeof(big)), -EMSGSIZE);
+	CHECK_EQ(m.len, 0);
+	CHECK_EQ(m.flags, 0);
+	for (i = 0; i < KVTIER_META_MAX; i++)
+		CHECK_EQ(m.data[i], 0);
+	CHECK_EQ(kvtier_meta_set(&m, NULL, 0), 0);
+	CHECK_EQ(m.len, 0);
 }
 
 /* ---- against the module ------------------------------------------------ */
@@ -625,6 +668,188 @@ static void test_reserve(void)
 	kvtier_unmap(win);
 	free(buf);
 	kvtier_pool_close(pool);
+}
+
+/* Record i of a test: i bytes (0..KVTIER_META_MAX) derived from @k. */
+static void meta_of(struct kvtier_meta *m, const struct kvtier_key *k,
+		    uint32_t len)
+{
+	uint8_t data[KVTIER_META_MAX];
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		data[i] = (uint8_t)(k->k[0] >> (8 * (i % 8))) ^ (uint8_t)i;
+	kvtier_meta_set(m, data, len);
+}
+
+/* @got is exactly the record meta_of(@k, @len) makes. */
+static int meta_is(const struct kvtier_meta *got, const struct kvtier_key *k,
+		   uint32_t len)
+{
+	struct kvtier_meta want;
+
+	meta_of(&want, k, len);
+	return !memcmp(got, &want, sizeof(want));
+}
+
+/*
+ * Records through the *_meta() calls: PUT, GET and LOOKUP, a batch larger
+ * than batch_max (each chunk's records where they belong), -EMSGSIZE for
+ * one entry, REPLACE with and without one, COMMIT, a miss.
+ */
+static void test_meta(void)
+{
+	enum { N = 5, BS = 8192 };
+	static const uint32_t lens[N] = { 0, 1, 24, 63, KVTIER_META_MAX };
+	struct kvtier_meta m[N], *bm = NULL;
+	struct kvtier_block b[N], *bb = NULL;
+	struct kvtier_map *win = NULL;
+	struct kvtier_pool_stat st;
+	struct kvtier_key keys[N], k;
+	struct kvtier_pool *pool;
+	struct kvtier_api api;
+	uint32_t i, n, done;
+	char *buf = NULL;
+
+	kvtier_api_info(ctx, &api);
+	n = api.batch_max + 3;
+	pool = anon_pool("meta", BS, n + 8);
+	CHECK(pool);
+	buf = malloc(N * BS);
+	CHECK(buf);
+	for (i = 0; i < N; i++) {
+		kvtier_key_chain(NULL, 900 + i, &keys[i]);
+		fill(buf + i * BS, BS, &keys[i]);
+		kvtier_block_set(&b[i], &keys[i], buf + i * BS);
+		meta_of(&m[i], &keys[i], lens[i]);
+	}
+	/* entry 2 too long: -EMSGSIZE, the others stored */
+	m[2].len = KVTIER_META_MAX + 1;
+	CHECK_EQ(kvtier_put_meta(pool, b, m, N, 0, &done), 0);
+	CHECK_EQ(done, N - 1);
+	CHECK_EQ(b[2].status, -EMSGSIZE);
+	CHECK_EQ(kvtier_lookup1(pool, &keys[2], NULL, NULL), -ENOENT);
+	meta_of(&m[2], &keys[2], lens[2]);
+	CHECK_EQ(kvtier_put_meta(pool, b + 2, m + 2, 1, 0, &done), 0);
+	CHECK_EQ(done, 1);
+
+	memset(buf, 0, N * BS);
+	memset(m, 0xa5, sizeof(m));
+	CHECK_EQ(kvtier_get_meta(pool, b, m, N, 0, &done), 0);
+	CHECK_EQ(done, N);
+	for (i = 0; i < N; i++) {
+		CHECK(!check(buf + i * BS, BS, &keys[i]));
+		CHECK(meta_is(&m[i], &keys[i], lens[i]));
+	}
+	for (i = 0; i < N; i++)
+		kvtier_block_set(&b[i], &keys[i], NULL);
+	memset(m, 0xa5, sizeof(m));
+	CHECK_EQ(kvtier_lookup_meta(pool, b, m, N, 0, &done), 0);
+	CHECK_EQ(done, N);
+	for (i = 0; i < N; i++)
+		CHECK(meta_is(&m[i], &keys[i], lens[i]));
+
+	/* REPLACE gives the key the new record; the plain PUT, none */
+	kvtier_block_set(&b[0], &keys[4], buf);
+	meta_of(&m[0], &keys[4], 7);
+	CHECK_EQ(kvtier_put_meta(pool, b, m, 1, KVTIER_PUT_REPLACE, &done), 0);
+	CHECK_EQ(done, 1);
+	CHECK_EQ(kvtier_get_meta(pool, b, m + 1, 1, 0, &done), 0);
+	CHECK(meta_is(&m[1], &keys[4], 7));
+	CHECK_EQ(kvtier_put1(pool, &keys[4], buf, KVTIER_PUT_REPLACE), 0);
+	CHECK_EQ(kvtier_get_meta(pool, b, m + 1, 1, 0, &done), 0);
+	CHECK_EQ(done, 1);
+	CHECK_EQ(m[1].len, 0);
+
+	/*
+	 * More entries than one ioctl takes: the second chunk's records are
+	 * the second chunk's entries'. Key i (a new chain) holds record
+	 * i % 65 bytes long; the last 3 entries are the second chunk.
+	 */
+	bb = calloc(n, sizeof(*bb));
+	bm = calloc(n, sizeof(*bm));
+	CHECK(bb && bm);
+	for (i = 0; i < n; i++) {
+		kvtier_key_chain(NULL, 100000 + i, &k);
+		kvtier_block_set(&bb[i], &k, buf);
+		meta_of(&bm[i], &k, i % (KVTIER_META_MAX + 1));
+	}
+	CHECK_EQ(kvtier_put_meta(pool, bb, bm, n, 0, &done), 0);
+	CHECK_EQ(done, n);
+	memset(bm, 0xa5, n * sizeof(*bm));
+	for (i = 0; i < n; i++)
+		bb[i].buf = 0;
+	CHECK_EQ(kvtier_lookup_meta(pool, bb, bm, n, 0, &done), 0);
+	CHECK_EQ(done, n);
+	for (i = 0; i < n; i++) {
+		k.k[0] = bb[i].key[0];
+		k.k[1] = bb[i].key[1];
+		CHECK(meta_is(&bm[i], &k, i % (KVTIER_META_MAX + 1)));
+	}
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
+	CHECK(st.meta_bytes > 0);
+
+	/* RESERVE, fill in place, COMMIT with a record */
+	if (has_feature(KVTIER_F_RESERVE)) {
+		CHECK_EQ(kvtier_map_reserved(pool, &win), 0);
+		kvtier_key_chain(NULL, 990, &k);
+		kvtier_block_set(&b[0], &k, NULL);
+		CHECK_EQ(kvtier_reserve(pool, b, 1, 0, &done), 0);
+		CHECK_EQ(done, 1);
+		fill(kvtier_reserved_ptr(win, b[0].addr), BS, &k);
+		meta_of(&m[0], &k, 40);
+		CHECK_EQ(kvtier_commit_meta(pool, b, m, 1, 0, &done), 0);
+		CHECK_EQ(done, 1);
+		kvtier_unmap(win);
+		kvtier_block_set(&b[0], &k, buf);
+		memset(&m[1], 0xa5, sizeof(m[1]));
+		CHECK_EQ(kvtier_get_meta(pool, b, m + 1, 1, 0, &done), 0);
+		CHECK_EQ(done, 1);
+		CHECK(!check(buf, BS, &k));
+		CHECK(meta_is(&m[1], &k, 40));
+	}
+
+	/* A miss: an empty record, whatever was there */
+	kvtier_key_chain(NULL, 991, &k);
+	kvtier_block_set(&b[0], &k, buf);
+	memset(&m[0], 0xa5, sizeof(m[0]));
+	CHECK_EQ(kvtier_get_meta(pool, b, m, 1, 0, &done), 0);
+	CHECK_EQ(b[0].status, -ENOENT);
+	CHECK(meta_is(&m[0], &k, 0));
+
+	free(bb);
+	free(bm);
+	free(buf);
+	kvtier_pool_close(pool);
+}
+
+/* A context without KVTIER_F_META: records are refused, the batch undone. */
+static void test_meta_needs_feature(void)
+{
+	struct kvtier_pool_params pp;
+	struct kvtier_pool *p;
+	struct kvtier_block b;
+	struct kvtier_meta m;
+	struct kvtier_key k;
+	struct kvtier_ctx *c;
+	static char buf[4096];
+	uint32_t done;
+
+	CHECK_EQ(kvtier_open(&c, KVTIER_F_POOLS), 0);
+	kvtier_pool_params_init(&pp, pname("nometa"), 4096, 4);
+	CHECK_EQ(kvtier_pool_create(c, &pp, &p), 0);
+	kvtier_pool_destroy(c, pool_name);
+	kvtier_key_chain(NULL, 5, &k);
+	kvtier_block_set(&b, &k, buf);
+	kvtier_meta_set(&m, "x", 1);
+	CHECK_EQ(kvtier_put_meta(p, &b, &m, 1, 0, &done), -EOPNOTSUPP);
+	CHECK_EQ(kvtier_lookup1(p, &k, NULL, NULL), -ENOENT);
+	/* without records the same handle works */
+	CHECK_EQ(kvtier_put_meta(p, &b, NULL, 1, 0, &done), 0);
+	CHECK_EQ(done, 1);
+	CHECK_EQ(kvtier_get_meta(p, &b, &m, 1, 0, &done), -EOPNOTSUPP);
+	kvtier_pool_close(p);
+	kvtier_close(c);
 }
 
 static void test_staging(void)
@@ -1457,6 +1682,7 @@ static void *hb_mover_main(void *arg)
 static void test_hbm_mover_memcpy(void)
 {
 	struct kvtier_key keys[HB_N], adopted;
+	struct kvtier_meta am;
 	struct kvtier_block blk[HB_N];
 	struct kvtier_hint h[HB_N];
 	struct kvtier_hbm_stat st;
@@ -1538,7 +1764,10 @@ static void test_hbm_mover_memcpy(void)
 	e[0].key[0] = adopted.k[0];
 	e[0].key[1] = adopted.k[1];
 	e[0].slot = free_slot;
-	if (kvtier_adopt(pool, e, 1, &done) || done != 1 || e[0].status ||
+	/* With KVTIER_F_META it carries a record, read back with it. */
+	meta_of(&am, &adopted, 33);
+	if (kvtier_adopt_meta(pool, e, has_feature(KVTIER_F_META) ? &am : NULL,
+			      1, &done) || done != 1 || e[0].status ||
 	    e[0].addr == KVTIER_ADDR_NONE)
 		goto out;
 	memset(buf, 0, HB_BS);
@@ -1546,6 +1775,15 @@ static void test_hbm_mover_memcpy(void)
 	if (kvtier_get1(pool, &adopted, buf) || check(buf, HB_BS, &adopted)) {
 		printf("#   adopted block: not read back exact\n");
 		goto out;
+	}
+	if (has_feature(KVTIER_F_META)) {
+		kvtier_block_set(&blk[0], &adopted, buf);
+		memset(&am, 0xa5, sizeof(am));
+		if (kvtier_get_meta(pool, blk, &am, 1, 0, &done) || done != 1 ||
+		    !meta_is(&am, &adopted, 33)) {
+			printf("#   adopted block: its record not read back\n");
+			goto out;
+		}
 	}
 	kvtier_block_set(&blk[0], &adopted, NULL);
 	if (kvtier_lookup(pool, blk, 1, 0, &done) ||
@@ -1629,6 +1867,7 @@ int main(void)
 	run("key_prefix", test_key_prefix, NO_DEV);
 	run("names", test_names, NO_DEV);
 	run("params_init", test_params_init, NO_DEV);
+	run("meta_set", test_meta_set, NO_DEV);
 	run("open", test_open, NEEDS_DEV);
 	run("pool_lifecycle", test_pool_lifecycle, NEEDS_DEV);
 	run("put_get_lookup", test_put_get_lookup, NEEDS_DEV);
@@ -1637,6 +1876,8 @@ int main(void)
 	run("pin", test_pin, NEEDS_DEV);
 	run("map", test_map, NEEDS_DEV);
 	run("reserve", test_reserve, NEEDS_DEV);
+	run("meta", test_meta, NEEDS_META);
+	run("meta_needs_feature", test_meta_needs_feature, NEEDS_META);
 	run("staging", test_staging, NEEDS_DEV);
 	run("rdonly", test_rdonly, NEEDS_DEV);
 	run("ring_round_trip", test_ring_round_trip, NEEDS_DEV);

@@ -34,10 +34,23 @@ Each full block of `block_tokens` tokens is named by a chained key: block
 i's key depends on the tokens of blocks 0..i, so equal keys mean equal
 prefixes (kvtier.key_chain over a hash of each block's tokens).
 
+Equal tokens are not equal KV, though: the KV of a prefix depends on the
+model (and its weights' revision), the tokenizer that made the tokens, and
+the KV dtype. With kvtier's block metadata (F_META) every block is stored
+with a record of the engine that computed it (a fingerprint of model,
+tokenizer and dtype, and the block's token count), and a block whose
+record is not this engine's is not a hit: lookup reads the records with
+the prefix and the hit ends at the first foreign block. Two engines that
+share a pool (or one restarted with another model) can then never load
+each other's KV, whatever their keys say.
+
 Run it with the module loaded:  python3 python/examples/connector.py
 It replays a few synthetic conversations, checks every byte it gets back
 against what the "model" computes, and prints the tokens it saved.
-Exit status: 0 when every loaded block verified, 1 otherwise.
+Exit status: 0 when every loaded block verified, 1 otherwise. Run it twice
+on one pool (--pool NAME --keep-pool) with another --model the second
+time: it refuses the first run's blocks (and with --no-check loads them,
+and fails).
 """
 
 import argparse
@@ -47,6 +60,7 @@ import hashlib
 import mmap
 import os
 import random
+import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -65,15 +79,39 @@ def block_ids(tokens, block_tokens):
     return ids
 
 
-class KVConnector:
-    """The calls a runtime's connector makes, on one kvtier pool."""
+def engine_fingerprint(model, tokenizer, dtype):
+    """What makes KV of equal tokens equal: 32 bytes of hash of the model
+    (name and weights' revision), the tokenizer and the KV dtype."""
+    h = hashlib.blake2b(digest_size=32, person=b"kvtier-kv-fp")
+    for part in (model, tokenizer, dtype):
+        h.update(part.encode() + b"\0")
+    return h.digest()
 
-    def __init__(self, pool, block_tokens, pin=True, reserve=True):
+
+def block_record(fingerprint, tokens):
+    """A block's metadata record: a tag and version, the tokens it holds
+    and the engine's fingerprint: 40 of the META_MAX (64) bytes."""
+    return struct.pack("<4sI", b"kvc1", tokens) + fingerprint
+
+
+class KVConnector:
+    """The calls a runtime's connector makes, on one kvtier pool.
+
+    fingerprint: engine_fingerprint() of this engine, stored with every
+    block and required of every block loaded (needs F_META); None: no
+    records, every block with the right key is taken (a kernel without
+    F_META, or --no-check)."""
+
+    def __init__(self, pool, block_tokens, pin=True, reserve=True,
+                 fingerprint=None):
         self.pool = pool
         self.block_tokens = block_tokens
         self.block_size = pool.block_size
         self.next_group = 0
         self.map = None
+        self.record = (block_record(fingerprint, block_tokens)
+                       if fingerprint is not None else None)
+        self.refused = 0        # blocks found but computed by another engine
         # Reserved blocks are written here: block a at a * block_size.
         self.win = pool.map_reserved() if reserve else None
         if pin:
@@ -85,6 +123,21 @@ class KVConnector:
     def keys(self, tokens):
         return kvtier.key_chain(block_ids(tokens, self.block_tokens))
 
+    def usable(self, found, n=None, count=True):
+        """How many of the n (default found.done) leading blocks of a
+        lookup or get are this engine's: the prefix ends at the first
+        block whose record is not ours (another model, tokenizer or dtype,
+        or none). count: add the others to self.refused."""
+        n = found.done if n is None else n
+        if self.record is None:
+            return n
+        for i in range(n):
+            if found.meta[i] != self.record:
+                if count:
+                    self.refused += n - i
+                return i
+        return n
+
     # ---- scheduler side ----------------------------------------------------
 
     def get_num_matched_tokens(self, req):
@@ -94,14 +147,19 @@ class KVConnector:
             req.hit_blocks = 0
             return 0
         # touch: the hit blocks are about to be used, keep them warm; pin:
-        # and keep them in DRAM, at hit.addr, until load_kv has read them.
-        hit = self.pool.lookup(req.keys, touch=True, pin=bool(self.map))
-        req.hit_blocks = hit.done
+        # and keep them in DRAM, at hit.addr, until load_kv has read them;
+        # meta: with their records, to take only blocks of this engine.
+        hit = self.pool.lookup(req.keys, touch=True, pin=bool(self.map),
+                               meta=self.record is not None)
+        n = self.usable(hit)
+        if self.map and n < hit.done:
+            self.pool.unpin(req.keys[n:hit.done])     # pinned, not ours
+        req.hit_blocks = n
         if self.map:
-            req.pinned = req.keys[:hit.done]
-            req.hit_addr = hit.addr[:hit.done]
-        req.hit_tiers = hit.tiers[:hit.done]
-        return hit.done * self.block_tokens
+            req.pinned = req.keys[:n]
+            req.hit_addr = hit.addr[:n]
+        req.hit_tiers = hit.tiers[:n]
+        return n * self.block_tokens
 
     def prefetch_queued(self, req, deadline_ns):
         """For a request still queued behind the running batch: if part of
@@ -111,12 +169,14 @@ class KVConnector:
         keys = self.keys(req.tokens)
         if not keys:
             return 0
-        hit = self.pool.lookup(keys)            # no touch: not used yet
-        if kvtier.TIER_NVME not in hit.tier[:hit.done]:
+        hit = self.pool.lookup(keys,            # no touch: not used yet
+                               meta=self.record is not None)
+        n = self.usable(hit, count=False)       # counted when scheduled
+        if kvtier.TIER_NVME not in hit.tier[:n]:
             return 0
         self.next_group += 1
         try:
-            pf = self.pool.prefetch(keys[:hit.done], group=self.next_group,
+            pf = self.pool.prefetch(keys[:n], group=self.next_group,
                                     deadline_ns=deadline_ns,
                                     cookie=req.rid)
         except kvtier.Error as e:
@@ -160,14 +220,15 @@ class KVConnector:
             req.pinned, req.hit_addr = [], []
             return n
         # GET scatters each block into its layers' pieces (one segment a
-        # layer), copying once.
-        got = self.pool.get(req.keys[:n], [kv.segs(i) for i in range(n)])
-        # A block evicted between lookup and get is a miss: the engine
-        # recomputes from the first missing block on.
-        for i, st in enumerate(got.status):
-            if st:
-                return i
-        return n
+        # layer), copying once, with its record: the block may have been
+        # replaced since the lookup, and the record comes with the bytes.
+        got = self.pool.get(req.keys[:n], [kv.segs(i) for i in range(n)],
+                            meta=self.record is not None)
+        # A block evicted between lookup and get is a miss, one replaced
+        # by another engine's is refused: the engine recomputes from the
+        # first of them on.
+        ok = next((i for i, st in enumerate(got.status) if st), n)
+        return self.usable(got, ok)
 
     def save_kv(self, req, kv, first):
         """After the forward pass: store the blocks it computed (from block
@@ -179,7 +240,8 @@ class KVConnector:
             return 0
         if not self.win:
             res = self.pool.put(keys, [kv.segs(i)
-                                       for i in range(first, len(req.keys))])
+                                       for i in range(first, len(req.keys))],
+                                meta=self.record)
             return sum(1 for s in res.status if s == 0)
         # Zero-copy: reserve blocks for the keys not stored yet, write each
         # layer's piece into the pool's memory, publish them all at once.
@@ -193,7 +255,7 @@ class KVConnector:
             for j, seg in enumerate(kv.segs(i)):
                 self.win[a * bs + j * p:a * bs + (j + 1) * p] = seg
         done = self.pool.commit([k for k, _, _ in mine],
-                                [a for _, a, _ in mine])
+                                [a for _, a, _ in mine], meta=self.record)
         # Stored meanwhile by another worker: give the block back.
         back = [(k, a) for (k, a, _), s in zip(mine, done.status) if s]
         if back:
@@ -244,11 +306,12 @@ class Request:
         self.prefetch = None
 
 
-def model_kv(key, block_size):
+def model_kv(key, block_size, fingerprint=bytes(16)):
     """What the 'forward pass' computes for a block: a function of its key,
-    i.e. of its whole prefix, and of the position in the block, so a wrong
-    block or a layer out of place cannot go unnoticed."""
-    k = int(key)
+    i.e. of its whole prefix, of the position in the block, and of the
+    engine (model, tokenizer, dtype), so a wrong block, a layer out of
+    place or another engine's block cannot go unnoticed."""
+    k = int(key) ^ int.from_bytes(fingerprint[:16], "little")
     return b"".join(((k + j * 0x9E3779B97F4A7C15) % (1 << 128))
                     .to_bytes(16, "little")
                     for j in range(block_size // 16))
@@ -298,8 +361,20 @@ def main(argv=None):
                     help="store new blocks with put instead of reserve, "
                     "fill in place and commit")
     ap.add_argument("--pool", default="connector-example-%d" % os.getpid())
+    ap.add_argument("--keep-pool", action="store_true",
+                    help="open the pool if it exists, and leave it there "
+                    "at the end (for a second run, of another --model)")
+    ap.add_argument("--model", default="example-model@rev1",
+                    help="the engine's model (and weights' revision): its "
+                    "KV differs from another model's for equal tokens")
+    ap.add_argument("--tokenizer", default="example-tokenizer@rev1")
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--no-check", action="store_true",
+                    help="store and check no block metadata: take any "
+                    "block of a matching key (what goes wrong without it)")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
+    fp = engine_fingerprint(a.model, a.tokenizer, a.dtype)
 
     rnd = random.Random(a.seed)
     total = saved = verified = bad = stored = 0
@@ -307,13 +382,17 @@ def main(argv=None):
     with kvtier.open() as ctx:
         pool = ctx.create_pool(a.pool, block_size=a.block_size,
                                capacity=a.capacity,
-                               dram_blocks=a.dram_blocks)
+                               dram_blocks=a.dram_blocks,
+                               flags=kvtier.POOL_OPEN_EXISTING
+                               if a.keep_pool else 0)
+        check = not a.no_check and "meta" in ctx.features
         try:
             conn = KVConnector(pool, a.block_tokens,
                                pin=not a.get and
                                "lookup_pin" in ctx.features,
                                reserve=not a.put and
-                               "reserve" in ctx.features)
+                               "reserve" in ctx.features,
+                               fingerprint=fp if check else None)
             # The engine's paged KV cache, one buffer per layer.
             max_blocks = 64
             layers = a.layers if "sg" in ctx.features else 1
@@ -346,25 +425,30 @@ def main(argv=None):
                 req.hit_blocks = min(req.hit_blocks, nb)
                 loaded = conn.load_kv(req, kv)              # before forward
                 for i in range(loaded):
-                    if kv.block(i) == model_kv(req.keys[i], a.block_size):
+                    if kv.block(i) == model_kv(req.keys[i], a.block_size,
+                                               fp):
                         verified += 1
                     else:
                         bad += 1
                 saved += loaded * a.block_tokens
                 for i in range(loaded, nb):                 # the forward pass
-                    kv.fill(i, model_kv(req.keys[i], a.block_size))
+                    kv.fill(i, model_kv(req.keys[i], a.block_size, fp))
                 stored += conn.save_kv(req, kv, loaded)     # after forward
             st = pool.stat()
             conn.close()
         finally:
             pool.close()
-            ctx.destroy_pool(a.pool)
+            if not a.keep_pool:
+                ctx.destroy_pool(a.pool)
 
     print("connector: %d requests, %d prompt tokens, %d served by kvtier "
           "(%.1f%%)" % (a.requests, total, saved,
                         100.0 * saved / total if total else 0))
     print("connector: blocks stored %d, loaded and verified %d, wrong %d"
           % (stored, verified, bad))
+    print("connector: model %s, block metadata %s, blocks of another "
+          "engine refused %d" % (a.model, "checked" if check else "off",
+                                 conn.refused))
     print("connector: pool puts %d gets %d hits %d misses %d, pinned at "
           "the end %d, resident %s" % (st.puts, st.gets, st.hits, st.misses,
                                        st.pinned, st.resident))

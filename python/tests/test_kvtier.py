@@ -108,6 +108,20 @@ class TestOffline(unittest.TestCase):
         self.assertEqual(kvtier.tier_name(kvtier.TIER_DRAM), "dram")
         self.assertEqual(kvtier.tier_name(kvtier.TIER_NVME), "nvme")
         self.assertEqual(kvtier.feature_name(kvtier.F_POOLS), "pools")
+        self.assertEqual(kvtier.feature_name(kvtier.F_META), "meta")
+
+    def test_meta_records_marshalled(self):
+        # What put(meta=...) hands the library: one struct kvtier_meta an
+        # entry, len as given, data zero past it.
+        arr = kvtier._meta_in([b"ab", None, b"", b"x" * 64], 4)
+        self.assertEqual([m.len for m in arr], [2, 0, 0, 64])
+        self.assertEqual(bytes(arr[0].data), b"ab" + bytes(62))
+        self.assertEqual([m.flags for m in arr], [0] * 4)
+        self.assertEqual([m.len for m in kvtier._meta_in(b"fp", 3)], [2] * 3)
+        self.assertEqual(kvtier._meta_in([b"y" * 65], 1)[0].len, 65)
+        self.assertIsNone(kvtier._meta_in(None, 2))
+        with self.assertRaises(ValueError):
+            kvtier._meta_in([b"a"], 2)
 
     def test_error_is_oserror(self):
         self.assertTrue(issubclass(kvtier.Error, OSError))
@@ -299,6 +313,80 @@ class TestPool(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.pool.commit(keys, res.addr[:1])
 
+    def need_meta(self):
+        if "meta" not in self.ctx.features:
+            self.skipTest("no KVTIER_F_META")
+
+    def test_meta_put_get_lookup(self):
+        self.need_meta()
+        keys = kvtier.key_chain(range(40, 44))
+        recs = [b"", b"m", b"llama-3-8b/bf16/tok:5f2a", bytes(range(64))]
+        before = self.pool.stat().meta_bytes
+        res = self.pool.put(keys, b"".join(pattern(k) for k in keys),
+                            meta=recs)
+        self.assertEqual(res.done, 4)
+        self.assertIsNone(res.meta)
+        self.assertGreater(self.pool.stat().meta_bytes, before)
+        out = bytearray(4 * BS)
+        res = self.pool.get(keys, out, meta=True)
+        self.assertEqual(res.done, 4)
+        self.assertEqual(res.meta, recs)
+        self.assertEqual(bytes(out), b"".join(pattern(k) for k in keys))
+        res = self.pool.lookup(keys + kvtier.key_chain([99]), meta=True)
+        self.assertEqual(res.done, 4)
+        self.assertEqual(res.meta, recs + [b""])
+        self.assertIsNone(self.pool.lookup(keys).meta)
+
+    def test_meta_too_long_entry_emsgsize(self):
+        self.need_meta()
+        keys = kvtier.key_chain(range(45, 48))
+        res = self.pool.put(keys, bytes(3 * BS),
+                            meta=[b"a", b"b" * (kvtier.META_MAX + 1), b"c"])
+        self.assertEqual(res.status, [0, -errno.EMSGSIZE, 0])
+        self.assertEqual(self.pool.lookup(keys[1:2]).done, 0)
+        self.assertEqual(self.pool.get([keys[0], keys[2]], bytearray(2 * BS),
+                                       meta=True).meta, [b"a", b"c"])
+
+    def test_meta_replace(self):
+        self.need_meta()
+        key = kvtier.key_chain([49])
+        self.pool.put(key, bytes(BS), meta=[b"old"])
+        self.pool.put(key, bytes(BS), replace=True, meta=[b"new"])
+        self.assertEqual(self.pool.get(key, bytearray(BS), meta=True).meta,
+                         [b"new"])
+        self.pool.put(key, bytes(BS), replace=True)        # no record
+        self.assertEqual(self.pool.lookup(key, meta=True).meta, [b""])
+
+    def test_meta_commit(self):
+        self.need_meta()
+        if "reserve" not in self.ctx.features:
+            self.skipTest("no KVTIER_F_RESERVE")
+        keys = kvtier.key_chain(range(50, 52))
+        res = self.pool.reserve(keys)
+        self.assertEqual(res.done, 2)
+        win = self.pool.map_reserved()
+        try:
+            for k, a in zip(keys, res.addr):
+                win[a * BS:(a + 1) * BS] = pattern(k)
+        finally:
+            win.release()
+        self.assertEqual(self.pool.commit(keys, res.addr,
+                                          meta=[b"r0", b"r1"]).done, 2)
+        got = self.pool.get(keys, bytearray(2 * BS), meta=True)
+        self.assertEqual(got.meta, [b"r0", b"r1"])
+
+    def test_meta_needs_feature(self):
+        self.need_meta()
+        with kvtier.open(kvtier.F_POOLS) as ctx:
+            with ctx.open_pool(self.name) as p:
+                with self.assertRaises(kvtier.Error) as cm:
+                    p.put(kvtier.key_chain([53]), bytes(BS), meta=[b"x"])
+                self.assertEqual(cm.exception.errno, errno.EOPNOTSUPP)
+                with self.assertRaises(kvtier.Error) as cm:
+                    p.lookup(kvtier.key_chain([53]), meta=True)
+                self.assertEqual(cm.exception.errno, errno.EOPNOTSUPP)
+        self.assertEqual(self.pool.lookup(kvtier.key_chain([53])).done, 0)
+
     def test_stat_counts(self):
         keys = kvtier.key_chain([1, 2, 3])
         self.pool.put(keys, bytes(3 * BS))
@@ -393,6 +481,53 @@ class TestConnectorExample(unittest.TestCase):
             self.assertIn("wrong 0", r.stdout)
             out.append(r.stdout.split("tokens, ")[1].split()[0])
         self.assertEqual(out[0], out[1])
+
+    def test_connector_refuses_other_model(self):
+        # Two engines on one pool, same prompts (same keys), other models:
+        # the second refuses every block of the first by its record, and
+        # without the check loads them and fails; the first still finds
+        # its own.
+        with kvtier.open() as ctx:
+            if "meta" not in ctx.features:
+                self.skipTest("no KVTIER_F_META")
+        ex = os.path.join(HERE, "..", "examples", "connector.py")
+        pool = "pytest-%d-conn-models" % os.getpid()
+        base = [sys.executable, ex, "--requests", "30", "--pool", pool,
+                "--keep-pool"]
+
+        def run(*extra):
+            r = subprocess.run(base + list(extra), capture_output=True,
+                               text=True, timeout=300)
+            sys.stderr.write(r.stdout + r.stderr)
+            served = int(r.stdout.split("tokens, ")[1].split()[0])
+            refused = int(r.stdout.split("refused ")[1].split()[0])
+            return r, served, refused
+
+        try:
+            r, served, refused = run("--model", "model-a")
+            self.assertEqual(r.returncode, 0)
+            self.assertGreater(served, 0)
+            self.assertEqual(refused, 0)
+            r, served, refused = run("--model", "model-b")
+            self.assertEqual(r.returncode, 0)
+            self.assertIn("wrong 0", r.stdout)
+            self.assertIn("pinned at the end 0,", r.stdout)
+            self.assertEqual(served, 0)
+            self.assertGreater(refused, 0)
+            r, served, _ = run("--model", "model-b", "--no-check")
+            self.assertEqual(r.returncode, 1)
+            self.assertNotIn("wrong 0", r.stdout)
+            r, served, refused = run("--model", "model-a", "--get")
+            self.assertEqual(r.returncode, 0)
+            self.assertIn("wrong 0", r.stdout)
+            self.assertGreater(served, 0)
+            self.assertEqual(refused, 0)
+        finally:
+            with kvtier.open() as ctx:
+                try:
+                    ctx.destroy_pool(pool)
+                except kvtier.Error:
+                    pass
 
 
 @unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
