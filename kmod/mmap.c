@@ -22,14 +22,31 @@
 
 #define KVT_FAULT_PAGES		32	/* pages mapped around one fault */
 
+/*
+ * Map @nr pages of a block at the fault address, pool->map_sem held (the
+ * pages stay while it is).
+ */
+static vm_fault_t kvt_map_pages(struct vm_fault *vmf, struct page **pages,
+				unsigned long nr)
+{
+	unsigned long num = nr;
+	int err;
+
+	err = vm_insert_pages(vmf->vma, vmf->address, pages, &num);
+	/* A page already mapped by a racing fault is fine. */
+	if (err && num == nr && err != -EBUSY)
+		return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+	return VM_FAULT_NOPAGE;
+}
+
 /* A fault in the reservation window: the file's own reserved block. */
 static vm_fault_t kvt_window_fault(struct vm_fault *vmf, struct kvt_handle *h,
 				   u64 addr, u32 index, unsigned long nr)
 {
 	struct kvt_pool *pool = h->pool;
 	struct page *pages[KVT_FAULT_PAGES];
-	unsigned long num = nr, i;
-	int err;
+	unsigned long i;
+	vm_fault_t ret;
 
 	if (addr >= pool->capacity)
 		return VM_FAULT_SIGBUS;
@@ -41,12 +58,9 @@ static vm_fault_t kvt_window_fault(struct vm_fault *vmf, struct kvt_handle *h,
 	/* Its pages stay while it is open and map_sem is held. */
 	for (i = 0; i < nr; i++)
 		pages[i] = kvt_dram_page(pool, &pool->blocks[addr], index + i);
-	err = vm_insert_pages(vmf->vma, vmf->address, pages, &num);
+	ret = kvt_map_pages(vmf, pages, nr);
 	up_read(&pool->map_sem);
-
-	if (err && num == nr && err != -EBUSY)
-		return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
-	return VM_FAULT_NOPAGE;
+	return ret;
 }
 
 static vm_fault_t kvt_vm_fault(struct vm_fault *vmf)
@@ -55,8 +69,9 @@ static vm_fault_t kvt_vm_fault(struct vm_fault *vmf)
 	struct kvt_handle *h = vma->vm_file->private_data;
 	struct kvt_pool *pool = h->pool;
 	struct page *pages[KVT_FAULT_PAGES];
-	unsigned long num, nr, i;
 	struct kvt_block *blk;
+	unsigned long nr, i;
+	vm_fault_t ret;
 	u32 index;
 	u64 addr;
 	int err;
@@ -106,14 +121,9 @@ static vm_fault_t kvt_vm_fault(struct vm_fault *vmf)
 		pages[i] = kvt_dram_page(pool, blk, index + i);
 	spin_unlock(&pool->lock);
 
-	num = nr;
-	err = vm_insert_pages(vma, vmf->address, pages, &num);
+	ret = kvt_map_pages(vmf, pages, nr);
 	up_read(&pool->map_sem);
-
-	/* A page already mapped by a racing fault is fine. */
-	if (err && num == nr && err != -EBUSY)
-		return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
-	return VM_FAULT_NOPAGE;
+	return ret;
 }
 
 static const struct vm_operations_struct kvt_vm_ops = {
