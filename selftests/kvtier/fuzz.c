@@ -50,11 +50,13 @@
  * an attach without format happened since its last change, or is under
  * way, and may have replayed its records (DROP and REPLACE are not logged;
  * nvme-format.rst). A change made while an attach replays does not stop
- * the replay from bringing the key back after it.
+ * the replay from bringing the key back after it. Or a detach is under
+ * way: a block only on that device is a miss to GET but still there to
+ * PUT (-EEXIST) until the detach forgets it.
  */
 static bool or_lax(struct fz_thr *t, int k)
 {
-	return atomic_load(&fz->restoring) ||
+	return atomic_load(&fz->restoring) || atomic_load(&fz->detaching) ||
 	       atomic_load(&fz->restore_epoch) != t->keys[k].epoch;
 }
 

@@ -57,6 +57,11 @@ struct fz_shared {
 	 * a store; restoring counts such attaches under way.
 	 */
 	atomic_long restore_epoch, restoring;
+	/*
+	 * Detaches under way: the copies on the device are out of reach, a
+	 * miss, while their blocks stay until the detach forgets them.
+	 */
+	atomic_long detaching;
 	atomic_long oracle_ops, oracle_hits;
 	atomic_bool stop;		/* the time is up: threads end now */
 	struct fz_fail fail[FZ_FAILS];

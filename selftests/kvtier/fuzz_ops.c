@@ -211,11 +211,13 @@ void fz_op_nvme(struct fz_thr *t)
 		memset(&d, 0, sizeof(d));
 		if (fz_pct(t, 10))
 			fz_mutate(t, &d, sizeof(d));
+		atomic_fetch_add(&fz->detaching, 1);
 		fz_nvme_lock_take(t);
 		ret = fz_ioctl(t, FD_CTL, t->ctl, KVTIER_IOC_NVME_DETACH, &d);
 		fz_nvme_lock_release(t);
 		if (!ret)
 			atomic_fetch_add(&fz->detaches, 1);
+		atomic_fetch_sub(&fz->detaching, 1);
 		return;
 	}
 	memset(&a, 0, sizeof(a));
