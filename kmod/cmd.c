@@ -125,12 +125,12 @@ struct kvt_umem {
 /* Segments read from the user's list at a time. */
 #define KVT_SEG_CHUNK	16
 
-static int kvt_umem_segs(struct kvt_pool *pool, const struct kvtier_block *e,
+static int kvt_umem_segs(const struct kvtier_block *e, u64 len,
 			 struct iovec *iov)
 {
 	struct kvtier_seg __user *useg = u64_to_user_ptr(e->buf);
 	struct kvtier_seg seg[KVT_SEG_CHUNK];
-	u64 left = pool->block_size;
+	u64 left = len;
 	u32 i, n;
 
 	for (i = 0; i < e->nsegs; i++) {
@@ -157,19 +157,19 @@ static void kvt_umem_put(struct kvt_umem *m)
 
 /**
  * kvt_umem_get() - the user memory an entry names
- * @pool: the pool, for its block size
  * @e: a PUT or GET entry
  * @dir: ITER_SOURCE (PUT) or ITER_DEST (GET)
- * @m: out: its iterator over block_size bytes; kvt_umem_put() it after
+ * @len: the bytes it is for: the block size, or a GET's part_len
+ * @m: out: its iterator over @len bytes; kvt_umem_put() it after
  *
  * The segments are only checked here; the copy reads or writes them.
  *
  * Return: 0; -E2BIG for too many segments; -EINVAL for a zero-length
- * segment or lengths that do not add up to the block size; -EFAULT for a
- * list that cannot be read; -ENOMEM.
+ * segment or lengths that do not add up to @len; -EFAULT for a list that
+ * cannot be read; -ENOMEM.
  */
-static int kvt_umem_get(struct kvt_pool *pool, const struct kvtier_block *e,
-			unsigned int dir, struct kvt_umem *m)
+static int kvt_umem_get(const struct kvtier_block *e, unsigned int dir,
+			u64 len, struct kvt_umem *m)
 {
 	u32 nr = e->nsegs ?: 1;
 	int ret;
@@ -183,16 +183,16 @@ static int kvt_umem_get(struct kvt_pool *pool, const struct kvtier_block *e,
 			return -ENOMEM;
 	}
 	if (e->nsegs) {
-		ret = kvt_umem_segs(pool, e, m->iov);
+		ret = kvt_umem_segs(e, len, m->iov);
 		if (ret) {
 			kvt_umem_put(m);
 			return ret;
 		}
 	} else {
 		m->iov[0].iov_base = u64_to_user_ptr(e->buf);
-		m->iov[0].iov_len = pool->block_size;
+		m->iov[0].iov_len = len;
 	}
-	iov_iter_init(&m->iter, dir, m->iov, nr, pool->block_size);
+	iov_iter_init(&m->iter, dir, m->iov, nr, len);
 	return 0;
 }
 
@@ -264,7 +264,7 @@ static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 	struct kvt_umem m;
 	int ret;
 
-	ret = kvt_umem_get(pool, e, ITER_SOURCE, &m);
+	ret = kvt_umem_get(e, ITER_SOURCE, pool->block_size, &m);
 	if (ret)
 		return ret;
 	ret = kvt_umeta_in(meta, &um);
@@ -276,7 +276,8 @@ static int kvt_put_one(struct kvt_pool *pool, struct kvtier_block *e,
 }
 
 static int kvt_get_iter(struct kvt_pool *pool, struct kvtier_block *e,
-			struct kvtier_meta *meta, struct iov_iter *to)
+			struct kvtier_meta *meta, u32 off, u32 len,
+			struct iov_iter *to)
 {
 	struct kvt_block *blk;
 	bool release;
@@ -304,14 +305,14 @@ static int kvt_get_iter(struct kvt_pool *pool, struct kvtier_block *e,
 		kvt_block_umeta_out(pool, addr, meta);
 	spin_unlock(&pool->lock);
 
-	left = kvt_dram_copy_out(pool, blk, to);
+	left = kvt_dram_copy_out(pool, blk, off, len, to);
 
 	spin_lock(&pool->lock);
 	blk->users--;
 	release = !blk->users && blk->state == KVT_BLK_DYING;
 	if (!left) {
 		pool->stats.gets++;
-		pool->stats.bytes_out += pool->block_size;
+		pool->stats.bytes_out += len;
 	}
 	spin_unlock(&pool->lock);
 
@@ -329,14 +330,124 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e,
 	struct kvt_umem m;
 	int ret;
 
-	ret = kvt_umem_get(pool, e, ITER_DEST, &m);
+	ret = kvt_umem_get(e, ITER_DEST, pool->block_size, &m);
 	if (ret)
 		return ret;
-	ret = kvt_get_iter(pool, e, meta, &m.iter);
+	ret = kvt_get_iter(pool, e, meta, 0, pool->block_size, &m.iter);
 	kvt_umem_put(&m);
 	if (ret && meta)
 		memset(meta, 0, sizeof(*meta));
 	return ret;
+}
+
+/* Serve a range from a part read; -errno: read the block the usual way. */
+static int kvt_get_part_read(struct kvt_pool *pool, struct kvtier_block *e,
+			     struct kvtier_meta *meta, u32 len,
+			     struct kvt_part_rd *rd, u32 addr,
+			     struct iov_iter *to)
+{
+	int ret;
+
+	ret = kvt_res_part_end(pool, rd, to);
+	if (ret)
+		return ret;
+
+	/* Held as a user: the block's record is fixed (struct kvt_block). */
+	spin_lock(&pool->lock);
+	pool->stats.hits++;
+	pool->stats.gets++;
+	pool->stats.bytes_out += len;
+	if (meta)
+		kvt_block_umeta_out(pool, addr, meta);
+	spin_unlock(&pool->lock);
+	kvt_entry_set(e, 0, addr, KVTIER_TIER_NVME);
+	return 0;
+}
+
+static int kvt_get_part_one(struct kvt_pool *pool, struct kvtier_block *e,
+			    struct kvtier_meta *meta, u32 off, u32 len,
+			    struct kvt_part_rd *rd, u32 addr)
+{
+	struct kvt_umem m;
+	int ret;
+
+	ret = kvt_umem_get(e, ITER_DEST, len, &m);
+	if (ret)
+		goto out;
+	ret = -EAGAIN;
+	if (rd)
+		ret = kvt_get_part_read(pool, e, meta, len, rd, addr, &m.iter);
+	/* A copy without a table, or one that did not verify: whole. */
+	if (ret && ret != -EFAULT && ret != -EINTR)
+		ret = kvt_get_iter(pool, e, meta, off, len, &m.iter);
+	kvt_umem_put(&m);
+out:
+	if (ret && meta)
+		memset(meta, 0, sizeof(*meta));
+	return ret;
+}
+
+/* Bytes of parts read ahead of the copies, for queue depth. */
+#define KVT_PART_AHEAD		(32U << 20)
+
+/*
+ * The most a part read of @len bytes holds: the parts that cover them, up
+ * to a part more on either side, within the block; and the table's page.
+ */
+static u64 kvt_part_rd_bytes(struct kvt_pool *pool, u32 len)
+{
+	u64 part = (u64)DIV_ROUND_UP(pool->pages_per_block, pool->parts) <<
+		   PAGE_SHIFT;
+
+	return min_t(u64, round_up(len, PAGE_SIZE) + 2 * part,
+		     pool->block_size) + PAGE_SIZE;
+}
+
+/*
+ * GET with KVTIER_GET_PART: the range [@off, @off + @len) of each block.
+ * The blocks only on NVMe are read ahead, in their parts, in a window of
+ * KVT_PART_AHEAD bytes; each entry is copied out in order.
+ *
+ * Return: the entries served.
+ */
+static u32 kvt_get_parts(struct kvt_pool *pool, struct kvtier_block *ents,
+			 u32 nr, u32 off, u32 len, struct kvtier_meta *meta)
+{
+	u32 ahead = 1;
+	struct kvt_part_rd **rds;
+	u32 *addrs, i, next = 0, done = 0;
+	int status;
+
+	/* A pool without parts reads none: its blocks are read whole. */
+	if (pool->parts)
+		ahead = max_t(u64, 1, KVT_PART_AHEAD /
+				      kvt_part_rd_bytes(pool, len));
+	/* Without memory to track reads ahead, every block is read whole. */
+	rds = kvcalloc(nr, sizeof(*rds), GFP_KERNEL);
+	addrs = kvcalloc(nr, sizeof(*addrs), GFP_KERNEL);
+	if (!rds || !addrs)
+		next = nr;
+	for (i = 0; i < nr; i++) {
+		struct kvtier_block *e = &ents[i];
+
+		for (; next < nr && next < i + ahead; next++)
+			rds[next] = kvt_res_part_begin(pool, ents[next].key,
+						       off, len, &addrs[next]);
+		status = kvt_get_part_one(pool, e, meta ? &meta[i] : NULL,
+					  off, len, rds ? rds[i] : NULL,
+					  addrs ? addrs[i] : KVT_NIL);
+		if (rds && rds[i])
+			kvt_res_part_put(pool, rds[i], addrs[i]);
+		if (status)
+			kvt_entry_set(e, status, KVTIER_ADDR_NONE,
+				      KVTIER_TIER_NONE);
+		else
+			done++;
+		e->status = status;
+	}
+	kvfree(addrs);
+	kvfree(rds);
+	return done;
 }
 
 static int kvt_drop_one(struct kvt_pool *pool, struct kvtier_block *e)
@@ -676,6 +787,8 @@ static u32 kvt_batch_flags(unsigned int nr)
 	case _IOC_NR(KVTIER_IOC_RESERVE):
 	case _IOC_NR(KVTIER_IOC_COMMIT):
 		return KVTIER_PUT_REPLACE;
+	case _IOC_NR(KVTIER_IOC_GET):
+		return KVTIER_GET_PART;
 	case _IOC_NR(KVTIER_IOC_LOOKUP):
 		return KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD |
 		       KVTIER_LOOKUP_PIN;
@@ -779,7 +892,7 @@ static void *kvt_batch_copy_in(const struct kvtier_batch *b, unsigned int nr,
 	u32 i;
 
 	if (!b->count || b->count > KVTIER_BATCH_MAX ||
-	    b->flags & ~kvt_batch_flags(nr) || b->__pad || b->reserved)
+	    b->flags & ~kvt_batch_flags(nr) || b->__pad)
 		return ERR_PTR(-EINVAL);
 	if (b->meta && !kvt_batch_meta_dir(nr))
 		return ERR_PTR(-EINVAL);
@@ -862,6 +975,7 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	bool replace = b->flags & KVTIER_PUT_REPLACE &&
 		       (nr == _IOC_NR(KVTIER_IOC_PUT) || resv);
 	/* The fd's pins and reservations change under its pin_lock. */
+	bool part = nr == _IOC_NR(KVTIER_IOC_GET) && b->flags & KVTIER_GET_PART;
 	bool pins = nr == _IOC_NR(KVTIER_IOC_PIN) ||
 		    nr == _IOC_NR(KVTIER_IOC_UNPIN) || resv ||
 		    (nr == _IOC_NR(KVTIER_IOC_LOOKUP) &&
@@ -881,6 +995,13 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	if (nr == _IOC_NR(KVTIER_IOC_LOOKUP) && b->flags & KVTIER_LOOKUP_PIN &&
 	    !(h->features & KVTIER_F_LOOKUP_PIN))
 		return -EOPNOTSUPP;
+	if (part && !(h->features & KVTIER_F_PARTS))
+		return -EOPNOTSUPP;
+	if (part && (!b->part_len ||
+		     (u64)b->part_off + b->part_len > pool->block_size))
+		return -EINVAL;
+	if (!part && (b->part_off || b->part_len))
+		return -EINVAL;
 
 	ents = kvt_batch_copy_in(b, nr, h->features);
 	if (IS_ERR(ents))
@@ -906,6 +1027,11 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		kvfree(meta);
 		kvfree(ents);
 		return -EINTR;
+	}
+	if (part) {
+		done = kvt_get_parts(pool, ents, b->count, b->part_off,
+				     b->part_len, meta);
+		goto out_unlock;
 	}
 	if (nr == _IOC_NR(KVTIER_IOC_LOOKUP)) {
 		kvt_lookup(h, ents, b->count, b->flags, &done);
@@ -988,7 +1114,7 @@ out_copy:
 
 static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 {
-	if (st->flags || memchr_inv(st->reserved, 0, sizeof(st->reserved)))
+	if (st->flags)
 		return -EINVAL;
 
 	memset(st, 0, sizeof(*st));
@@ -1010,6 +1136,8 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 	st->promotions = pool->stats.promotions;
 	st->bad_reads = pool->stats.bad_reads;
 	st->lost_blocks = pool->stats.lost_blocks;
+	st->parts = pool->parts;
+	st->part_reads = pool->stats.part_reads;
 	st->dirty = pool->nr_dirty;
 	st->pinned = pool->nr_pinned;
 	st->puts = pool->stats.puts;

@@ -164,6 +164,7 @@ struct kvt_pool_counters {
 	u64 promotions;
 	u64 bad_reads;
 	u64 lost_blocks;	/* only on NVMe, dropped when reclaimed */
+	u64 part_reads;		/* parts read from NVMe (KVTIER_GET_PART) */
 };
 
 struct kvt_pool {
@@ -184,6 +185,7 @@ struct kvt_pool {
 	u64 seed;		/* key hash seed */
 	u64 id;			/* identity of its records on NVMe */
 	u32 flags;		/* KVTIER_POOL_FAULT_NOLOAD */
+	u32 parts;		/* struct kvtier_pool_create.parts */
 	/* Entry in each NVMe device's pool table, or -1; kvt_nvme_lock. */
 	s16 table_slot[KVTIER_NVME_MAX];
 	bool persistent;	/* recorded on every device attached */
@@ -239,6 +241,9 @@ struct kvt_pool {
 	atomic64_t umeta_bytes;		/* bytes of the blocks' records */
 	u64 index_meta;			/* bytes of blocks[] and buckets[] */
 
+	/* NVMe tier: pages of part reads, for the next ones (stash_lock) */
+	struct page **part_pages;
+	u32 nr_part_pages;
 	/* DRAM tier: pages of evicted blocks, for the next block (stash_lock) */
 	spinlock_t stash_lock;
 	u32 nr_stash;
@@ -318,8 +323,8 @@ u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity);
 struct kvt_pool *kvt_pool_get_by_id(u64 id);
 struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 				  u32 capacity, u32 dram_blocks, umode_t mode,
-				  kuid_t uid, kgid_t gid, u32 flags, int dev,
-				  int slot);
+				  kuid_t uid, kgid_t gid, u32 flags, u32 parts,
+				  int dev, int slot);
 struct kvt_pool **kvt_pools_get_named(unsigned int *nr);
 void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr);
 int kvt_pools_try_walk(int (*fn)(struct kvt_pool *pool, void *arg),
@@ -376,6 +381,8 @@ void kvt_block_umeta_out(struct kvt_pool *pool, u32 addr,
 			 struct kvtier_meta *m);
 bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
 
+struct kvt_part_rd;
+
 /**
  * struct kvt_tier_ops - what the residency layer asks of a tier
  * @name: for messages
@@ -383,7 +390,7 @@ bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
  * @free: take a block's pages back (DRAM)
  * @retire: take back the pages of a block evicted to make room: kept for
  *	    the pool's next block where they can be (DRAM)
- * @trim: free the pages @retire kept (DRAM)
+ * @trim: free the pages @retire kept (DRAM), or its part reads (NVMe)
  * @reachable: whether a block's copy can be read now; pool->lock held
  *	       (NVMe: its device is attached)
  * @load: read a block's copy into its DRAM pages; the block is held as a
@@ -407,6 +414,14 @@ bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
  *		 pool->lock held (HBM)
  * @adopt: take the block made in slot @slot as @addr, published and
  *	   held LOADING; its write-down ends through kvt_res_hooks (HBM)
+ * @read_part: start reading the parts of a block's copy that cover a byte
+ *	       range, into memory of the read's; the block READY, only in
+ *	       this tier, held as a user; pool->lock not held. The read, or
+ *	       an ERR_PTR (NVMe)
+ * @part_end: wait for a @read_part, verify it and copy the range to user
+ *	      memory: 0; -EFAULT or -EINTR when the copy failed; else -errno,
+ *	      and the caller reads the whole block instead (NVMe)
+ * @part_free: free a @read_part, ended or not (NVMe)
  *
  * One instance a tier: kvt_dram_tier, kvt_nvme_tier, kvt_hbm_tier. Only
  * residency.c calls them; an op a tier does not have is NULL.
@@ -431,6 +446,10 @@ struct kvt_tier_ops {
 	int (*stage)(struct kvt_pool *pool, u32 addr, bool start);
 	int (*adopt_check)(struct kvt_pool *pool, u32 slot);
 	int (*adopt)(struct kvt_pool *pool, u32 addr, u32 slot);
+	struct kvt_part_rd *(*read_part)(struct kvt_pool *pool, u32 addr,
+					 u32 off, u32 len);
+	int (*part_end)(struct kvt_part_rd *rd, struct iov_iter *to);
+	void (*part_free)(struct kvt_part_rd *rd);
 };
 
 extern const struct kvt_tier_ops kvt_dram_tier;
@@ -470,6 +489,12 @@ bool kvt_res_rescue(struct kvt_pool *pool, u32 addr);
 void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr);
 int kvt_res_sync(struct kvt_pool *pool, u64 *written);
 int kvt_res_stage(struct kvt_pool *pool, u32 addr, bool start);
+struct kvt_part_rd *kvt_res_part_begin(struct kvt_pool *pool, const u64 *key,
+				       u32 off, u32 len, u32 *addrp);
+int kvt_res_part_end(struct kvt_pool *pool, struct kvt_part_rd *rd,
+		     struct iov_iter *to);
+void kvt_res_part_put(struct kvt_pool *pool, struct kvt_part_rd *rd,
+		      u32 addr);
 int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e,
 		  struct kvt_umeta **um);
 
@@ -494,8 +519,11 @@ u32 kvt_dram_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed);
 void kvt_dram_zero(struct kvt_pool *pool, struct kvt_block *blk);
 size_t kvt_dram_copy_in(struct kvt_pool *pool, struct kvt_block *blk,
 			struct iov_iter *from);
+bool kvt_copy_out(const void *src, size_t len, struct iov_iter *to);
+u32 kvt_dram_crc_pages(struct kvt_pool *pool, struct kvt_block *blk,
+		       u32 first, u32 nr);
 size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
-			 struct iov_iter *to);
+			 u64 start, u64 len, struct iov_iter *to);
 struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
 			   u32 index);
 

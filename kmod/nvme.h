@@ -34,6 +34,7 @@ struct kvt_wb_entry {
 	struct kvt_pool *pool;	/* referenced */
 	u32 addr;		/* held as a user, KVT_BF_WB set */
 	u32 rec;		/* its record in the region, or KVT_NIL */
+	struct page *table;	/* its part table (pools with parts), or NULL */
 	bool victim;		/* chosen for eviction, not by SYNC */
 };
 
@@ -169,5 +170,20 @@ void kvt_nvme_write_work(struct work_struct *work);
 int kvt_nvme_writer_init(struct kvt_nvme *nvme);
 void kvt_nvme_writer_exit(struct kvt_nvme *nvme);
 void kvt_tomb_end(struct kvt_tomb *t, int status);
+
+/* nvme_part.c */
+bool kvt_parts_build(struct kvt_pool *pool, struct kvt_block *blk,
+		     void *page);
+struct kvt_part_rd *kvt_nvme_read_part(struct kvt_pool *pool, u32 addr,
+				       u32 off, u32 len);
+int kvt_nvme_part_end(struct kvt_part_rd *rd, struct iov_iter *to);
+void kvt_nvme_part_free(struct kvt_part_rd *rd);
+void kvt_parts_trim(struct kvt_pool *pool);
+
+/* Device pages a copy of the pool's blocks takes: its part table too. */
+static inline u32 kvt_nvme_block_pages(const struct kvt_pool *pool)
+{
+	return pool->pages_per_block + !!pool->parts;
+}
 
 #endif /* _KVTIER_NVME_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The on-disk format of the NVMe tier, version 4.
+ * The on-disk format of the NVMe tier, version 5.
  * Documentation/nvme-format.rst describes it; keep the two in step.
  *
  *   byte 0        superblock (struct kvt_disk_sb), one 4 KiB page
@@ -19,17 +19,20 @@
  * adds tombstones (KVT_REC_DROP), which versions 1 and 2 never wrote, and
  * writes segments in the order of (seq, seg_page). Version 4 adds the
  * blocks' records (struct kvt_disk_meta) after a summary's records, counted
- * by nr_meta, which older versions wrote as zero.
+ * by nr_meta, which older versions wrote as zero. Version 5 adds part
+ * tables (KVT_REC_PARTS, struct kvt_disk_parts) and the pool's parts in
+ * its pool table entry.
  */
 #ifndef _KVTIER_NVME_FORMAT_H
 #define _KVTIER_NVME_FORMAT_H
 
 #include <linux/types.h>
 
-#define KVT_FORMAT_VERSION	4
+#define KVT_FORMAT_VERSION	5
 #define KVT_FORMAT_VERSION_MIN	1	/* still read */
 #define KVT_SB_MAGIC		0x627372656974766bULL	/* "kvtiersb" */
 #define KVT_REGION_MAGIC	0x677272656974766bULL	/* "kvtierrg" */
+#define KVT_PARTS_MAGIC		0x747072656974766bULL	/* "kvtierpt" */
 #define KVT_DISK_PAGE		4096U
 #define KVT_POOL_TABLE_OFF	4096U
 #define KVT_POOL_SLOTS		256U
@@ -64,7 +67,8 @@ struct kvt_disk_pool {
 	__le32 uid;
 	__le32 gid;
 	__le32 flags;
-	__u8 reserved[148];
+	__le32 parts;		/* version 5; 0 before */
+	__u8 reserved[144];
 	__le32 crc;		/* of the struct, this field zero */
 };
 
@@ -86,6 +90,28 @@ struct kvt_disk_rec {
 };
 
 #define KVT_REC_DROP		0x1U	/* a tombstone (version 3) */
+#define KVT_REC_PARTS		0x2U	/* a part table at page - 1 (version 5) */
+
+/*
+ * A copy's part table (version 5), one page just before its data, written
+ * for pools with parts: the block's pages cut in runs of part_pages (the
+ * last may be shorter), and the crc32c of each. A reader of some parts
+ * reads the table and those parts only. The writer writes a table only
+ * when its parts' crcs combine into dcrc, the crc of the whole block; a
+ * reader trusts a table that names the block (pool_id, key, and dcrc equal
+ * to the crc it knows from the record) and whose crc verifies: a stale,
+ * misplaced or torn table never verifies a part.
+ */
+struct kvt_disk_parts {
+	__le64 magic;		/* KVT_PARTS_MAGIC */
+	__le64 pool_id;
+	__le64 key[2];
+	__le32 nr;		/* parts */
+	__le32 part_pages;
+	__le32 dcrc;		/* crc32c of the block's bytes, from 0 */
+	__le32 crc;		/* of the struct and pcrc[nr], this field zero */
+	__le32 pcrc[];		/* crc32c of each part's bytes, from 0 */
+};
 
 #define KVT_DISK_META_MAX	64	/* KVTIER_META_MAX */
 

@@ -238,7 +238,8 @@ static int kvt_nvme_load_pools(struct kvt_nvme *nvme)
 						  le32_to_cpu(dp->uid)),
 					make_kgid(&init_user_ns,
 						  le32_to_cpu(dp->gid)),
-					le32_to_cpu(dp->flags), nvme->index, i);
+					le32_to_cpu(dp->flags),
+					le32_to_cpu(dp->parts), nvme->index, i);
 		if (IS_ERR(pool)) {
 			pr_warn("pool %s not restored: %ld\n", name,
 				PTR_ERR(pool));
@@ -417,15 +418,17 @@ static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 			continue;
 		}
 		/* A record of a kind this version does not know. */
-		if (flags)
+		if (flags & ~KVT_REC_PARTS)
 			continue;
 		if (!pool || pool->id != id) {
 			if (pool)
 				kvt_pool_put(pool);
 			pool = kvt_pool_get_by_id(id);
 		}
+		/* A part table is the page before the data, in the segment. */
 		if (!pool || le32_to_cpu(rec->pages) != pool->pages_per_block ||
-		    page < data || page + pool->pages_per_block > end)
+		    page < data + !!(flags & KVT_REC_PARTS) ||
+		    page + pool->pages_per_block > end)
 			continue;
 		dcrc = kvt_rec_dcrc(kvt_rec_seed(id, key, seq),
 				    le32_to_cpu(rec->crc), pool->block_size);
@@ -555,6 +558,7 @@ static int kvt_nvme_record_on(struct kvt_nvme *nvme, struct kvt_pool *pool)
 	dp->uid = cpu_to_le32(from_kuid(&init_user_ns, pool->uid));
 	dp->gid = cpu_to_le32(from_kgid(&init_user_ns, pool->gid));
 	dp->flags = cpu_to_le32(pool->flags);
+	dp->parts = cpu_to_le32(pool->parts);
 	dp->crc = cpu_to_le32(kvt_pool_entry_crc(dp));
 	ret = kvt_nvme_write_pool_slot(nvme, dp, slot);
 	if (ret)

@@ -271,7 +271,8 @@ static int kvt_pool_create_check(const struct kvtier_pool_create *pc)
 	    (pc->numa_node < 0 || pc->numa_node >= MAX_NUMNODES ||
 	     !node_online(pc->numa_node)))
 		return -EINVAL;
-	if (memchr_inv(pc->reserved, 0, sizeof(pc->reserved)))
+	if (pc->parts == 1 || pc->parts > KVTIER_PARTS_MAX || pc->__pad ||
+	    memchr_inv(pc->reserved, 0, sizeof(pc->reserved)))
 		return -EINVAL;
 	return 0;
 }
@@ -304,6 +305,7 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 		pool->id = get_random_u64();
 	} while (!pool->id);
 	pool->flags = pc->flags & KVTIER_POOL_FAULT_NOLOAD;
+	pool->parts = pc->parts;
 	for (i = 0; i < KVTIER_NVME_MAX; i++)
 		pool->table_slot[i] = -1;
 	init_waitqueue_head(&pool->wq);
@@ -611,6 +613,7 @@ void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr)
  * @uid: owner
  * @gid: group
  * @flags: KVTIER_POOL_FAULT_NOLOAD
+ * @parts: its parts (struct kvtier_pool_create)
  * @dev: the device whose pool table records it
  * @slot: its pool table slot there
  *
@@ -619,8 +622,8 @@ void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr)
  */
 struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 				  u32 capacity, u32 dram_blocks, umode_t mode,
-				  kuid_t uid, kgid_t gid, u32 flags, int dev,
-				  int slot)
+				  kuid_t uid, kgid_t gid, u32 flags, u32 parts,
+				  int dev, int slot)
 {
 	struct kvtier_pool_create pc = {
 		.block_size = block_size,
@@ -629,6 +632,7 @@ struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 		.flags = flags,
 		.mode = mode,
 		.numa_node = NUMA_NO_NODE,
+		.parts = parts,
 	};
 	struct kvt_pool *pool;
 	u64 dram;

@@ -234,6 +234,7 @@ void kvt_res_pool_free(struct kvt_pool *pool)
 			kvt_dram_tier.free(pool, blk);
 	}
 	kvt_dram_tier.trim(pool);
+	kvt_nvme_tier.trim(pool);
 }
 
 /* ---- which tier ---------------------------------------------------------- */
@@ -643,6 +644,87 @@ void kvt_res_load_ahead(struct kvt_pool *pool, const u64 *key)
 		kvt_res_load(pool, addr);
 	else
 		spin_unlock(&pool->lock);
+}
+
+/**
+ * kvt_res_part_begin() - start reading a range of a block straight from NVMe
+ * @pool: the pool
+ * @key: the block's key
+ * @off: the range's first byte
+ * @len: its bytes, nonzero, within the block
+ * @addrp: out: the block's address; it is held as a user
+ *
+ * Only for a pool with parts, and a block READY without a DRAM copy (none
+ * being loaded either) whose NVMe copy can be reached now.
+ *
+ * Return: the read, to end with kvt_res_part_end() and put with
+ * kvt_res_part_put(); NULL when the block is not such a block or the read
+ * could not start: the caller reads the block the usual way.
+ */
+struct kvt_part_rd *kvt_res_part_begin(struct kvt_pool *pool, const u64 *key,
+				       u32 off, u32 len, u32 *addrp)
+{
+	struct kvt_part_rd *rd;
+	struct kvt_block *blk;
+	u32 addr;
+
+	if (!pool->parts || fatal_signal_pending(current))
+		return NULL;
+	spin_lock(&pool->lock);
+	addr = kvt_block_find(pool, key);
+	blk = addr == KVT_NIL ? NULL : &pool->blocks[addr];
+	if (!blk || kvt_in_dram(blk) || blk->flags || blk->nloc == KVT_NIL ||
+	    blk->users == U16_MAX || !kvt_nvme_tier.reachable(pool, addr)) {
+		spin_unlock(&pool->lock);
+		return NULL;
+	}
+	blk->users++;
+	spin_unlock(&pool->lock);
+
+	rd = kvt_nvme_tier.read_part(pool, addr, off, len);
+	if (IS_ERR(rd)) {
+		spin_lock(&pool->lock);
+		kvt_res_put_user(pool, addr);
+		return NULL;
+	}
+	*addrp = addr;
+	return rd;
+}
+
+/**
+ * kvt_res_part_end() - end a read kvt_res_part_begin() started
+ * @pool: the pool
+ * @rd: the read
+ * @to: user memory for the range
+ *
+ * Return: 0 with the range verified and copied; -EFAULT or -EINTR when the
+ * copy failed; else -errno: the caller reads the block the usual way.
+ */
+int kvt_res_part_end(struct kvt_pool *pool, struct kvt_part_rd *rd,
+		     struct iov_iter *to)
+{
+	int ret = kvt_nvme_tier.part_end(rd, to);
+
+	if (!ret) {
+		spin_lock(&pool->lock);
+		pool->stats.part_reads++;
+		spin_unlock(&pool->lock);
+	}
+	return ret;
+}
+
+/**
+ * kvt_res_part_put() - free a read kvt_res_part_begin() started
+ * @pool: the pool
+ * @rd: the read, ended or not
+ * @addr: its block, whose user reference goes
+ */
+void kvt_res_part_put(struct kvt_pool *pool, struct kvt_part_rd *rd,
+		      u32 addr)
+{
+	kvt_nvme_tier.part_free(rd);
+	spin_lock(&pool->lock);
+	kvt_res_put_user(pool, addr);
 }
 
 /**

@@ -78,10 +78,10 @@ static ssize_t pool_stat_show(struct kobject *kobj,
 	pinned = pool->nr_pinned;
 	spin_unlock(&pool->lock);
 
-	return sysfs_emit(buf, "%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+	return sysfs_emit(buf, "%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
 			  ready, pinned, c.puts, c.gets, c.hits, c.misses,
 			  c.evictions, c.drops, c.bytes_in, c.bytes_out,
-			  c.lost_blocks);
+			  c.lost_blocks, c.part_reads);
 }
 
 static ssize_t pool_config_show(struct kobject *kobj,
@@ -89,10 +89,11 @@ static ssize_t pool_config_show(struct kobject *kobj,
 {
 	struct kvt_pool *pool = kvt_kobj_pool(kobj);
 
-	return sysfs_emit(buf, "%llu %u %u %d %o %u %u\n", pool->block_size,
+	return sysfs_emit(buf, "%llu %u %u %d %o %u %u %u\n", pool->block_size,
 			  pool->capacity, pool->dram_blocks, pool->nid,
 			  pool->mode, from_kuid_munged(&init_user_ns, pool->uid),
-			  from_kgid_munged(&init_user_ns, pool->gid));
+			  from_kgid_munged(&init_user_ns, pool->gid),
+			  pool->parts);
 }
 
 static struct kobj_attribute kvt_pool_stat_attr =

@@ -395,31 +395,80 @@ u32 kvt_dram_crc(struct kvt_pool *pool, struct kvt_block *blk, u32 seed)
 }
 
 /**
- * kvt_dram_copy_out() - copy a block to user memory
+ * kvt_copy_out() - copy kernel memory to user memory, the way blocks are
+ * @src: the bytes
+ * @len: how many
+ * @to: user memory: one buffer or a segment list
+ *
+ * Return: true when all of it was copied.
+ */
+bool kvt_copy_out(const void *src, size_t len, struct iov_iter *to)
+{
+	size_t off, n;
+
+	for (off = 0; off < len; off += n) {
+		n = min_t(size_t, len - off, KVT_CRC_PIECE);
+		if (!kvt_copy_piece_out(src + off, n, to))
+			return false;
+		cond_resched();
+	}
+	atomic64_add(len, &kvt_cpu_bytes[KVT_CPU_COPY]);
+	return true;
+}
+
+/**
+ * kvt_dram_copy_out() - copy a range of a block to user memory
  * @pool: the pool
  * @blk: a READY block the caller holds as a user
- * @to: block_size bytes of user memory: one buffer or a segment list
+ * @start: the first byte, < block_size
+ * @len: bytes from @start, within the block
+ * @to: @len bytes of user memory: one buffer or a segment list
  *
  * Return: bytes not copied; 0 on success.
  */
 size_t kvt_dram_copy_out(struct kvt_pool *pool, struct kvt_block *blk,
-			 struct iov_iter *to)
+			 u64 start, u64 len, struct iov_iter *to)
 {
-	size_t len = PAGE_SIZE << blk->order, off, n;
-	unsigned int i, nr = kvt_nr_chunks(pool, blk->order);
+	size_t clen = PAGE_SIZE << blk->order, off, n;
+	u64 left = len;
+	unsigned int i = start / clen;
 
-	for (i = 0; i < nr; i++) {
+	off = start % clen;
+	for (; left; i++, off = 0) {
 		const void *src = page_address(kvt_chunk(pool, blk, i));
 
-		for (off = 0; off < len; off += n) {
-			n = min_t(size_t, len - off, KVT_CRC_PIECE);
+		for (; off < clen && left; off += n, left -= n) {
+			n = min3(clen - off, (size_t)KVT_CRC_PIECE,
+				 (size_t)left);
 			if (!kvt_copy_piece_out(src + off, n, to))
-				return (size_t)(nr - i) * len - off;
+				return left;
 		}
 		cond_resched();
 	}
-	atomic64_add(pool->block_size, &kvt_cpu_bytes[KVT_CPU_COPY]);
+	atomic64_add(len, &kvt_cpu_bytes[KVT_CPU_COPY]);
 	return 0;
+}
+
+/**
+ * kvt_dram_crc_pages() - the crc32c of a run of a block's pages
+ * @pool: the pool
+ * @blk: a block in DRAM, its bytes stable (held by the caller)
+ * @first: the first page, < pages_per_block
+ * @nr: pages from @first, within the block
+ *
+ * Return: their crc32c, started from 0.
+ */
+u32 kvt_dram_crc_pages(struct kvt_pool *pool, struct kvt_block *blk,
+		       u32 first, u32 nr)
+{
+	u32 i, crc = 0;
+
+	for (i = 0; i < nr; i++)
+		crc = crc32c(crc, page_address(kvt_dram_page(pool, blk,
+							     first + i)),
+			     PAGE_SIZE);
+	atomic64_add((u64)nr << PAGE_SHIFT, &kvt_cpu_bytes[KVT_CPU_CRC]);
+	return crc;
 }
 
 /**

@@ -526,6 +526,7 @@ struct kvt_wbr {
 	struct list_head tombs;	/* tombstones it writes */
 	u32 nr_tombs;
 	u64 bytes;		/* summary bytes written */
+	u64 tables;		/* part table bytes written */
 	u64 demoted;		/* block bytes written */
 	bool data_done;		/* the data is durable; the summary goes now */
 	struct kvt_disk_region *summary;
@@ -735,7 +736,8 @@ static void kvt_wbr_done(struct work_struct *work)
 	} else {
 		rg->state = nvme->open == wbr->region ? KVT_REGION_OPEN :
 							KVT_REGION_FULL;
-		atomic64_add(wbr->bytes + wbr->demoted, &nvme->bytes_written);
+		atomic64_add(wbr->bytes + wbr->tables + wbr->demoted,
+			     &nvme->bytes_written);
 		atomic64_add(wbr->demoted, &nvme->bytes_demoted);
 	}
 	mutex_unlock(&nvme->lock);
@@ -746,6 +748,8 @@ static void kvt_wbr_done(struct work_struct *work)
 
 		if (e->rec != KVT_NIL)
 			nloc = first + le32_to_cpu(dr->recs[e->rec].page);
+		if (e->table)
+			__free_page(e->table);
 		kvt_wb_finish(nvme, e->pool, e, nloc, wbr->seq,
 			      wbr->io.status);
 		kvt_pool_put(e->pool);
@@ -788,7 +792,7 @@ static u32 kvt_queue_take(struct kvt_nvme *nvme, struct kvt_wbr *wbr,
 	tombs = nr;
 	while (left && nr < nvme->max_recs) {
 		struct kvt_wb_entry *e = &nvme->queue[q];
-		u32 pages = e->pool->pages_per_block;
+		u32 pages = kvt_nvme_block_pages(e->pool);
 
 		/*
 		 * A queued block is held (a user) and READY: its record is
@@ -951,7 +955,7 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	struct kvt_disk_rec *rec;
 	struct kvt_tomb *t;
 	struct bio *bio;
-	u64 demoted = 0;
+	u64 demoted = 0, tables = 0;
 	size_t slen;
 
 	/* Blocks dropped since they were queued are not written. */
@@ -960,6 +964,7 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		struct kvt_pool *pool = e->pool;
 
 		e->rec = KVT_NIL;
+		e->table = NULL;
 		spin_lock(&pool->lock);
 		if (pool->blocks[e->addr].state == KVT_BLK_READY &&
 		    !WARN_ON_ONCE(!kvt_in_dram(&pool->blocks[e->addr]))) {
@@ -986,6 +991,19 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		rec->pool_id = cpu_to_le64(pool->id);
 		rec->key[0] = cpu_to_le64(blk->key[0]);
 		rec->key[1] = cpu_to_le64(blk->key[1]);
+		if (pool->parts) {
+			/* Without memory for it, the copy has no table. */
+			e->table = alloc_page(GFP_NOIO | __GFP_NOWARN);
+			if (e->table &&
+			    !kvt_parts_build(pool, blk, page_address(e->table))) {
+				__free_page(e->table);
+				e->table = NULL;
+			}
+			if (e->table)
+				rec->flags = cpu_to_le32(KVT_REC_PARTS);
+			page++;
+			tables += KVT_DISK_PAGE;
+		}
 		rec->page = cpu_to_le32(page);
 		rec->pages = cpu_to_le32(pool->pages_per_block);
 		seed = kvt_rec_seed(pool->id, blk->key, wbr->seq);
@@ -1038,11 +1056,17 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	for (i = 0; i < wbr->nr; i++) {
 		struct kvt_wb_entry *e = &wbr->ents[i];
 
-		if (e->rec != KVT_NIL)
-			bio = kvt_io_add_block(&wbr->io, bio, e->pool,
-					       &e->pool->blocks[e->addr]);
+		if (e->rec == KVT_NIL)
+			continue;
+		/* The page of a table that could not be made is left zero. */
+		if (e->pool->parts)
+			bio = kvt_io_add(&wbr->io, bio,
+					 e->table ?: ZERO_PAGE(0), PAGE_SIZE);
+		bio = kvt_io_add_block(&wbr->io, bio, e->pool,
+				       &e->pool->blocks[e->addr]);
 	}
 	wbr->bytes = slen;
+	wbr->tables = tables;
 	wbr->demoted = demoted;
 	/* A region of no live block has no data: its summary goes at once. */
 	if (!n) {
@@ -1132,7 +1156,7 @@ static struct kvt_nvme *kvt_nvme_pick(struct kvt_pool *pool, int *err)
 			continue;
 		if (*err == -ENODEV)
 			*err = -EFBIG;
-		if (pool->pages_per_block > nvme->max_recs)
+		if (kvt_nvme_block_pages(pool) > nvme->max_recs)
 			continue;
 		*err = 0;
 		if (nvme->qlen == nvme->qcap)
@@ -1178,7 +1202,7 @@ static int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr,
 		return ret;
 	}
 	if (!nr) {
-		nr = max(1U, nvme->max_recs / pool->pages_per_block);
+		nr = max(1U, nvme->max_recs / kvt_nvme_block_pages(pool));
 		/* Ahead of need, only whole regions: they cost one summary. */
 		if (!victims && pool->nr_dirty < nr) {
 			spin_unlock(&kvt_nvme_qlock);
@@ -1451,12 +1475,12 @@ static int kvt_nvme_totals(struct kvt_pool *pool, u64 *regions,
 		struct kvt_nvme *nvme = kvt_nvmes[i];
 
 		if (!nvme || nvme->closing ||
-		    pool->pages_per_block > nvme->max_recs)
+		    kvt_nvme_block_pages(pool) > nvme->max_recs)
 			continue;
 		*regions += nvme->nr_regions;
 		*reclaimed += atomic64_read(&nvme->reclaimed);
 		*blocks += (u64)nvme->nr_regions *
-			   (nvme->max_recs / pool->pages_per_block);
+			   (nvme->max_recs / kvt_nvme_block_pages(pool));
 	}
 	return 0;
 }
@@ -1620,4 +1644,8 @@ const struct kvt_tier_ops kvt_nvme_tier = {
 	.sync		= kvt_nvme_sync,
 	.drop		= kvt_nvme_drop,
 	.live		= kvt_nvme_live,
+	.trim		= kvt_parts_trim,
+	.read_part	= kvt_nvme_read_part,
+	.part_end	= kvt_nvme_part_end,
+	.part_free	= kvt_nvme_part_free,
 };

@@ -24,15 +24,16 @@ declare -A layer=(
 	[fault.c]=0							# fault injection
 	[block.c]=1 [policy.c]=1					# index
 	[tier_dram.c]=2							# tiers: DRAM pages
-	[tier_nvme.c]=3 [tier_hbm.c]=3					# tiers
-	[hbm_emul.c]=4 [hbm_user.c]=4					# HBM backends
-	[residency.c]=5							# residency
-	[cmd.c]=6 [prefetch.c]=6 [mmap.c]=6 [shrinker.c]=6 [reserve.c]=6		# commands
-	[pool.c]=6 [sysfs.c]=6 [main.c]=6 [uring.c]=6 [nvme_store.c]=6
+	[nvme_part.c]=3							# tiers: NVMe part reads
+	[tier_nvme.c]=4 [tier_hbm.c]=4					# tiers
+	[hbm_emul.c]=5 [hbm_user.c]=5					# HBM backends
+	[residency.c]=6							# residency
+	[cmd.c]=7 [prefetch.c]=7 [mmap.c]=7 [shrinker.c]=7 [reserve.c]=7		# commands
+	[pool.c]=7 [sysfs.c]=7 [main.c]=7 [uring.c]=7 [nvme_store.c]=7
 )
-top=6
-declare -A name=([0]=base [1]=index [2]=tier [3]=tier [4]="tier backend"
-		 [5]=residency [6]=command)
+top=7
+declare -A name=([0]=base [1]=index [2]=tier [3]=tier [4]=tier
+		 [5]="tier backend" [6]=residency [7]=command)
 
 verbose=0
 [[ ${1:-} == -v ]] && verbose=1

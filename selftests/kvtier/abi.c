@@ -71,6 +71,19 @@ static void adopt_init(struct kvtier_adopt *e, __u64 k, __u32 slot)
 	e->slot = slot;
 }
 
+/* A __u64 field of a pool's STAT, or -1. */
+static long long stat_u64(int pfd, size_t off)
+{
+	struct kvtier_pool_stat st;
+
+	if (kst_stat(pfd, &st))
+		return -1;
+	return *(__u64 *)((char *)&st + off);
+}
+
+#define STAT_FD(pfd, field) \
+	stat_u64(pfd, offsetof(struct kvtier_pool_stat, field))
+
 /* ---- feat: commands of features not negotiated ------------------------ */
 
 FIXTURE(feat) {
@@ -532,6 +545,75 @@ TEST_F(feat, no_hbm_prefetch_tier)
 	close(pfd);
 }
 
+/*
+ * Parts are of KVTIER_F_PARTS: a create with parts is -EOPNOTSUPP and
+ * makes nothing; without parts it works.
+ */
+TEST_F(feat, no_parts_create)
+{
+	struct kvtier_pool_create c;
+	struct kvtier_pool_stat st;
+	int ctl = ctl_with(KST_F_KNOWN & ~KVTIER_F_PARTS), pfd;
+
+	ASSERT_LE(0, ctl);
+	kst_create_init(&c, self->name, 4 * KST_PAGE, AB_CAP, AB_CAP);
+	c.parts = 2;
+	ASSERT_EQ(-EOPNOTSUPP, kst_create(ctl, &c));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->all, self->name, 0));
+	c.parts = KVTIER_PARTS_MAX;
+	ASSERT_EQ(-EOPNOTSUPP, kst_create(ctl, &c));
+	ASSERT_EQ(-ENOENT, kst_pool_open(self->all, self->name, 0));
+	c.parts = 0;
+	pfd = kst_create(ctl, &c);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, kst_stat(pfd, &st));
+	ASSERT_EQ(0U, st.parts);
+	close(pfd);
+	close(ctl);
+}
+
+/*
+ * GET with KVTIER_GET_PART through a pool fd of a control fd without
+ * KVTIER_F_PARTS: -EOPNOTSUPP, no entry answered, nothing counted; a
+ * plain GET works, and so does the part GET through a fd that has it.
+ */
+TEST_F(feat, no_parts_get)
+{
+	int pfd = pool_with(self, KST_F_KNOWN & ~KVTIER_F_PARTS), full;
+	char *mine = kst_alloc(KST_PAGE);
+	struct kvtier_block e;
+	struct kvtier_batch b;
+
+	ASSERT_LE(0, pfd);
+	ASSERT_NE(NULL, mine);
+	kst_fill(self->buf, KST_PAGE, K0, 1, 1);
+	ASSERT_EQ(0, kst_put1(pfd, K0, 1, self->buf, NULL));
+	kst_blk(&e, K0, 1, mine);
+	batch_init(&b, &e, 1, KVTIER_GET_PART);
+	b.part_off = 8;
+	b.part_len = 16;
+	b.done = 0xffffffffU;
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_GET, &b));
+	ASSERT_EQ(0xffffffffU, b.done);
+	ASSERT_EQ(0x7eadbeef, e.status);
+	ASSERT_EQ(0, STAT_FD(pfd, gets));
+	ASSERT_EQ(0, STAT_FD(pfd, bytes_out));
+	ASSERT_EQ(0, kst_get1(pfd, K0, 1, mine, NULL));
+	ASSERT_EQ(0, memcmp(self->buf, mine, KST_PAGE));
+
+	full = kst_pool_open(self->all, self->name, 0);
+	ASSERT_LE(0, full);
+	memset(mine, 0, KST_PAGE);
+	kst_blk(&e, K0, 1, mine);
+	ASSERT_EQ(0, kst_ioctl(full, KVTIER_IOC_GET, &b));
+	ASSERT_EQ(1U, b.done);
+	ASSERT_EQ(0, e.status);
+	ASSERT_EQ(0, memcmp(self->buf + 8, mine, 16));
+	close(full);
+	kst_free(mine, KST_PAGE);
+	close(pfd);
+}
+
 /* ---- size: the first version's size and up ---------------------------- */
 
 FIXTURE(size) {
@@ -690,17 +772,7 @@ static int ro_batch1(FIXTURE_DATA(ro) *self, unsigned long cmd, __u64 k,
 	return ro_ioctl(self, cmd, &b, sizeof(b));
 }
 
-static long long ro_counter(FIXTURE_DATA(ro) *self, size_t off)
-{
-	struct kvtier_pool_stat st;
-
-	if (kst_stat(self->pfd, &st))
-		return -1;
-	return *(__u64 *)((char *)&st + off);
-}
-
-#define RO_STAT(self, field) \
-	ro_counter(self, offsetof(struct kvtier_pool_stat, field))
+#define RO_STAT(self, field)	STAT_FD((self)->pfd, field)
 
 TEST_F(ro, put)
 {

@@ -120,6 +120,9 @@ void fz_op_create(struct fz_thr *t)
 		c.flags |= KVTIER_POOL_FAULT_NOLOAD;
 	if (fz_pct(t, 10))
 		c.numa_node = fz_rn(t, 2);
+	/* Layer-wise pools (KVTIER_F_PARTS), and parts it refuses. */
+	if (fz_pct(t, 20))
+		c.parts = fz_rn(t, 4) ? 2 + fz_rn(t, 15) : fz_rn(t, 300);
 	ret = fz_issue(t, FD_CTL, fz_pct(t, 90) ? t->ctl : t->ctl2,
 		       KVTIER_IOC_POOL_CREATE, &c, sizeof(c), &out, &normal);
 	if (ret)
@@ -325,6 +328,47 @@ static __u64 fz_key0(struct fz_thr *t)
 	return fz_pct(t, 95) ? fz_rn(t, FZ_KEYS) : fz_rnd(t);
 }
 
+/*
+ * The bytes [@off, @off + @len) of a block kst_fill() made for key
+ * (@k0, @k1), as a GET with KVTIER_GET_PART returns them in @buf: the
+ * header (words 0 to 2) checked when the range holds it, and the words of
+ * the fill wholly in the range all of that header's fill (else of one
+ * fill). -1 when right, else the index of a bad word.
+ */
+static long fz_check_part(const void *buf, __u64 off, __u64 len, __u64 k0,
+			  __u64 k1)
+{
+	const __u64 golden = 0x9e3779b97f4a7c15ULL;
+	__u64 i = (off + 7) / 8, end = (off + len) / 8, seed = 0, w, gen;
+	const char *p = buf;
+	bool have = false;
+
+	if (!off && len >= 24) {
+		memcpy(&gen, p, 8);
+		memcpy(&w, p + 8, 8);
+		if (w != k0)
+			return 1;
+		memcpy(&w, p + 16, 8);
+		if (w != k1)
+			return 2;
+		seed = kst_mix(k0 ^ kst_mix(k1 ^ kst_mix(gen)));
+		have = true;
+	}
+	/* Words 0 to 2 are the header, the fill's words follow. */
+	if (i < 3)
+		i = 3;
+	for (; i < end; i++) {
+		memcpy(&w, p + i * 8 - off, 8);
+		if (!have) {
+			seed = w ^ (i * golden);
+			have = true;
+		} else if (w != (seed ^ (i * golden))) {
+			return i;
+		}
+	}
+	return -1;
+}
+
 void fz_op_batch(struct fz_thr *t)
 {
 	static const unsigned long cmds[] = {
@@ -452,6 +496,22 @@ void fz_op_batch(struct fz_thr *t)
 		b.flags = KVTIER_PUT_REPLACE;
 	if (nr == 0x12)
 		b.flags = fz_rn(t, 8) & KST_LOOKUP_FLAGS;
+	/* A range of each block (KVTIER_GET_PART), or one it refuses. */
+	if (nr == 0x11 && fz_pct(t, 25)) {
+		b.flags = KVTIER_GET_PART;
+		b.part_off = fz_rn(t, 2) ? 0 : fz_rn(t, bs);
+		b.part_len = 1 + fz_rn(t, bs - b.part_off);
+		if (fz_pct(t, 5)) {
+			b.part_len = fz_rn(t, 2) ? 0 : bs - b.part_off + 1 +
+						      fz_rn(t, 4096);
+			bad_ent = true;
+		}
+	} else if (fz_pct(t, 2)) {
+		/* the fields without the flag */
+		b.part_off = fz_rn(t, 2) ? 1 + fz_rn(t, 4096) : 0;
+		b.part_len = b.part_off ? 0 : 1 + fz_rn(t, 4096);
+		bad_ent = true;
+	}
 	if (fz_pct(t, 4)) {
 		b.flags = 1u << fz_rn(t, 32);
 		bad_ent = true;
@@ -551,6 +611,18 @@ void fz_op_batch(struct fz_thr *t)
 				 fz_cmd_name(nr), i,
 				 (unsigned long long)e[i].addr, e[i].tier,
 				 t->s[slot].cap);
+		/* A range of a block is of one fill of its key. */
+		if (nr == 0x11 && b.flags & KVTIER_GET_PART) {
+			if (!shared && bs_seen == bs &&
+			    fz_check_part(fz_buf_of(t, i), b.part_off,
+					  b.part_len, e[i].key[0],
+					  e[i].key[1]) != -1)
+				fz_failf(t, "GET part [%u, +%u) key %#llx:%#llx: torn, or another key's bytes",
+					 b.part_off, b.part_len,
+					 (unsigned long long)e[i].key[0],
+					 (unsigned long long)e[i].key[1]);
+			continue;
+		}
 		/* Any pool: a block GET returns is whole and of its key. */
 		if (nr == 0x11 && !shared && t->s[slot].bs <= FZ_BS_MAX &&
 		    bs_seen == bs &&
@@ -727,7 +799,8 @@ void fz_op_stat_sync(struct fz_thr *t)
 			return;
 		if (sout.block_size != t->s[slot].bs ||
 		    sout.capacity != t->s[slot].cap || sout.__pad ||
-		    fz_nonzero(sout.reserved, sizeof(sout.reserved)) ||
+		    sout.__pad2 || sout.parts == 1 ||
+		    sout.parts > KVTIER_PARTS_MAX ||
 		    sout.resident[KVTIER_TIER_NONE] ||
 		    sout.resident[KVTIER_TIER_HBM] ||
 		    sout.resident[KVTIER_TIER_DRAM] > sout.capacity ||

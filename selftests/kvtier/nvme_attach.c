@@ -219,7 +219,7 @@ TEST_F(attach, blank_device_formats)
 	EXPECT_EQ(0U, ns.io_errors);
 
 	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
-	EXPECT_EQ(4U, sb.version);
+	EXPECT_EQ(5U, sb.version);
 	EXPECT_EQ(0, memcmp(sb.uuid, ns.uuid, 16));
 	EXPECT_EQ((__u64)bytes, sb.dev_bytes);
 	EXPECT_EQ(ns.region_bytes, sb.region_bytes);

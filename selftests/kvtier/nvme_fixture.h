@@ -289,6 +289,7 @@ struct nvt_cfg {
 	const char *tag;	/* pool name tag (kst_name()); NULL: no name */
 	__u32 capacity;		/* of the pool; 0: no pool made */
 	__u32 dram_blocks;
+	__u32 parts;		/* of the pool (KVTIER_F_PARTS) */
 	unsigned int dm_need;	/* NVT_DM_* targets, else the case is skipped */
 	const char *dm_extra;	/* one more dm target, modprobe'd, or skip */
 	const char *dm;		/* name of the linear dm device; NULL: none */
@@ -375,8 +376,12 @@ static inline void nvt_setup(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, nvt_attach(f->ctl, cfg->dev2, KVTIER_NVME_FORMAT,
 					0));
 	if (cfg->capacity) {
-		f->pfd = kst_pool_create(f->ctl, f->name, f->bs, cfg->capacity,
-					 cfg->dram_blocks);
+		struct kvtier_pool_create c;
+
+		kst_create_init(&c, f->name, f->bs, cfg->capacity,
+				cfg->dram_blocks);
+		c.parts = cfg->parts;
+		f->pfd = kst_create(f->ctl, &c);
 		ASSERT_LE(0, f->pfd);
 	}
 }

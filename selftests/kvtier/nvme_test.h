@@ -70,7 +70,8 @@ struct nvt_disk_pool {
 	__u32 uid;
 	__u32 gid;
 	__u32 flags;
-	__u8 reserved[148];
+	__u32 parts;		/* version 5; 0 before */
+	__u8 reserved[144];
 	__u32 crc;
 };
 
@@ -80,11 +81,31 @@ struct nvt_disk_rec {
 	__u32 page;
 	__u32 pages;
 	__u32 crc;
-	__u32 flags;		/* NVT_REC_DROP: a tombstone */
+	__u32 flags;		/* NVT_REC_DROP, NVT_REC_PARTS */
 	__u64 drop_seq;
 };
 
-#define NVT_REC_DROP		0x1U
+#define NVT_REC_DROP		0x1U	/* a tombstone */
+#define NVT_REC_PARTS		0x2U	/* a part table at page - 1 (version 5) */
+
+/*
+ * Version 5: a copy's part table, the page before its data, for pools
+ * made with parts: the block cut in runs of part_pages pages (the last
+ * may be shorter) and the crc32c (from 0, no inversion) of each; crc is
+ * crc32c(~0, struct and pcrc[nr]) with crc zero, dcrc the whole block's.
+ */
+#define NVT_PARTS_MAGIC		0x747072656974766bULL	/* "kvtierpt" */
+
+struct nvt_disk_parts {
+	__u64 magic;
+	__u64 pool_id;
+	__u64 key[2];
+	__u32 nr;
+	__u32 part_pages;
+	__u32 dcrc;
+	__u32 crc;
+	__u32 pcrc[];
+};
 
 struct nvt_disk_region {
 	__u64 magic;
@@ -112,6 +133,7 @@ _Static_assert(sizeof(struct nvt_disk_pool) == 256, "pool table entry");
 _Static_assert(sizeof(struct nvt_disk_region) == 64, "region header");
 _Static_assert(sizeof(struct nvt_disk_rec) == 48, "region record");
 _Static_assert(sizeof(struct nvt_disk_meta) == 72, "block record");
+_Static_assert(sizeof(struct nvt_disk_parts) == 48, "part table");
 
 /* ---- the NVMe ioctls --------------------------------------------------- */
 
@@ -370,6 +392,7 @@ struct nvt_loc {
 	__u32 region;		/* region index */
 	__u32 rec;		/* record index in the summary */
 	__u32 pages;
+	__u32 flags;		/* its record's: NVT_REC_PARTS */
 	__u64 seq;
 	__u64 pool_id;
 	unsigned int copies;	/* records of this key in valid regions */
@@ -481,6 +504,7 @@ static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
 				loc->data_off = roff +
 						(__u64)rec->page * NVT_DISK_PAGE;
 				loc->pages = rec->pages;
+				loc->flags = rec->flags;
 				loc->pool_id = rec->pool_id;
 			}
 			seg = dr->seg_pages ? dr->seg_pages : rpages;

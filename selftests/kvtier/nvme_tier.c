@@ -882,6 +882,7 @@ TEST_F_TIMEOUT(tier, on_disk_layout, 120)
 	EXPECT_EQ(0600U, mine->mode);
 	EXPECT_EQ(getuid(), mine->uid);
 	EXPECT_EQ(getgid(), mine->gid);
+	EXPECT_EQ(0U, mine->parts);
 
 	find = nvt_find_blocks_of(nvt_dev(), 0, K0, 0, NPUT, locs);
 	ASSERT_TRUE(find == 0 || find == -ENOENT);
@@ -892,6 +893,7 @@ TEST_F_TIMEOUT(tier, on_disk_layout, 120)
 		/* One copy, this pool's, inside its region after the summary. */
 		bool ok = !ret && loc.copies == 1 && loc.pool_id == mine->id &&
 			  loc.pages == self->bs / NVT_DISK_PAGE && loc.seq >= 1 &&
+			  !(loc.flags & NVT_REC_PARTS) &&
 			  loc.region_off < loc.data_off &&
 			  loc.data_off + self->bs <= loc.region_off + ns.region_bytes;
 

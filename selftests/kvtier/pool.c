@@ -71,7 +71,35 @@ TEST_F(pool, create)
 	ASSERT_EQ(0ULL, st.puts);
 	ASSERT_EQ(0ULL, st.gets);
 	ASSERT_EQ(0ULL, st.evictions);
+	ASSERT_EQ(0U, st.parts);
+	ASSERT_EQ(0U, st.__pad2);
+	ASSERT_EQ(0ULL, st.part_reads);
 	close(pfd);
+}
+
+/* parts 2 and KVTIER_PARTS_MAX are taken, and STAT reports them. */
+TEST_F(pool, create_parts)
+{
+	static const __u32 parts[] = { 2, 8, KVTIER_PARTS_MAX };
+	struct kvtier_pool_create c;
+	struct kvtier_pool_stat st;
+	unsigned int i;
+	int pfd;
+
+	for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		/* a block of 1 page has 1 part whatever the pool asks */
+		kst_create_init(&c, self->name, (i + 1) * KST_PAGE, 8, 4);
+		c.parts = parts[i];
+		pfd = kst_create(self->ctl, &c);
+		ASSERT_LE(0, pfd);
+		ASSERT_EQ(0, kst_stat(pfd, &st));
+		ASSERT_EQ(parts[i], st.parts);
+		ASSERT_EQ(0U, st.__pad2);
+		ASSERT_EQ(0ULL, st.part_reads);
+		ASSERT_EQ((i + 1) * KST_PAGE, st.block_size);
+		close(pfd);
+		ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
+	}
 }
 
 TEST_F(pool, create_fd_cloexec)
@@ -271,7 +299,12 @@ CREATE_REJECT(reject_numa_999, -EINVAL, c.numa_node = 999)
 CREATE_REJECT(reject_reserved0, -EINVAL, c.reserved[0] = 1)
 CREATE_REJECT(reject_reserved1, -EINVAL, c.reserved[1] = 1ULL << 32)
 CREATE_REJECT(reject_reserved2, -EINVAL, c.reserved[2] = 1ULL << 63)
-CREATE_REJECT(reject_reserved3, -EINVAL, c.reserved[3] = 0xff)
+CREATE_REJECT(reject_parts_1, -EINVAL, c.parts = 1)
+CREATE_REJECT(reject_parts_over_max, -EINVAL,
+	      c.parts = KVTIER_PARTS_MAX + 1)
+CREATE_REJECT(reject_parts_all_ones, -EINVAL, c.parts = 0xffffffffU)
+CREATE_REJECT(reject_pad, -EINVAL, c.__pad = 1)
+CREATE_REJECT(reject_pad_with_parts, -EINVAL, c.parts = 2; c.__pad = 1U << 31)
 
 /* A create that asks for more DRAM than the whole dram_mb budget. */
 static void create_over_budget(struct __test_metadata *_metadata,

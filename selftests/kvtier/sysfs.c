@@ -12,14 +12,14 @@ enum {
 	G_MISSES, G_EVICTIONS, G_DROPS
 };
 
-#define P_COLS	11
+#define P_COLS	12
 enum {
 	P_RESIDENT, P_PINNED, P_PUTS, P_GETS, P_HITS, P_MISSES, P_EVICTIONS,
-	P_DROPS, P_BYTES_IN, P_BYTES_OUT
+	P_DROPS, P_BYTES_IN, P_BYTES_OUT, P_LOST_BLOCKS, P_PART_READS
 };
 
-#define C_COLS	7
-enum { C_BS, C_CAP, C_DRAM, C_NODE, C_MODE, C_UID, C_GID };
+#define C_COLS	8
+enum { C_BS, C_CAP, C_DRAM, C_NODE, C_MODE, C_UID, C_GID, C_PARTS };
 
 #define BS	KST_PAGE
 
@@ -312,6 +312,23 @@ TEST_F(sysfs, pool_config)
 	ASSERT_EQ(0640, v[C_MODE]);
 	ASSERT_EQ((long long)geteuid(), v[C_UID]);
 	ASSERT_EQ((long long)getegid(), v[C_GID]);
+	ASSERT_EQ(0, v[C_PARTS]);
+}
+
+/* A pool made with parts shows them in its last column. */
+TEST_F(sysfs, pool_config_parts)
+{
+	struct kvtier_pool_create c;
+	long long v[C_COLS + 1];
+
+	kst_create_init(&c, self->name, 4 * BS, 4, 4);
+	c.parts = 3;
+	self->pfd = kst_create(self->ctl, &c);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(C_COLS, kst_read_cols(self->config, v, C_COLS + 1,
+					1UL << C_MODE));
+	ASSERT_EQ(4 * (long long)BS, v[C_BS]);
+	ASSERT_EQ(3, v[C_PARTS]);
 }
 
 /* mode 0 shows as 600; dram_blocks 0 as capacity. */
@@ -389,6 +406,8 @@ TEST_F(sysfs, pool_stat_matches_ioctl)
 	ASSERT_EQ((long long)st.drops, v[P_DROPS]);
 	ASSERT_EQ((long long)st.bytes_in, v[P_BYTES_IN]);
 	ASSERT_EQ((long long)st.bytes_out, v[P_BYTES_OUT]);
+	ASSERT_EQ((long long)st.lost_blocks, v[P_LOST_BLOCKS]);
+	ASSERT_EQ((long long)st.part_reads, v[P_PART_READS]);
 }
 
 /* Per-pool files are root's: another uid cannot read them. */

@@ -100,6 +100,14 @@
  * tokenizer fingerprint), given by PUT, COMMIT or ADOPT and returned by GET
  * and LOOKUP through struct kvtier_batch.meta. It stays with the block in
  * every tier and is stored, checksummed, with its NVMe copy.
+ *
+ * KVTIER_F_PARTS: layer-wise loads. GET with KVTIER_GET_PART copies one
+ * byte range of each block (struct kvtier_batch.part_off, part_len), so a
+ * runtime loads a chain layer by layer, each layer's GET completing on its
+ * own (io_uring). A pool created with parts (struct
+ * kvtier_pool_create.parts) writes each NVMe copy with a table of checksums,
+ * one a part, so that such a GET reads only the parts it needs from NVMe,
+ * each verified before it is served.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -113,6 +121,7 @@
 #define KVTIER_F_LOOKUP_PIN	_BITULL(9)
 #define KVTIER_F_RESERVE	_BITULL(10)
 #define KVTIER_F_META		_BITULL(11)
+#define KVTIER_F_PARTS		_BITULL(12)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -155,6 +164,7 @@ struct kvtier_api {
 #define KVTIER_BATCH_MAX	4096
 #define KVTIER_BLOCK_SIZE_MAX	(64ULL << 20)
 #define KVTIER_SEGS_MAX		1024	/* segments of one PUT/GET entry */
+#define KVTIER_PARTS_MAX	256	/* struct kvtier_pool_create.parts */
 #define KVTIER_CAPACITY_MAX	_BITUL(24)
 
 /* Pool create flags: if the pool exists, open it instead of -EEXIST. */
@@ -188,6 +198,14 @@ struct kvtier_api {
  * @numa_node:	node for the pool's DRAM, or -1 for the numa_node module
  *		parameter. Must be online.
  * @fd:		out: the pool fd (O_CLOEXEC).
+ * @parts:	0, or (with KVTIER_F_PARTS, else -EOPNOTSUPP) 2..
+ *		KVTIER_PARTS_MAX (else -EINVAL): the parts a block's NVMe
+ *		copy can be read in, each checked on its own by a GET with
+ *		KVTIER_GET_PART. A part is block_size / @parts rounded up to
+ *		the page size; each copy takes one page more on the device,
+ *		and the writer one more pass over the bytes. Recorded with
+ *		the pool on the device.
+ * @__pad:	must be 0.
  * @reserved:	must be 0.
  */
 struct kvtier_pool_create {
@@ -199,7 +217,9 @@ struct kvtier_pool_create {
 	__u32 mode;
 	__s32 numa_node;
 	__s32 fd;
-	__u64 reserved[4];
+	__u32 parts;
+	__u32 __pad;
+	__u64 reserved[3];
 };
 
 /**
@@ -296,6 +316,9 @@ struct kvtier_seg {
 /* PUT flags. */
 #define KVTIER_PUT_REPLACE	_BITUL(0)	/* replace an existing key */
 
+/* GET flags. */
+#define KVTIER_GET_PART		_BITUL(0)	/* a range of each block */
+
 /* LOOKUP flags. */
 #define KVTIER_LOOKUP_TOUCH	_BITUL(0)	/* count resident ones as used */
 #define KVTIER_LOOKUP_LOAD	_BITUL(1)	/* bring the prefix into DRAM */
@@ -305,7 +328,8 @@ struct kvtier_seg {
  * struct kvtier_batch - argument of PUT, GET, LOOKUP, DROP, PIN, UNPIN
  * @blocks:	user pointer to @count struct kvtier_block.
  * @count:	1..KVTIER_BATCH_MAX.
- * @flags:	per-command flags (KVTIER_PUT_*, KVTIER_LOOKUP_*), else 0.
+ * @flags:	per-command flags (KVTIER_PUT_*, KVTIER_GET_*,
+ *		KVTIER_LOOKUP_*), else 0.
  * @done:	out: entries with status 0; for LOOKUP the length of the
  *		longest resident prefix of the chain (with
  *		KVTIER_LOOKUP_LOAD or KVTIER_LOOKUP_PIN, of the prefix
@@ -319,7 +343,19 @@ struct kvtier_seg {
  *		each entry of status 0; len 0 for the others). Other
  *		commands: must be 0 (-EINVAL). An array that cannot be read
  *		(in) or written (out): -EFAULT, nothing done.
- * @reserved:	must be 0.
+ * @part_off:	GET with KVTIER_GET_PART (needs KVTIER_F_PARTS, else
+ *		-EOPNOTSUPP): the first byte of each block to copy; else 0.
+ * @part_len:	GET with KVTIER_GET_PART: bytes to copy from @part_off,
+ *		nonzero, @part_off + @part_len <= block_size; else 0. Each
+ *		entry's buffer (or segments, adding up to @part_len) takes
+ *		that range of its block. Out of range, or nonzero without
+ *		the flag: the batch fails with -EINVAL.
+ *
+ * A GET with KVTIER_GET_PART serves blocks in DRAM from DRAM. A block only
+ * on NVMe, of a pool created with parts, is read in the parts that cover
+ * the range, each verified against its copy's table, and stays on NVMe; a
+ * copy without a table (written before, or by a pool without parts) is
+ * read whole into DRAM first, as a plain GET does.
  *
  * The command returns 0 once every entry has its status; a failure of
  * the whole batch (bad struct, bad @blocks pointer) returns -errno and
@@ -332,7 +368,8 @@ struct kvtier_batch {
 	__u32 done;
 	__u32 __pad;
 	__u64 meta;
-	__u64 reserved;
+	__u32 part_off;
+	__u32 part_len;
 };
 
 #define KVTIER_META_MAX		64
@@ -390,7 +427,10 @@ struct kvtier_meta {
  * @lost_blocks: out: blocks only on NVMe that the device's log reclaimed
  *		(it was full), synced or not: a cache eviction, which no
  *		SYNC reports.
- * @reserved:	must be 0.
+ * @parts:	out: the pool's parts (struct kvtier_pool_create.parts).
+ * @__pad2:	out: 0.
+ * @part_reads:	out: parts read straight from NVMe by GET with
+ *		KVTIER_GET_PART (each a range of one block, verified).
  */
 struct kvtier_pool_stat {
 	__u32 flags;
@@ -419,7 +459,9 @@ struct kvtier_pool_stat {
 	__u64 dirty;
 	__u64 dram_reserved;
 	__u64 lost_blocks;
-	__u64 reserved[2];
+	__u32 parts;
+	__u32 __pad2;
+	__u64 part_reads;
 };
 
 /**
