@@ -119,6 +119,8 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "reserve";
 	case KVTIER_F_META:
 		return "meta";
+	case KVTIER_F_PARTS:
+		return "parts";
 	}
 	return NULL;
 }
@@ -234,6 +236,13 @@ int kvtier_pool_create(struct kvtier_ctx *ctx,
 		       const struct kvtier_pool_params *p,
 		       struct kvtier_pool **poolp)
 {
+	return kvtier_pool_create_parts(ctx, p, 0, poolp);
+}
+
+int kvtier_pool_create_parts(struct kvtier_ctx *ctx,
+			     const struct kvtier_pool_params *p,
+			     uint32_t parts, struct kvtier_pool **poolp)
+{
 	struct kvtier_pool_create c;
 	int ret;
 
@@ -247,6 +256,7 @@ int kvtier_pool_create(struct kvtier_ctx *ctx,
 	c.flags = p->flags;
 	c.mode = p->mode;
 	c.numa_node = p->numa_node;
+	c.parts = parts;
 	ret = kvtier_ioctl(ctx->fd, KVTIER_IOC_POOL_CREATE, &c);
 	if (ret)
 		return ret;
@@ -392,9 +402,11 @@ int kvtier_nvme_stat(struct kvtier_ctx *ctx, struct kvtier_nvme_stat *st)
  * whole chain: chunks after the first one with a miss still run (every
  * entry gets its status) but add nothing.
  */
-static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
-			struct kvtier_block *blk, const struct kvtier_meta *meta,
-			uint32_t n, uint32_t flags, uint32_t *done)
+static int kvtier_batch_part(struct kvtier_pool *pool, unsigned long cmd,
+			     struct kvtier_block *blk,
+			     const struct kvtier_meta *meta, uint32_t n,
+			     uint32_t flags, uint32_t part_off,
+			     uint32_t part_len, uint32_t *done)
 {
 	int prefix = cmd == KVTIER_IOC_LOOKUP;
 	uint32_t off = 0, total = 0;
@@ -414,6 +426,8 @@ static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
 		b.count = chunk;
 		b.meta = meta ? (uintptr_t)(meta + off) : 0;
 		b.flags = flags;
+		b.part_off = part_off;
+		b.part_len = part_len;
 		/* Past the end of a LOOKUP's prefix: look only. */
 		if (prefix && broken)
 			b.flags &= ~(KVTIER_LOOKUP_LOAD | KVTIER_LOOKUP_PIN);
@@ -433,6 +447,13 @@ static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
 	if (done)
 		*done = total;
 	return 0;
+}
+
+static int kvtier_batch(struct kvtier_pool *pool, unsigned long cmd,
+			struct kvtier_block *blk, const struct kvtier_meta *meta,
+			uint32_t n, uint32_t flags, uint32_t *done)
+{
+	return kvtier_batch_part(pool, cmd, blk, meta, n, flags, 0, 0, done);
 }
 
 int kvtier_put(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
@@ -501,6 +522,25 @@ int kvtier_get_meta(struct kvtier_pool *pool, struct kvtier_block *blk,
 		    uint32_t *done)
 {
 	return kvtier_batch(pool, KVTIER_IOC_GET, blk, meta, n, flags, done);
+}
+
+int kvtier_get_part(struct kvtier_pool *pool, struct kvtier_block *blk,
+		    struct kvtier_meta *meta, uint32_t n, uint32_t off,
+		    uint32_t len, uint32_t *done)
+{
+	return kvtier_batch_part(pool, KVTIER_IOC_GET, blk, meta, n,
+				 KVTIER_GET_PART, off, len, done);
+}
+
+void kvtier_part_batch(struct kvtier_batch *b, struct kvtier_block *blk,
+		       uint32_t n, uint32_t off, uint32_t len)
+{
+	memset(b, 0, sizeof(*b));
+	b->blocks = (uintptr_t)blk;
+	b->count = n;
+	b->flags = KVTIER_GET_PART;
+	b->part_off = off;
+	b->part_len = len;
 }
 
 int kvtier_lookup_meta(struct kvtier_pool *pool, struct kvtier_block *blk,

@@ -87,12 +87,14 @@ F_SG = 1 << 8
 F_LOOKUP_PIN = 1 << 9
 F_RESERVE = 1 << 10
 F_META = 1 << 11
+F_PARTS = 1 << 12
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
 BATCH_MAX = 4096
 SEGS_MAX = 1024
 META_MAX = 64                       # bytes of a block's metadata record
+PARTS_MAX = 256                     # parts a pool's blocks are read in
 
 POOL_OPEN_EXISTING = 1 << 0
 POOL_FAULT_NOLOAD = 1 << 1
@@ -170,7 +172,7 @@ class _PoolStat(ctypes.Structure):
                 ("meta_bytes", _u64), ("demotions", _u64),
                 ("promotions", _u64), ("bad_reads", _u64), ("dirty", _u64),
                 ("dram_reserved", _u64), ("lost_blocks", _u64),
-                ("reserved", _u64 * 2)]
+                ("parts", _u32), ("_pad2", _u32), ("part_reads", _u64)]
 
 
 class _NvmeStat(ctypes.Structure):
@@ -276,8 +278,9 @@ _kvtier_api_info = _proto("kvtier_api_info", ctypes.c_int, _P,
                           ctypes.POINTER(_Api))
 _kvtier_feature_name = _proto("kvtier_feature_name", ctypes.c_char_p, _u64)
 _kvtier_tier_name = _proto("kvtier_tier_name", ctypes.c_char_p, ctypes.c_uint)
-_kvtier_pool_create = _proto("kvtier_pool_create", ctypes.c_int, _P,
-                             ctypes.POINTER(_PoolParams), _PP)
+_kvtier_pool_create_parts = _proto("kvtier_pool_create_parts", ctypes.c_int,
+                                   _P, ctypes.POINTER(_PoolParams), _u32,
+                                   _PP)
 _kvtier_pool_open = _proto("kvtier_pool_open", ctypes.c_int, _P,
                            ctypes.c_char_p, _u32, _PP)
 _kvtier_pool_close = _proto("kvtier_pool_close", None, _P)
@@ -338,6 +341,8 @@ _BATCH_META = {}
 for _n in ("put", "get", "lookup", "commit"):
     _BATCH_META[_n] = _proto("kvtier_%s_meta" % _n, ctypes.c_int, _P, _BP,
                              ctypes.POINTER(_Meta), _u32, _u32, _U32P)
+_kvtier_get_part = _proto("kvtier_get_part", ctypes.c_int, _P, _BP,
+                          ctypes.POINTER(_Meta), _u32, _u32, _u32, _U32P)
 
 
 class Error(OSError):
@@ -685,18 +690,20 @@ class Context:
         return _kvtier_ctx_fd(self._h())
 
     def create_pool(self, name, block_size, capacity, dram_blocks=0, mode=0,
-                    numa_node=-1, flags=0):
+                    numa_node=-1, flags=0, parts=0):
         """Create a pool and return it open (kvtier_pool_create(3)).
 
         flags: POOL_OPEN_EXISTING (open it if the name exists),
-        POOL_FAULT_NOLOAD, POOL_RDONLY. Raises Error: EEXIST, EINVAL,
-        ENOSPC (DRAM budget), EMFILE (max_pools), ...
+        POOL_FAULT_NOLOAD, POOL_RDONLY. parts (needs F_PARTS): 0, or
+        2..PARTS_MAX parts its blocks' NVMe copies can be read in by
+        Pool.get_part() (kvtier_pool_create_parts(3)). Raises Error:
+        EEXIST, EINVAL, ENOSPC (DRAM budget), EMFILE (max_pools), ...
         """
         pp = _PoolParams(name.encode(), block_size, capacity, dram_blocks,
                          mode, numa_node, flags)
         p = ctypes.c_void_p()
-        _check(_kvtier_pool_create(self._h(), ctypes.byref(pp),
-                                   ctypes.byref(p)), name)
+        _check(_kvtier_pool_create_parts(self._h(), ctypes.byref(pp), parts,
+                                         ctypes.byref(p)), name)
         return Pool(p, name)
 
     def open_pool(self, name, readonly=False):
@@ -792,7 +799,7 @@ class Pool:
     # One helper runs every batched command: it builds the struct
     # kvtier_block array, calls libkvtier, and reads the entries back.
     def _batch(self, cmd, keys, buffers=None, flags=0, writable=False,
-               block_addrs=None, meta_in=None, meta_out=False):
+               block_addrs=None, meta_in=None, meta_out=False, part=None):
         keys = list(keys)
         n = len(keys)
         if not n:
@@ -801,7 +808,8 @@ class Pool:
         if meta_out:
             meta = (_Meta * n)()
         keep = []
-        addrs = (_bufs(buffers, n, self.block_size, writable, keep)
+        size = part[1] if part else self.block_size
+        addrs = (_bufs(buffers, n, size, writable, keep)
                  if buffers is not None else None)
         if block_addrs is not None and len(block_addrs) != n:
             raise ValueError("%d keys, %d addresses" % (n, len(block_addrs)))
@@ -816,7 +824,10 @@ class Pool:
             if block_addrs is not None:
                 b.addr = block_addrs[i]
         done = _u32()
-        if meta is None:
+        if part:
+            ret = _kvtier_get_part(self._h(), blocks, meta, n, part[0],
+                                   part[1], ctypes.byref(done))
+        elif meta is None:
             ret = _BATCH[cmd](self._h(), blocks, n, flags, ctypes.byref(done))
         else:
             ret = _BATCH_META[cmd](self._h(), blocks, meta, n, flags,
@@ -845,6 +856,16 @@ class Pool:
         each block's record, read with its bytes."""
         return self._batch("get", keys, buffers, writable=True,
                            meta_out=meta)
+
+    def get_part(self, keys, buffers, offset, length, meta=False):
+        """Copy bytes [offset, offset + length) of each block into
+        writable buffers of length bytes (kvtier_get_part(3), needs
+        F_PARTS): a layer of every block of a chain. A block only on NVMe,
+        in a pool made with parts, is read in the parts that cover the
+        range, verified, and stays on NVMe. Per-entry status as get().
+        Raises Error EINVAL for a range out of the block."""
+        return self._batch("get", keys, buffers, writable=True,
+                           meta_out=meta, part=(offset, length))
 
     def lookup(self, keys, touch=False, load=False, pin=False, meta=False):
         """Where a chain of keys lives: Batch.done is the longest resident

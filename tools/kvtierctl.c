@@ -586,6 +586,8 @@ static int cmd_stat(int argc, char **argv)
 	P("%llu", "bad_reads", (unsigned long long)st.bad_reads);
 	P("%llu", "dirty", (unsigned long long)st.dirty);
 	P("%llu", "lost_blocks", (unsigned long long)st.lost_blocks);
+	P("%u", "parts", st.parts);
+	P("%llu", "part_reads", (unsigned long long)st.part_reads);
 	printf("%-16s %llu (%s)\n", "dram_reserved",
 	       (unsigned long long)st.dram_reserved,
 	       human_bytes(st.dram_reserved, buf, sizeof(buf)));

@@ -206,6 +206,24 @@ int kvtier_pool_create(struct kvtier_ctx *ctx,
 		       struct kvtier_pool **poolp);
 
 /**
+ * kvtier_pool_create_parts() - kvtier_pool_create() for layer-wise loads
+ * @ctx:	the context (KVTIER_F_PARTS).
+ * @p:		the pool's parameters.
+ * @parts:	0, or 2..KVTIER_PARTS_MAX: the parts a block's NVMe copy can
+ *		be read in by kvtier_get_part(), each verified on its own
+ *		(one per layer, say). A part is block_size / @parts rounded
+ *		up to 4096 bytes. Each copy takes one page more on the
+ *		device and one more checksum pass when it is written.
+ * @poolp:	out: the new pool handle.
+ *
+ * Return: as kvtier_pool_create(); -EOPNOTSUPP for @parts without
+ * KVTIER_F_PARTS; -EINVAL for @parts 1 or above KVTIER_PARTS_MAX.
+ */
+int kvtier_pool_create_parts(struct kvtier_ctx *ctx,
+			     const struct kvtier_pool_params *p,
+			     uint32_t parts, struct kvtier_pool **poolp);
+
+/**
  * kvtier_pool_open() - open an existing pool by name
  * @ctx:	the context.
  * @name:	pool name.
@@ -481,6 +499,45 @@ int kvtier_put(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
  */
 int kvtier_get(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
 	       uint32_t flags, uint32_t *done);
+
+/**
+ * kvtier_get_part() - copy one byte range of each block out of the pool
+ * @pool:	the pool handle (KVTIER_F_PARTS).
+ * @blk:	entries: key in, and buf (or nsegs segments) of @len bytes.
+ * @meta:	NULL, or out: @n records, as kvtier_get_meta() fills them.
+ * @n:		number of entries.
+ * @off:	the range's first byte in each block.
+ * @len:	its length: nonzero, @off + @len <= block size.
+ * @done:	out (optional): entries copied.
+ *
+ * The layer-wise load: a runtime whose blocks hold its layers one after
+ * the other asks for layer L's range of every block of a chain, then
+ * L + 1's, and computes layer L while L + 1 is read; through a ring
+ * (kvtier_part_batch()) each layer completes on its own. Blocks in DRAM
+ * are copied from DRAM. A block only on NVMe, in a pool made with parts
+ * (kvtier_pool_create_parts()), is read in the parts that cover the
+ * range, each verified against its copy's table, and stays on NVMe
+ * (kvtier_pool_stat.part_reads counts them); one whose copy has no table
+ * is read whole into DRAM first, like kvtier_get().
+ *
+ * Return: 0; -EINVAL for a range out of the block or @len 0; -EOPNOTSUPP
+ * without KVTIER_F_PARTS; else as kvtier_get(), per entry.
+ */
+int kvtier_get_part(struct kvtier_pool *pool, struct kvtier_block *blk,
+		    struct kvtier_meta *meta, uint32_t n, uint32_t off,
+		    uint32_t len, uint32_t *done);
+
+/**
+ * kvtier_part_batch() - a GET of one range of each block, for a ring
+ * @b:		out: the batch, to give kvtier_ring_queue() with
+ *		KVTIER_IOC_GET.
+ * @blk:	@n entries, as for kvtier_get_part().
+ * @n:		1..batch_max entries.
+ * @off:	the range's first byte in each block.
+ * @len:	its length.
+ */
+void kvtier_part_batch(struct kvtier_batch *b, struct kvtier_block *blk,
+		       uint32_t n, uint32_t off, uint32_t len);
 
 /**
  * kvtier_lookup() - where a chain of keys lives

@@ -21,7 +21,10 @@ lets it reuse KV blocks computed by earlier requests that share a prefix
                 request's pages of every layer (a real engine DMAs from
                 that memory to the GPU), then unpin; on a kernel without
                 lookup-and-pin (or with --get), get scatters them into the
-                layers instead, one segment a layer
+                layers instead, one segment a layer; with --layerwise,
+                get_part loads one layer of every block at a time (the
+                engine computes layer l while l + 1 is read; blocks only
+                on NVMe are read in parts and stay there)
   worker, after the forward pass:
       reserve   take pool blocks for the new keys, write each block's
       commit    pieces straight into the pool's memory (a real engine DMAs
@@ -103,8 +106,9 @@ class KVConnector:
     F_META, or --no-check)."""
 
     def __init__(self, pool, block_tokens, pin=True, reserve=True,
-                 fingerprint=None):
+                 fingerprint=None, layerwise=False):
         self.pool = pool
+        self.layerwise = layerwise
         self.block_tokens = block_tokens
         self.block_size = pool.block_size
         self.next_group = 0
@@ -210,6 +214,8 @@ class KVConnector:
         n = req.hit_blocks
         if not n:
             return 0
+        if self.layerwise:
+            return self.load_kv_layers(req, kv)
         if self.map:
             # Pinned at lookup: each layer's piece straight from the
             # pool's memory (a real engine DMAs it to the GPU), then unpin.
@@ -229,6 +235,30 @@ class KVConnector:
         # first of them on.
         ok = next((i for i, st in enumerate(got.status) if st), n)
         return self.usable(got, ok)
+
+    def load_kv_layers(self, req, kv):
+        """Layer by layer (vLLM's layer-wise connectors): GET layer l's
+        range of every hit block into the layer's pages, then the engine
+        computes layer l while it asks for l + 1 (a real one queues a few
+        layers ahead on an io_uring, kvtier_part_batch(3), and waits in
+        wait_for_layer_load). Returns the blocks every layer of which
+        arrived."""
+        n, p = req.hit_blocks, kv.piece
+        for l, lay in enumerate(kv.layers):
+            got = self.pool.get_part(req.keys[:n],
+                                     [lay[i * p:(i + 1) * p]
+                                      for i in range(n)], l * p, p,
+                                     meta=self.record is not None)
+            ok = next((i for i, st in enumerate(got.status) if st), n)
+            n = self.usable(got, ok, count=l == 0)
+            if not n:
+                break
+            # ... the forward pass computes layer l here ...
+        if n and kvtier.TIER_NVME in req.hit_tiers[:n]:
+            # Read straight from NVMe, they stayed there: bring them into
+            # DRAM for the requests after, off the critical path.
+            self.pool.lookup(req.keys[:n], load=True)
+        return n
 
     def save_kv(self, req, kv, first):
         """After the forward pass: store the blocks it computed (from block
@@ -357,6 +387,10 @@ def main(argv=None):
     ap.add_argument("--get", action="store_true",
                     help="copy hit blocks with get instead of pinning them "
                     "at lookup and reading them through the mapping")
+    ap.add_argument("--layerwise", action="store_true",
+                    help="load hit blocks a layer at a time (get_part); "
+                    "the pool is made with one part a layer, so blocks "
+                    "only on NVMe are read in parts")
     ap.add_argument("--put", action="store_true",
                     help="store new blocks with put instead of reserve, "
                     "fill in place and commit")
@@ -380,24 +414,28 @@ def main(argv=None):
     total = saved = verified = bad = stored = 0
     pf_groups = pf_blocks = pf_late = 0
     with kvtier.open() as ctx:
+        layerwise = a.layerwise and "parts" in ctx.features
+        layers = a.layers if "sg" in ctx.features else 1
+        if layers < 1 or a.block_size % layers:
+            ap.error("--layers must divide --block-size")
         pool = ctx.create_pool(a.pool, block_size=a.block_size,
                                capacity=a.capacity,
                                dram_blocks=a.dram_blocks,
                                flags=kvtier.POOL_OPEN_EXISTING
-                               if a.keep_pool else 0)
+                               if a.keep_pool else 0,
+                               parts=layers if layerwise and layers > 1
+                               else 0)
         check = not a.no_check and "meta" in ctx.features
         try:
             conn = KVConnector(pool, a.block_tokens,
-                               pin=not a.get and
+                               pin=not a.get and not layerwise and
                                "lookup_pin" in ctx.features,
                                reserve=not a.put and
                                "reserve" in ctx.features,
-                               fingerprint=fp if check else None)
+                               fingerprint=fp if check else None,
+                               layerwise=layerwise)
             # The engine's paged KV cache, one buffer per layer.
             max_blocks = 64
-            layers = a.layers if "sg" in ctx.features else 1
-            if layers < 1 or a.block_size % layers:
-                ap.error("--layers must divide --block-size")
             kv = KVLayers(max_blocks, a.block_size, layers)
             queue = collections.deque()
             reqs = conversations(a.requests, a.block_tokens, rnd)
@@ -454,6 +492,8 @@ def main(argv=None):
                                        st.pinned, st.resident))
     print("connector: prefetch groups %d, blocks read ahead %d, late or "
           "incomplete %d" % (pf_groups, pf_blocks, pf_late))
+    print("connector: loads %s, parts read from NVMe %d"
+          % ("layer by layer" if layerwise else "whole", st.part_reads))
     return 1 if bad else 0
 
 

@@ -337,6 +337,26 @@ class TestPool(unittest.TestCase):
         self.assertEqual(res.meta, recs + [b""])
         self.assertIsNone(self.pool.lookup(keys).meta)
 
+    def test_get_part(self):
+        if "parts" not in self.ctx.features:
+            self.skipTest("no KVTIER_F_PARTS")
+        keys = kvtier.key_chain(range(60, 63))
+        self.assertEqual(self.pool.put(keys, b"".join(pattern(k)
+                                                      for k in keys)).done, 3)
+        off, n = 100, BS // 4
+        out = bytearray(3 * n)
+        mv = memoryview(out)
+        res = self.pool.get_part(keys + kvtier.key_chain([98]),
+                                 [mv[0:n], mv[n:2 * n], mv[2 * n:],
+                                  bytearray(n)], off, n)
+        self.assertEqual(res.status, [0, 0, 0, -errno.ENOENT])
+        self.assertEqual(bytes(out),
+                         b"".join(pattern(k)[off:off + n] for k in keys))
+        with self.assertRaises(kvtier.Error) as cm:
+            self.pool.get_part(keys[:1], bytearray(2), BS - 1, 2)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+        self.assertEqual(self.pool.stat().parts, 0)
+
     def test_meta_too_long_entry_emsgsize(self):
         self.need_meta()
         keys = kvtier.key_chain(range(45, 48))
@@ -823,6 +843,21 @@ class TestPrefetchNvme(unittest.TestCase):
         self.assertIn("wrong 0", r.stdout)
         groups = int(r.stdout.split("prefetch groups ")[1].split(",")[0])
         self.assertGreater(groups, 0)
+
+    def test_connector_example_layerwise(self):
+        # A DRAM share smaller than the working set: hit blocks are often
+        # only on NVMe, and loaded a layer at a time, straight from it.
+        ex = os.path.join(HERE, "..", "examples", "connector.py")
+        r = subprocess.run([sys.executable, ex, "--requests", "60",
+                            "--dram-blocks", "24", "--window", "0",
+                            "--layerwise"],
+                           capture_output=True, text=True, timeout=300)
+        sys.stderr.write(r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("wrong 0", r.stdout)
+        self.assertIn("loads layer by layer", r.stdout)
+        parts = int(r.stdout.split("parts read from NVMe ")[1].split()[0])
+        self.assertGreater(parts, 0)
 
 
 def run_mover(mover, stop):
