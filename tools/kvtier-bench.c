@@ -76,6 +76,15 @@
  *			buffer and PUTting it / by RESERVE, fill in place,
  *			COMMIT; best of 5 each (goal >= 1)
  *
+ * Layer-wise loads (KVTIER_F_PARTS), on the NVMe bench drive:
+ *
+ *   layerwise_stall_vs_whole  a modeled runtime's stall before computing a
+ *			request whose prefix (32 blocks of 1 MiB, 32 layers
+ *			each) is only on NVMe: loading it layer by layer
+ *			through io_uring while computing the layers before
+ *			(compute as long as the whole load) / loading it
+ *			whole first; best of 3 each (goal <= 0.5)
+ *
  * io_uring:
  *
  *   uring_lookup64_vs_ioctl64  time of 64 one-key LOOKUPs as 64 SQEs of one
@@ -108,6 +117,7 @@
 
 #include <kvtier.h>
 
+#include "layerwise.h"
 #include "util.h"
 
 #define TRIALS		5
@@ -975,20 +985,20 @@ static void set_env_u64(const char *name, uint64_t v, const char *suffix)
 	setenv(name, buf, 1);
 }
 
-/* Word 0 of every page of block @i says which block and page it is. */
-static void nvme_stamp(void *blk, uint64_t i)
+/* Word 0 of every page of block @i of @bytes says which block and page. */
+static void page_stamp(void *blk, uint64_t bytes, uint64_t i)
 {
 	uint64_t p;
 
-	for (p = 0; p < NVME_BLOCK / 4096; p++)
+	for (p = 0; p < bytes / 4096; p++)
 		*(uint64_t *)((char *)blk + p * 4096) = (i * GOLDEN) ^ p;
 }
 
-static int nvme_check(const void *blk, uint64_t i)
+static int page_check(const void *blk, uint64_t bytes, uint64_t i)
 {
 	uint64_t p;
 
-	for (p = 0; p < NVME_BLOCK / 4096; p++)
+	for (p = 0; p < bytes / 4096; p++)
 		if (*(const uint64_t *)((const char *)blk + p * 4096) !=
 		    ((i * GOLDEN) ^ p))
 			return -1;
@@ -1009,7 +1019,7 @@ static int nvme_put(struct kvtier_pool *pool, uint64_t from, uint64_t to,
 			struct kvtier_key k = bench_key(i);
 			char *p = buf + n * NVME_BLOCK;
 
-			nvme_stamp(p, i);
+			page_stamp(p, NVME_BLOCK, i);
 			kvtier_block_set(&b[n], &k, p);
 		}
 		ret = kvtier_put(pool, b, n, 0, &done);
@@ -1080,7 +1090,7 @@ static int nvme_get(struct kvtier_pool *pool, const uint64_t *idx, uint64_t n,
 			return ret;
 		for (j = 0; j < m; j++)
 			if (b[j].status ||
-			    nvme_check(buf + j * NVME_BLOCK, idx[i + j]))
+			    page_check(buf + j * NVME_BLOCK, NVME_BLOCK, idx[i + j]))
 				(*bad)++;
 	}
 	return 0;
@@ -1535,6 +1545,178 @@ out:
 	return ret;
 }
 
+/* ---- layerwise_stall_vs_whole ----------------------------------------- */
+
+#define LW_BLOCK	(1ULL << 20)	/* a block: LW_LAYERS layers */
+#define LW_LAYERS	32
+#define LW_CHAIN	32		/* blocks of the prefix */
+#define LW_CHAINS	3		/* prefixes taking turns */
+#define LW_TRIALS	3
+
+/* Prefix @c's keys and its entries, every block only on NVMe; -errno. */
+static int lw_chain(struct kvtier_pool *pool, uint32_t c,
+		    struct kvtier_key *keys, struct kvtier_block *b)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < LW_CHAIN; i++) {
+		keys[i] = bench_key(1000000 + c * LW_CHAIN + i);
+		kvtier_block_set(&b[i], &keys[i], NULL);
+	}
+	ret = kvtier_lookup(pool, b, LW_CHAIN, 0, NULL);
+	for (i = 0; !ret && i < LW_CHAIN; i++)
+		if (b[i].status || b[i].tier != KVTIER_TIER_NVME)
+			ret = -EAGAIN;
+	return ret;
+}
+
+/*
+ * The modeled runtime of a request whose 32-block prefix is only on NVMe,
+ * each block 32 layers of 32 KiB. Whole: GET the prefix, then compute; the
+ * stall is the GET. Layer-wise: GET layer l of every block while layer
+ * l - 1 is computed (layerwise_load()); the stall is the waits. Compute is
+ * as long as the whole load (a layer's share of it): the layer-wise stall
+ * is then about one layer's read, where the whole stall is all of them.
+ */
+static int bench_layerwise(void)
+{
+	struct kvtier_pool_stat ps0, ps1;
+	double whole[LW_TRIALS], layered[LW_TRIALS], c_ns;
+	struct kvtier_key keys[LW_CHAIN];
+	struct kvtier_block b[LW_CHAIN];
+	struct layerwise_ctx *lw = NULL;
+	struct kvtier_pool_params p;
+	struct kvtier_pool *pool = NULL;
+	struct layerwise r;
+	char dev[256], name[KVTIER_NAME_MAX];
+	void *bufs[LW_CHAIN];
+	uint64_t dev_bytes, t0, bad = 0;
+	char *buf = NULL;
+	uint32_t c, i;
+	int ret, t, attached = 0;
+	struct kvtier_api api;
+
+	kvtier_api_info(ctx, &api);
+	if (!(api.features & KVTIER_F_PARTS)) {
+		printf("layerwise_stall_vs_whole: n/a (no KVTIER_F_PARTS)\n");
+		return 0;
+	}
+	if (nvme_device(dev, sizeof(dev), &dev_bytes)) {
+		printf("layerwise_stall_vs_whole: n/a (no NVMe device)\n");
+		return 0;
+	}
+	ret = kvtier_nvme_attach(ctx, dev, KVTIER_NVME_FORMAT, 0);
+	if (ret) {
+		printf("layerwise_stall_vs_whole: n/a (attach: %s)\n",
+		       strerror(-ret));
+		return ret;
+	}
+	attached = 1;
+	snprintf(name, sizeof(name), "kvtier-bench-%d-layers", (int)getpid());
+	kvtier_pool_params_init(&p, name, LW_BLOCK, 4 * LW_CHAINS * LW_CHAIN);
+	p.dram_blocks = LW_CHAIN;
+	ret = kvtier_pool_create_parts(ctx, &p, LW_LAYERS, &pool);
+	if (!ret)
+		ret = kvtier_alloc_staging(pool, LW_CHAIN * LW_BLOCK,
+					   (void **)&buf);
+	if (!ret)
+		ret = layerwise_new(LW_CHAIN, LW_LAYERS, &lw);
+	if (ret) {
+		warn("the layer pool", ret);
+		goto out;
+	}
+	for (i = 0; i < LW_CHAIN; i++)
+		bufs[i] = buf + i * LW_BLOCK;
+
+	/* The prefixes, durable; each evicts the one before from DRAM. */
+	for (c = 0; c < LW_CHAINS; c++) {
+		for (i = 0; i < LW_CHAIN; i++) {
+			keys[i] = bench_key(1000000 + c * LW_CHAIN + i);
+			page_stamp(bufs[i], LW_BLOCK, c * LW_CHAIN + i);
+			kvtier_block_set(&b[i], &keys[i], bufs[i]);
+		}
+		ret = kvtier_put(pool, b, LW_CHAIN, 0, NULL);
+		for (i = 0; !ret && i < LW_CHAIN; i++)
+			ret = b[i].status;
+		if (!ret)
+			ret = kvtier_sync(pool, NULL);
+		if (ret) {
+			warn("PUT the prefixes", ret);
+			goto out;
+		}
+	}
+
+	/* Whole loads: prefix t % 3 is read back, evicting the one before. */
+	for (t = 0; t < LW_TRIALS; t++) {
+		c = t % LW_CHAINS;
+		ret = lw_chain(pool, c, keys, b);
+		if (ret)
+			break;
+		for (i = 0; i < LW_CHAIN; i++)
+			kvtier_block_set(&b[i], &keys[i], bufs[i]);
+		t0 = now_ns();
+		ret = kvtier_get(pool, b, LW_CHAIN, 0, NULL);
+		whole[t] = now_ns() - t0;
+		for (i = 0; !ret && i < LW_CHAIN; i++)
+			bad += b[i].status || page_check(bufs[i], LW_BLOCK, c * LW_CHAIN + i);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		printf("layerwise_stall_vs_whole: n/a (whole loads: %s)\n",
+		       strerror(-ret));
+		goto out;
+	}
+	c_ns = best_of(whole, LW_TRIALS) / LW_LAYERS;
+
+	/*
+	 * Layer-wise loads of the two prefixes the last whole load left only
+	 * on NVMe, in turns: they stay there.
+	 */
+	kvtier_stat(pool, &ps0);
+	for (t = 0; t < LW_TRIALS; t++) {
+		c = t % (LW_CHAINS - 1);
+		ret = lw_chain(pool, c, keys, b);
+		if (ret)
+			break;
+		memset(buf, 0, LW_CHAIN * LW_BLOCK);
+		ret = layerwise_load(lw, pool, keys, bufs, LW_CHAIN, LW_BLOCK,
+				     (uint64_t)c_ns, &r);
+		layered[t] = r.stall_ns;
+		for (i = 0; !ret && i < LW_CHAIN; i++)
+			bad += i >= r.usable || page_check(bufs[i], LW_BLOCK, c * LW_CHAIN + i);
+		if (ret)
+			break;
+	}
+	kvtier_stat(pool, &ps1);
+	if (ret) {
+		printf("layerwise_stall_vs_whole: n/a (layer-wise loads: %s)\n",
+		       strerror(-ret));
+		goto out;
+	}
+	figure("layerwise_stall_vs_whole", "%.3f",
+	       best_of(layered, LW_TRIALS) / best_of(whole, LW_TRIALS));
+	figure("layerwise_stall_ms", "%.2f", best_of(layered, LW_TRIALS) / 1e6);
+	figure("whole_stall_ms", "%.2f", best_of(whole, LW_TRIALS) / 1e6);
+	figure("layerwise_compute_ms", "%.2f", c_ns * LW_LAYERS / 1e6);
+	figure("layerwise_part_reads", "%.0f",
+	       (double)(ps1.part_reads - ps0.part_reads));
+	figure("layerwise_promotions", "%.0f",
+	       (double)(ps1.promotions - ps0.promotions));
+	figure("layerwise_verify_errors", "%.0f", (double)bad);
+out:
+	layerwise_free(lw);
+	if (pool) {
+		kvtier_free_staging(pool, buf, LW_CHAIN * LW_BLOCK);
+		kvtier_pool_close(pool);
+		kvtier_pool_destroy(ctx, name);
+	}
+	if (attached && kvtier_nvme_detach(ctx))
+		warn("detach", -EBUSY);
+	return ret;
+}
+
 #define URING_CMDS	64
 #define URING_ROUNDS	2000
 
@@ -1923,6 +2105,7 @@ int main(int argc, char **argv)
 		{ "uring", bench_uring },
 		{ "hbm", bench_hbm },
 		{ "reserve", bench_reserve },
+		{ "layerwise", bench_layerwise },
 	};
 	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
 	int ret, i, run[sizeof(parts) / sizeof(parts[0])];
@@ -1942,6 +2125,7 @@ int main(int argc, char **argv)
 
 		fprintf(help ? stdout : stderr,
 			"usage: %s [copy] [sg] [pin] [lookup] [nvme] [uring] [hbm] [reserve]\n"
+			"       [layerwise]\n"
 			"Prints the DRAM-, NVMe- and HBM-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"

@@ -35,6 +35,7 @@
 #include <kvtier.h>
 
 #include "kvtier-demo.h"
+#include "layerwise.h"
 #include "util.h"
 
 #define EXIT_USAGE	2
@@ -116,6 +117,17 @@ static void usage(FILE *f)
 		"                      gives back what earlier ones are about to use\n"
 		"                      [with --hbm-slots: half the slots; else 0, no\n"
 		"                      bound]\n"
+		"  --layers L          with the model: blocks hold L layers; the model\n"
+		"                      computes a request layer by layer while its\n"
+		"                      prefix arrives a layer at a time (GET of one\n"
+		"                      range of each block through io_uring; the pool\n"
+		"                      is made with L parts, so blocks only on NVMe\n"
+		"                      are read in parts and stay there); the stall is\n"
+		"                      the waits for layers [0: whole blocks]\n"
+		"  --compare-layers L  replay twice on fresh pools, without hints: whole\n"
+		"                      prefixes, then --layers L; prints\n"
+		"                      demo_layerwise_stall_vs_whole [off; the model's\n"
+		"                      compute defaults to 20 us a token]\n"
 		"  --hbm-backend emul|user\n"
 		"                      emul: the module's emulated device; user: a\n"
 		"                      malloc'ed arena and libkvtier's memcpy mover in\n"
@@ -285,6 +297,8 @@ struct replay_opts {
 	uint32_t hint_budget;		/* blocks hinted at once; ~0U: default */
 	uint32_t hbm_backend;		/* KVTIER_HBM_EMUL or _USER */
 	int hbm_gbps;			/* emul link to set; -1: leave it */
+	uint32_t layers;		/* layer-wise loads; 0: whole blocks */
+	uint32_t compare_layers;	/* run whole, then with layers */
 	struct gen_opts gen;
 };
 
@@ -335,6 +349,9 @@ struct replay {
 	uint32_t cap;			/* entries of keys/look/io/on_nvme */
 	void *staging;
 	size_t staging_size;
+	struct layerwise_ctx *lw;	/* --layers: its ring and entries */
+	uint32_t lw_cap;		/* blocks lw takes */
+	void **bufs;			/* slot_buf() of each entry, for lw */
 	int hbm_on;			/* the pool has an HBM tier */
 	struct kvtier_hint *hints;	/* the waits for HBM */
 	uint64_t hbm_groups;
@@ -377,6 +394,10 @@ static int replay_reserve(struct replay *rp, uint32_t n)
 		if (!p)
 			return -ENOMEM;
 		rp->hints = p;
+		p = realloc(rp->bufs, cap * sizeof(*rp->bufs));
+		if (!p)
+			return -ENOMEM;
+		rp->bufs = p;
 		rp->cap = cap;
 	}
 	if (size > rp->staging_size) {
@@ -487,11 +508,52 @@ static int hbm_computed(struct replay *rp, uint32_t n)
 	return ret;
 }
 
+/*
+ * --layers: the model computes the request layer by layer while the prefix,
+ * look[0..prefix), arrives a layer at a time (layerwise_load()): the stall
+ * is the waits for layers, the compute happens meanwhile. Blocks only on
+ * NVMe stay there. Fills io[0..prefix) statuses as a GET would have.
+ * Return: the usable prefix, or -errno.
+ */
+static int replay_layers(struct replay *rp, const struct request *r,
+			 uint32_t prefix, uint32_t nio)
+{
+	struct replay_stats *st = &rp->st;
+	uint64_t c = request_compute_ns(r, rp->o->compute_ns_per_token);
+	struct layerwise lr;
+	uint32_t i;
+	int ret;
+
+	if (prefix > rp->lw_cap) {
+		layerwise_free(rp->lw);
+		rp->lw = NULL;
+		rp->lw_cap = 0;
+		ret = layerwise_new(rp->cap, rp->o->layers, &rp->lw);
+		if (ret)
+			return ret;
+		rp->lw_cap = rp->cap;
+	}
+	for (i = 0; i < prefix; i++)
+		rp->bufs[i] = slot_buf(rp, i);
+	ret = layerwise_load(rp->lw, rp->pool, rp->keys, rp->bufs, prefix,
+			     rp->o->block_bytes, c / rp->o->layers, &lr);
+	if (ret)
+		return ret;
+	st->stall_ns += lr.stall_ns;
+	st->stall_blocks += nio;
+	st->compute_ns += lr.compute_ns;
+	st->verify_errors += lr.bad;
+	for (i = 0; i < prefix; i++)
+		rp->io[i].status = i < lr.usable ? 0 : -ENOENT;
+	return lr.usable;
+}
+
 static int replay_one(struct replay *rp, const struct request *r)
 {
 	struct replay_stats *st = &rp->st;
 	uint64_t bs = rp->o->block_bytes;
 	uint32_t n = r->n, prefix = 0, pinned = 0, usable, nio, i;
+	int layered = rp->o->layers && rp->o->compute_ns_per_token > 0;
 	int ret;
 
 	ret = replay_reserve(rp, n ? n : 1);
@@ -517,6 +579,28 @@ static int replay_one(struct replay *rp, const struct request *r)
 	for (i = 0, nio = 0; i < prefix; i++) {
 		rp->on_nvme[i] = rp->look[i].tier == KVTIER_TIER_NVME;
 		nio += rp->on_nvme[i];
+	}
+
+	/*
+	 * 1'. Or, when some of the prefix is on NVMe, compute it layer by
+	 * layer while the prefix arrives.
+	 */
+	if (layered && nio) {
+		ret = replay_layers(rp, r, prefix, nio);
+		if (ret < 0)
+			return ret;
+		usable = ret;
+		for (i = 0; i < usable; i++) {
+			st->gets++;
+			st->hit_nvme += rp->on_nvme[i];
+			if (check_block(slot_buf(rp, i), bs, &rp->keys[i],
+					rp->o->verify_full))
+				st->verify_errors++;
+		}
+		st->get_lost += usable < prefix;
+		st->hit_blocks += usable;
+		st->tokens_avoided += prefix_tokens(usable, r->input_length);
+		goto computed;
 	}
 
 	/* 1b. Promote the part of the prefix on NVMe, its reads all at once. */
@@ -590,6 +674,18 @@ static int replay_one(struct replay *rp, const struct request *r)
 
 		sleep_ns(c);
 		st->compute_ns += c;
+	}
+computed:
+	/*
+	 * Blocks read layer by layer stayed on NVMe: promote them for the
+	 * requests after (a runtime does it in the background; it is not
+	 * a stall), as the whole loads of 1b did.
+	 */
+	if (layered && nio && usable) {
+		ret = kvtier_lookup(rp->pool, rp->look, usable,
+				    KVTIER_LOOKUP_LOAD, NULL);
+		if (ret)
+			return ret;
 	}
 
 	/* 4. PUT what was not resident: "prefill" computed these blocks. */
@@ -1302,6 +1398,7 @@ static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 	struct trace *tr = NULL;
 	struct gen *g = NULL;
 	struct kvtier_ctx *ctx;
+	uint32_t parts;
 	int ret, rc;
 
 	rc = open_input(o, &tr, &g);
@@ -1361,7 +1458,14 @@ static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 	kvtier_pool_params_init(&pp, o->pool, o->block_bytes, o->pool_blocks);
 	pp.dram_blocks = o->dram_blocks;
 	pp.numa_node = o->node;
-	ret = kvtier_pool_create(ctx, &pp, &rp.pool);
+	parts = o->layers ? o->layers : o->compare_layers;
+	if (parts && o->block_bytes % parts) {
+		fprintf(stderr, "%s: %u layers do not divide --block-bytes %llu\n",
+			prog, parts, (unsigned long long)o->block_bytes);
+		rc = EXIT_USAGE;
+		goto out_detach;
+	}
+	ret = kvtier_pool_create_parts(ctx, &pp, parts, &rp.pool);
 	if (ret) {
 		fprintf(stderr, "%s: create pool %s (block %llu B, %llu blocks): %s\n",
 			prog, o->pool, (unsigned long long)o->block_bytes,
@@ -1383,6 +1487,8 @@ static int cmd_replay(struct replay_opts *o, struct replay_stats *out)
 	free(rp.io);
 	free(rp.on_nvme);
 	free(rp.hints);
+	free(rp.bufs);
+	layerwise_free(rp.lw);
 	kvtier_unmap(rp.map);
 	kvtier_free_staging(rp.pool, rp.staging, rp.staging_size);
 	kvtier_pool_close(rp.pool);
@@ -1407,6 +1513,42 @@ out_close_input:
 	gen_free(g);
 	trace_close(tr);
 	return rc;
+}
+
+/*
+ * The same trace twice through the runtime model, on fresh pools, without
+ * hints: loading each prefix whole before computing, then layer by layer
+ * while computing (o->compare_layers layers a block).
+ */
+static int cmd_compare_layers(struct replay_opts *o)
+{
+	struct replay_stats whole, layered;
+	int rc;
+
+	if (!(o->compute_ns_per_token > 0))
+		o->compute_ns_per_token = 20000;
+	o->hints = 0;
+	printf("==== whole prefixes, then compute ====\n");
+	/* Pools with parts both times (cmd_replay()): only the load differs. */
+	o->layers = 0;
+	rc = cmd_replay(o, &whole);
+	if (rc)
+		return rc;
+	o->layers = o->compare_layers;
+	o->pool[0] = 0;
+	printf("\n==== layer by layer, %u layers a block ====\n", o->layers);
+	rc = cmd_replay(o, &layered);
+	if (rc)
+		return rc;
+	printf("\n");
+	printf("layers_stall_whole_s: %.3f\n", whole.stall_ns / 1e9);
+	printf("layers_stall_layerwise_s: %.3f\n", layered.stall_ns / 1e9);
+	printf("demo_layerwise_stall_vs_whole: %.3f\n",
+	       ratio(layered.stall_ns, whole.stall_ns));
+	printf("layers_stall_blocks: %llu / %llu\n",
+	       (unsigned long long)whole.stall_blocks,
+	       (unsigned long long)layered.stall_blocks);
+	return 0;
 }
 
 /*
@@ -1622,6 +1764,10 @@ static int parse_replay_opt(struct replay_opts *o, const char *name,
 		if (parse_u64(val, &v) || !v || v > 1024)
 			return -EINVAL;
 		o->compare_hints = v;
+	} else if (!strcmp(name, "compare-layers")) {
+		if (parse_u64(val, &v) || v < 2 || v > KVTIER_PARTS_MAX)
+			return -EINVAL;
+		o->compare_layers = v;
 	} else if (!strcmp(name, "hint-budget")) {
 		if (parse_u64(val, &v) || v >= UINT32_MAX)
 			return -EINVAL;
@@ -1637,6 +1783,10 @@ static int parse_replay_opt(struct replay_opts *o, const char *name,
 			o->hbm_backend = KVTIER_HBM_USER;
 		else
 			return -EINVAL;
+	} else if (!strcmp(name, "layers")) {
+		if (parse_u64(val, &v) || v < 2 || v > KVTIER_PARTS_MAX)
+			return -EINVAL;
+		o->layers = v;
 	} else if (!strcmp(name, "hbm-gbps")) {
 		if (parse_u64(val, &v) || v > 100000)
 			return -EINVAL;
@@ -1751,5 +1901,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, on_signal);
 	if (o.compare_hints)
 		return cmd_compare(&o);
+	if (o.compare_layers)
+		return cmd_compare_layers(&o);
 	return cmd_replay(&o, NULL);
 }

@@ -10,7 +10,8 @@
 # trace of the prefetch comparison, default the built-in generator),
 # KVTIER_BENCH_PREFETCH=0 (skip that comparison), KVTIER_BENCH_DEMO_ARGS
 # (its kvtier-demo replay arguments), KVTIER_BENCH_HBM=0 (skip the one to
-# HBM), KVTIER_BENCH_HBM_ARGS (its arguments).
+# HBM), KVTIER_BENCH_HBM_ARGS (its arguments), KVTIER_BENCH_LAYERS=0 (skip
+# the layer-wise one), KVTIER_BENCH_LAYER_ARGS (its arguments).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,6 +55,13 @@ if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_HBM:-1} != 0 ]]; then
 	read -r -a hbm_args <<<"${KVTIER_BENCH_HBM_ARGS:---compare-hints 8 --hbm-slots 64 --hbm-gbps 1 --compute-us-per-token 2 --max-requests 400 --dram-blocks 256 --verify sample --nvme-format}"
 	echo "bench: kvtier-demo replay ${hbm_args[*]}"
 	tools/kvtier-demo replay "${hbm_args[@]}" 2>&1 | tee -a "$out/bench.log" || rc=$?
+fi
+
+# Layer-wise loads in the demo's runtime: 1 MiB blocks of 16 layers.
+if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_LAYERS:-1} != 0 ]]; then
+	read -r -a layer_args <<<"${KVTIER_BENCH_LAYER_ARGS:---compare-layers 16 --block-bytes 1048576 --compute-us-per-token 20 --max-requests 200 --dram-blocks 64 --verify sample --nvme-format}"
+	echo "bench: kvtier-demo replay ${layer_args[*]}"
+	tools/kvtier-demo replay "${layer_args[@]}" 2>&1 | tee -a "$out/bench.log" || rc=$?
 fi
 
 grep -E '^[A-Za-z0-9_.]+: ' "$out/bench.log" >"$out/bench.txt" || true

@@ -58,6 +58,12 @@ if [[ -x tools/kvtier-demo ]]; then
 	read -r -a hbm_args <<<"${KVTIER_DEMO_HBM_ARGS:---compare-hints 8 --hbm-slots 64 --compute-us-per-token 5 --max-requests 300 --dram-blocks 128 --verify sample}"
 	step "kvtier-demo replay ${hbm_args[*]}"
 	tools/kvtier-demo replay "${hbm_args[@]}"
+	# Layer-wise loads: blocks of 1 MiB hold 16 layers; the runtime
+	# computes layer l while l + 1 is read, and waits less than for whole
+	# prefixes.
+	read -r -a layer_args <<<"${KVTIER_DEMO_LAYER_ARGS:---compare-layers 16 --block-bytes 1048576 --compute-us-per-token 20 --max-requests 200 --dram-blocks 64 --verify sample}"
+	step "kvtier-demo replay ${layer_args[*]}"
+	tools/kvtier-demo replay "${layer_args[@]}"
 fi
 
 step "rmmod kvtier"
