@@ -253,7 +253,8 @@ static int kvt_umeta_in(const struct kvtier_meta *m, struct kvt_umeta **um)
 		return 0;
 	if (m->len > KVTIER_META_MAX)
 		return -EMSGSIZE;
-	*um = kvt_umeta_new(m->data, m->len, GFP_KERNEL_ACCOUNT);
+	*um = kvt_umeta_new(m->data, m->len, GFP_KERNEL_ACCOUNT |
+			    __GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 	return *um ? 0 : -ENOMEM;
 }
 

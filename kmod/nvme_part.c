@@ -137,7 +137,9 @@ static struct page *kvt_part_page_get(struct kvt_pool *pool)
 	if (page)
 		return page;
 	old = set_active_memcg(pool->memcg);
-	page = alloc_pages_node(pool->nid, GFP_KERNEL_ACCOUNT, 0);
+	/* At the cgroup's limit the read falls back, nobody is OOM-killed. */
+	page = alloc_pages_node(pool->nid, GFP_KERNEL_ACCOUNT |
+				__GFP_RETRY_MAYFAIL | __GFP_NOWARN, 0);
 	set_active_memcg(old);
 	return page;
 }
@@ -149,7 +151,8 @@ static void kvt_part_page_put(struct kvt_pool *pool, struct page *page)
 	/* The cache's array comes with the first page it keeps. */
 	if (!READ_ONCE(pool->part_pages))
 		cache = kvcalloc(KVT_PART_CACHE_PAGES, sizeof(*cache),
-				 GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+				 GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL |
+				 __GFP_NOWARN);
 	spin_lock(&pool->stash_lock);
 	if (!pool->part_pages) {
 		pool->part_pages = cache;

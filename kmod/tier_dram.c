@@ -100,7 +100,9 @@ static int kvt_dram_alloc_order(struct kvt_pool *pool, struct kvt_block *blk,
 		return blk->mem.page ? 0 : -ENOMEM;
 	}
 
-	chunks = kvmalloc_array(nr, sizeof(*chunks), GFP_KERNEL_ACCOUNT);
+	/* Like the pages (kvt_chunk_alloc()): -ENOMEM, not the OOM killer. */
+	chunks = kvmalloc_array(nr, sizeof(*chunks), GFP_KERNEL_ACCOUNT |
+				__GFP_RETRY_MAYFAIL | __GFP_NOWARN);
 	if (!chunks)
 		return -ENOMEM;
 	for (i = 0; i < nr; i++) {
