@@ -417,6 +417,7 @@ static u32 kvt_get_parts(struct kvt_pool *pool, struct kvtier_block *ents,
 	u32 ahead = 1;
 	struct kvt_part_rd **rds;
 	u32 *addrs, i, next = 0, done = 0;
+	bool killed;
 	int status;
 
 	/* A pool without parts reads none: its blocks are read whole. */
@@ -431,12 +432,17 @@ static u32 kvt_get_parts(struct kvt_pool *pool, struct kvtier_block *ents,
 	for (i = 0; i < nr; i++) {
 		struct kvtier_block *e = &ents[i];
 
-		for (; next < nr && next < i + ahead; next++)
+		/* Killed: no more reads, nor loads for the entries left. */
+		killed = fatal_signal_pending(current);
+		for (; !killed && next < nr && next < i + ahead; next++)
 			rds[next] = kvt_res_part_begin(pool, ents[next].key,
 						       off, len, &addrs[next]);
-		status = kvt_get_part_one(pool, e, meta ? &meta[i] : NULL,
+		status = killed ? -EINTR :
+			 kvt_get_part_one(pool, e, meta ? &meta[i] : NULL,
 					  off, len, rds ? rds[i] : NULL,
 					  addrs ? addrs[i] : KVT_NIL);
+		if (killed && meta)
+			memset(&meta[i], 0, sizeof(*meta));
 		if (rds && rds[i])
 			kvt_res_part_put(pool, rds[i], addrs[i]);
 		if (status)

@@ -999,6 +999,65 @@ TEST_F(nvme, failed_entries_end_their_reads)
 }
 
 /*
+ * Processes killed while their part GETs read (every layer of the cold
+ * blocks, over and over) leak nothing: afterwards every layer still reads
+ * exact (from NVMe, or from DRAM where a whole load the killed GET fell
+ * back to got there first), the device detaches (no read left counted in
+ * it), and once every key is dropped every address is free again: the
+ * pool takes a PUT for each (a block held by a lost user reference is
+ * never freed).
+ */
+TEST_F_TIMEOUT(nvme, killed_part_gets_leak_nothing, 300)
+{
+	__u32 off, len, done, i, l;
+	int round, st;
+	pid_t pid;
+
+	ASSERT_EQ(0, n_cold(self));
+	for (round = 0; round < 12; round++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			for (;;) {
+				for (l = 0; l < N_LAYERS; l++) {
+					n_layer(self->bs, l, &off, &len);
+					for (i = 0; i < N_KEYS; i++)
+						pt_ent(self->e, self->slots,
+						       self->bs, i, K0, i);
+					pt_get(self->pfd, self->e, N_KEYS, 0,
+					       off, len, NULL, &done);
+				}
+			}
+		}
+		usleep(1000 + round * 4000);
+		ASSERT_EQ(0, kill(pid, SIGKILL));
+		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		ASSERT_TRUE(WIFSIGNALED(st));
+	}
+	for (l = 0; l < N_LAYERS; l++) {
+		n_layer(self->bs, l, &off, &len);
+		for (i = 0; i < N_KEYS; i++)
+			pt_ent(self->e, self->slots, self->bs, i, K0, i);
+		ASSERT_EQ(0, pt_get(self->pfd, self->e, N_KEYS, 0, off, len,
+				    NULL, &done));
+		ASSERT_EQ(N_KEYS, done);
+		for (i = 0; i < N_KEYS; i++) {
+			ASSERT_EQ(-1, pt_bad(pt_slot(self->slots, self->bs, i),
+					     self->ref, self->bs, K0, i, GEN(1),
+					     off, len));
+			ASSERT_TRUE(self->e[i].tier == KVTIER_TIER_NVME ||
+				    self->e[i].tier == KVTIER_TIER_DRAM);
+		}
+	}
+	ASSERT_EQ(0, nvt_detach_deadline(60));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	for (i = 0; i < NPUT; i++)
+		ASSERT_EQ(0, kst_drop1(self->pfd, K0, i));
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 1000, CAP, 2,
+			       0));
+}
+
+/*
  * Records (KVTIER_F_META) of blocks read in parts from NVMe: each entry
  * gets its block's record with its range, a miss an empty one.
  */
