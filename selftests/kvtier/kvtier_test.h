@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -557,6 +558,72 @@ static inline int kst_read_file(const char *path, char *buf, size_t len)
 		return (int)n;
 	buf[n] = '\0';
 	return (int)n;
+}
+
+/* Write @s to the file @path; 0 or -errno. */
+static inline int kst_write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -errno;
+}
+
+/* ---- memory cgroups ------------------------------------------------------ */
+
+#define KST_CG_ROOT	"/sys/fs/cgroup"
+
+/*
+ * A child cgroup of this process, "kvt-@tag-PID", with the memory
+ * controller, memory.max @max and no swap, its path into @dir: 0, or
+ * -ENODEV without a cgroup2 memory controller, or -errno.
+ */
+static inline int kst_cg_make(char *dir, size_t len, const char *tag,
+			      const char *max)
+{
+	char buf[512];
+
+	if (access(KST_CG_ROOT "/cgroup.controllers", F_OK) &&
+	    mount("none", KST_CG_ROOT, "cgroup2", 0, NULL))
+		return -ENODEV;
+	if (kst_read_file(KST_CG_ROOT "/cgroup.controllers", buf,
+			  sizeof(buf)) < 0 || !strstr(buf, "memory"))
+		return -ENODEV;
+	kst_write_str(KST_CG_ROOT "/cgroup.subtree_control", "+memory");
+	snprintf(dir, len, KST_CG_ROOT "/kvt-%s-%d", tag, (int)getpid());
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(buf, sizeof(buf), "%s/memory.max", dir);
+	if (kst_write_str(buf, max))
+		return -ENODEV;
+	snprintf(buf, sizeof(buf), "%s/memory.swap.max", dir);
+	kst_write_str(buf, "0");
+	return 0;
+}
+
+/* Move the calling process into cgroup @dir; 0 or -errno. */
+static inline int kst_cg_enter(const char *dir)
+{
+	char procs[300], pidstr[32];
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)getpid());
+	return kst_write_str(procs, pidstr);
+}
+
+/* The most memory cgroup @dir was ever charged, in bytes, or -errno. */
+static inline long long kst_cg_peak(const char *dir)
+{
+	char path[300], buf[64];
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/memory.peak", dir);
+	ret = kst_read_file(path, buf, sizeof(buf));
+	return ret < 0 ? ret : strtoll(buf, NULL, 10);
 }
 
 /* Write a number to a sysfs or debugfs file; 0 or -errno. */

@@ -380,67 +380,9 @@ TEST_F(life, unload_refused_while_in_use)
 
 /* ---- memory cgroup ------------------------------------------------------ */
 
-#define CG_ROOT		"/sys/fs/cgroup"
-
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -errno;
-}
-
-/* A child cgroup @tag with the memory controller and @max, or -errno. */
-static int cg_make(char *dir, size_t len, const char *tag, const char *max)
-{
-	char buf[512];
-
-	if (access(CG_ROOT "/cgroup.controllers", F_OK) &&
-	    mount("none", CG_ROOT, "cgroup2", 0, NULL))
-		return -ENODEV;
-	if (kst_read_file(CG_ROOT "/cgroup.controllers", buf, sizeof(buf)) < 0 ||
-	    !strstr(buf, "memory"))
-		return -ENODEV;
-	write_str(CG_ROOT "/cgroup.subtree_control", "+memory");
-	snprintf(dir, len, CG_ROOT "/kvt-%s-%d", tag, getpid());
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	snprintf(buf, sizeof(buf), "%s/memory.max", dir);
-	if (write_str(buf, max))
-		return -ENODEV;
-	snprintf(buf, sizeof(buf), "%s/memory.swap.max", dir);
-	write_str(buf, "0");
-	return 0;
-}
-
 static int cg_setup(char *dir, size_t len)
 {
-	return cg_make(dir, len, "life", "16M");
-}
-
-/* Move the calling process into cgroup @dir; 0 or -errno. */
-static int cg_enter(const char *dir)
-{
-	char procs[300], pidstr[32];
-
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-	snprintf(pidstr, sizeof(pidstr), "%d", getpid());
-	return write_str(procs, pidstr);
-}
-
-/* The most memory cgroup @dir was ever charged, in bytes, or -errno. */
-static long long cg_peak(const char *dir)
-{
-	char path[300], buf[64];
-	int ret;
-
-	snprintf(path, sizeof(path), "%s/memory.peak", dir);
-	ret = kst_read_file(path, buf, sizeof(buf));
-	return ret < 0 ? ret : strtoll(buf, NULL, 10);
+	return kst_cg_make(dir, len, "life", "16M");
 }
 
 /* What kvt_block_index_bytes() charges for @capacity blocks. */
@@ -460,7 +402,7 @@ static long long index_bytes(__u32 capacity)
  */
 TEST_F(life, memcg_limit_enomem)
 {
-	char dir[256], procs[300], cname[KVTIER_NAME_MAX];
+	char dir[256], cname[KVTIER_NAME_MAX];
 	char *buf = kst_alloc(BS);
 	int ret, code;
 	pid_t pid;
@@ -475,12 +417,9 @@ TEST_F(life, memcg_limit_enomem)
 	pid = kst_fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		char pidstr[32];
 		int fd;
 
-		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-		snprintf(pidstr, sizeof(pidstr), "%d", getpid());
-		if (write_str(procs, pidstr))
+		if (kst_cg_enter(dir))
 			_exit(10);
 		/* 64 MiB of blocks: four times the cgroup's limit. */
 		fd = kst_pool_create(self->ctl, cname, BS, 4096, 4096);
@@ -535,8 +474,8 @@ TEST_F(life, create_reserves_before_allocating)
 	int i, ret, code, made;
 	pid_t pid[4];
 
-	ret = cg_make(dir, sizeof(dir), "resv", "max");
-	if (ret || cg_peak(dir) < 0)
+	ret = kst_cg_make(dir, sizeof(dir), "resv", "max");
+	if (ret || kst_cg_peak(dir) < 0)
 		SKIP(return, "no cgroup2 memory controller with memory.peak (%d)",
 		     ret);
 	ASSERT_EQ(0, kst_param("dram_mb", &mb));
@@ -549,7 +488,7 @@ TEST_F(life, create_reserves_before_allocating)
 		struct kvtier_pool_stat st;
 		int fd;
 
-		if (cg_enter(dir))
+		if (kst_cg_enter(dir))
 			_exit(10);
 		kst_create_init(&c, self->name, BS, KVTIER_CAPACITY_MAX, 1);
 		c.flags = KVTIER_POOL_OPEN_EXISTING;
@@ -558,17 +497,17 @@ TEST_F(life, create_reserves_before_allocating)
 			_exit(11);
 		if (kst_stat(fd, &st) || st.capacity != CAP)
 			_exit(12);
-		_exit(cg_peak(dir) < (16LL << 20) ? 0 : 13);
+		_exit(kst_cg_peak(dir) < (16LL << 20) ? 0 : 13);
 	}
 	code = kst_wait(pid[0]);
 	EXPECT_EQ(0, code) TH_LOG("peak %lld MiB (an index of %u blocks is %lld MiB)",
-				  cg_peak(dir) >> 20,
+				  kst_cg_peak(dir) >> 20,
 				  (unsigned int)KVTIER_CAPACITY_MAX,
 				  index_bytes(KVTIER_CAPACITY_MAX) >> 20);
 	rmdir(dir);
 
 	/* Four creates at once, each of an index of over half the budget. */
-	ASSERT_EQ(0, cg_make(dir, sizeof(dir), "resv4", "max"));
+	ASSERT_EQ(0, kst_cg_make(dir, sizeof(dir), "resv4", "max"));
 	for (cap = 1024; index_bytes(cap + cap / 16) <= mb * 3 / 5 << 20;)
 		cap += cap / 16;
 	idx = index_bytes(cap);
@@ -578,7 +517,7 @@ TEST_F(life, create_reserves_before_allocating)
 		if (pid[i] == 0) {
 			int round, fd;
 
-			if (cg_enter(dir))
+			if (kst_cg_enter(dir))
 				_exit(10);
 			kst_name(cname, "resv");
 			for (round = 0, made = 0; round < 3; round++) {
@@ -609,7 +548,7 @@ TEST_F(life, create_reserves_before_allocating)
 	}
 	/* Something was created, so the peak below measured a create. */
 	EXPECT_LT(0, made);
-	peak = cg_peak(dir);
+	peak = kst_cg_peak(dir);
 	EXPECT_GT(idx + idx / 2, peak) TH_LOG("peak %lld MiB, one index %lld MiB",
 					      peak >> 20, idx >> 20);
 	rmdir(dir);

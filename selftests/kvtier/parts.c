@@ -1680,7 +1680,6 @@ TEST_F_TIMEOUT(nvme, uring_layers, 120)
 #define A_BS		(8 * KST_MIB)	/* 2048 pages: 2 parts of 4 MiB */
 #define A_N		64U		/* entries of the batch */
 #define A_LIMIT		(128 * KST_MIB)	/* what their reads may hold at once */
-#define CG_ROOT		"/sys/fs/cgroup"
 
 FIXTURE(ahead) {
 	struct nvt_fix;
@@ -1699,44 +1698,11 @@ FIXTURE_VARIANT_ADD(ahead, b8m_p2) {
 	},
 };
 
-static int pt_write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -errno;
-}
-
-/* The most memory cgroup @dir was ever charged, in bytes, or -errno. */
-static long long pt_cg_peak(const char *dir)
-{
-	char path[300], buf[64];
-	int ret;
-
-	snprintf(path, sizeof(path), "%s/memory.peak", dir);
-	ret = kst_read_file(path, buf, sizeof(buf));
-	return ret < 0 ? ret : strtoll(buf, NULL, 10);
-}
-
 FIXTURE_SETUP(ahead)
 {
-	char buf[512];
-
 	nvt_setup(_metadata, NVT_FIX(self), &variant->cfg);
 	ASSERT_TRUE(kst_supported(KVTIER_F_PARTS));
-	if (access(CG_ROOT "/cgroup.controllers", F_OK))
-		mount("none", CG_ROOT, "cgroup2", 0, NULL);
-	if (kst_read_file(CG_ROOT "/cgroup.controllers", buf, sizeof(buf)) < 0 ||
-	    !strstr(buf, "memory"))
-		return;
-	pt_write_str(CG_ROOT "/cgroup.subtree_control", "+memory");
-	snprintf(self->cg, sizeof(self->cg), CG_ROOT "/kvt-parts-%d",
-		 (int)getpid());
-	if (mkdir(self->cg, 0755) && errno != EEXIST)
+	if (kst_cg_make(self->cg, sizeof(self->cg), "parts", "max"))
 		self->cg[0] = '\0';
 }
 
@@ -1758,14 +1724,12 @@ static int a_child(FIXTURE_DATA(ahead) *self, int fd)
 	struct kvtier_pool_create c;
 	struct kvtier_block e[A_N];
 	struct kvtier_pool_stat st;
-	char procs[300], pid[32], *out;
+	char *out;
 	long long peak0, rise;
 	__u32 done, i;
 	int pfd;
 
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", self->cg);
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	if (pt_write_str(procs, pid))
+	if (kst_cg_enter(self->cg))
 		return 10;
 	kst_create_init(&c, self->name, A_BS, 4, 1);
 	c.parts = 2;
@@ -1781,12 +1745,12 @@ static int a_child(FIXTURE_DATA(ahead) *self, int fd)
 	memset(out, PT_POISON, KST_PAGE);
 	for (i = 0; i < A_N; i++)
 		kst_blk(&e[i], K0, 0, out + i);
-	peak0 = pt_cg_peak(self->cg);
+	peak0 = kst_cg_peak(self->cg);
 	if (peak0 < 0)
 		return 14;
 	if (pt_get(pfd, e, A_N, 0, 12345, 1, NULL, &done) || done != A_N)
 		return 15;
-	rise = pt_cg_peak(self->cg) - peak0;
+	rise = kst_cg_peak(self->cg) - peak0;
 	kst_fill(self->buf, A_BS, K0, 0, GEN(1));
 	for (i = 0; i < A_N; i++)
 		if (e[i].tier != KVTIER_TIER_NVME || out[i] != self->buf[12345])
