@@ -355,6 +355,7 @@ static int kvt_get_part_read(struct kvt_pool *pool, struct kvtier_block *e,
 
 	/* Held as a user: the block's record is fixed (struct kvt_block). */
 	spin_lock(&pool->lock);
+	pool->stats.part_reads++;
 	pool->stats.hits++;
 	pool->stats.gets++;
 	pool->stats.bytes_out += len;

@@ -703,14 +703,7 @@ struct kvt_part_rd *kvt_res_part_begin(struct kvt_pool *pool, const u64 *key,
 int kvt_res_part_end(struct kvt_pool *pool, struct kvt_part_rd *rd,
 		     struct iov_iter *to)
 {
-	int ret = kvt_nvme_tier.part_end(rd, to);
-
-	if (!ret) {
-		spin_lock(&pool->lock);
-		pool->stats.part_reads++;
-		spin_unlock(&pool->lock);
-	}
-	return ret;
+	return kvt_nvme_tier.part_end(rd, to);
 }
 
 /**
