@@ -427,6 +427,58 @@ static inline int nvt_pool_id(const char *path, const char *name, __u64 *id)
 }
 
 /*
+ * Bytes nvt_seg_read() reads for regions of @region_bytes: the header and
+ * one record per page of the region, in whole pages; the most records a
+ * summary can hold in that, in *@max_recs.
+ */
+static inline size_t nvt_summary_len(__u64 region_bytes, __u32 *max_recs)
+{
+	size_t slen = sizeof(struct nvt_disk_region) +
+		      region_bytes / NVT_DISK_PAGE *
+		      sizeof(struct nvt_disk_rec);
+
+	slen = (slen + NVT_DISK_PAGE - 1) & ~(NVT_DISK_PAGE - 1);
+	*max_recs = (slen - sizeof(struct nvt_disk_region)) /
+		    sizeof(struct nvt_disk_rec);
+	return slen;
+}
+
+/*
+ * Read the summary of the segment at @page of region @r of the store on
+ * @path (superblock @sb) into @dr (nvt_summary_len() bytes) and check that
+ * it is one: the store's uuid, its own page and, after the first (@page
+ * > 0), the @seq and @nonce of the region's first, as replay does. 1 if
+ * so, 0 if not (the region's segments end before it), or -errno.
+ */
+static inline int nvt_seg_read(const char *path, const struct nvt_disk_sb *sb,
+			       __u32 r, __u64 page, struct nvt_disk_region *dr,
+			       __u64 seq, __u64 nonce)
+{
+	__u64 rpages = sb->region_bytes / NVT_DISK_PAGE;
+	__u64 roff = NVT_DATA_OFF + (__u64)r * sb->region_bytes;
+	__u32 max_recs;
+	size_t len = nvt_summary_len(sb->region_bytes, &max_recs);
+	int ret;
+
+	if (len > (rpages - page) * NVT_DISK_PAGE)
+		len = (rpages - page) * NVT_DISK_PAGE;
+	ret = nvt_raw_read(path, roff + page * NVT_DISK_PAGE, dr, len);
+	if (ret)
+		return ret;
+	return dr->magic == NVT_REGION_MAGIC &&
+	       !memcmp(dr->uuid, sb->uuid, sizeof(sb->uuid)) &&
+	       dr->nr <= max_recs && dr->seg_page == page &&
+	       (!page || (dr->seq == seq && dr->nonce == nonce));
+}
+
+/* Pages a segment read by nvt_seg_read() takes (v1 summaries: the region). */
+static inline __u64 nvt_seg_len(const struct nvt_disk_sb *sb,
+				const struct nvt_disk_region *dr)
+{
+	return dr->seg_pages ? dr->seg_pages : sb->region_bytes / NVT_DISK_PAGE;
+}
+
+/*
  * Find keys (@k0, @k1 + j), j < @n, of pool @pool_id (0: any pool) in the
  * segments of the regions of the store on @path whose summary carries the
  * store's uuid (from its superblock), in one scan; a region's segments
@@ -441,8 +493,8 @@ static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
 {
 	struct nvt_disk_region *dr;
 	struct nvt_disk_sb sb;
-	size_t slen;
 	__u32 r, i, max_recs;
+	size_t slen;
 	int ret;
 
 	memset(locs, 0, n * sizeof(*locs));
@@ -451,10 +503,7 @@ static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
 		return ret;
 	if (!sb.region_bytes || sb.region_bytes % NVT_DISK_PAGE)
 		return -EINVAL;
-	/* Summary: header and one record per page of the region, whole pages. */
-	slen = sizeof(*dr) + sb.region_bytes / NVT_DISK_PAGE * sizeof(dr->recs[0]);
-	slen = (slen + NVT_DISK_PAGE - 1) & ~(NVT_DISK_PAGE - 1);
-	max_recs = (slen - sizeof(*dr)) / sizeof(dr->recs[0]);
+	slen = nvt_summary_len(sb.region_bytes, &max_recs);
 	dr = kst_alloc(slen);
 	if (!dr)
 		return -ENOMEM;
@@ -465,21 +514,14 @@ static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
 
 		while (page < rpages) {
 			__u64 soff = roff + page * NVT_DISK_PAGE;
-			size_t len = slen;
-			__u32 seg;
-			int err;
+			int err = nvt_seg_read(path, &sb, r, page, dr, seq,
+					       nonce);
 
-			if (len > (rpages - page) * NVT_DISK_PAGE)
-				len = (rpages - page) * NVT_DISK_PAGE;
-			err = nvt_raw_read(path, soff, dr, len);
-			if (err) {
+			if (err < 0) {
 				ret = err;
 				goto out;
 			}
-			if (dr->magic != NVT_REGION_MAGIC ||
-			    memcmp(dr->uuid, sb.uuid, sizeof(sb.uuid)) ||
-			    dr->nr > max_recs || dr->seg_page != page ||
-			    (page && (dr->seq != seq || dr->nonce != nonce)))
+			if (!err)
 				break;
 			seq = dr->seq;
 			nonce = dr->nonce;
@@ -507,8 +549,7 @@ static inline int nvt_find_blocks_of(const char *path, __u64 pool_id,
 				loc->flags = rec->flags;
 				loc->pool_id = rec->pool_id;
 			}
-			seg = dr->seg_pages ? dr->seg_pages : rpages;
-			page += seg;
+			page += nvt_seg_len(&sb, dr);
 		}
 	}
 	for (i = 0; i < n; i++)
