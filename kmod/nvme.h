@@ -103,6 +103,7 @@ struct kvt_nvme {
 	atomic64_t lost_blocks;
 	atomic64_t rescued;
 	atomic64_t io_errors;
+	atomic64_t bytes_discarded;
 	u64 attach_ns;
 };
 
@@ -163,6 +164,7 @@ int kvt_segment_read(struct kvt_nvme *nvme, u32 r, u32 *page, u64 seq,
 u32 kvt_seg_pages(struct kvt_nvme *nvme, struct kvt_disk_region *dr);
 
 /* tier_nvme.c */
+void kvt_nvme_discard(struct kvt_nvme *nvme, u64 off, u64 len);
 u32 kvt_rec_seed(u64 pool_id, const u64 *key, u64 seq);
 u32 kvt_rec_crc(u32 seed, u32 dcrc, u64 len);
 u32 kvt_rec_dcrc(u32 seed, u32 crc, u64 len);

@@ -135,6 +135,9 @@ static int kvt_nvme_format(struct kvt_nvme *nvme, u32 region_kib)
 	generate_random_uuid(nvme->uuid);
 	nvme->generation = 0;
 	kvt_nvme_geometry(nvme);
+	/* What the device held is nobody's now. */
+	kvt_nvme_discard(nvme, KVT_DATA_OFF,
+			 (u64)nvme->nr_regions * nvme->region_bytes);
 
 	table = kvcalloc(KVT_POOL_SLOTS, sizeof(struct kvt_disk_pool),
 			 GFP_KERNEL);
@@ -926,6 +929,7 @@ static void kvt_nvme_stat_add(struct kvt_nvme *nvme,
 	st->lost_blocks += atomic64_read(&nvme->lost_blocks);
 	st->rescued += atomic64_read(&nvme->rescued);
 	st->io_errors += atomic64_read(&nvme->io_errors);
+	st->bytes_discarded += atomic64_read(&nvme->bytes_discarded);
 	st->attach_ns += nvme->attach_ns;
 }
 

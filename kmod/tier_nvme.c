@@ -17,7 +17,11 @@
  *
  * Regions are written in order around the device; the next one to write is
  * reclaimed first (its blocks that live nowhere else are dropped). Nothing is
- * overwritten in place except the superblock and the pool table.
+ * overwritten in place except the superblock and the pool table. What the
+ * log no longer holds is discarded (parameter "discard"): a formatted
+ * store's data area, and the rest of a reclaimed region once the first
+ * segment written there again is durable, when replay no longer reaches
+ * what was beyond it.
  *
  * Tiering is inclusive: a block promoted back to DRAM keeps its NVMe copy,
  * so evicting it again costs no write. The store on the device (superblock,
@@ -32,12 +36,20 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bio.h>
+#include <linux/blkdev.h>
 #include <linux/crc32.h>
 #include <linux/crc32c.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/sched/signal.h>
 #include "nvme.h"
 #include "trace.h"
+
+static bool kvt_discard = true;
+module_param_named(discard, kvt_discard, bool, 0644);
+MODULE_PARM_DESC(discard,
+		 "Discard what the NVMe log frees, where the device can (default Y)");
 
 #define KVT_WRITE_QD		4	/* segment writes in flight */
 /* Blocks in use with a copy in the next 1/8 of the log to reclaim: rewritten */
@@ -146,6 +158,27 @@ int kvt_nvme_rw(struct kvt_nvme *nvme, blk_opf_t opf, u64 off, void *buf,
 	else
 		atomic64_add(len, &nvme->bytes_read);
 	return ret;
+}
+
+/**
+ * kvt_nvme_discard() - tell the device that a range holds nothing
+ * @nvme: the device
+ * @off: byte offset, 4 KiB aligned
+ * @len: bytes, 4 KiB aligned
+ *
+ * A no-op with the "discard" parameter off or on a device that does not
+ * discard. Synchronous: a write there that follows lands after it. A
+ * discard that fails loses nothing (the range is dead), so it is only not
+ * counted.
+ */
+void kvt_nvme_discard(struct kvt_nvme *nvme, u64 off, u64 len)
+{
+	if (!len || !READ_ONCE(kvt_discard) ||
+	    !bdev_max_discard_sectors(nvme->bdev))
+		return;
+	if (!blkdev_issue_discard(nvme->bdev, KVT_SECTORS(off),
+				  KVT_SECTORS(len), GFP_NOIO))
+		atomic64_add(len, &nvme->bytes_discarded);
 }
 
 /**
@@ -529,6 +562,7 @@ struct kvt_wbr {
 	u64 tables;		/* part table bytes written */
 	u64 demoted;		/* block bytes written */
 	bool data_done;		/* the data is durable; the summary goes now */
+	bool discard_rest;	/* the first segment of a reclaimed region */
 	struct kvt_disk_region *summary;
 	struct kvt_wb_entry ents[];
 };
@@ -721,6 +755,18 @@ static void kvt_wbr_done(struct work_struct *work)
 		kvt_wbr_write_summary(wbr);
 		return;
 	}
+	/*
+	 * The first segment of a reclaimed region is durable: replay stops
+	 * after it now, so what the region held beyond it is dead. The
+	 * region is WRITING until below: nothing is appended before the
+	 * discard ends.
+	 */
+	if (!wbr->io.status && wbr->discard_rest) {
+		u64 end = (u64)(wbr->page + wbr->pages) * KVT_DISK_PAGE;
+
+		kvt_nvme_discard(nvme, kvt_region_bytes_off(nvme, wbr->region) +
+				 end, nvme->region_bytes - end);
+	}
 
 	mutex_lock(&nvme->lock);
 	rg = &nvme->regions[wbr->region];
@@ -845,7 +891,9 @@ static int kvt_region_next(struct kvt_nvme *nvme, struct kvt_wbr *wbr)
 		return -ENOSPC;
 	if (nvme->open == r)
 		nvme->open = KVT_NIL;
-	if (rg->state != KVT_REGION_FREE)
+	/* Its old segments beyond the first new one go once that is in. */
+	wbr->discard_rest = rg->state != KVT_REGION_FREE;
+	if (wbr->discard_rest)
 		kvt_region_reclaim(nvme, r, wbr->summary);
 	rg->state = KVT_REGION_WRITING;
 	rg->seq = nvme->next_seq++;

@@ -183,7 +183,10 @@ class _NvmeStat(ctypes.Structure):
                 ("bytes_demoted", _u64), ("bytes_read", _u64),
                 ("reclaimed", _u64), ("lost_blocks", _u64),
                 ("io_errors", _u64), ("attach_ns", _u64),
-                ("uuid", _u8 * 16), ("reserved", _u64 * 6)]
+                ("uuid", _u8 * 16), ("rescued", _u64),
+                ("dev_index", _u32), ("dev_major", _u32),
+                ("dev_minor", _u32), ("_pad", _u32),
+                ("bytes_discarded", _u64), ("reserved", _u64 * 2)]
 
 
 class _Hint(ctypes.Structure):

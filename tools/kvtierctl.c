@@ -227,6 +227,8 @@ static void print_nvme_stat(int err, const struct kvtier_nvme_stat *ns)
 	       human_bytes(ns->bytes_demoted, b2, sizeof(b2)),
 	       ns->bytes_demoted ? (double)ns->bytes_written / ns->bytes_demoted : 0,
 	       human_bytes(ns->bytes_read, b3, sizeof(b3)));
+	printf("%-22s discarded %s\n", "",
+	       human_bytes(ns->bytes_discarded, b1, sizeof(b1)));
 	format_uuid(ns->uuid, uuid, sizeof(uuid));
 	printf("%-22s reclaimed %llu regions, lost %llu blocks, rescued %llu, %llu I/O errors, attach %.3f s, uuid %s\n",
 	       "", (unsigned long long)ns->reclaimed,

@@ -710,6 +710,24 @@ class TestPrefetchNvme(unittest.TestCase):
         self.assertEqual(look.tier[:64], [kvtier.TIER_NVME] * 64)
         self.assertEqual(look.tier[-1], kvtier.TIER_DRAM)
 
+    def test_nvme_stat_bytes_discarded(self):
+        st = self.ctx.nvme_stat()
+        self.assertIn("bytes_discarded", st)
+        self.assertIn("rescued", st)
+        queue = "/sys/dev/block/%d:%d/queue/discard_max_bytes" % (
+            os.major(os.stat(nvme_device()[0]).st_rdev),
+            os.minor(os.stat(nvme_device()[0]).st_rdev))
+        with open("/sys/module/kvtier/parameters/discard") as f:
+            on = f.read().strip() == "Y"
+        with open(queue) as f:
+            can = int(f.read()) > 0
+        # A FORMAT (setUpClass's) discards the data area where it can.
+        if self.detach and on and can:
+            self.assertGreaterEqual(st["bytes_discarded"],
+                                    st["nr_regions"] * st["region_bytes"])
+        elif not on or not can:
+            self.assertEqual(st["bytes_discarded"], 0)
+
     def tearDown(self):
         for k, v in self.params.items():
             set_param(k, v)

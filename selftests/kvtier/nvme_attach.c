@@ -526,6 +526,11 @@ TEST_F(attach, nvme_stat)
 	/* Format and attach wrote the superblock and the pool table. */
 	ASSERT_LE(NVT_DISK_PAGE, ns.bytes_written);
 	ASSERT_EQ(0U, ns.bytes_demoted);
+	/* An output field is no input: what the last call left is taken. */
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ns.bytes_discarded = ~0ULL;
+	ASSERT_EQ(0, kst_ioctl(self->ctl, KVTIER_IOC_NVME_STAT, &ns));
+	ASSERT_NE(~0ULL, ns.bytes_discarded);
 
 	/* Device 0 is this one; device 1 is not in use. */
 	memset(&ns, 0, sizeof(ns));

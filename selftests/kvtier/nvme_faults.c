@@ -246,6 +246,263 @@ TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 	EXPECT_LT(0U, t.exact);
 }
 
+/* ==== discard: what the log frees, the device is told ==================== */
+
+/*
+ * A wrap device of 16 MiB: 15 regions of 1 MiB. The teardown turns the
+ * "discard" parameter back on, whatever a case left it at.
+ */
+FIXTURE(discard) {
+	struct nvt_fix;
+};
+
+static const struct nvt_cfg discard_cfg = {
+	.block_size = WRAP_BS, .tag = "discard", .capacity = 1024,
+	.dram_blocks = WRAP_DRAM, .dm = DM_SMALL, .dm_mib = 16,
+	.attach = true, .region_kib = 1024,
+};
+
+#define DISCARD_PARAM	KST_PARAM_DIR "/discard"
+#define DISCARD_FILL	0xa5	/* what the data area holds before the log */
+#define DM_SMALL_PATH	"/dev/mapper/" DM_SMALL
+
+FIXTURE_SETUP(discard)
+{
+	nvt_setup(_metadata, NVT_FIX(self), &discard_cfg);
+}
+
+FIXTURE_TEARDOWN(discard)
+{
+	kst_write_num(DISCARD_PARAM, 1);
+	nvt_teardown(NVT_FIX(self));
+}
+
+/* Whether block device @path discards: its queue's discard_max_bytes. */
+static bool discards(const char *path)
+{
+	char sys[128], buf[32];
+	struct stat st;
+
+	if (stat(path, &st) || !S_ISBLK(st.st_mode))
+		return false;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/queue/discard_max_bytes",
+		 major(st.st_rdev), minor(st.st_rdev));
+	return kst_read_file(sys, buf, sizeof(buf)) > 0 && atoll(buf) > 0;
+}
+
+/* Whether every byte of [@off, @off + @len) of @path is @byte. */
+static bool range_is(const char *path, __u64 off, __u64 len, __u8 byte)
+{
+	__u8 *buf = kst_alloc(KST_MIB);
+	bool same = buf != NULL;
+	__u64 n, i;
+
+	for (; same && len; off += n, len -= n) {
+		n = len < KST_MIB ? len : KST_MIB;
+		same = !nvt_raw_read(path, off, buf, n);
+		for (i = 0; same && i < n; i++)
+			same = buf[i] == byte;
+	}
+	kst_free(buf, KST_MIB);
+	return same;
+}
+
+/* Fill the data area of the store on @path (superblock @sb) with @byte. */
+static int fill_data_area(const char *path, const struct nvt_disk_sb *sb,
+			  __u8 byte)
+{
+	__u8 *buf = kst_alloc(sb->region_bytes);
+	int ret = buf ? 0 : -ENOMEM;
+	__u32 r;
+
+	if (buf)
+		memset(buf, byte, sb->region_bytes);
+	for (r = 0; !ret && r < sb->nr_regions; r++)
+		ret = nvt_raw_write(path, NVT_DATA_OFF + r * sb->region_bytes,
+				    buf, sb->region_bytes);
+	kst_free(buf, sb->region_bytes);
+	return ret;
+}
+
+/* A region as replay sees it. */
+struct region_walk {
+	__u64 seq;		/* of its segments */
+	__u64 first_end;	/* page where its first segment ends */
+	__u64 end;		/* page where its last one ends */
+};
+
+/* Walk region @r into @w: 0, -ENOENT without a segment, or -errno. */
+static int region_walk(const char *path, const struct nvt_disk_sb *sb,
+		       __u32 r, struct region_walk *w)
+{
+	__u64 rpages = sb->region_bytes / NVT_DISK_PAGE, nonce = 0;
+	__u32 max_recs;
+	size_t slen = nvt_summary_len(sb->region_bytes, &max_recs);
+	struct nvt_disk_region *dr = kst_alloc(slen);
+	int ret = 0;
+
+	if (!dr)
+		return -ENOMEM;
+	memset(w, 0, sizeof(*w));
+	while (w->end < rpages) {
+		ret = nvt_seg_read(path, sb, r, w->end, dr, w->seq, nonce);
+		if (ret <= 0)
+			break;
+		w->seq = dr->seq;
+		nonce = dr->nonce;
+		w->end += nvt_seg_len(sb, dr);
+		if (!w->first_end)
+			w->first_end = w->end;
+	}
+	kst_free(dr, slen);
+	if (ret < 0)
+		return ret;
+	return w->end ? 0 : -ENOENT;
+}
+
+/*
+ * PUT cold blocks until the log has gone once and a half round, and SYNC.
+ * Then look at every region past where replay stops. A region written
+ * once still holds DISCARD_FILL there. One written again (reclaimed) reads
+ * zero there if @discarded, else what it held before: DISCARD_FILL or the
+ * first round's segments, never all zero. Return the bytes the reclaimed
+ * regions held past their first new segment, which is what they discard
+ * (-1 on a failure, logged).
+ */
+static long long wrap_and_check(struct __test_metadata *_metadata,
+				struct nvt_fix *f, bool discarded)
+{
+	__u32 per_region = 1024 * KST_KIB / WRAP_BS, r, again = 0;
+	__u64 n = (__u64)nvme_nr_regions(f->ctl) * per_region * 3 / 2;
+	struct region_walk *w;
+	long long rest = 0;
+	struct nvt_disk_sb sb;
+	bool ok = true;
+
+	if (put_range(f->pfd, f->buf, WRAP_BS, 1000, n, 1, 0) ||
+	    nvt_sync(f->pfd, NULL) || nvt_read_sb(DM_SMALL_PATH, &sb)) {
+		TH_LOG("PUT, SYNC or the superblock failed");
+		return -1;
+	}
+	w = calloc(sb.nr_regions, sizeof(*w));
+	if (!w)
+		return -1;
+	for (r = 0; r < sb.nr_regions && ok; r++)
+		ok = !region_walk(DM_SMALL_PATH, &sb, r, &w[r]);
+	/* From a FORMAT, seq 1 to nr_regions go to the regions in order. */
+	for (r = 0; r < sb.nr_regions && ok; r++) {
+		bool reclaimed = w[r].seq > sb.nr_regions;
+		__u64 off = NVT_DATA_OFF + r * sb.region_bytes +
+			    w[r].end * NVT_DISK_PAGE;
+		__u64 len = sb.region_bytes - w[r].end * NVT_DISK_PAGE;
+		const char *want;
+
+		again += reclaimed;
+		if (reclaimed)
+			rest += sb.region_bytes - w[r].first_end * NVT_DISK_PAGE;
+		if (!reclaimed) {
+			ok = range_is(DM_SMALL_PATH, off, len, DISCARD_FILL);
+			want = "the fill";
+		} else if (discarded) {
+			ok = range_is(DM_SMALL_PATH, off, len, 0);
+			want = "zero";
+		} else {
+			ok = !len || !range_is(DM_SMALL_PATH, off, len, 0);
+			want = "what it held";
+		}
+		if (!ok)
+			TH_LOG("region %u (seq %llu, %s): bytes past page %llu are not %s",
+			       r, (unsigned long long)w[r].seq,
+			       reclaimed ? "written again" : "written once",
+			       (unsigned long long)w[r].end, want);
+	}
+	free(w);
+	TH_LOG("%llu blocks put: %u of %u regions written again, %lld bytes past their first segment",
+	       (unsigned long long)n, again, sb.nr_regions, rest);
+	if (!again || again == sb.nr_regions)
+		ok = false;
+	return ok ? rest : -1;
+}
+
+/*
+ * Nothing discarded reads back as a block: every key wrap_and_check() put
+ * is exact or a miss. (The reads rescue blocks whose copy is in a region
+ * about to be reclaimed: they write, and so reclaim and discard, too.)
+ */
+static bool reads_exact_or_miss(struct __test_metadata *_metadata,
+				struct nvt_fix *f)
+{
+	__u64 n = (__u64)nvme_nr_regions(f->ctl) *
+		  (1024 * KST_KIB / WRAP_BS) * 3 / 2;
+	struct tally t;
+
+	tally_range(f->pfd, f->buf, WRAP_BS, 1000, n, 1, &t, NULL);
+	TH_LOG("GET after the wrap: %u exact, %u missed, %u wrong, %u EIO, %u other",
+	       t.exact, t.miss, t.wrong, t.eio, t.other);
+	return !t.wrong && !t.eio && !t.other && t.exact;
+}
+
+/*
+ * A FORMAT discards the data area; a reclaimed region, what it held past
+ * the first segment written there again, once that is durable; the device
+ * reads it back zero, the counter says as much, and every block reads
+ * back exact or is a miss.
+ */
+TEST_F_TIMEOUT(discard, format_and_reclaim, 600)
+{
+	struct kvtier_nvme_stat ns0, ns1;
+	struct nvt_disk_sb sb;
+	long long rest;
+
+	if (!discards(DM_SMALL_PATH))
+		SKIP(return, "%s does not discard", DM_SMALL_PATH);
+	/* The setup's FORMAT. */
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns0));
+	ASSERT_EQ(0, nvt_read_sb(DM_SMALL_PATH, &sb));
+	EXPECT_EQ((__u64)sb.nr_regions * sb.region_bytes, ns0.bytes_discarded);
+	EXPECT_TRUE(range_is(DM_SMALL_PATH, NVT_DATA_OFF,
+			     (__u64)sb.nr_regions * sb.region_bytes, 0));
+
+	ASSERT_EQ(0, fill_data_area(DM_SMALL_PATH, &sb, DISCARD_FILL));
+	rest = wrap_and_check(_metadata, NVT_FIX(self), true);
+	ASSERT_LT(0, rest);
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns1));
+	EXPECT_EQ((__u64)rest, ns1.bytes_discarded - ns0.bytes_discarded);
+	EXPECT_TRUE(reads_exact_or_miss(_metadata, NVT_FIX(self)));
+}
+
+/* With the parameter off, nothing is discarded, at FORMAT or after. */
+TEST_F_TIMEOUT(discard, parameter_off, 600)
+{
+	struct kvtier_nvme_stat ns;
+	struct nvt_disk_sb sb;
+
+	if (!discards(DM_SMALL_PATH))
+		SKIP(return, "%s does not discard", DM_SMALL_PATH);
+	ASSERT_EQ(0, kst_write_num(DISCARD_PARAM, 0));
+	ASSERT_EQ(0, nvt_read_sb(DM_SMALL_PATH, &sb));
+	close(self->pfd);
+	self->pfd = -1;
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, fill_data_area(DM_SMALL_PATH, &sb, DISCARD_FILL));
+	ASSERT_EQ(0, nvt_attach(self->ctl, DM_SMALL_PATH, KVTIER_NVME_FORMAT,
+				1024));
+	self->pfd = kst_pool_create(self->ctl, self->name, WRAP_BS,
+				    discard_cfg.capacity, WRAP_DRAM);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	EXPECT_EQ(0ULL, ns.bytes_discarded);
+	EXPECT_TRUE(range_is(DM_SMALL_PATH, NVT_DATA_OFF + NVT_DISK_PAGE,
+			     (__u64)sb.nr_regions * sb.region_bytes -
+			     NVT_DISK_PAGE, DISCARD_FILL));
+
+	EXPECT_LT(0, wrap_and_check(_metadata, NVT_FIX(self), false));
+	EXPECT_TRUE(reads_exact_or_miss(_metadata, NVT_FIX(self)));
+	ASSERT_EQ(0, nvt_nstat(self->ctl, &ns));
+	EXPECT_EQ(0ULL, ns.bytes_discarded);
+}
+
 /* ==== faults injected with device-mapper ================================ */
 
 FIXTURE(dm) {

@@ -572,6 +572,9 @@ struct kvtier_nvme_detach {
  * @dev_major:	out with KVTIER_NVME_STAT_DEV: the device's major number.
  * @dev_minor:	out with KVTIER_NVME_STAT_DEV: its minor number.
  * @__pad:	must be 0.
+ * @bytes_discarded: out: bytes the devices were told hold nothing: a
+ *		formatted store's data area, the rest of each reclaimed region
+ *		(module parameter discard). Ignored on input.
  * @reserved:	must be 0.
  *
  * -EINVAL for a @dev_index out of range; an index not in use reads as not
@@ -597,7 +600,8 @@ struct kvtier_nvme_stat {
 	__u32 dev_major;
 	__u32 dev_minor;
 	__u32 __pad;
-	__u64 reserved[3];
+	__u64 bytes_discarded;
+	__u64 reserved[2];
 };
 
 /**
