@@ -330,11 +330,20 @@ bool kvt_block_put_user(struct kvt_pool *pool, u32 addr)
 /*
  * Lookups land at random in the block array and the key hash: large ones
  * are mapped with huge pages where the architecture can, to spare the TLB.
+ * Only huge pages that come without a fight: an index of hundreds of MiB
+ * would otherwise compact and reclaim for each of them, one after another,
+ * in the pool's creator; it takes small pages instead.
  */
 static void *kvt_index_alloc(size_t size)
 {
-	if (size >= PMD_SIZE)
-		return vmalloc_huge(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	void *p;
+
+	if (size >= PMD_SIZE) {
+		p = vmalloc_huge(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO |
+				       __GFP_NORETRY | __GFP_NOWARN);
+		if (p)
+			return p;
+	}
 	return kvzalloc(size, GFP_KERNEL_ACCOUNT);
 }
 
@@ -387,6 +396,8 @@ int kvt_block_index_init(struct kvt_pool *pool)
 		pool->blocks[i].prev = KVT_NIL;
 		pool->blocks[i].nloc = KVT_NIL;
 		pool->blocks[i].next = i + 1;
+		if (!(i & 0xffff))
+			cond_resched();
 	}
 	pool->blocks[pool->capacity - 1].next = KVT_NIL;
 	pool->free = 0;
