@@ -168,6 +168,10 @@ int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
 		}
 		kvt_block_link(pool, addr);
 		pool->nr_nvme++;
+		/* Told as the residency layer tells a block only on NVMe. */
+		pool->blocks[addr].evtier = KVTIER_TIER_NVME;
+		kvt_ev_block(pool, addr, KVTIER_EVENT_STORED, KVTIER_TIER_NVME,
+			     0, KVTIER_EVR_REPLAY);
 	}
 	blk = &pool->blocks[addr];
 	if (blk->nloc == KVT_NIL && kvt_in_dram(blk)) {

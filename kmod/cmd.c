@@ -7,6 +7,7 @@
  * with nothing done), run entry by entry (each gets its own status), and
  * copied back once. The user buffers of PUT and GET are each touched once.
  */
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -95,16 +96,15 @@ int kvt_put_publish(struct kvt_pool *pool, const u64 *key, u32 addr,
 		spin_unlock(&pool->lock);
 		return ret;
 	}
-	if (old != KVT_NIL) {
-		kvt_res_unlink(pool, old);
-		release_old = !pool->blocks[old].users;
-	}
 	if (reserved)
 		pool->nr_reserved--;
 	pool->stats.puts++;
 	pool->stats.bytes_in += pool->block_size;
 	kvt_block_set_umeta(pool, addr, um);
-	kvt_res_publish(pool, addr);
+	/* The old block, if any, is unlinked in the same breath. */
+	kvt_res_publish(pool, addr, old);
+	if (old != KVT_NIL)
+		release_old = !pool->blocks[old].users;
 	spin_unlock(&pool->lock);
 
 	if (release_old)
@@ -1187,6 +1187,7 @@ static bool kvt_cmd_may_block(unsigned int nr, const struct kvtier_batch *b)
 	case _IOC_NR(KVTIER_IOC_EVENTFD):
 	case _IOC_NR(KVTIER_IOC_STAT):
 	case _IOC_NR(KVTIER_IOC_HBM_STAT):
+	case _IOC_NR(KVTIER_IOC_CENSUS):
 		return false;
 	}
 	return true;
@@ -1216,7 +1217,10 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		struct kvtier_eventfd eventfd;
 		struct kvtier_hbm_attach hattach;
 		struct kvtier_hbm_stat hstat;
+		struct kvtier_events events;
+		struct kvtier_census census;
 	} u;
+	struct file *file;
 	int ret;
 
 	if (!ci)
@@ -1250,6 +1254,21 @@ long kvt_pool_cmd(struct kvt_handle *h, unsigned int cmd, void __user *uarg,
 		break;
 	case _IOC_NR(KVTIER_IOC_HBM_STAT):
 		ret = kvt_hbm_stat_cmd(h->pool, &u.hstat);
+		break;
+	case _IOC_NR(KVTIER_IOC_EVENTS):
+		ret = kvt_ev_open(h->pool, &u.events, &file);
+		if (ret)
+			return ret;
+		/* Installed once its number reached userspace. */
+		if (kvt_arg_out(ci, cmd, uarg, &u)) {
+			put_unused_fd(u.events.fd);
+			fput(file);
+			return -EFAULT;
+		}
+		fd_install(u.events.fd, file);
+		return 0;
+	case _IOC_NR(KVTIER_IOC_CENSUS):
+		ret = kvt_census(h, &u.census);
 		break;
 	default:
 		ret = kvt_batch(h, nr, &u.batch);

@@ -12,10 +12,13 @@
  *			address. Holds the key, the DRAM pages and the links
  *			of the key hash and the replacement list.
  *  struct kvt_handle	one open pool file: its access mode and its pins.
+ *  struct kvt_evlog	a pool's event log (events.c). Referenced by its
+ *			pool and by every events fd reading it, so it
+ *			outlives the pool while read.
  *
  * Lock order: kvt_nvme_lock -> kvt_pools_lock -> handle->pin_lock ->
- * pool->map_sem -> pool->lock -> kvt_nvme_qlock, and pool->lock ->
- * handle->pins' xa_lock (UNPIN); the NVMe writer holds
+ * pool->map_sem -> pool->lock -> kvt_nvme_qlock, pool->lock -> the event
+ * log's lock, and pool->lock -> handle->pins' xa_lock (UNPIN); the NVMe writer holds
  * nvme->lock -> kvt_pools_lock while it reclaims a region.
  * The shrinker only trylocks kvt_pools_lock and pool->map_sem (it may run
  * in reclaim under either).
@@ -92,6 +95,7 @@ struct kvt_block {
 	u8 pol;			/* KVT_PB_*: the policy's (policy.h) */
 	u8 hold;		/* prefetch groups protecting it */
 	u8 ndev;		/* NVMe copy: the device (kvt_nvmes[]) */
+	u8 evtier;		/* tier the event log last told (0: none) */
 };
 
 /**
@@ -135,9 +139,12 @@ struct iov_iter;
 /**
  * struct kvt_res_hooks - what a tier tells the residency layer about a
  * block, from the completion of its I/O; each called with pool->lock held
- * @unlink: the block's only good copy is gone: it leaves the pool
+ * @unlink: the block's only good copy is gone: it leaves the pool, for
+ *	    the reason given (KVTIER_EVR_BAD_READ, KVTIER_EVR_IO_ERROR)
  * @landed: its DRAM copy arrived and is whole: it may be evicted again
  * @forget_nvme: its NVMe copy is gone (the region was reclaimed)
+ * @moved: the tier took a block in or gave it back (HBM: a slot filled,
+ *	   or given back), for the reason given: its tier may have changed
  * @put: the I/O that held it as a user ended; drops pool->lock, frees a
  *	 block unlinked meanwhile, and tells the prefetch engine
  *
@@ -145,9 +152,10 @@ struct iov_iter;
  * gives each pool these when the pool is made (kvt_res_pool_init()).
  */
 struct kvt_res_hooks {
-	void (*unlink)(struct kvt_pool *pool, u32 addr);
+	void (*unlink)(struct kvt_pool *pool, u32 addr, u16 why);
 	void (*landed)(struct kvt_pool *pool, u32 addr);
 	void (*forget_nvme)(struct kvt_pool *pool, u32 addr);
+	void (*moved)(struct kvt_pool *pool, u32 addr, u16 why);
 	void (*put)(struct kvt_pool *pool, u32 addr);
 };
 
@@ -217,6 +225,7 @@ struct kvt_pool {
 	struct kvt_policy pol;		/* the policy's state (policy.h) */
 	struct kvt_hbm *hbm;		/* the device tier, or NULL */
 	const struct kvt_res_hooks *res;	/* the residency layer's */
+	struct kvt_evlog *events;	/* told under this lock (events.c) */
 	u32 free;			/* first FREE address */
 	u32 nr_dram;			/* blocks holding DRAM pages */
 	u32 nr_ready;
@@ -474,8 +483,8 @@ bool kvt_res_live(struct kvt_pool *pool, u32 tier);
 int kvt_res_new(struct kvt_pool *pool, const u64 *key, u32 *addrp)
 	__releases(&pool->lock);
 void kvt_res_new_abort(struct kvt_pool *pool, u32 addr);
-void kvt_res_publish(struct kvt_pool *pool, u32 addr);
-void kvt_res_unlink(struct kvt_pool *pool, u32 addr);
+void kvt_res_publish(struct kvt_pool *pool, u32 addr, u32 old);
+void kvt_res_unlink(struct kvt_pool *pool, u32 addr, u16 why);
 void kvt_res_drop(struct kvt_pool *pool, u32 addr);
 void kvt_res_release(struct kvt_pool *pool, u32 addr);
 void kvt_res_put_user(struct kvt_pool *pool, u32 addr)
@@ -486,7 +495,7 @@ void kvt_res_unkeep(struct kvt_pool *pool, u32 addr);
 void kvt_res_evict_begin(struct kvt_pool *pool, u32 addr);
 void kvt_res_evict_dram_locked(struct kvt_pool *pool, u32 addr);
 bool kvt_res_rescue(struct kvt_pool *pool, u32 addr);
-void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr);
+void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr, u16 why);
 int kvt_res_sync(struct kvt_pool *pool, u64 *written);
 int kvt_res_stage(struct kvt_pool *pool, u32 addr, bool start);
 struct kvt_part_rd *kvt_res_part_begin(struct kvt_pool *pool, const u64 *key,
@@ -497,6 +506,10 @@ void kvt_res_part_put(struct kvt_pool *pool, struct kvt_part_rd *rd,
 		      u32 addr);
 int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e,
 		  struct kvt_umeta **um);
+
+/* census.c: KVTIER_IOC_CENSUS */
+struct kvtier_census;
+int kvt_census(struct kvt_handle *h, struct kvtier_census *k);
 
 /* cmd.c: the batched block commands */
 long kvt_pool_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
@@ -578,6 +591,20 @@ int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma);
 /* shrinker.c */
 int kvt_shrinker_init(void);
 void kvt_shrinker_exit(void);
+
+/* events.c: a pool's event log, and the events fds */
+struct kvt_evlog;
+struct kvtier_events;
+int kvt_ev_param_check(void);
+struct kvt_evlog *kvt_ev_log_new(void);
+void kvt_ev_log_end(struct kvt_evlog *log);
+void kvt_ev_block(struct kvt_pool *pool, u32 addr, u16 type, u8 tier, u8 from,
+		  u16 reason);
+u64 kvt_ev_seq(struct kvt_pool *pool);
+u64 kvt_ev_log_id(struct kvt_pool *pool);
+ssize_t kvt_ev_show(struct kvt_pool *pool, char *buf);
+int kvt_ev_open(struct kvt_pool *pool, struct kvtier_events *e,
+		struct file **filep);
 
 /* fault.c */
 #ifdef CONFIG_FAULT_INJECTION_DEBUG_FS

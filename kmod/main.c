@@ -47,7 +47,7 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 			 KVTIER_F_REPLACE | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
 			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
 			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | \
-			 KVTIER_F_META | KVTIER_F_PARTS)
+			 KVTIER_F_META | KVTIER_F_PARTS | KVTIER_F_EVENTS)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))
@@ -72,7 +72,9 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 	 KVT_IOCTL_BIT(KVTIER_IOC_ADOPT) |				\
 	 KVT_IOCTL_BIT(KVTIER_IOC_RESERVE) |				\
 	 KVT_IOCTL_BIT(KVTIER_IOC_COMMIT) |				\
-	 KVT_IOCTL_BIT(KVTIER_IOC_ABORT))
+	 KVT_IOCTL_BIT(KVTIER_IOC_ABORT) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_EVENTS) |				\
+	 KVT_IOCTL_BIT(KVTIER_IOC_CENSUS))
 
 /* struct kvt_ctl - one open control fd */
 struct kvt_ctl {
@@ -164,6 +166,8 @@ static const struct kvt_cmd_info kvt_cmds[] = {
 	{ KVTIER_IOC_RESERVE, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_RESERVE },
 	{ KVTIER_IOC_COMMIT, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_RESERVE },
 	{ KVTIER_IOC_ABORT, KVTIER_BATCH_SIZE_VER0, false, KVTIER_F_RESERVE },
+	{ KVTIER_IOC_EVENTS, KVTIER_EVENTS_SIZE_VER0, false, KVTIER_F_EVENTS },
+	{ KVTIER_IOC_CENSUS, KVTIER_CENSUS_SIZE_VER0, false, KVTIER_F_EVENTS },
 };
 
 /**
@@ -438,7 +442,7 @@ static int __init kvt_check_params(void)
 		       KVT_MAX_POOLS_LIMIT);
 		return -EINVAL;
 	}
-	if (kvt_reserve_param_check())
+	if (kvt_reserve_param_check() || kvt_ev_param_check())
 		return -EINVAL;
 	kvt_dram_budget = (u64)dram_mb << 20;
 	return 0;

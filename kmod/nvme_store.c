@@ -356,7 +356,8 @@ static void kvt_replay_drops(struct kvt_nvme *nvme, struct kvt_replay *rp)
 			cseq = r < nvme->nr_regions ? nvme->regions[r].seq : 0;
 			/* Only on NVMe, it goes; in DRAM, it is dirty again. */
 			if (cseq < seq || (cseq == seq && blk->nloc <= nloc))
-				kvt_res_forget_nvme(pool, addr);
+				kvt_res_forget_nvme(pool, addr,
+						    KVTIER_EVR_DROP);
 		}
 		spin_unlock(&pool->lock);
 	}
@@ -670,7 +671,8 @@ static void kvt_nvme_forget(struct kvt_nvme *nvme)
 			if (pool->blocks[addr].state == KVT_BLK_READY &&
 			    pool->blocks[addr].nloc != KVT_NIL &&
 			    pool->blocks[addr].ndev == nvme->index)
-				kvt_res_forget_nvme(pool, addr);
+				kvt_res_forget_nvme(pool, addr,
+						    KVTIER_EVR_DETACH);
 		pool->table_slot[nvme->index] = -1;
 		spin_unlock(&pool->lock);
 	}

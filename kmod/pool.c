@@ -159,6 +159,8 @@ static void kvt_pool_free(struct kref *ref)
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);
+	/* Its readers read on: every key went, then the end. */
+	kvt_ev_log_end(pool->events);
 
 	mutex_lock(&kvt_pools_lock);
 	kvt_dram_reserved -= kvt_pool_dram_bytes(pool->dram_blocks,
@@ -317,6 +319,11 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 	/* Block memory is charged to the creator's memory cgroup. */
 	pool->memcg = get_mem_cgroup_from_mm(current->mm);
 
+	pool->events = kvt_ev_log_new();
+	if (!pool->events) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
 	ret = kvt_block_index_init(pool);
 	if (ret)
 		goto out_free;
@@ -334,6 +341,7 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 out_index_free:
 	kvt_block_index_free(pool);
 out_free:
+	kvt_ev_log_end(pool->events);
 	mem_cgroup_put(pool->memcg);
 	kmem_cache_free(kvt_pool_cache, pool);
 	return ERR_PTR(ret);
@@ -349,6 +357,7 @@ static void kvt_pool_discard(struct kvt_pool *pool)
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);
+	kvt_ev_log_end(pool->events);
 	kmem_cache_free(kvt_pool_cache, pool);
 }
 

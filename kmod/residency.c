@@ -13,6 +13,11 @@
  * by calling it by name; and it tells the prefetch engine that I/O ended
  * through the function main.c registers (kvt_res_set_notify()).
  *
+ * It tells the pool's event log (events.c) of each change a reader of it
+ * sees: a key stored, its tier changed, the key removed. A block's tier
+ * there is the one kvt_res_tier() gives; blk->evtier keeps what the log
+ * was last told, so a change is told once, by whoever made it.
+ *
  * Locking is the index's: pool->lock for block state, pool->map_sem to
  * order freeing a block's pages against faults mapping them.
  */
@@ -37,6 +42,38 @@ void kvt_res_set_notify(void (*fn)(void))
 	kvt_res_notify = fn;
 }
 
+/* ---- what the event log is told ---------------------------------------- */
+
+/*
+ * A READY block's key is in the pool now: tell its tier, and the tier of
+ * the block it replaces (@from, else 0).
+ */
+static void kvt_res_stored(struct kvt_pool *pool, u32 addr, u8 from, u16 why)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	u32 slot;
+
+	lockdep_assert_held(&pool->lock);
+	blk->evtier = kvt_res_tier(pool, addr, &slot);
+	kvt_ev_block(pool, addr, KVTIER_EVENT_STORED, blk->evtier, from, why);
+}
+
+/* A block's tier may have changed: tell the log if it did. */
+static void kvt_res_moved(struct kvt_pool *pool, u32 addr, u16 why)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	u32 slot, tier;
+
+	lockdep_assert_held(&pool->lock);
+	if (blk->state != KVT_BLK_READY || blk->evtier == KVTIER_TIER_NONE)
+		return;
+	tier = kvt_res_tier(pool, addr, &slot);
+	if (tier == blk->evtier)
+		return;
+	kvt_ev_block(pool, addr, KVTIER_EVENT_MOVED, tier, blk->evtier, why);
+	blk->evtier = tier;
+}
+
 /* ---- the end of a block's life ------------------------------------------ */
 
 /* Remove a block's pages from every mapping of its pool. */
@@ -59,14 +96,22 @@ static void kvt_res_unmap(struct kvt_pool *pool, u32 addr)
  * kvt_res_unlink() - a READY block leaves the pool; it becomes DYING
  * @pool: the pool, its lock held
  * @addr: an unpinned READY block
+ * @why: KVTIER_EVR_*, for the event log; KVTIER_EVR_REPLACE tells it
+ *	 nothing (the new block's STORED does)
  *
  * It leaves the replacement list and the HBM tier. The caller frees it
  * with kvt_res_release() once it has no users: now, if blocks[addr].users
  * is 0, else the last user does (kvt_res_put_user()).
  */
-void kvt_res_unlink(struct kvt_pool *pool, u32 addr)
+void kvt_res_unlink(struct kvt_pool *pool, u32 addr, u16 why)
 {
+	struct kvt_block *blk = &pool->blocks[addr];
+
 	lockdep_assert_held(&pool->lock);
+	if (blk->evtier != KVTIER_TIER_NONE && why != KVTIER_EVR_REPLACE)
+		kvt_ev_block(pool, addr, KVTIER_EVENT_REMOVED, blk->evtier, 0,
+			     why);
+	blk->evtier = KVTIER_TIER_NONE;
 	kvt_policy_remove(pool, addr);
 	kvt_hbm_tier.forget(pool, addr);
 	kvt_block_unlink(pool, addr);
@@ -85,7 +130,7 @@ void kvt_res_drop(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	if (pool->blocks[addr].nloc != KVT_NIL)
 		kvt_nvme_tier.drop(pool, addr);
-	kvt_res_unlink(pool, addr);
+	kvt_res_unlink(pool, addr, KVTIER_EVR_DROP);
 }
 
 /*
@@ -157,10 +202,11 @@ void kvt_res_put_user(struct kvt_pool *pool, u32 addr)
  * reclaimed, or the device detached)
  * @pool: the pool, its lock held
  * @addr: a READY block with an NVMe copy
+ * @why: KVTIER_EVR_*: why a block only there leaves
  *
  * A block only on NVMe goes; one in DRAM stays, dirty again.
  */
-void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr)
+void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr, u16 why)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 
@@ -175,7 +221,7 @@ void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr)
 	 * Only on NVMe, or its DRAM copy is coming (a load) or going (an
 	 * eviction): the end of that frees it.
 	 */
-	kvt_res_unlink(pool, addr);
+	kvt_res_unlink(pool, addr, why);
 	/* Nothing in DRAM: freeing it takes no sleeping lock. */
 	if (!blk->users)
 		kvt_block_free(pool, addr);
@@ -190,6 +236,13 @@ static void kvt_res_landed(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	if (!blk->pins && !blk->hold)
 		kvt_policy_insert(pool, addr);
+	kvt_res_moved(pool, addr, KVTIER_EVR_LOAD);
+}
+
+/* The log reclaimed the region of a block's copy. */
+static void kvt_res_reclaimed(struct kvt_pool *pool, u32 addr)
+{
+	kvt_res_forget_nvme(pool, addr, KVTIER_EVR_LOG_RECLAIM);
 }
 
 static void kvt_res_io_put(struct kvt_pool *pool, u32 addr)
@@ -203,7 +256,8 @@ static void kvt_res_io_put(struct kvt_pool *pool, u32 addr)
 static const struct kvt_res_hooks kvt_res_hooks = {
 	.unlink		= kvt_res_unlink,
 	.landed		= kvt_res_landed,
-	.forget_nvme	= kvt_res_forget_nvme,
+	.forget_nvme	= kvt_res_reclaimed,
+	.moved		= kvt_res_moved,
 	.put		= kvt_res_io_put,
 };
 
@@ -390,6 +444,7 @@ static void kvt_res_evict_unmapped(struct kvt_pool *pool, u32 addr, bool room)
 	pool->nr_dram--;
 	pool->stats.evictions++;
 	trace_kvtier_block_demote(pool, addr);
+	kvt_res_moved(pool, addr, room ? KVTIER_EVR_EVICT : KVTIER_EVR_SHRINK);
 	kvt_res_put_user(pool, addr);
 }
 
@@ -438,7 +493,8 @@ bool kvt_res_rescue(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	if (!kvt_nvme_tier.doomed(pool, addr))
 		return false;
-	kvt_res_forget_nvme(pool, addr);
+	/* In DRAM, it stays: no reason is told. */
+	kvt_res_forget_nvme(pool, addr, KVTIER_EVR_LOG_RECLAIM);
 	return true;
 }
 
@@ -456,7 +512,7 @@ static void kvt_res_evict_one(struct kvt_pool *pool, u32 victim)
 		spin_unlock(&pool->lock);
 		kvt_res_evict_dram(pool, victim);
 	} else {
-		kvt_res_unlink(pool, victim);
+		kvt_res_unlink(pool, victim, KVTIER_EVR_EVICT);
 		pool->stats.evictions++;
 		spin_unlock(&pool->lock);
 		__kvt_res_release(pool, victim, true);
@@ -789,15 +845,26 @@ void kvt_res_new_abort(struct kvt_pool *pool, u32 addr)
  * kvt_res_publish() - a filled block becomes visible and evictable
  * @pool: the pool, its lock held
  * @addr: a block from kvt_res_new(), its data in, its key not in the hash
+ *	  unless as @old
+ * @old: the READY, unpinned block of the same key it replaces, which is
+ *	 unlinked (the caller releases it once it has no users), or KVT_NIL
  *
  * Cleans ahead: with DRAM nearly full, dirty blocks are queued for NVMe
  * so that eviction finds clean blocks and never waits.
  */
-void kvt_res_publish(struct kvt_pool *pool, u32 addr)
+void kvt_res_publish(struct kvt_pool *pool, u32 addr, u32 old)
 {
+	u8 from = KVTIER_TIER_NONE;
+
 	lockdep_assert_held(&pool->lock);
+	if (old != KVT_NIL) {
+		from = pool->blocks[old].evtier;
+		kvt_res_unlink(pool, old, KVTIER_EVR_REPLACE);
+	}
 	kvt_block_hash_add(pool, addr);
 	kvt_policy_insert(pool, addr);
+	kvt_res_stored(pool, addr, from,
+		       old != KVT_NIL ? KVTIER_EVR_REPLACE : KVTIER_EVR_PUT);
 	if (!pool->nr_wb && pool->nr_dram + pool->dram_blocks / 8 >=
 	    pool->dram_blocks && kvt_nvme_tier.live(pool))
 		kvt_nvme_tier.clean(pool, 0, false);
@@ -878,11 +945,14 @@ int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e,
 		pool->nr_loading--;
 		pool->io_events++;
 		if (blk->state == KVT_BLK_READY)
-			kvt_res_unlink(pool, addr);
+			kvt_res_unlink(pool, addr, KVTIER_EVR_IO_ERROR);
 		kvt_res_put_user(pool, addr);
 		return ret;
 	}
 	pool->stats.puts++;
+	/* Not told before: readers of the log see it once it is in HBM. */
+	if (blk->state == KVT_BLK_READY)
+		kvt_res_stored(pool, addr, KVTIER_TIER_NONE, KVTIER_EVR_ADOPT);
 	spin_unlock(&pool->lock);
 	e->addr = addr;
 	return 0;

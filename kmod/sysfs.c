@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * sysfs: /sys/kernel/kvtier/{stat,prefetch,shrinker,cpu_bytes} and
- * /sys/kernel/kvtier/pools/<name>/.
+ * /sys/kernel/kvtier/pools/<name>/{stat,config,events}.
  * Each file is one line of space-separated columns, documented in
  * Documentation/ABI/testing/sysfs-kernel-kvtier.
  */
@@ -96,14 +96,23 @@ static ssize_t pool_config_show(struct kobject *kobj,
 			  pool->parts);
 }
 
+static ssize_t pool_events_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return kvt_ev_show(kvt_kobj_pool(kobj), buf);
+}
+
 static struct kobj_attribute kvt_pool_stat_attr =
 	__ATTR(stat, 0400, pool_stat_show, NULL);
+static struct kobj_attribute kvt_pool_events_attr =
+	__ATTR(events, 0400, pool_events_show, NULL);
 static struct kobj_attribute kvt_pool_config_attr =
 	__ATTR(config, 0400, pool_config_show, NULL);
 
 static struct attribute *kvt_pool_attrs[] = {
 	&kvt_pool_stat_attr.attr,
 	&kvt_pool_config_attr.attr,
+	&kvt_pool_events_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(kvt_pool);

@@ -94,14 +94,21 @@ static void kvt_slot_take(struct kvt_hbm *hbm, u32 s)
 	hbm->used++;
 }
 
-/* A free slot, giving back the least recently used one if need be. */
+/*
+ * A free slot, giving back the least recently used one if need be (its
+ * block's tier changes: the residency layer is told).
+ */
 static u32 kvt_slot_get(struct kvt_hbm *hbm)
 {
-	u32 s = hbm->free;
+	struct kvt_pool *pool = hbm->pool;
+	u32 s = hbm->free, addr;
 
 	if (s == KVT_NIL && hbm->tail != KVT_NIL) {
+		addr = hbm->slot_addr[hbm->tail];
 		kvt_slot_free(hbm, hbm->tail);
 		hbm->stats.evictions++;
+		if (addr != KVT_NIL)
+			pool->res->moved(pool, addr, KVTIER_EVR_UNSTAGE);
 		s = hbm->free;
 	}
 	if (s != KVT_NIL)
@@ -263,11 +270,14 @@ static void kvt_hbm_copy_work(struct work_struct *work)
 		} else if (blk->state == KVT_BLK_READY) {
 			/* Only in the slot, and the slot failed: it is lost. */
 			hbm->stats.copy_errors++;
-			pool->res->unlink(pool, c->addr);
+			pool->res->unlink(pool, c->addr, KVTIER_EVR_IO_ERROR);
 		}
 		if (mine)
 			kvt_slot_free(hbm, c->slot);
 	}
+	/* In HBM now, or no more (its slot given back): the block's tier. */
+	pool->res->moved(pool, c->addr, c->to_dev ? KVTIER_EVR_STAGE :
+						    KVTIER_EVR_UNSTAGE);
 	/* Drops pool->lock; frees a block unlinked meanwhile. */
 	kvt_res_hook_put(pool, c->addr);
 	kfree(c);
@@ -448,9 +458,15 @@ void kvt_hbm_detach(struct kvt_hbm *hbm)
 	wait_var_event(&hbm->copies, !atomic_read(&hbm->copies));
 
 	spin_lock(&pool->lock);
-	for (s = 0; s < hbm->nr_slots; s++)
-		if (hbm->slot_state[s] == KVT_SLOT_READY)
-			kvt_slot_free(hbm, s);
+	for (s = 0; s < hbm->nr_slots; s++) {
+		u32 addr = hbm->slot_addr[s];
+
+		if (hbm->slot_state[s] != KVT_SLOT_READY)
+			continue;
+		kvt_slot_free(hbm, s);
+		if (addr != KVT_NIL)
+			pool->res->moved(pool, addr, KVTIER_EVR_UNSTAGE);
+	}
 	spin_unlock(&pool->lock);
 	pr_info("pool %s: HBM arena (%s, %u slots) detached\n", pool->name,
 		hbm->ops->name, hbm->nr_slots);

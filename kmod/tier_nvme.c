@@ -690,7 +690,7 @@ static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
 			 * acknowledged bytes are lost, and the next SYNC
 			 * says so.
 			 */
-			pool->res->unlink(pool, e->addr);
+			pool->res->unlink(pool, e->addr, KVTIER_EVR_IO_ERROR);
 			pool->stats.evictions++;
 			pool->wb_lost++;
 		}
@@ -1425,7 +1425,7 @@ static void kvt_rd_done(struct work_struct *work)
 		} else {
 			/* Never serve it: the block is a miss from now on. */
 			pool->stats.bad_reads++;
-			pool->res->unlink(pool, rd->addr);
+			pool->res->unlink(pool, rd->addr, KVTIER_EVR_BAD_READ);
 		}
 	}
 	kvt_res_hook_put(pool, rd->addr);

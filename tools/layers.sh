@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../kmod"
 # The layers, bottom up. A file of the top layer (commands) may call any
 # file; the others only files of lower layers.
 declare -A layer=(
-	[fault.c]=0							# fault injection
+	[fault.c]=0 [events.c]=0					# fault injection, event log
 	[block.c]=1 [policy.c]=1					# index
 	[tier_dram.c]=2							# tiers: DRAM pages
 	[nvme_part.c]=3							# tiers: NVMe part reads
@@ -30,6 +30,7 @@ declare -A layer=(
 	[residency.c]=6							# residency
 	[cmd.c]=7 [prefetch.c]=7 [mmap.c]=7 [shrinker.c]=7 [reserve.c]=7		# commands
 	[pool.c]=7 [sysfs.c]=7 [main.c]=7 [uring.c]=7 [nvme_store.c]=7
+	[census.c]=7
 )
 top=7
 declare -A name=([0]=base [1]=index [2]=tier [3]=tier [4]=tier

@@ -523,6 +523,33 @@ TEST_F(feat, no_reserve)
 	close(pfd);
 }
 
+/*
+ * EVENTS and CENSUS are of KVTIER_F_EVENTS: without it no events fd is
+ * made, nothing is listed.
+ */
+TEST_F(feat, no_events)
+{
+	int pfd = pool_with(self, KST_F_KNOWN & ~KVTIER_F_EVENTS);
+	struct kvtier_census_entry ent[2];
+	struct kvtier_events ev;
+	struct kvtier_census c;
+
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, kst_put1(pfd, K0, 1, self->buf, NULL));
+	memset(&ev, 0, sizeof(ev));
+	ev.fd = -1;
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_EVENTS, &ev));
+	ASSERT_EQ(-1, ev.fd);
+	memset(&c, 0, sizeof(c));
+	memset(ent, 0x5a, sizeof(ent));
+	c.entries = (__u64)(uintptr_t)ent;
+	c.count = 2;
+	ASSERT_EQ(-EOPNOTSUPP, kst_ioctl(pfd, KVTIER_IOC_CENSUS, &c));
+	ASSERT_EQ(0U, c.done);
+	ASSERT_EQ(0x5a5a5a5a5a5a5a5aULL, ent[0].key[0]);
+	close(pfd);
+}
+
 /* PREFETCH to HBM is of KVTIER_F_HBM, even where the pool has an arena. */
 TEST_F(feat, no_hbm_prefetch_tier)
 {
@@ -663,6 +690,8 @@ SIZE_VARIANT(adopt, KVTIER_IOC_ADOPT, KVTIER_BATCH_SIZE_VER0, false);
 SIZE_VARIANT(reserve, KVTIER_IOC_RESERVE, KVTIER_BATCH_SIZE_VER0, false);
 SIZE_VARIANT(commit, KVTIER_IOC_COMMIT, KVTIER_BATCH_SIZE_VER0, false);
 SIZE_VARIANT(abort, KVTIER_IOC_ABORT, KVTIER_BATCH_SIZE_VER0, false);
+SIZE_VARIANT(events, KVTIER_IOC_EVENTS, KVTIER_EVENTS_SIZE_VER0, false);
+SIZE_VARIANT(census, KVTIER_IOC_CENSUS, KVTIER_CENSUS_SIZE_VER0, false);
 
 FIXTURE_SETUP(size)
 {
@@ -854,6 +883,24 @@ TEST_F(ro, unpin)
 	ASSERT_EQ(1, kst_pinned(self->pfd));
 	ASSERT_EQ(-EBUSY, kst_drop1(self->pfd, K0, 1));
 	ASSERT_EQ(0, kst_unpin1(self->pfd, K0, 1));
+}
+
+/* EVENTS whose fd number cannot be written back makes no fd. */
+TEST_F(ro, events)
+{
+	struct kvtier_events ev;
+	int probe;
+
+	memset(&ev, 0, sizeof(ev));
+	ASSERT_EQ(-EFAULT, ro_ioctl(self, KVTIER_IOC_EVENTS, &ev, sizeof(ev)));
+	/* The lowest free number is still the one it would have taken. */
+	probe = dup(0);
+	ASSERT_LE(0, probe);
+	close(probe);
+	memset(&ev, 0, sizeof(ev));
+	ASSERT_EQ(0, kst_ioctl(self->pfd, KVTIER_IOC_EVENTS, &ev));
+	ASSERT_EQ(probe, ev.fd);
+	close(ev.fd);
 }
 
 TEST_F(ro, stat)

@@ -53,9 +53,16 @@
 #else
 #define KST_IOCTLS_RESERVE 0ULL
 #endif
+#ifdef KVTIER_IOC_CENSUS
+#define KST_IOCTLS_EVENTS \
+	((1ULL << _IOC_NR(KVTIER_IOC_EVENTS)) | \
+	 (1ULL << _IOC_NR(KVTIER_IOC_CENSUS)))
+#else
+#define KST_IOCTLS_EVENTS 0ULL
+#endif
 #define KST_IOCTLS_KNOWN	(KST_IOCTLS_V1 | KST_IOCTLS_NVME | \
 				 KST_IOCTLS_PREFETCH | KST_IOCTLS_HBM | \
-				 KST_IOCTLS_RESERVE)
+				 KST_IOCTLS_RESERVE | KST_IOCTLS_EVENTS)
 
 /* Command numbers no version of the ABI uses. */
 #define KST_NR_UNUSED_CTL	0x0f

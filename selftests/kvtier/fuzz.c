@@ -422,8 +422,10 @@ void fz_step(struct fz_thr *t)
 		FZ_OP(t, fz_op_batch);
 	else if (op < 450)
 		FZ_OP(t, fz_op_reserve);
-	else if (op < 520)
+	else if (op < 505)
 		FZ_OP(t, fz_op_stat_sync);
+	else if (op < 520)
+		FZ_OP(t, fz_op_events);
 	else if (op < 600)
 		FZ_OP(t, fz_op_create);
 	else if (op < 650)

@@ -190,6 +190,7 @@ void fz_op_raw(struct fz_thr *t);
 void fz_op_batch(struct fz_thr *t);
 void fz_op_stat_sync(struct fz_thr *t);
 void fz_op_reserve(struct fz_thr *t);
+void fz_op_events(struct fz_thr *t);
 void fz_op_fds(struct fz_thr *t);
 void fz_map_drop(struct fz_thr *t, int i);
 void fz_op_mmap(struct fz_thr *t);

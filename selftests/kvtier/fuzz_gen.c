@@ -143,12 +143,12 @@ const char *fz_cmd_name(unsigned int nr)
 	static const char * const pool[] = {
 		"PUT", "GET", "LOOKUP", "DROP", "PIN", "UNPIN", "STAT", "SYNC",
 		"PREFETCH", "CANCEL", "EVENTFD", "HBM_ATTACH", "HBM_STAT",
-		"ADOPT", "RESERVE", "COMMIT", "ABORT",
+		"ADOPT", "RESERVE", "COMMIT", "ABORT", "EVENTS", "CENSUS",
 	};
 
 	if (nr < 7)
 		return ctl[nr];
-	if (nr >= 0x10 && nr <= 0x20)
+	if (nr >= 0x10 && nr <= 0x22)
 		return pool[nr - 0x10];
 	return "?";
 }
@@ -216,6 +216,10 @@ static bool errno_ok(enum fz_fdkind kind, unsigned long cmd, int err)
 		return err == EBADF || err == ENOMEM;
 	case 0x1e: case 0x1f: case 0x20:	/* RESERVE, COMMIT, ABORT */
 		return err == EBADF || err == ENOMEM || err == EOPNOTSUPP;
+	case 0x21:	/* EVENTS */
+		return err == ENOMEM || err == EMFILE || err == ENFILE;
+	case 0x22:	/* CENSUS */
+		return err == EOPNOTSUPP || err == EINTR || err == ENOMEM;
 	}
 	return false;
 }

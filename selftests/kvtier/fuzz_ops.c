@@ -313,6 +313,10 @@ void fz_op_raw(struct fz_thr *t)
 	    (_IOC_NR(cmd) == 1 || _IOC_NR(cmd) == 2 || _IOC_NR(cmd) == 4 ||
 	     _IOC_NR(cmd) == 5))
 		return;	/* the structured ops cover them */
+	/* An events fd it would make and lose: fz_op_events() covers it. */
+	if (kind == FD_POOL && _IOC_TYPE(cmd) == KVTIER_IOC_MAGIC &&
+	    _IOC_NR(cmd) == _IOC_NR(KVTIER_IOC_EVENTS))
+		return;
 	fz_ioctl(t, kind, fd, cmd, p);
 	if (kind == FD_RAW && _IOC_NR(cmd) == 0) {
 		/* a handshake may have happened (efault_* tests) */
@@ -819,6 +823,123 @@ void fz_op_stat_sync(struct fz_thr *t)
 		fz_failf(t, "SYNC on a read-write fd: EBADF");
 	if (!ret && normal && t->s[slot].ro)
 		fz_failf(t, "SYNC on a read-only fd worked");
+}
+
+/* ---- events and the census --------------------------------------------- */
+
+/* The events a read returned: whole records, each one of the kinds there are. */
+static void fz_check_events(struct fz_thr *t, const struct kvtier_event *ev,
+			    ssize_t n)
+{
+	ssize_t i;
+
+	if (n % (ssize_t)sizeof(*ev)) {
+		fz_failf(t, "events read: %zd bytes, not whole records", n);
+		return;
+	}
+	for (i = 0; i < n / (ssize_t)sizeof(*ev); i++) {
+		const struct kvtier_event *e = &ev[i];
+		bool ok = e->seq && !e->flags &&
+			  e->type >= KVTIER_EVENT_STORED &&
+			  e->type <= KVTIER_EVENT_OVERFLOW &&
+			  e->tier < KVTIER_NR_TIERS && e->from < KVTIER_NR_TIERS &&
+			  (e->type == KVTIER_EVENT_OVERFLOW) == !!e->lost &&
+			  (i == 0 || e->seq > ev[i - 1].seq);
+
+		if (!ok)
+			fz_failf(t, "event %zd: seq %llu type %u tier %u from %u reason %u lost %llu",
+				 i, (unsigned long long)e->seq, e->type, e->tier,
+				 e->from, e->reason,
+				 (unsigned long long)e->lost);
+	}
+}
+
+/*
+ * EVENTS: an events fd, a few reads of every size and of bad buffers,
+ * closed again. CENSUS: a page of keys from a random cursor, checked.
+ */
+void fz_op_events(struct fz_thr *t)
+{
+	struct kvtier_census_entry ent[64];
+	struct kvtier_meta meta[64];
+	struct kvtier_event ev[16];
+	struct kvtier_census c, cout;
+	struct kvtier_events e, eout;
+	int slot = pick_slot(t), ret, i;
+	bool normal;
+	ssize_t n;
+
+	if (slot < 0)
+		return;
+	if (fz_pct(t, 50)) {
+		memset(&e, 0, sizeof(e));
+		e.flags = KVTIER_EVENTS_NONBLOCK;
+		if (fz_pct(t, 30)) {
+			e.flags |= KVTIER_EVENTS_FROM;
+			e.seq = 1 + fz_rn(t, 1 << 12);
+		}
+		ret = fz_issue(t, FD_POOL, t->s[slot].fd, KVTIER_IOC_EVENTS,
+			       &e, sizeof(e), &eout, &normal);
+		if (ret)
+			return;
+		if (eout.fd < 0) {
+			fz_failf(t, "EVENTS: fd %d", eout.fd);
+			return;
+		}
+		/* A mutated flag may have made it blocking. */
+		fcntl(eout.fd, F_SETFL, O_NONBLOCK);
+		for (i = 0; i < 3; i++) {
+			size_t len = fz_pct(t, 10) ? fz_rn(t, sizeof(ev)) :
+						     sizeof(ev);
+			void *p = fz_pct(t, 5) ?
+				  (void *)(uintptr_t)fz_bad_ptr(t, len, true) :
+				  ev;
+
+			n = read(eout.fd, p, len);
+			if (n < 0 && errno != EAGAIN &&
+			    !(errno == EINVAL && len < sizeof(ev[0])) &&
+			    !(errno == EFAULT && p != ev))
+				fz_failf(t, "events read of %zu: %s", len,
+					 strerror(errno));
+			if (n > 0 && p == ev)
+				fz_check_events(t, ev, n);
+		}
+		close(eout.fd);
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	c.entries = (__u64)(uintptr_t)ent;
+	c.count = fz_pct(t, 95) ? 1 + fz_rn(t, 64) : fz_rn(t, 64);
+	c.cursor = fz_pct(t, 90) ? fz_rn(t, t->s[slot].cap + 1) :
+				   t->s[slot].cap + fz_rn(t, 3);
+	if (fz_pct(t, 30))
+		c.meta = (__u64)(uintptr_t)meta;
+	ret = fz_issue(t, FD_POOL, t->s[slot].fd, KVTIER_IOC_CENSUS, &c,
+		       sizeof(c), &cout, &normal);
+	if (ret || !normal)
+		return;
+	if (cout.done > c.count ||
+	    (cout.cursor != KVTIER_ADDR_NONE &&
+	     (cout.cursor <= c.cursor || cout.cursor >= t->s[slot].cap))) {
+		fz_failf(t, "CENSUS from %llu: %u of %u, cursor %llu (capacity %u)",
+			 (unsigned long long)c.cursor, cout.done, c.count,
+			 (unsigned long long)cout.cursor, t->s[slot].cap);
+		return;
+	}
+	for (i = 0; i < (int)cout.done; i++) {
+		const struct kvtier_census_entry *k = &ent[i];
+
+		if (k->addr < c.cursor || k->addr >= t->s[slot].cap ||
+		    (i && k->addr <= ent[i - 1].addr) ||
+		    k->tier < KVTIER_TIER_HBM || k->tier > KVTIER_TIER_NVME ||
+		    (k->flags & ~(KVTIER_CENSUS_HBM | KVTIER_CENSUS_DRAM |
+				  KVTIER_CENSUS_NVME | KVTIER_CENSUS_PINNED)) ||
+		    (cout.cursor != KVTIER_ADDR_NONE && k->addr >= cout.cursor) ||
+		    (c.meta && (meta[i].flags || meta[i].len > KVTIER_META_MAX)))
+			fz_failf(t, "CENSUS entry %d: addr %llu tier %u flags %#x",
+				 i, (unsigned long long)k->addr, k->tier,
+				 k->flags);
+	}
 }
 
 /* ---- fds and mappings -------------------------------------------------- */

@@ -74,6 +74,8 @@ if [[ ${1:-} == --guest ]]; then
 			"'$tool' stat $A | grep -q 'resident_dram=0 resident_nvme=120 dirty=0'"
 		g_check "boot 1: $A: the 100 dropped keys stay dropped after reload" \
 			"$tool" absent $A 100 100
+		g_check "boot 1: $A: the census lists its 120 keys after reload, on NVMe" \
+			bash -c "'$tool' census $A 0 100 200 20 | grep -q ': 120 keys, 120 on NVMe'"
 		g_check "boot 1: $A: 120 blocks exact after reload" \
 			bash -c "'$tool' verify $A 0 100 1 && '$tool' verify $A 200 20 1"
 		g_check "boot 1: $B: 40 blocks exact after reload" "$tool" verify $B 0 40 1

@@ -15,6 +15,9 @@
  *       derived from the key and the generation
  *   nvme_tool sync POOL
  *   nvme_tool stat POOL                          one line of name=value
+ *   nvme_tool census POOL FIRST COUNT [FIRST COUNT...]
+ *       the census (KVTIER_IOC_CENSUS) lists exactly the keys of the
+ *       ranges, each once; prints "census POOL: N keys, N on NVMe"
  *   nvme_tool verify POOL FIRST COUNT [GEN] [MISS...]
  *       every key exact, except the MISS keys, which must be misses
  *   nvme_tool verify-meta POOL FIRST COUNT [GEN]
@@ -380,6 +383,53 @@ static int cmd_stat(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_census(int argc, char **argv)
+{
+	struct kvtier_census_entry ent[256];
+	__u64 cursor = 0, listed = 0, nvme = 0, want = 0, k;
+	unsigned long long bad = 0;
+	struct kvtier_census c;
+	unsigned char *seen;
+	int pfd, i, j;
+
+	if (argc < 3 || !(argc % 2))
+		die(2, "census POOL FIRST COUNT [FIRST COUNT...]");
+	pfd = pool_open(ctl_open(), argv[0]);
+	seen = calloc(KVTIER_CAPACITY_MAX, 1);
+	if (!seen)
+		die(2, "no memory");
+	for (i = 1; i < argc; i += 2)
+		for (k = num(argv[i]); k < num(argv[i]) + num(argv[i + 1]); k++)
+			if (k < KVTIER_CAPACITY_MAX && !seen[k]++)
+				want++;
+	do {
+		memset(&c, 0, sizeof(c));
+		c.entries = (__u64)(uintptr_t)ent;
+		c.count = 256;
+		c.cursor = cursor;
+		if (kst_ioctl(pfd, KVTIER_IOC_CENSUS, &c))
+			die(1, "CENSUS %s: %s", argv[0], strerror(errno));
+		for (j = 0; j < (int)c.done; j++) {
+			k = ent[j].key[1];
+			listed++;
+			nvme += ent[j].tier == KVTIER_TIER_NVME;
+			if (ent[j].key[0] != NVT_TOOL_K0 ||
+			    k >= KVTIER_CAPACITY_MAX || seen[k] != 1) {
+				printf("census %s: key %llu not wanted, or twice\n",
+				       argv[0], (unsigned long long)k);
+				bad++;
+				continue;
+			}
+			seen[k] = 2;
+		}
+		cursor = c.cursor;
+	} while (cursor != KVTIER_ADDR_NONE);
+	free(seen);
+	printf("census %s: %llu keys, %llu on NVMe\n", argv[0],
+	       (unsigned long long)listed, (unsigned long long)nvme);
+	return bad || listed != want ? 1 : 0;
+}
+
 static int cmd_verify(int argc, char **argv)
 {
 	unsigned long long first, count, gen, k, exact = 0, miss = 0, bad = 0;
@@ -699,6 +749,8 @@ int main(int argc, char **argv)
 		return cmd_sync(argc, argv);
 	if (!strcmp(cmd, "stat"))
 		return cmd_stat(argc, argv);
+	if (!strcmp(cmd, "census"))
+		return cmd_census(argc, argv);
 	if (!strcmp(cmd, "verify"))
 		return cmd_verify(argc, argv);
 	if (!strcmp(cmd, "writer"))

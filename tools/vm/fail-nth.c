@@ -37,6 +37,10 @@
  *                the device free (attach works after).
  *   SYNC         4 dirty blocks on a pool over that device: a second SYNC
  *                returns 0 and leaves nothing dirty, all 4 intact.
+ *   EVENTS       the first events fd of a new pool (it brings the ring): a
+ *                call that said 0 gave an fd that reads the events of 4
+ *                PUTs after it; a failed one left no fd behind.
+ *   CENSUS       4 stored blocks: a call that said 0 listed all 4.
  *
  * Prints TAP, one line per command, then the plan; exit 0 when all
  * passed, 1 otherwise, 4 (skip) without fail-nth or /dev/kvtier.
@@ -620,6 +624,97 @@ static int walk_prefetch(int pfd)
 	return n - 1;
 }
 
+/* Open fds of this process. */
+static int fd_count(void)
+{
+	char path[64];
+	int fd, n = 0;
+
+	for (fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n += !access(path, F_OK);
+	}
+	return n;
+}
+
+/*
+ * EVENTS on a new pool each time, so that the ring's allocation is walked
+ * too: an fd that reads the events of 4 PUTs, or no fd.
+ */
+static int walk_events(void)
+{
+	const uint64_t k0 = 0x4556000000000000ULL;
+	struct kvtier_event ev[NB + 1];
+	struct kvtier_events e;
+	int n, ret, left, fds, pfd;
+	ssize_t len;
+
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		pool_destroy("failnth-e");
+		if (pool_create("failnth-e", &pfd)) {
+			fail("N=%d: setup: no pool", n);
+			break;
+		}
+		fds = fd_count();
+		memset(&e, 0, sizeof(e));
+		e.flags = KVTIER_EVENTS_NONBLOCK;
+		e.fd = -1;
+		arm(n);
+		ret = ioctl(pfd, KVTIER_IOC_EVENTS, &e) ? -errno : 0;
+		left = disarm();
+		if (!clean(ret)) {
+			fail("N=%d: EVENTS returned %s", n, strerror(-ret));
+		} else if (ret && fd_count() != fds) {
+			fail("N=%d: a failed EVENTS left an fd", n);
+		} else if (!ret) {
+			if (put_all(pfd, k0))
+				fail("N=%d (no injection): PUT failed", n);
+			len = read(e.fd, ev, sizeof(ev));
+			if (len != NB * (ssize_t)sizeof(ev[0]) ||
+			    ev[0].type != KVTIER_EVENT_STORED ||
+			    ev[0].key[0] != k0)
+				fail("N=%d: the events fd read %zd bytes", n, len);
+			close(e.fd);
+		}
+		close(pfd);
+		if (left)
+			break;
+	}
+	pool_destroy("failnth-e");
+	return n - 1;
+}
+
+/* CENSUS of 4 stored blocks: all 4 listed, or nothing. */
+static int walk_census(int pfd)
+{
+	const uint64_t k0 = 0x4345000000000000ULL;
+	struct kvtier_census_entry ent[2 * NB];
+	struct kvtier_census c;
+	int n, ret, left, i, mine;
+
+	if (put_all(pfd, k0)) {
+		fail("setup: PUT of the blocks to list failed");
+		return 0;
+	}
+	for (n = 1; n <= MAX_N && !bad; n++) {
+		memset(&c, 0, sizeof(c));
+		c.entries = (uintptr_t)ent;
+		c.count = 2 * NB;
+		arm(n);
+		ret = ioctl(pfd, KVTIER_IOC_CENSUS, &c) ? -errno : 0;
+		left = disarm();
+		for (i = 0, mine = 0; !ret && i < (int)c.done; i++)
+			mine += ent[i].key[0] == k0;
+		if (!clean(ret))
+			fail("N=%d: CENSUS returned %s", n, strerror(-ret));
+		else if (!ret && mine != NB)
+			fail("N=%d: CENSUS listed %d of the %d keys", n, mine, NB);
+		if (left)
+			return n - 1;
+	}
+	return n - 1;
+}
+
 static const char *nvme_dev(void)
 {
 	return getenv("FAIL_NTH_DEV") ?: "/dev/nvme0n1";
@@ -767,6 +862,8 @@ int main(void)
 	WALK("UNPIN", walk_pin(pfd, 1));
 	WALK("STAT", walk_stat(pfd));
 	WALK("PREFETCH", walk_prefetch(pfd));
+	WALK("CENSUS", walk_census(pfd));
+	WALK("EVENTS", walk_events());
 	close(pfd);
 	pool_destroy("failnth-p");
 

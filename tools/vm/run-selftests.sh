@@ -143,7 +143,8 @@ fi
 # 1. Parameters out of range: EINVAL, nothing loaded.
 dmesg_mark "parameter checks"
 for p in dram_mb=0 numa_node=99 numa_node=-2 max_pools=0 max_pools=4097 \
-	 reserve_max=0 reserve_max=65537; do
+	 reserve_max=0 reserve_max=65537 events_ring=0 events_ring=63 \
+	 events_ring=100 events_ring=2097152; do
 	if err=$(insmod "$ko" "$p" 2>&1); then
 		fail "insmod $p is refused (it loaded)"
 		rmmod kvtier || true

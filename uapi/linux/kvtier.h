@@ -10,11 +10,14 @@
  *  - a pool fd, returned by KVTIER_IOC_POOL_CREATE or KVTIER_IOC_POOL_OPEN,
  *    takes the block commands (PUT, GET, LOOKUP, DROP, PIN, UNPIN, STAT,
  *    SYNC), the prefetch commands (PREFETCH, CANCEL, EVENTFD), the HBM
- *    tier's (HBM_ATTACH, HBM_STAT, ADOPT), mmap(2), read(2)/poll(2) of
- *    prefetch completions, and IORING_OP_URING_CMD.
+ *    tier's (HBM_ATTACH, HBM_STAT, ADOPT), the zero-copy store's
+ *    (RESERVE, COMMIT, ABORT), the events' (EVENTS, KEYS), mmap(2),
+ *    read(2)/poll(2) of prefetch completions, and IORING_OP_URING_CMD.
  *
  * HBM_ATTACH with KVTIER_HBM_USER also returns a third kind, the mover fd
- * (read(2) and write(2) of struct kvtier_move and struct kvtier_moved).
+ * (read(2) and write(2) of struct kvtier_move and struct kvtier_moved), and
+ * KVTIER_IOC_EVENTS a fourth, the events fd (read(2), poll(2) and io_uring
+ * reads of struct kvtier_event).
  *
  * Rules every command follows (Documentation/userspace-api.rst):
  *  - unknown ioctl number: -ENOTTY;
@@ -108,6 +111,17 @@
  * kvtier_pool_create.parts) writes each NVMe copy with a table of checksums,
  * one a part, so that such a GET reads only the parts it needs from NVMe,
  * each verified before it is served.
+ *
+ * KVTIER_F_EVENTS: cache events and a key census, for KV-aware routers.
+ * KVTIER_IOC_EVENTS on a pool fd returns an events fd, whose read(2) gives
+ * the pool's events in order, each with a sequence number: a key stored
+ * (with its tier), moved between tiers, removed (and why), the pool
+ * cleared. Readers never slow the pool: it keeps its newest events in a
+ * ring (module parameter events_ring) that writers never wait on, and a
+ * reader that falls behind gets one KVTIER_EVENT_OVERFLOW record naming
+ * the events it lost. KVTIER_IOC_CENSUS lists a pool's keys with their tier
+ * by cursor, and the sequence number of the last event the listing
+ * reflects: a listing and the events after that number lose nothing.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -122,6 +136,7 @@
 #define KVTIER_F_RESERVE	_BITULL(10)
 #define KVTIER_F_META		_BITULL(11)
 #define KVTIER_F_PARTS		_BITULL(12)
+#define KVTIER_F_EVENTS		_BITULL(13)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -944,6 +959,173 @@ struct kvtier_moved {
 	__u64 buf;
 };
 
+/* struct kvtier_event.type */
+#define KVTIER_EVENT_STORED	1	/* a key entered the pool */
+#define KVTIER_EVENT_MOVED	2	/* the highest tier holding it changed */
+#define KVTIER_EVENT_REMOVED	3	/* it left the pool */
+#define KVTIER_EVENT_CLEARED	4	/* every block left: the pool is gone */
+#define KVTIER_EVENT_OVERFLOW	5	/* this reader lost events */
+
+/*
+ * struct kvtier_event.reason: why a key was stored (PUT .. REPLAY), moved
+ * (LOAD .. UNSTAGE) or removed (DROP .. DETACH), or the pool cleared
+ * (DESTROY).
+ */
+#define KVTIER_EVR_PUT		1	/* PUT or COMMIT of a new key */
+#define KVTIER_EVR_REPLACE	2	/* PUT or COMMIT with KVTIER_PUT_REPLACE */
+#define KVTIER_EVR_ADOPT	3	/* KVTIER_IOC_ADOPT */
+#define KVTIER_EVR_REPLAY	4	/* found on an NVMe device it attached */
+#define KVTIER_EVR_LOAD		5	/* read back from NVMe into DRAM */
+#define KVTIER_EVR_EVICT	6	/* left DRAM to make room */
+#define KVTIER_EVR_SHRINK	7	/* left DRAM under host memory pressure */
+#define KVTIER_EVR_STAGE	8	/* copied into its HBM slot */
+#define KVTIER_EVR_UNSTAGE	9	/* its HBM slot was given back */
+#define KVTIER_EVR_DROP		10	/* KVTIER_IOC_DROP */
+#define KVTIER_EVR_BAD_READ	11	/* its NVMe copy failed or did not verify */
+#define KVTIER_EVR_LOG_RECLAIM	12	/* the NVMe log reclaimed its only copy */
+#define KVTIER_EVR_IO_ERROR	13	/* a copy to NVMe or from HBM failed */
+#define KVTIER_EVR_DETACH	14	/* its only copy's device was detached */
+#define KVTIER_EVR_DESTROY	15	/* CLEARED: the pool's last file closed */
+
+/**
+ * struct kvtier_event - one event of a pool, read(2) from an events fd
+ * @seq:	its sequence number: 1 for a pool's first event, then one more
+ *		for each. OVERFLOW: the first event lost.
+ * @time_ns:	CLOCK_MONOTONIC time it happened.
+ * @key:	the block's key; 0 for CLEARED and OVERFLOW.
+ * @addr:	the block's address; KVTIER_ADDR_NONE for CLEARED and
+ *		OVERFLOW.
+ * @type:	KVTIER_EVENT_*.
+ * @tier:	STORED: the tier it was stored in; MOVED: the tier it moved
+ *		to; REMOVED: the tier it was last in (KVTIER_TIER_*); else 0.
+ * @from:	MOVED: the tier it left; STORED with KVTIER_EVR_REPLACE: the
+ *		tier of the block it replaced; else 0.
+ * @reason:	KVTIER_EVR_*; 0 for OVERFLOW.
+ * @flags:	0.
+ * @lost:	OVERFLOW: events lost, @seq to @seq + @lost - 1; the next
+ *		record is event @seq + @lost. Else 0.
+ *
+ * The tier is the highest holding the block, as LOOKUP reports it (HBM,
+ * then DRAM, then NVMe); a copy written to NVMe while the block stays in
+ * DRAM is no move. A key replaced is STORED again (KVTIER_EVR_REPLACE),
+ * without a REMOVED before. CLEARED is a pool's last event: every key it
+ * held is gone. A key is in the pool from its STORED to its REMOVED.
+ */
+struct kvtier_event {
+	__u64 seq;
+	__u64 time_ns;
+	__u64 key[2];
+	__u64 addr;
+	__u16 type;
+	__u8 tier;
+	__u8 from;
+	__u16 reason;
+	__u16 flags;
+	__u64 lost;
+};
+
+/* KVTIER_IOC_EVENTS flags. */
+#define KVTIER_EVENTS_FROM	_BITUL(0)	/* start at @seq */
+#define KVTIER_EVENTS_NONBLOCK	_BITUL(1)	/* the fd is O_NONBLOCK */
+#define KVTIER_EVENTS_FLAGS	(KVTIER_EVENTS_FROM | KVTIER_EVENTS_NONBLOCK)
+
+/**
+ * struct kvtier_events - open an events fd on a pool
+ * @flags:	KVTIER_EVENTS_FROM, KVTIER_EVENTS_NONBLOCK.
+ * @fd:		out: the events fd (O_CLOEXEC).
+ * @seq:	in with KVTIER_EVENTS_FROM: the first event wanted, 1 up to
+ *		the next event's number (-EINVAL past it); else must be 0.
+ *		out: the first event the fd will return.
+ * @log_id:	out: the pool's event log: sequence numbers of another log
+ *		(the pool made again, or after a module reload) are
+ *		unrelated.
+ * @ring:	out: events the pool's ring holds (events_ring).
+ * @__pad:	must be 0.
+ * @reserved:	must be 0.
+ *
+ * Any pool fd may open one: reading a pool's events needs read access to
+ * it, which every pool fd has. The events fd does not keep the pool: once
+ * the pool's last fd and mapping are gone, a reader gets what was left,
+ * then CLEARED, then end of file (read(2) returns 0, poll(2) EPOLLHUP).
+ *
+ * read(2) returns whole records, as many as fit (-EINVAL if not one fits),
+ * blocking until one is there unless the fd is O_NONBLOCK (-EAGAIN). A
+ * reader whose next event left the ring (it was slow, or asked with
+ * KVTIER_EVENTS_FROM for one before the ring's oldest) reads one
+ * KVTIER_EVENT_OVERFLOW record first, then the oldest the ring holds: it
+ * should take a census (KVTIER_IOC_CENSUS) again. -ENOMEM when the ring
+ * cannot be allocated; -EMFILE, -ENFILE.
+ */
+struct kvtier_events {
+	__u32 flags;
+	__s32 fd;
+	__u64 seq;
+	__u64 log_id;
+	__u32 ring;
+	__u32 __pad;
+	__u64 reserved[2];
+};
+
+/* struct kvtier_census_entry.flags: where the block has copies now. */
+#define KVTIER_CENSUS_HBM	_BITUL(0)
+#define KVTIER_CENSUS_DRAM	_BITUL(1)
+#define KVTIER_CENSUS_NVME	_BITUL(2)
+#define KVTIER_CENSUS_PINNED	_BITUL(3)	/* pinned by some fd */
+
+/**
+ * struct kvtier_census_entry - one key of a census
+ * @key:	the key.
+ * @addr:	its block address.
+ * @tier:	its tier as the event log last told it (KVTIER_TIER_*).
+ * @flags:	KVTIER_CENSUS_*: its copies and pins when it was listed.
+ */
+struct kvtier_census_entry {
+	__u64 key[2];
+	__u64 addr;
+	__u32 tier;
+	__u32 flags;
+};
+
+/**
+ * struct kvtier_census - a census: list a pool's keys, by cursor
+ * @entries:	user pointer to @count struct kvtier_census_entry.
+ * @count:	1..KVTIER_BATCH_MAX.
+ * @flags:	must be 0.
+ * @cursor:	in: the block address to start at (0: the first); out: where
+ *		the next call goes on, or KVTIER_ADDR_NONE when the listing
+ *		reached the end (given back, it lists nothing). Past the
+ *		pool's capacity, other than that: -EINVAL.
+ * @seq:	out: the last event of the pool's log when the call began (0:
+ *		none yet): the keys listed reflect it and every one before.
+ * @log_id:	out: the pool's event log (struct kvtier_events).
+ * @meta:	0, or (with KVTIER_F_META, else -EOPNOTSUPP) a user pointer
+ *		to @count struct kvtier_meta: each key's record.
+ * @done:	out: keys written, at the start of @entries (and @meta).
+ * @__pad:	must be 0.
+ * @reserved:	must be 0.
+ *
+ * Keys come in address order, each as it was at event @seq or later (the
+ * kernel lists a few hundred at a time). A listing, of one call or of
+ * several, is consistent with the pool's events after the @seq of its
+ * first call: apply them, in order, to what it listed, and the result is
+ * the pool as of the last event applied. A key stored after the listing
+ * went past its address shows only in those events. Listing changes
+ * nothing: an array that cannot be written is -EFAULT (the listing can be
+ * taken again); a task killed meanwhile, -EINTR.
+ */
+struct kvtier_census {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u64 cursor;
+	__u64 seq;
+	__u64 log_id;
+	__u64 meta;
+	__u32 done;
+	__u32 __pad;
+	__u64 reserved[2];
+};
+
 /*
  * 0xBC has no entry in Documentation/userspace-api/ioctl/ioctl-number.rst
  * (Linux 6.1, nor later ones as of this writing); see
@@ -968,6 +1150,8 @@ struct kvtier_moved {
 #define KVTIER_EVENTFD_SIZE_VER0	24
 #define KVTIER_HBM_ATTACH_SIZE_VER0	32
 #define KVTIER_HBM_STAT_SIZE_VER0	96
+#define KVTIER_EVENTS_SIZE_VER0		48
+#define KVTIER_CENSUS_SIZE_VER0	72
 
 #define KVTIER_IOC_MAGIC	0xBC
 
@@ -998,5 +1182,7 @@ struct kvtier_moved {
 #define KVTIER_IOC_RESERVE	_IOWR(KVTIER_IOC_MAGIC, 0x1e, struct kvtier_batch)
 #define KVTIER_IOC_COMMIT	_IOWR(KVTIER_IOC_MAGIC, 0x1f, struct kvtier_batch)
 #define KVTIER_IOC_ABORT	_IOWR(KVTIER_IOC_MAGIC, 0x20, struct kvtier_batch)
+#define KVTIER_IOC_EVENTS	_IOWR(KVTIER_IOC_MAGIC, 0x21, struct kvtier_events)
+#define KVTIER_IOC_CENSUS	_IOWR(KVTIER_IOC_MAGIC, 0x22, struct kvtier_census)
 
 #endif /* _UAPI_LINUX_KVTIER_H */
