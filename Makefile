@@ -152,7 +152,7 @@ install-user: lib tools
 	install -D -m 0644 tools/trace/kvtier-lat.bt $(DESTDIR)$(DATADIR)/kvtier-lat.bt
 	install -d $(DESTDIR)$(DOCDIR)/examples
 	install -m 0644 examples/kvtier-info.c python/examples/connector.py \
-		$(DESTDIR)$(DOCDIR)/examples/
+		python/examples/kv_events_publisher.py $(DESTDIR)$(DOCDIR)/examples/
 	install -D -m 0644 dist/60-kvtier.rules \
 		$(DESTDIR)$(SYSCONFDIR)/udev/rules.d/60-kvtier.rules
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf ]; then \
@@ -190,7 +190,8 @@ uninstall:
 		$(DESTDIR)$(DATADIR)/kvtier-lat.bt
 	rmdir $(DESTDIR)$(DATADIR) 2>/dev/null || true
 	rm -f $(DESTDIR)$(DOCDIR)/examples/kvtier-info.c \
-		$(DESTDIR)$(DOCDIR)/examples/connector.py
+		$(DESTDIR)$(DOCDIR)/examples/connector.py \
+		$(DESTDIR)$(DOCDIR)/examples/kv_events_publisher.py
 	rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	rm -f $(DESTDIR)$(SYSCONFDIR)/udev/rules.d/60-kvtier.rules
 	@if cmp -s dist/kvtier.modprobe.conf $(DESTDIR)$(SYSCONFDIR)/modprobe.d/kvtier.conf; then \

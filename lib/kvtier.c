@@ -121,6 +121,8 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "meta";
 	case KVTIER_F_PARTS:
 		return "parts";
+	case KVTIER_F_EVENTS:
+		return "events";
 	}
 	return NULL;
 }
@@ -155,6 +157,8 @@ const char *kvtier_ioctl_name(unsigned int nr)
 		{ KVTIER_IOC_RESERVE, "RESERVE" },
 		{ KVTIER_IOC_COMMIT, "COMMIT" },
 		{ KVTIER_IOC_ABORT, "ABORT" },
+		{ KVTIER_IOC_EVENTS, "EVENTS" },
+		{ KVTIER_IOC_CENSUS, "CENSUS" },
 	};
 	size_t i;
 

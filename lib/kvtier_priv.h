@@ -57,6 +57,14 @@ struct kvtier_ring;
 int kvtier_ring_run(struct kvtier_ring *ring, struct kvtier_pool *pool,
 		    unsigned long op, void *arg);
 
+/*
+ * Waits (prefetch.c): the CLOCK_MONOTONIC ns a wait of @timeout_ms ends
+ * (UINT64_MAX for -1, forever), and the milliseconds left to it (-1
+ * forever, 0 once past), for poll(2).
+ */
+uint64_t kvtier_deadline(int timeout_ms);
+int kvtier_left_ms(uint64_t end);
+
 /**
  * struct kvtier_map - a read-only mapping of a range of block addresses
  * @base:	mapping start, the address of block @first.

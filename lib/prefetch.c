@@ -98,8 +98,7 @@ int kvtier_eventfd(struct kvtier_pool *pool, int efd)
 	return kvtier_pool_run(pool, NULL, KVTIER_IOC_EVENTFD, &e);
 }
 
-/* Remaining milliseconds to @end (CLOCK_MONOTONIC ns); -1 forever. */
-static int kvtier_left_ms(uint64_t end)
+int kvtier_left_ms(uint64_t end)
 {
 	uint64_t now;
 
@@ -134,7 +133,7 @@ static int kvtier_read_completions(struct kvtier_pool *pool,
 	}
 }
 
-static uint64_t kvtier_deadline(int timeout_ms)
+uint64_t kvtier_deadline(int timeout_ms)
 {
 	if (timeout_ms < 0)
 		return UINT64_MAX;

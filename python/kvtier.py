@@ -47,6 +47,16 @@ tell whose block it is (model, tokenizer, dtype, token count):
             n = next((i for i in range(hit.done) if hit.meta[i] != fp),
                      hit.done)                            # the usable prefix
 
+Events and the census (F_EVENTS): a router that follows what a pool
+holds opens its events, lists its keys, then applies the events after the
+listing (Pool.events() has the whole recipe):
+
+            with pool.events() as ev:                  # an iterator
+                seq, log_id, entries = pool.census()  # keys and tiers
+                for e in ev:                          # Event tuples
+                    if e.seq > seq:
+                        print(e.type_name, e.key, e.tier_name)
+
 Errors of a whole call raise ``kvtier.Error``, an ``OSError`` whose
 ``errno`` is the kernel's (``e.errno == errno.EEXIST``). Batched commands
 do not raise for per-entry outcomes (a miss, an existing key): they return
@@ -66,8 +76,9 @@ import os
 
 __all__ = [
     "Error", "Context", "Pool", "Batch", "Key", "Prefetch", "Completion",
-    "Mover",
-    "Ready", "open", "key_chain", "now_ns", "tier_name", "feature_name",
+    "Mover", "Ready", "Event", "Events", "Census", "CensusEntry",
+    "open", "key_chain", "now_ns", "tier_name", "feature_name",
+    "event_name", "event_reason_name",
 ]
 
 # ---- constants of uapi/linux/kvtier.h ------------------------------------
@@ -88,6 +99,7 @@ F_LOOKUP_PIN = 1 << 9
 F_RESERVE = 1 << 10
 F_META = 1 << 11
 F_PARTS = 1 << 12
+F_EVENTS = 1 << 13
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -127,6 +139,34 @@ HBM_USER = 2
 HBM_SLOTS_MAX = 65536
 MOVE_TO_DEV = 1
 MOVE_FROM_DEV = 2
+
+# Events (struct kvtier_event.type) and why they happened (.reason).
+EVENT_STORED = 1
+EVENT_MOVED = 2
+EVENT_REMOVED = 3
+EVENT_CLEARED = 4
+EVENT_OVERFLOW = 5
+EVR_PUT = 1
+EVR_REPLACE = 2
+EVR_ADOPT = 3
+EVR_REPLAY = 4
+EVR_LOAD = 5
+EVR_EVICT = 6
+EVR_SHRINK = 7
+EVR_STAGE = 8
+EVR_UNSTAGE = 9
+EVR_DROP = 10
+EVR_BAD_READ = 11
+EVR_LOG_RECLAIM = 12
+EVR_IO_ERROR = 13
+EVR_DETACH = 14
+EVR_DESTROY = 15
+EVENTS_FROM = 1 << 0
+EVENTS_NONBLOCK = 1 << 1
+CENSUS_HBM = 1 << 0
+CENSUS_DRAM = 1 << 1
+CENSUS_NVME = 1 << 2
+CENSUS_PINNED = 1 << 3
 
 # ---- ABI structs -----------------------------------------------------------
 
@@ -231,7 +271,31 @@ class _Adopt(ctypes.Structure):
                 ("addr", _u64), ("reserved", _u64)]
 
 
+class _Event(ctypes.Structure):
+    """struct kvtier_event"""
+    _fields_ = [("seq", _u64), ("time_ns", _u64), ("key", _u64 * 2),
+                ("addr", _u64), ("type", ctypes.c_uint16), ("tier", _u8),
+                ("from_", _u8), ("reason", ctypes.c_uint16),
+                ("flags", ctypes.c_uint16), ("lost", _u64)]
+
+
+class _Events(ctypes.Structure):
+    """struct kvtier_events"""
+    _fields_ = [("flags", _u32), ("fd", _s32), ("seq", _u64),
+                ("log_id", _u64), ("ring", _u32), ("__pad", _u32),
+                ("reserved", _u64 * 2)]
+
+
+class _CensusEntry(ctypes.Structure):
+    """struct kvtier_census_entry"""
+    _fields_ = [("key", _u64 * 2), ("addr", _u64), ("tier", _u32),
+                ("flags", _u32)]
+
+
 assert ctypes.sizeof(_Block) == 48
+assert ctypes.sizeof(_Event) == 56
+assert ctypes.sizeof(_Events) == 48
+assert ctypes.sizeof(_CensusEntry) == 32
 assert ctypes.sizeof(_Meta) == 72
 assert ctypes.sizeof(_HbmStat) == 96
 assert ctypes.sizeof(_Adopt) == 40
@@ -329,6 +393,19 @@ _kvtier_mover_open = _proto("kvtier_mover_open", ctypes.c_int, _P,
                             ctypes.c_int, _P, _P, _PP)
 _kvtier_mover_run = _proto("kvtier_mover_run", ctypes.c_int, _P, ctypes.c_int)
 _kvtier_mover_close = _proto("kvtier_mover_close", None, _P)
+_kvtier_events_open = _proto("kvtier_events_open", ctypes.c_int, _P, _u64,
+                             _u32, ctypes.POINTER(_Events))
+_kvtier_events_read = _proto("kvtier_events_read", ctypes.c_ssize_t,
+                             ctypes.c_int, ctypes.POINTER(_Event),
+                             ctypes.c_size_t, ctypes.c_int)
+_kvtier_census = _proto("kvtier_census", ctypes.c_int, _P,
+                        ctypes.POINTER(_u64), ctypes.POINTER(_CensusEntry),
+                        ctypes.POINTER(_Meta), _u32, ctypes.POINTER(_u64),
+                        ctypes.POINTER(_u64))
+_kvtier_event_name = _proto("kvtier_event_name", ctypes.c_char_p,
+                            ctypes.c_uint)
+_kvtier_event_reason_name = _proto("kvtier_event_reason_name",
+                                   ctypes.c_char_p, ctypes.c_uint)
 _kvtier_key_chain_n = _proto("kvtier_key_chain_n", None,
                              ctypes.POINTER(_u64 * 2),
                              ctypes.POINTER(_u64), ctypes.c_size_t,
@@ -366,6 +443,20 @@ def tier_name(tier):
 def feature_name(bit):
     """The name of one KVTIER_F_* bit ('pools', ...), or None."""
     n = _kvtier_feature_name(bit)
+    return n.decode() if n else None
+
+
+def event_name(etype):
+    """The name of an EVENT_* type ('stored', 'moved', 'removed', 'cleared',
+    'overflow'), or None."""
+    n = _kvtier_event_name(etype)
+    return n.decode() if n else None
+
+
+def event_reason_name(reason):
+    """The name of an EVR_* reason ('put', 'replace', 'evict', 'drop',
+    ...), or None (for 0 too)."""
+    n = _kvtier_event_reason_name(reason)
     return n.decode() if n else None
 
 
@@ -560,6 +651,220 @@ class Ready(collections.namedtuple("Ready", "status ready")):
     ready:  blocks of the chain, from the first, in DRAM at the end.
     """
     __slots__ = ()
+
+
+class Event(collections.namedtuple(
+        "Event", "seq time_ns type key addr tier from_tier reason lost")):
+    """One event of a pool (struct kvtier_event), read from Events.
+
+    seq:       its number: 1 for the pool's first event, one more each.
+               EVENT_OVERFLOW: the first event lost.
+    time_ns:   when it happened (CLOCK_MONOTONIC, see now_ns()).
+    type:      EVENT_STORED (key is in the pool, in tier), EVENT_MOVED
+               (the highest tier holding it went from from_tier to tier),
+               EVENT_REMOVED (it left the pool; tier: where it was last),
+               EVENT_CLEARED (the pool is gone, with every key: its last
+               event), EVENT_OVERFLOW (this reader lost events seq to
+               seq + lost - 1: take a census again).
+    key:       the block's Key; None for CLEARED and OVERFLOW.
+    addr:      its block address; None for CLEARED and OVERFLOW.
+    tier:      TIER_HBM, TIER_DRAM or TIER_NVME (see above); else 0.
+    from_tier: MOVED: the tier it left; else 0.
+    reason:    EVR_*: why (EVR_PUT, EVR_REPLACE, EVR_EVICT, EVR_DROP, ...);
+               0 for OVERFLOW.
+    lost:      OVERFLOW: the number of events lost; else 0.
+
+    A key replaced is STORED again (EVR_REPLACE) without a REMOVED first.
+    """
+    __slots__ = ()
+
+    @property
+    def type_name(self):
+        """'stored', 'moved', 'removed', 'cleared', 'overflow'."""
+        return event_name(self.type)
+
+    @property
+    def reason_name(self):
+        """'put', 'replace', 'evict', 'drop', ... or None."""
+        return event_reason_name(self.reason)
+
+    @property
+    def tier_name(self):
+        return tier_name(self.tier)
+
+    @property
+    def from_name(self):
+        return tier_name(self.from_tier)
+
+    @classmethod
+    def _of(cls, e):
+        none = e.type in (EVENT_CLEARED, EVENT_OVERFLOW)
+        return cls(e.seq, e.time_ns, e.type,
+                   None if none else Key(e.key[0], e.key[1]),
+                   None if none or e.addr == ADDR_NONE else e.addr,
+                   e.tier, e.from_, e.reason, e.lost)
+
+
+class Events:
+    """An events fd on a pool (Pool.events(), kvtier_events_open(3)).
+
+    Iterate over it for Event tuples, in order: iteration waits for the
+    next event (with nonblock=True it stops when none is there now) and
+    ends at the end of the log: after the pool's EVENT_CLEARED, once its
+    last fd and mapping are gone (the events fd does not keep the pool).
+    read(timeout_ms) returns a list instead. Close it, or use it as a
+    context manager; fileno() is for select/poll/epoll (readable when an
+    event is there; POLLHUP once the pool is gone).
+
+    seq:      the first event the fd returned (it asked for from_seq, or
+              the pool's next).
+    next_seq: the number of the next event it will return.
+    log_id:   the pool's event log: a census (Pool.census()) with the
+              same log_id is of this log.
+    ring:     events the pool keeps for its readers (the events_ring
+              module parameter); a reader further behind gets one
+              EVENT_OVERFLOW.
+    ended:    True once the end of the log was read.
+    """
+
+    def __init__(self, pool, from_seq=0, nonblock=False):
+        e = _Events()
+        fd = _check(_kvtier_events_open(
+            pool._h(), from_seq, EVENTS_NONBLOCK if nonblock else 0,
+            ctypes.byref(e)), "events " + pool.name)
+        self._fd = fd
+        self.nonblock = nonblock
+        self.seq = e.seq
+        self.next_seq = e.seq
+        self.log_id = e.log_id
+        self.ring = e.ring
+        self.ended = False
+        self._buf = (_Event * 256)()
+        self._pending = collections.deque()
+
+    def fileno(self):
+        if self._fd < 0:
+            raise ValueError("kvtier events fd is closed")
+        return self._fd
+
+    def read(self, timeout_ms=-1, max=256):
+        # pylint: disable=redefined-builtin
+        """The events there are, up to max, waiting up to timeout_ms for
+        the first (0: not at all, -1: forever). [] when none came, or at
+        the end of the log (then ended is True). Raises Error."""
+        if max < 1:
+            raise ValueError("max must be at least 1")
+        if self._pending:
+            out = []
+            while self._pending and len(out) < max:
+                out.append(self._pending.popleft())
+            return out
+        if self.ended:
+            return []
+        fd = self.fileno()
+        if max > len(self._buf):
+            self._buf = (_Event * max)()
+        end = None if timeout_ms < 0 else now_ns() + timeout_ms * 1000000
+        while True:
+            left = -1
+            if end is not None:
+                left = (end - now_ns() + 999999) // 1000000
+                left = left if left > 0 else 0
+            n = _kvtier_events_read(fd, self._buf, max, left)
+            # A signal: its Python handler runs here, then wait on.
+            if n != -_errno.EINTR:
+                break
+        if n == -_errno.ETIMEDOUT:
+            return []
+        _check(n, "events read")
+        if n == 0:
+            self.ended = True
+            return []
+        out = [Event._of(self._buf[i]) for i in range(n)]
+        last = out[-1]
+        self.next_seq = last.seq + (last.lost if last.type == EVENT_OVERFLOW
+                                    else 1)
+        return out
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self._pending:
+            self._pending.extend(self.read(0 if self.nonblock else -1))
+            if not self._pending:
+                raise StopIteration
+        return self._pending.popleft()
+
+    def close(self):
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    @property
+    def closed(self):
+        return self._fd < 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_fd", -1) >= 0:
+            self.close()
+
+    def __repr__(self):
+        return "<kvtier.Events next_seq=%d log_id=%016x%s>" % (
+            self.next_seq, self.log_id, " closed" if self.closed else "")
+
+
+class CensusEntry(collections.namedtuple("CensusEntry",
+                                         "key addr tier flags meta")):
+    """One key of a census (struct kvtier_census_entry).
+
+    key:   its Key.
+    addr:  its block address.
+    tier:  TIER_*: its tier as the event log last told it.
+    flags: CENSUS_HBM, CENSUS_DRAM, CENSUS_NVME (the tiers holding a copy
+           of it when it was listed), CENSUS_PINNED.
+    meta:  with census(meta=True), its metadata record (bytes, b"" for
+           none); else None.
+    """
+    __slots__ = ()
+
+    @property
+    def tier_name(self):
+        return tier_name(self.tier)
+
+    @property
+    def copies(self):
+        """Names of the tiers that hold a copy: ['dram', 'nvme'], ..."""
+        return [n for b, n in ((CENSUS_HBM, "hbm"), (CENSUS_DRAM, "dram"),
+                               (CENSUS_NVME, "nvme")) if self.flags & b]
+
+    @property
+    def pinned(self):
+        return bool(self.flags & CENSUS_PINNED)
+
+
+class Census(collections.namedtuple("Census", "seq log_id entries")):
+    """A pool's keys (Pool.census()), unpacked as (seq, log_id, entries).
+
+    seq:     the last event of the pool's log the listing reflects (that of
+             its first call; 0: none yet). The listing and the events after
+             seq (of an Events with the same log_id) lose nothing: apply
+             them in order and the result is the pool.
+    log_id:  the pool's event log.
+    entries: CensusEntry tuples, in address order.
+    """
+    __slots__ = ()
+
+    @property
+    def keys(self):
+        """{Key: tier} of the listing."""
+        return {e.key: e.tier for e in self.entries}
 
 
 # Statuses kvtier_request_ready() returns for a group that ended badly or a
@@ -1153,6 +1458,66 @@ class Pool:
         w = _u64()
         _check(_kvtier_sync(self._h(), ctypes.byref(w)), "sync " + self.name)
         return w.value
+
+    # ---- events and the census ----------------------------------------------
+
+    def events(self, from_seq=0, nonblock=False):
+        """An events fd on the pool (needs F_EVENTS): an Events, which
+        yields the pool's Event tuples in order (see Events), from the
+        pool's next event or, with from_seq, from that one (1 up to the
+        next event's number; one the ring no longer holds comes as an
+        EVENT_OVERFLOW first). nonblock: iteration ends when no event is
+        there now (the fd is O_NONBLOCK). The Events lives on its own: it
+        does not keep the pool. Raises Error: EOPNOTSUPP (no F_EVENTS),
+        EINVAL (from_seq past the next event), ENOMEM, EMFILE.
+
+        To follow what the pool holds: open the events first, then take a
+        census, then apply the events with seq above the census's seq:
+
+            with pool.events() as ev:
+                seq, log_id, entries = pool.census()
+                keys = {e.key: e.tier for e in entries}
+                for e in ev:
+                    if e.type == kvtier.EVENT_OVERFLOW:
+                        ...                     # census again
+                    elif e.seq <= seq:
+                        continue
+                    elif e.type in (kvtier.EVENT_STORED,
+                                    kvtier.EVENT_MOVED):
+                        keys[e.key] = e.tier
+                    elif e.type == kvtier.EVENT_REMOVED:
+                        keys.pop(e.key, None)
+        """
+        return Events(self, from_seq, nonblock)
+
+    def census(self, meta=False, batch=1024):
+        """The pool's keys with their tier (kvtier_census(3), needs
+        F_EVENTS): a Census (seq, log_id, entries), listed by cursor in
+        calls of batch keys. meta=True (needs F_META): each entry's meta
+        is its block's record. Listing changes nothing in the pool.
+        Raises Error: EOPNOTSUPP, EINTR (killed), ENOMEM."""
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        ents = (_CensusEntry * batch)()
+        recs = (_Meta * batch)() if meta else None
+        cursor = _u64(0)
+        seq = _u64()
+        log_id = _u64()
+        out = []
+        first = None
+        while cursor.value != ADDR_NONE:
+            n = _check(_kvtier_census(self._h(), ctypes.byref(cursor), ents,
+                                      recs, batch, ctypes.byref(seq),
+                                      ctypes.byref(log_id)),
+                       "census " + self.name)
+            if first is None:
+                first = (seq.value, log_id.value)
+            for i in range(n):
+                e = ents[i]
+                out.append(CensusEntry(
+                    Key(e.key[0], e.key[1]), e.addr, e.tier, e.flags,
+                    bytes(recs[i].data[:recs[i].len]) if meta else None))
+        return Census(first[0], first[1], out)
 
     def close(self):
         if self._p:

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kvtierctl: inspect and administer kvtier (the handshake, module
- * parameters, global and per-pool statistics, pool create/destroy/sync,
- * and the NVMe tier: list candidate namespaces, attach, detach, format).
+ * parameters, global and per-pool statistics, pool create/destroy/sync, a
+ * pool's events and keys as JSON lines, and the NVMe tier: list candidate
+ * namespaces, attach, detach, format).
  *
  * Exit status: 0 success, 1 the operation failed, 2 bad usage.
  */
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,13 @@ static void usage(FILE *f)
 		"  top [-i SECS] [-n COUNT] [POOL...]\n"
 		"                              per-pool, per-tier rates every SECS seconds\n"
 		"                              (like iostat; top --help for the columns)\n"
+		"  events NAME [--follow] [--from SEQ]\n"
+		"                              a pool's events, one JSON object a line:\n"
+		"                              from the next one (or SEQ) to the last there\n"
+		"                              is; --follow: until the pool is gone or SIGINT\n"
+		"  keys NAME [--meta]          a pool's keys (census), one JSON object a\n"
+		"                              line, then {seq, log_id, keys}: the last event\n"
+		"                              the listing reflects; --meta: block records\n"
 		"\n"
 		"NVMe tier (attach, detach and format need root):\n"
 		"  nvme                        list NVMe namespaces: model, serial, size,\n"
@@ -260,7 +269,7 @@ static int cmd_status(void)
 	struct kvtier_nvme_stat ns, dev[KVTIER_NVME_MAX];
 	int nvme_err, ndev = 0;
 	static const char * const params[] = {
-		"dram_mb", "numa_node", "max_pools", "nvme",
+		"dram_mb", "numa_node", "max_pools", "nvme", "events_ring",
 	};
 	char line[512], path[256], *names[MAX_COLS], *vals[MAX_COLS];
 	char cols[] = KVT_STAT_COLS, buf[64];
@@ -626,6 +635,259 @@ static int cmd_sync(int argc, char **argv)
 	printf("synced pool %s: %llu blocks written\n", argv[1],
 	       (unsigned long long)written);
 	return 0;
+}
+
+/* ---- events and the census --------------------------------------------- */
+
+static volatile sig_atomic_t events_stop;
+
+static void events_on_signal(int sig)
+{
+	(void)sig;
+	events_stop = 1;
+}
+
+/* A context with the events feature, and the pool opened read-only. */
+static int open_events_pool(const char *name, int meta,
+			    struct kvtier_pool **pool)
+{
+	struct kvtier_ctx *ctx;
+	struct kvtier_api api;
+	int ret;
+
+	ret = open_ctx(&ctx, KVTIER_FEATURES_ALL);
+	if (ret)
+		return ret;
+	kvtier_api_info(ctx, &api);
+	if (!(api.features & KVTIER_F_EVENTS) ||
+	    (meta && !(api.features & KVTIER_F_META))) {
+		kvtier_close(ctx);
+		fprintf(stderr, "%s: %s: this kvtier module has no %s\n", prog,
+			name, meta && (api.features & KVTIER_F_EVENTS) ?
+			"block metadata (KVTIER_F_META)" :
+			"events (KVTIER_F_EVENTS)");
+		return EXIT_FAILURE;
+	}
+	ret = kvtier_pool_open(ctx, name, KVTIER_POOL_RDONLY, pool);
+	kvtier_close(ctx);
+	if (ret)
+		return fail(name, ret);
+	return 0;
+}
+
+/* A key as 32 hex digits: the number key[0] + key[1] * 2^64. */
+static void print_key(const __u64 *key)
+{
+	printf("\"%016llx%016llx\"", (unsigned long long)key[1],
+	       (unsigned long long)key[0]);
+}
+
+/* A JSON field: the name as a string, a number when unnamed, or null. */
+static void print_name(const char *field, const char *name, unsigned int v)
+{
+	if (!v)
+		printf(",\"%s\":null", field);
+	else if (name && strcmp(name, "?"))
+		printf(",\"%s\":\"%s\"", field, name);
+	else
+		printf(",\"%s\":%u", field, v);
+}
+
+static void print_event(const struct kvtier_event *e)
+{
+	printf("{\"seq\":%llu,\"time_ns\":%llu", (unsigned long long)e->seq,
+	       (unsigned long long)e->time_ns);
+	print_name("type", kvtier_event_name(e->type), e->type);
+	printf(",\"key\":");
+	print_key(e->key);
+	if (e->addr == KVTIER_ADDR_NONE)
+		printf(",\"addr\":null");
+	else
+		printf(",\"addr\":%llu", (unsigned long long)e->addr);
+	print_name("tier", kvtier_tier_name(e->tier), e->tier);
+	print_name("from", kvtier_tier_name(e->from), e->from);
+	print_name("reason", kvtier_event_reason_name(e->reason), e->reason);
+	printf(",\"lost\":%llu}\n", (unsigned long long)e->lost);
+}
+
+/* The tiers a census entry has copies in, as a JSON array. */
+static void print_copies(uint32_t flags)
+{
+	static const struct {
+		uint32_t flag;
+		unsigned int tier;
+	} copies[] = {
+		{ KVTIER_CENSUS_HBM, KVTIER_TIER_HBM },
+		{ KVTIER_CENSUS_DRAM, KVTIER_TIER_DRAM },
+		{ KVTIER_CENSUS_NVME, KVTIER_TIER_NVME },
+	};
+	const char *sep = "";
+	size_t c;
+
+	printf(",\"copies\":[");
+	for (c = 0; c < sizeof(copies) / sizeof(copies[0]); c++) {
+		if (!(flags & copies[c].flag))
+			continue;
+		printf("%s\"%s\"", sep, kvtier_tier_name(copies[c].tier));
+		sep = ",";
+	}
+	printf("]");
+}
+
+static int cmd_events(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "follow", no_argument, NULL, 'f' },
+		{ "from", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kvtier_event ev[64];
+	struct kvtier_pool *pool;
+	struct sigaction sa;
+	uint64_t from = 0;
+	int opt, li = 0, follow = 0, fd, ret = 0;
+	ssize_t n, i;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		fprintf(stderr, "%s: events: missing pool NAME\n", prog);
+		return EXIT_USAGE;
+	}
+	optind = 2;
+	while ((opt = getopt_long(argc, argv, "", opts, &li)) != -1) {
+		switch (opt) {
+		case 'f':
+			follow = 1;
+			break;
+		case 's':
+			if (parse_u64(optarg, &from) || !from) {
+				fprintf(stderr, "%s: events: bad value '%s' for --from\n",
+					prog, optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "%s: events: unexpected argument '%s'\n", prog,
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+
+	ret = open_events_pool(argv[1], 0, &pool);
+	if (ret)
+		return ret;
+	fd = kvtier_events_open(pool, from, 0, NULL);
+	/* The events fd does not keep the pool: neither does kvtierctl. */
+	kvtier_pool_close(pool);
+	if (fd < 0)
+		return fail(argv[1], fd);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = events_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	while (!events_stop) {
+		n = kvtier_events_read(fd, ev, 64, follow ? -1 : 0);
+		if (n == -EINTR)
+			continue;
+		if (n == -ETIMEDOUT && !follow)
+			break;
+		if (n < 0) {
+			ret = fail(argv[1], n);
+			break;
+		}
+		if (!n)		/* the pool is gone, CLEARED was its last */
+			break;
+		for (i = 0; i < n; i++)
+			print_event(&ev[i]);
+		fflush(stdout);
+	}
+	close(fd);
+	return ret;
+}
+
+static int cmd_keys(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "meta", no_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum { PER_CALL = 1024 };
+	struct kvtier_census_entry *ent = NULL;
+	struct kvtier_meta *meta = NULL;
+	uint64_t cursor = 0, seq = 0, log_id = 0, total = 0, s, id;
+	struct kvtier_pool *pool;
+	int opt, li = 0, with_meta = 0, ret, n, i, first = 1;
+	uint32_t b;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		fprintf(stderr, "%s: keys: missing pool NAME\n", prog);
+		return EXIT_USAGE;
+	}
+	optind = 2;
+	while ((opt = getopt_long(argc, argv, "", opts, &li)) != -1) {
+		if (opt != 'm')
+			return EXIT_USAGE;
+		with_meta = 1;
+	}
+	if (optind != argc) {
+		fprintf(stderr, "%s: keys: unexpected argument '%s'\n", prog,
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+
+	ret = open_events_pool(argv[1], with_meta, &pool);
+	if (ret)
+		return ret;
+	ent = calloc(PER_CALL, sizeof(*ent));
+	if (with_meta)
+		meta = calloc(PER_CALL, sizeof(*meta));
+	if (!ent || (with_meta && !meta)) {
+		ret = fail(argv[1], -ENOMEM);
+		goto out;
+	}
+	while (cursor != KVTIER_ADDR_NONE) {
+		n = kvtier_census(pool, &cursor, ent, meta, PER_CALL, &s, &id);
+		if (n < 0) {
+			ret = fail(argv[1], n);
+			goto out;
+		}
+		/* The listing reflects its first call's event and those after. */
+		if (first) {
+			seq = s;
+			log_id = id;
+			first = 0;
+		}
+		for (i = 0; i < n; i++) {
+			printf("{\"key\":");
+			print_key(ent[i].key);
+			printf(",\"addr\":%llu", (unsigned long long)ent[i].addr);
+			print_name("tier", kvtier_tier_name(ent[i].tier),
+				   ent[i].tier);
+			print_copies(ent[i].flags);
+			printf(",\"pinned\":%s",
+			       ent[i].flags & KVTIER_CENSUS_PINNED ? "true" : "false");
+			if (meta) {
+				printf(",\"meta\":\"");
+				for (b = 0; b < meta[i].len && b < KVTIER_META_MAX; b++)
+					printf("%02x", meta[i].data[b]);
+				printf("\"");
+			}
+			printf("}\n");
+		}
+		total += n;
+	}
+	printf("{\"seq\":%llu,\"log_id\":\"%016llx\",\"keys\":%llu}\n",
+	       (unsigned long long)seq, (unsigned long long)log_id,
+	       (unsigned long long)total);
+out:
+	free(ent);
+	free(meta);
+	kvtier_pool_close(pool);
+	return ret;
 }
 
 /* ---- NVMe tier --------------------------------------------------------- */
@@ -1186,6 +1448,10 @@ int main(int argc, char **argv)
 		return cmd_sync(argc - 1, argv + 1);
 	if (!strcmp(cmd, "top"))
 		return cmd_top(argc - 1, argv + 1);
+	if (!strcmp(cmd, "events"))
+		return cmd_events(argc - 1, argv + 1);
+	if (!strcmp(cmd, "keys"))
+		return cmd_keys(argc - 1, argv + 1);
 	if (!strcmp(cmd, "nvme") && argc == 2)
 		return cmd_nvme();
 	if (!strcmp(cmd, "attach"))

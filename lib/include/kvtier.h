@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <linux/kvtier.h>
 
 #ifdef __cplusplus
@@ -54,8 +55,9 @@ struct kvtier_map;
  * (KVTIER_F_PREFETCH), the kvtier_ring_*() commands (KVTIER_F_URING),
  * kvtier_map() (KVTIER_F_MMAP), the HBM functions (KVTIER_F_HBM),
  * scatter-gather entries (KVTIER_F_SG), kvtier_lookup() with
- * KVTIER_LOOKUP_PIN (KVTIER_F_LOOKUP_PIN) and the *_meta() functions
- * given records (KVTIER_F_META).
+ * KVTIER_LOOKUP_PIN (KVTIER_F_LOOKUP_PIN), the *_meta() functions
+ * given records (KVTIER_F_META), and kvtier_events_open() and
+ * kvtier_census() (KVTIER_F_EVENTS).
  */
 #define KVTIER_FEATURES_ALL	(~0ULL)
 
@@ -1321,6 +1323,119 @@ int kvtier_mover_run(struct kvtier_mover *m, int timeout_ms);
  * its DRAM or NVMe copy.
  */
 void kvtier_mover_close(struct kvtier_mover *m);
+
+/* ---- events and the census ------------------------------------------------ */
+
+/*
+ * With KVTIER_F_EVENTS a pool tells what happens to its keys: each key
+ * stored (with its tier), moved between tiers, removed (and why), and the
+ * pool's end, in order, numbered from 1 (struct kvtier_event). A router
+ * that follows what a node holds opens an events fd, then lists the
+ * pool's keys with kvtier_census(), keeps the seq of the listing's first
+ * call, and applies every event after that number to what it listed: the
+ * result is the pool's key set, kept up to date as events come.
+ */
+
+/**
+ * kvtier_events_open() - open an events fd on a pool
+ * @pool:	the pool handle (any handle, read-only too).
+ * @from_seq:	0: from the pool's next event; else the first event wanted,
+ *		1 up to the next event's number (KVTIER_EVENTS_FROM). An
+ *		event the pool's ring no longer holds is read as one
+ *		KVTIER_EVENT_OVERFLOW record first.
+ * @flags:	0 or KVTIER_EVENTS_NONBLOCK (the fd is O_NONBLOCK).
+ * @out:	out (optional): the kernel's answer: fd, seq (the first event
+ *		the fd returns), log_id (the pool's event log: numbers of
+ *		another log are unrelated) and ring (events the pool keeps for
+ *		its readers).
+ *
+ * The fd is the caller's (O_CLOEXEC; close(2) it), and lives on its own:
+ * it does not keep the pool, and once the pool's last fd and mapping are
+ * gone it reads what was left, the KVTIER_EVENT_CLEARED event, then end of
+ * file. Read it with kvtier_events_read(), or read(2), poll(2), epoll or
+ * io_uring directly (whole struct kvtier_event records).
+ *
+ * Return: the fd; -EOPNOTSUPP when the context did not negotiate
+ * KVTIER_F_EVENTS; -EINVAL for unknown @flags, or @from_seq past the next
+ * event; -ENOMEM; -EMFILE, -ENFILE.
+ */
+int kvtier_events_open(struct kvtier_pool *pool, uint64_t from_seq,
+		       uint32_t flags, struct kvtier_events *out);
+
+/**
+ * kvtier_events_read() - read a pool's events from an events fd
+ * @fd:		an events fd (kvtier_events_open()).
+ * @ev:		out: up to @n records.
+ * @n:		room in @ev (>= 1).
+ * @timeout_ms:	how long to wait for the first record: 0 not at all, -1
+ *		forever.
+ *
+ * Returns what is there at once, up to @n records, in order. A reader the
+ * pool's ring lapped reads one KVTIER_EVENT_OVERFLOW record (@seq the first
+ * event lost, @lost how many) and then the oldest the ring holds: it
+ * should take a census again (kvtier_census()).
+ *
+ * Return: the number of records; 0 at the end of the log (the pool is
+ * gone and its CLEARED event was read); -ETIMEDOUT when none came within
+ * @timeout_ms; -EINTR when a signal came first; -EINVAL for @n 0; -EBADF;
+ * another -errno of poll(2) or read(2).
+ */
+ssize_t kvtier_events_read(int fd, struct kvtier_event *ev, size_t n,
+			   int timeout_ms);
+
+/**
+ * kvtier_census() - list a pool's keys with their tier, by cursor
+ * @pool:	the pool handle (any handle, read-only too).
+ * @cursor:	in: the block address to go on from, 0 for the start of a
+ *		listing; out: where the next call goes on, or
+ *		KVTIER_ADDR_NONE when the listing reached the end (a call
+ *		given KVTIER_ADDR_NONE lists nothing and returns 0).
+ * @ent:	out: the keys, in address order: key, addr, tier (as the
+ *		event log last told it) and flags (KVTIER_CENSUS_HBM, _DRAM,
+ *		_NVME: where it has copies; KVTIER_CENSUS_PINNED).
+ * @meta:	NULL, or out (KVTIER_F_META): each key's record, at the same
+ *		index.
+ * @n:		room in @ent (and @meta); any number: the library splits it
+ *		into calls of at most batch_max.
+ * @seq:	out (optional): the last event of the pool's log when this
+ *		call began (0: none yet). Keep the one of a listing's first
+ *		call (@cursor 0): the listing and the events after it lose
+ *		nothing.
+ * @log_id:	out (optional): the pool's event log, as kvtier_events_open()
+ *		gives it: compare them to know the fd follows this pool.
+ *
+ * A listing of several calls is consistent with the events after the
+ * first call's @seq: apply them in order to everything listed and the
+ * result is the pool as of the last event applied. Listing changes
+ * nothing in the pool.
+ *
+ * Return: the number of keys written (fewer than @n only at the end);
+ * -EOPNOTSUPP without KVTIER_F_EVENTS, or @meta without KVTIER_F_META;
+ * -EINVAL for @n 0 or a @cursor past the pool's capacity; -EFAULT; -EINTR
+ * when killed; -ENOMEM.
+ */
+int kvtier_census(struct kvtier_pool *pool, uint64_t *cursor,
+		  struct kvtier_census_entry *ent, struct kvtier_meta *meta,
+		  uint32_t n, uint64_t *seq, uint64_t *log_id);
+
+/**
+ * kvtier_event_name() - the name of an event type
+ * @type:	KVTIER_EVENT_*.
+ *
+ * Return: "stored", "moved", "removed", "cleared", "overflow", or NULL for
+ * an unknown type.
+ */
+const char *kvtier_event_name(unsigned int type);
+
+/**
+ * kvtier_event_reason_name() - the name of an event's reason
+ * @reason:	KVTIER_EVR_*.
+ *
+ * Return: "put", "replace", "adopt", "replay", "load", "evict", "shrink",
+ * "stage", "unstage", "drop", "bad_read", "log_reclaim", "io_error",
+ * "detach", "destroy", or NULL for 0 or an unknown reason.
+ */
+const char *kvtier_event_reason_name(unsigned int reason);
 
 /* ---- io_uring ------------------------------------------------------------ */
 

@@ -10,7 +10,9 @@
  * attached. The prefetch_* and request_ready tests stage blocks from that
  * device (attached again if an earlier test left it detached); the ring
  * test needs io_uring only; hbm_mover_memcpy attaches a user HBM arena
- * moved by the reference memcpy mover in a thread. Exit status: 0 all
+ * moved by the reference memcpy mover in a thread; the events_* tests
+ * rebuild a pool's key set from a census and the events after it, and
+ * overflow the events ring (events_ring, read from sysfs). Exit status: 0 all
  * passed, 1 a failure, 4 (kselftest skip) when nothing could run against
  * the module and nothing failed.
  */
@@ -56,7 +58,7 @@ static struct kvtier_ctx *ctx;
 static const char *nvme_skip;
 static const char *nvme_dev;
 
-enum { NO_DEV, NEEDS_DEV, NEEDS_NVME, NEEDS_META };
+enum { NO_DEV, NEEDS_DEV, NEEDS_NVME, NEEDS_META, NEEDS_EVENTS };
 
 /* Whether the context negotiated @bit. */
 static int has_feature(uint64_t bit)
@@ -76,6 +78,12 @@ static void run(const char *name, void (*fn)(void), int needs)
 	}
 	if (needs == NEEDS_META && !has_feature(KVTIER_F_META)) {
 		printf("ok %d %s # SKIP kvtier without KVTIER_F_META\n", ntest,
+		       name);
+		skipped++;
+		return;
+	}
+	if (needs == NEEDS_EVENTS && !has_feature(KVTIER_F_EVENTS)) {
+		printf("ok %d %s # SKIP kvtier without KVTIER_F_EVENTS\n", ntest,
 		       name);
 		skipped++;
 		return;
@@ -1851,6 +1859,533 @@ out:
 	kvtier_pool_close(pool);
 }
 
+/* ---- events and the census ---------------------------------------------- */
+
+/* A pool's key set as a reader rebuilds it: keys and their tiers. */
+struct ev_model {
+	struct kvtier_census_entry k[256];
+	uint32_t n;
+};
+
+static int ev_find(const struct ev_model *m, const __u64 *key)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (m->k[i].key[0] == key[0] && m->k[i].key[1] == key[1])
+			return i;
+	return -1;
+}
+
+/* Apply one event; -1 for one that cannot happen to this set. */
+static int ev_apply(struct ev_model *m, const struct kvtier_event *e)
+{
+	int i = ev_find(m, e->key);
+
+	switch (e->type) {
+	case KVTIER_EVENT_STORED:
+	case KVTIER_EVENT_MOVED:
+		if (i < 0) {
+			if (m->n == 256)
+				return -1;
+			i = m->n++;
+		}
+		m->k[i].key[0] = e->key[0];
+		m->k[i].key[1] = e->key[1];
+		m->k[i].addr = e->addr;
+		m->k[i].tier = e->tier;
+		return 0;
+	case KVTIER_EVENT_REMOVED:
+		if (i < 0)
+			return -1;
+		m->k[i] = m->k[--m->n];
+		return 0;
+	case KVTIER_EVENT_CLEARED:
+		m->n = 0;
+		return 0;
+	}
+	return -1;
+}
+
+/* The whole census of @pool into @m; its first call's seq in @seq. */
+static int ev_census(struct kvtier_pool *pool, struct ev_model *m,
+		     uint64_t *seq, uint32_t per_call)
+{
+	uint64_t cursor = 0, s, id, first_id = 0;
+	int got, calls = 0;
+
+	m->n = 0;
+	while (cursor != KVTIER_ADDR_NONE) {
+		if (m->n + per_call > 256)
+			return -ENOSPC;
+		got = kvtier_census(pool, &cursor, m->k + m->n, NULL, per_call,
+				    &s, &id);
+		if (got < 0)
+			return got;
+		if (!calls++) {
+			*seq = s;
+			first_id = id;
+		} else if (id != first_id) {
+			return -ESTALE;
+		}
+		m->n += got;
+	}
+	return 0;
+}
+
+/* Whether two key sets are equal, tiers included. */
+static int ev_same(const struct ev_model *a, const struct ev_model *b)
+{
+	uint32_t i;
+	int j;
+
+	if (a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++) {
+		j = ev_find(b, a->k[i].key);
+		if (j < 0 || b->k[j].tier != a->k[i].tier ||
+		    b->k[j].addr != a->k[i].addr)
+			return 0;
+	}
+	return 1;
+}
+
+/* Read every event there is now, in order, from seq @next on. */
+static int ev_drain(int fd, struct kvtier_event *ev, uint32_t max,
+		    uint64_t *next)
+{
+	uint32_t n = 0, i;
+	ssize_t got;
+
+	while (n < max) {
+		got = kvtier_events_read(fd, ev + n, max - n, 0);
+		if (got == -ETIMEDOUT || got == 0)
+			break;
+		if (got < 0)
+			return got;
+		n += got;
+	}
+	for (i = 0; i < n; i++) {
+		if (ev[i].seq != *next)
+			return -EILSEQ;
+		*next = ev[i].type == KVTIER_EVENT_OVERFLOW ?
+			ev[i].seq + ev[i].lost : ev[i].seq + 1;
+	}
+	return n;
+}
+
+static unsigned int events_ring_param(void)
+{
+	char buf[32];
+
+	if (read_sysfs("/sys/module/kvtier/parameters/events_ring", buf,
+		       sizeof(buf)))
+		return 0;
+	return strtoul(buf, NULL, 10);
+}
+
+static void test_event_names(void)
+{
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_EVENTS), "events"));
+	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_EVENTS)), "EVENTS"));
+	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_CENSUS)), "CENSUS"));
+	CHECK(!strcmp(kvtier_event_name(KVTIER_EVENT_STORED), "stored"));
+	CHECK(!strcmp(kvtier_event_name(KVTIER_EVENT_MOVED), "moved"));
+	CHECK(!strcmp(kvtier_event_name(KVTIER_EVENT_REMOVED), "removed"));
+	CHECK(!strcmp(kvtier_event_name(KVTIER_EVENT_CLEARED), "cleared"));
+	CHECK(!strcmp(kvtier_event_name(KVTIER_EVENT_OVERFLOW), "overflow"));
+	CHECK(kvtier_event_name(0) == NULL);
+	CHECK(kvtier_event_name(6) == NULL);
+	CHECK(kvtier_event_name(~0U) == NULL);
+	CHECK(!strcmp(kvtier_event_reason_name(KVTIER_EVR_PUT), "put"));
+	CHECK(!strcmp(kvtier_event_reason_name(KVTIER_EVR_EVICT), "evict"));
+	CHECK(!strcmp(kvtier_event_reason_name(KVTIER_EVR_BAD_READ), "bad_read"));
+	CHECK(!strcmp(kvtier_event_reason_name(KVTIER_EVR_LOG_RECLAIM),
+		      "log_reclaim"));
+	CHECK(!strcmp(kvtier_event_reason_name(KVTIER_EVR_DESTROY), "destroy"));
+	CHECK(kvtier_event_reason_name(0) == NULL);
+	CHECK(kvtier_event_reason_name(16) == NULL);
+	CHECK(kvtier_event_reason_name(~0U) == NULL);
+	/* not an events fd, not an fd */
+	{
+		struct kvtier_event e;
+
+		CHECK_EQ(kvtier_events_read(-1, &e, 1, 0), -EBADF);
+		CHECK_EQ(kvtier_events_read(0, &e, 0, 0), -EINVAL);
+	}
+}
+
+/*
+ * A census and the events after it are the pool: PUT, REPLACE, DROP and
+ * evictions, two readers, an fd from seq 1, and the pool's end.
+ */
+static void test_events_census(void)
+{
+	enum { BS = 4096, CAP = 32, DRAM = 8 };
+	static struct ev_model model, census;
+	struct kvtier_event ev[128];
+	struct kvtier_pool_params p;
+	struct kvtier_events e, e2;
+	struct kvtier_pool *pool;
+	struct kvtier_block blk[16], pin;
+	struct kvtier_key keys[16];
+	uint64_t next = 1, next2 = 1, seq, cursor;
+	char buf[BS] = { 0 };
+	uint32_t i, done;
+	int fd, fd2, n, fl, nlast;
+
+	kvtier_pool_params_init(&p, pname("ev"), BS, CAP);
+	p.dram_blocks = DRAM;
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &pool), 0);
+	CHECK_EQ(kvtier_pool_destroy(ctx, pool_name), 0);
+
+	memset(&e, 0xa5, sizeof(e));
+	fd = kvtier_events_open(pool, 0, 0, &e);
+	CHECK(fd >= 0);
+	CHECK_EQ(e.fd, fd);
+	CHECK_EQ(e.seq, 1);
+	CHECK_EQ(e.ring, events_ring_param());
+	CHECK_EQ(e.flags, 0);
+	fl = fcntl(fd, F_GETFD);
+	CHECK(fl >= 0 && (fl & FD_CLOEXEC));
+	CHECK(!(fcntl(fd, F_GETFL) & O_NONBLOCK));
+	CHECK_EQ(kvtier_events_read(fd, ev, 16, 0), -ETIMEDOUT);
+	CHECK_EQ(kvtier_events_read(fd, ev, 16, 20), -ETIMEDOUT);
+
+	/* An empty pool's census: nothing, at seq 0 */
+	CHECK_EQ(ev_census(pool, &census, &seq, 4), 0);
+	CHECK_EQ(census.n, 0);
+	CHECK_EQ(seq, 0);
+
+	/* 4 PUTs: 4 STORED, numbered from 1 */
+	for (i = 0; i < 4; i++) {
+		kvtier_key_chain(NULL, 7000 + i, &keys[i]);
+		kvtier_block_set(&blk[i], &keys[i], buf);
+	}
+	CHECK_EQ(kvtier_put(pool, blk, 4, 0, &done), 0);
+	CHECK_EQ(done, 4);
+	n = ev_drain(fd, ev, 128, &next);
+	CHECK_EQ(n, 4);
+	for (i = 0; i < 4; i++) {
+		CHECK_EQ(ev[i].type, KVTIER_EVENT_STORED);
+		CHECK_EQ(ev[i].reason, KVTIER_EVR_PUT);
+		CHECK_EQ(ev[i].tier, KVTIER_TIER_DRAM);
+		CHECK_EQ(ev[i].from, 0);
+		CHECK_EQ(ev[i].flags, 0);
+		CHECK_EQ(ev[i].lost, 0);
+		CHECK(ev[i].key[0] == keys[i].k[0] && ev[i].key[1] == keys[i].k[1]);
+		CHECK(ev[i].addr == blk[i].addr);
+		CHECK(ev[i].time_ns && ev[i].time_ns <= kvtier_now_ns());
+		CHECK(!i || ev[i].time_ns >= ev[i - 1].time_ns);
+	}
+
+	/* The census reflects them: seq 4, the keys where LOOKUP says */
+	CHECK_EQ(ev_census(pool, &census, &seq, 1), 0);
+	CHECK_EQ(seq, 4);
+	CHECK_EQ(census.n, 4);
+	for (i = 0; i < 4; i++) {
+		n = ev_find(&census, (const __u64 *)keys[i].k);
+		CHECK(n >= 0);
+		CHECK(census.k[n].addr == blk[i].addr);
+		CHECK_EQ(census.k[n].tier, KVTIER_TIER_DRAM);
+		CHECK_EQ(census.k[n].flags, KVTIER_CENSUS_DRAM);
+	}
+	for (i = 1; i < 4; i++)
+		CHECK(census.k[i].addr > census.k[i - 1].addr);
+	model = census;
+
+	/* A second reader from seq 1: the ring has kept all of them */
+	memset(&e2, 0, sizeof(e2));
+	fd2 = kvtier_events_open(pool, 1, KVTIER_EVENTS_NONBLOCK, &e2);
+	CHECK(fd2 >= 0);
+	CHECK_EQ(e2.seq, 1);
+	CHECK(e2.log_id == e.log_id);
+	CHECK(fcntl(fd2, F_GETFL) & O_NONBLOCK);
+
+	/* REPLACE: STORED again; DROP: REMOVED; PIN shows in the census */
+	CHECK_EQ(kvtier_put1(pool, &keys[0], buf, KVTIER_PUT_REPLACE), 0);
+	CHECK_EQ(kvtier_drop1(pool, &keys[1]), 0);
+	kvtier_block_set(&pin, &keys[2], NULL);
+	CHECK_EQ(kvtier_pin(pool, &pin, 1, 0, &done), 0);
+	CHECK_EQ(done, 1);
+	n = ev_drain(fd, ev, 128, &next);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(ev[0].type, KVTIER_EVENT_STORED);
+	CHECK_EQ(ev[0].reason, KVTIER_EVR_REPLACE);
+	CHECK_EQ(ev[1].type, KVTIER_EVENT_REMOVED);
+	CHECK_EQ(ev[1].reason, KVTIER_EVR_DROP);
+	CHECK_EQ(ev[1].tier, KVTIER_TIER_DRAM);
+	CHECK(ev[1].key[0] == keys[1].k[0] && ev[1].key[1] == keys[1].k[1]);
+	for (i = 0; i < (uint32_t)n; i++)
+		CHECK_EQ(ev_apply(&model, &ev[i]), 0);
+	CHECK_EQ(ev_census(pool, &census, &seq, 2), 0);
+	CHECK_EQ(seq, 6);
+	CHECK(ev_same(&model, &census));
+	n = ev_find(&census, (const __u64 *)keys[2].k);
+	CHECK(n >= 0);
+	CHECK_EQ(census.k[n].flags, KVTIER_CENSUS_DRAM | KVTIER_CENSUS_PINNED);
+	CHECK_EQ(kvtier_unpin(pool, &pin, 1, 0, &done), 0);
+
+	/* Past DRAM's share: evictions (no NVMe tier: REMOVED, evict) */
+	for (i = 4; i < 16; i++) {
+		kvtier_key_chain(NULL, 7000 + i, &keys[i]);
+		kvtier_block_set(&blk[i], &keys[i], buf);
+	}
+	CHECK_EQ(kvtier_put(pool, blk + 4, 12, 0, &done), 0);
+	CHECK_EQ(done, 12);
+	n = ev_drain(fd, ev, 128, &next);
+	CHECK(n > 12);
+	nlast = n;
+	{
+		uint32_t stored = 0, evicted = 0;
+
+		for (i = 0; i < (uint32_t)n; i++) {
+			CHECK_EQ(ev_apply(&model, &ev[i]), 0);
+			stored += ev[i].type == KVTIER_EVENT_STORED;
+			evicted += ev[i].type == KVTIER_EVENT_REMOVED &&
+				   ev[i].reason == KVTIER_EVR_EVICT;
+		}
+		CHECK_EQ(stored, 12);
+		CHECK_EQ(evicted, (uint32_t)n - 12);
+	}
+	CHECK(model.n > 0 && model.n <= DRAM);
+	CHECK_EQ(ev_census(pool, &census, &seq, 3), 0);
+	CHECK_EQ(seq, next - 1);
+	CHECK(ev_same(&model, &census));
+
+	/* The second reader read the same log from the start */
+	{
+		static struct kvtier_event all[128];
+
+		/* seq 1..6 before the evictions' drain: the same records */
+		n = ev_drain(fd2, all, 128, &next2);
+		CHECK_EQ(n, (int)(next - 1));
+		CHECK_EQ(all[0].seq, 1);
+		CHECK_EQ(n, 6 + nlast);
+		CHECK(!memcmp(all + 6, ev, nlast * sizeof(ev[0])));
+	}
+	CHECK_EQ(kvtier_events_read(fd2, ev, 4, 0), -ETIMEDOUT);
+
+	/* Bad opens: unknown flag, FROM without seq, seq past the next */
+	CHECK_EQ(kvtier_events_open(pool, 0, 1U << 7, NULL), -EINVAL);
+	CHECK_EQ(kvtier_events_open(pool, 0, KVTIER_EVENTS_FROM, NULL), -EINVAL);
+	CHECK_EQ(kvtier_events_open(pool, next + 1, 0, NULL), -EINVAL);
+	n = kvtier_events_open(pool, next, 0, NULL);
+	CHECK(n >= 0);
+	close(n);
+
+	/* Bad census calls */
+	cursor = 0;
+	CHECK_EQ(kvtier_census(pool, &cursor, census.k, NULL, 0, NULL, NULL),
+		 -EINVAL);
+	cursor = CAP + 1;
+	CHECK_EQ(kvtier_census(pool, &cursor, census.k, NULL, 4, NULL, NULL),
+		 -EINVAL);
+	cursor = CAP;
+	seq = 0;
+	CHECK_EQ(kvtier_census(pool, &cursor, census.k, NULL, 4, &seq, NULL),
+		 0);
+	CHECK(cursor == KVTIER_ADDR_NONE);
+	CHECK_EQ(seq, next - 1);
+	CHECK_EQ(kvtier_census(pool, &cursor, census.k, NULL, 4, NULL, NULL),
+		 0);
+	cursor = 0;
+	CHECK_EQ(kvtier_census(pool, &cursor, (void *)8, NULL, 4, NULL, NULL),
+		 -EFAULT);
+
+	/* The pool's end: what is left, CLEARED, then end of file */
+	close(fd2);
+	CHECK_EQ(kvtier_drop1(pool, &keys[15]), 0);
+	kvtier_pool_close(pool);
+	n = 0;
+	for (i = 0; i < 50 && !n; i++) {
+		n = kvtier_events_read(fd, ev, 128, 100);
+		if (n == -ETIMEDOUT)
+			n = 0;
+	}
+	CHECK_EQ(n, 2);
+	CHECK_EQ(ev[0].type, KVTIER_EVENT_REMOVED);
+	CHECK_EQ(ev[0].reason, KVTIER_EVR_DROP);
+	CHECK_EQ(ev[1].type, KVTIER_EVENT_CLEARED);
+	CHECK_EQ(ev[1].reason, KVTIER_EVR_DESTROY);
+	CHECK_EQ(ev[1].seq, next + 1);
+	CHECK(ev[1].addr == KVTIER_ADDR_NONE);
+	CHECK(!ev[1].key[0] && !ev[1].key[1]);
+	CHECK_EQ(kvtier_events_read(fd, ev, 128, 1000), 0);
+	CHECK_EQ(kvtier_events_read(fd, ev, 128, -1), 0);
+	close(fd);
+}
+
+/*
+ * A reader the ring lapped: one OVERFLOW record naming what it lost, the
+ * ring's oldest next; a census then events after it are the pool again.
+ */
+static void test_events_overflow(void)
+{
+	enum { BS = 4096, NK = 64 };
+	static struct ev_model model, census;
+	static struct kvtier_event ev[512];
+	struct kvtier_block blk[NK];
+	struct kvtier_key keys[NK];
+	struct kvtier_pool *pool;
+	uint64_t seq, total, next;
+	unsigned int ring = events_ring_param();
+	uint32_t i, j, r, rounds, done, seen = 0;
+	int fd, n, fd1;
+	char *buf;
+
+	CHECK(ring >= 64);
+	/* Room for each REPLACE's new block beside the old one */
+	pool = anon_pool("evov", BS, 2 * NK);
+	CHECK(pool);
+	buf = calloc(NK, BS);
+	CHECK(buf);
+	for (i = 0; i < NK; i++) {
+		kvtier_key_chain(NULL, 8000 + i, &keys[i]);
+		kvtier_block_set(&blk[i], &keys[i], buf + i * BS);
+	}
+	fd = kvtier_events_open(pool, 0, 0, NULL);
+	CHECK(fd >= 0);
+	/* NK STORED, then rounds of NK REPLACEs: past the ring by a round */
+	CHECK_EQ(kvtier_put(pool, blk, NK, 0, &done), 0);
+	CHECK_EQ(done, NK);
+	rounds = ring / NK + 1;
+	for (r = 0; r < rounds; r++) {
+		CHECK_EQ(kvtier_put(pool, blk, NK, KVTIER_PUT_REPLACE, &done), 0);
+		CHECK_EQ(done, NK);
+	}
+
+	/* The reader resyncs: a census (every event so far), then the fd */
+	CHECK_EQ(ev_census(pool, &census, &seq, NK), 0);
+	total = seq;
+	CHECK_EQ(total, (uint64_t)NK * (rounds + 1));
+	CHECK_EQ(census.n, NK);
+	model = census;
+	CHECK_EQ(kvtier_drop1(pool, &keys[3]), 0);
+	CHECK_EQ(kvtier_put1(pool, &keys[3], buf, 0), 0);
+	CHECK_EQ(kvtier_drop1(pool, &keys[5]), 0);
+
+	/* One OVERFLOW: what the ring lost; then its oldest, in order */
+	n = kvtier_events_read(fd, ev, 512, 0);
+	CHECK(n > 1);
+	CHECK_EQ(ev[0].type, KVTIER_EVENT_OVERFLOW);
+	CHECK_EQ(ev[0].seq, 1);
+	CHECK_EQ(ev[0].lost, total + 3 - ring);
+	CHECK(ev[0].addr == KVTIER_ADDR_NONE);
+	CHECK(!ev[0].key[0] && !ev[0].key[1]);
+	CHECK_EQ(ev[0].reason, 0);
+	next = ev[0].seq + ev[0].lost;
+	for (;;) {
+		for (j = seen ? 0 : 1; j < (uint32_t)n; j++) {
+			CHECK_EQ(ev[j].seq, next);
+			CHECK(ev[j].type != KVTIER_EVENT_OVERFLOW);
+			next++;
+			if (ev[j].seq > seq)
+				CHECK_EQ(ev_apply(&model, &ev[j]), 0);
+		}
+		seen = 1;
+		n = kvtier_events_read(fd, ev, 512, 0);
+		if (n == -ETIMEDOUT)
+			break;
+		CHECK(n > 0);
+	}
+	CHECK_EQ(next, total + 4);
+	CHECK_EQ(ev_census(pool, &census, &seq, 7), 0);
+	CHECK_EQ(seq, total + 3);
+	CHECK(ev_same(&model, &census));
+	CHECK_EQ(model.n, NK - 1);
+
+	/* A new reader from seq 1: the ring no longer has it */
+	fd1 = kvtier_events_open(pool, 1, 0, NULL);
+	CHECK(fd1 >= 0);
+	n = kvtier_events_read(fd1, ev, 2, 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(ev[0].type, KVTIER_EVENT_OVERFLOW);
+	CHECK_EQ(ev[0].lost, total + 3 - ring);
+	CHECK_EQ(ev[1].seq, total + 3 - ring + 1);
+	close(fd1);
+	close(fd);
+	free(buf);
+	kvtier_pool_close(pool);
+}
+
+/* Read-only handles read events and take the census; records come too. */
+static void test_events_rdonly_meta(void)
+{
+	struct kvtier_census_entry ent[4];
+	struct kvtier_pool_params p;
+	struct kvtier_pool *rw, *ro;
+	struct kvtier_meta m, got[4];
+	struct kvtier_event ev[4];
+	struct kvtier_key k;
+	char buf[4096] = { 0 };
+	uint64_t cursor = 0, seq, id;
+	int fd;
+
+	kvtier_pool_params_init(&p, pname("evro"), 4096, 4);
+	CHECK_EQ(kvtier_pool_create(ctx, &p, &rw), 0);
+	CHECK_EQ(kvtier_pool_open(ctx, pool_name, KVTIER_POOL_RDONLY, &ro), 0);
+	kvtier_pool_destroy(ctx, pool_name);
+	fd = kvtier_events_open(ro, 0, KVTIER_EVENTS_NONBLOCK, NULL);
+	CHECK(fd >= 0);
+	kvtier_key_chain(NULL, 77, &k);
+	if (has_feature(KVTIER_F_META)) {
+		struct kvtier_block b;
+		uint32_t done;
+
+		kvtier_block_set(&b, &k, buf);
+		kvtier_meta_set(&m, "evro-record", 11);
+		CHECK_EQ(kvtier_put_meta(rw, &b, &m, 1, 0, &done), 0);
+		CHECK_EQ(done, 1);
+	} else {
+		CHECK_EQ(kvtier_put1(rw, &k, buf, 0), 0);
+	}
+	CHECK_EQ(kvtier_events_read(fd, ev, 4, 1000), 1);
+	CHECK_EQ(ev[0].type, KVTIER_EVENT_STORED);
+	memset(got, 0xa5, sizeof(got));
+	CHECK_EQ(kvtier_census(ro, &cursor, ent,
+			       has_feature(KVTIER_F_META) ? got : NULL, 4,
+			       &seq, &id), 1);
+	CHECK(cursor == KVTIER_ADDR_NONE);
+	CHECK_EQ(seq, 1);
+	CHECK(ent[0].key[0] == k.k[0] && ent[0].key[1] == k.k[1]);
+	CHECK(ent[0].addr == ev[0].addr);
+	if (has_feature(KVTIER_F_META))
+		CHECK(!memcmp(&got[0], &m, sizeof(m)));
+	close(fd);
+	kvtier_pool_close(ro);
+	kvtier_pool_close(rw);
+}
+
+/* A context without KVTIER_F_EVENTS (or META) is refused. */
+static void test_events_need_feature(void)
+{
+	struct kvtier_census_entry ent[2];
+	struct kvtier_pool_params pp;
+	struct kvtier_meta m[2];
+	struct kvtier_pool *p;
+	struct kvtier_ctx *c;
+	uint64_t cursor = 0;
+
+	CHECK_EQ(kvtier_open(&c, KVTIER_F_POOLS), 0);
+	kvtier_pool_params_init(&pp, pname("noev"), 4096, 4);
+	CHECK_EQ(kvtier_pool_create(c, &pp, &p), 0);
+	kvtier_pool_destroy(c, pool_name);
+	CHECK_EQ(kvtier_events_open(p, 0, 0, NULL), -EOPNOTSUPP);
+	CHECK_EQ(kvtier_census(p, &cursor, ent, NULL, 2, NULL, NULL),
+		 -EOPNOTSUPP);
+	kvtier_pool_close(p);
+	kvtier_close(c);
+
+	CHECK_EQ(kvtier_open(&c, KVTIER_F_POOLS | KVTIER_F_EVENTS), 0);
+	CHECK_EQ(kvtier_pool_create(c, &pp, &p), 0);
+	kvtier_pool_destroy(c, pool_name);
+	CHECK_EQ(kvtier_census(p, &cursor, ent, m, 2, NULL, NULL), -EOPNOTSUPP);
+	CHECK_EQ(kvtier_census(p, &cursor, ent, NULL, 2, NULL, NULL), 0);
+	kvtier_pool_close(p);
+	kvtier_close(c);
+}
+
 int main(void)
 {
 	int ret;
@@ -1868,6 +2403,7 @@ int main(void)
 	run("names", test_names, NO_DEV);
 	run("params_init", test_params_init, NO_DEV);
 	run("meta_set", test_meta_set, NO_DEV);
+	run("event_names", test_event_names, NO_DEV);
 	run("open", test_open, NEEDS_DEV);
 	run("pool_lifecycle", test_pool_lifecycle, NEEDS_DEV);
 	run("put_get_lookup", test_put_get_lookup, NEEDS_DEV);
@@ -1882,6 +2418,10 @@ int main(void)
 	run("rdonly", test_rdonly, NEEDS_DEV);
 	run("ring_round_trip", test_ring_round_trip, NEEDS_DEV);
 	run("hbm_mover_memcpy", test_hbm_mover_memcpy, NEEDS_DEV);
+	run("events_census", test_events_census, NEEDS_EVENTS);
+	run("events_overflow", test_events_overflow, NEEDS_EVENTS);
+	run("events_rdonly_meta", test_events_rdonly_meta, NEEDS_EVENTS);
+	run("events_need_feature", test_events_need_feature, NEEDS_EVENTS);
 	nvme_pick();
 	if (nvme_dev)
 		printf("# NVMe tests on %s (formatted)\n", nvme_dev);

@@ -15,17 +15,30 @@ skipped without one or when not root.
 """
 
 import array
+import collections
 import errno
+import json
 import os
 import select
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import kvtier  # noqa: E402
+
+try:
+    import msgpack
+    import zmq
+    ZMQ_WHY = None
+except ImportError as _e:
+    ZMQ_WHY = "python3-zmq and python3-msgpack needed (%s)" % _e
 
 BS = 8192
 HAVE_DEV = os.path.exists(kvtier.DEVICE)
@@ -127,14 +140,25 @@ class TestOffline(unittest.TestCase):
         self.assertTrue(issubclass(kvtier.Error, OSError))
 
 
-@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
-class TestPool(unittest.TestCase):
+class PoolCase(unittest.TestCase):
+    """A pool of its own for each test (BLOCK_SIZE, CAPACITY, DRAM_BLOCKS),
+    on a context that has FEATURE (else the test is skipped)."""
+
+    BLOCK_SIZE = BS
+    CAPACITY = 64
+    DRAM_BLOCKS = 0
+    FEATURE = kvtier.F_POOLS
 
     def setUp(self):
         self.ctx = kvtier.open()
+        if not self.ctx.api["supported"] & self.FEATURE:
+            self.ctx.close()
+            self.skipTest("no %s" % kvtier.feature_name(self.FEATURE))
         self.name = "pytest-%d-%s" % (os.getpid(), self._testMethodName[-20:])
-        self.pool = self.ctx.create_pool(self.name, block_size=BS,
-                                         capacity=64)
+        self.pool = self.ctx.create_pool(self.name,
+                                         block_size=self.BLOCK_SIZE,
+                                         capacity=self.CAPACITY,
+                                         dram_blocks=self.DRAM_BLOCKS)
 
     def tearDown(self):
         self.pool.close()
@@ -143,6 +167,10 @@ class TestPool(unittest.TestCase):
         except kvtier.Error:
             pass
         self.ctx.close()
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestPool(PoolCase):
 
     def test_context(self):
         self.assertIn("pools", self.ctx.features)
@@ -752,6 +780,48 @@ class TestPrefetchNvme(unittest.TestCase):
                 self.assertTrue(out[i * NV_BS:(i + 1) * NV_BS] ==
                                 pattern(k, NV_BS), "block %d" % (j + i))
 
+    def test_events_moved_between_tiers(self):
+        if not self.ctx.api["supported"] & kvtier.F_EVENTS:
+            self.skipTest("no KVTIER_F_EVENTS")
+        with self.pool.events(nonblock=True) as ev:
+            c = self.pool.census()
+            self.assertEqual(sum(e.tier == kvtier.TIER_NVME
+                                 for e in c.entries), NV_PUT - NV_DRAM)
+            self.assertEqual({tuple(e.copies) for e in c.entries
+                              if e.tier == kvtier.TIER_NVME}, {("nvme",)})
+            self.check_bytes(self.keys[:8])     # read back: LOAD, EVICT
+            got = list(ev)
+            moved = [(e.from_name, e.tier_name, e.reason_name) for e in got
+                     if e.type == kvtier.EVENT_MOVED]
+            self.assertIn(("nvme", "dram", "load"), moved)
+            self.assertIn(("dram", "nvme", "evict"), moved)
+            self.assertEqual(key_set(got, c), self.pool.census().keys)
+
+    def test_events_publisher_media(self):
+        if not self.ctx.api["supported"] & kvtier.F_EVENTS:
+            self.skipTest("no KVTIER_F_EVENTS")
+        if ZMQ_WHY:
+            self.skipTest(ZMQ_WHY)
+        run = PublisherRun(self, self.name)
+        try:
+            run.wait_first()
+            want = census_media(self.pool)
+            self.assertEqual(run.sub.converge(want), want)
+            self.assertEqual(sorted(collections.Counter(
+                m for s in want.values() for m in s).items()),
+                [("CPU", NV_DRAM), ("DISK", NV_PUT - NV_DRAM)])
+            self.check_bytes(self.keys[:8])     # DISK -> CPU, CPU -> DISK
+            self.assertEqual(self.pool.drop(self.keys[20:24]).done, 4)
+            # Only on NVMe: their drops' records hold the pool until
+            # they are written, and the pool's end waits for them.
+            self.pool.sync()
+            want = census_media(self.pool)
+            self.assertEqual(run.sub.converge(want), want)
+            self.assertEqual(run.finish(self.pool, self.ctx, self.name),
+                             want)
+        finally:
+            run.cleanup()
+
     def test_nvme_blocks_staged_to_dram_exact(self):
         deadline = kvtier.now_ns() + 20 * NS_PER_S
         pf = self.pool.prefetch(self.keys[:16], group=1, cookie=4242,
@@ -1082,6 +1152,500 @@ class TestHbm(unittest.TestCase):
         self.assertEqual(r.status, [-errno.ENODEV])
         # A detached arena may be replaced.
         self.assertIsNone(self.pool.hbm_attach(kvtier.HBM_EMUL, 2))
+
+
+def events_ring():
+    """The events_ring module parameter: events a pool's ring keeps."""
+    with open(os.path.join(PARAMS, "events_ring")) as f:
+        return int(f.read())
+
+
+def wait_events_fd(pid, timeout=60):
+    """Wait until process pid has an events fd open."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            for fd in os.listdir("/proc/%d/fd" % pid):
+                try:
+                    if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == \
+                            "anon_inode:kvtier-events":
+                        return True
+                except OSError:
+                    pass
+        except OSError:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def key_set(ev_iter, census):
+    """{Key: tier} from a census and the events after its seq (the
+    protocol of Pool.events()); an OVERFLOW past the census fails."""
+    keys = dict(census.keys)
+    for e in ev_iter:
+        if e.type == kvtier.EVENT_OVERFLOW:
+            if e.seq + e.lost - 1 > census.seq:
+                raise AssertionError("events lost past the census: %r" % (e,))
+        elif e.seq <= census.seq:
+            continue
+        elif e.type in (kvtier.EVENT_STORED, kvtier.EVENT_MOVED):
+            keys[e.key] = e.tier
+        elif e.type == kvtier.EVENT_REMOVED:
+            del keys[e.key]
+        elif e.type == kvtier.EVENT_CLEARED:
+            keys.clear()
+    return keys
+
+
+class EventsPoolCase(PoolCase):
+    """A pool of 4 KiB blocks of its own for each test, on a context with
+    KVTIER_F_EVENTS (skipped without it)."""
+
+    BLOCK_SIZE = 4096
+    DRAM_BLOCKS = 16
+    FEATURE = kvtier.F_EVENTS
+
+    def put(self, keys, replace=False):
+        res = self.pool.put(keys, b"".join(pattern(k, 4096) for k in keys),
+                            replace=replace)
+        self.assertEqual(res.done, len(keys))
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestEvents(EventsPoolCase):
+    """Pool.events() and Pool.census(): a census and the events after it
+    are the pool."""
+
+    def test_names_and_constants(self):
+        self.assertEqual(kvtier.feature_name(kvtier.F_EVENTS), "events")
+        self.assertEqual(kvtier.event_name(kvtier.EVENT_MOVED), "moved")
+        self.assertEqual(kvtier.event_name(kvtier.EVENT_OVERFLOW),
+                         "overflow")
+        self.assertIsNone(kvtier.event_name(0))
+        self.assertEqual(kvtier.event_reason_name(kvtier.EVR_LOG_RECLAIM),
+                         "log_reclaim")
+        self.assertIsNone(kvtier.event_reason_name(0))
+        self.assertIn("events", self.ctx.features)
+
+    def test_events_and_census_are_the_pool(self):
+        with self.pool.events(nonblock=True) as ev:
+            self.assertEqual((ev.seq, ev.next_seq), (1, 1))
+            self.assertEqual(ev.ring, events_ring())
+            self.assertEqual(list(ev), [])
+            self.assertEqual(ev.read(timeout_ms=10), [])
+            keys = kvtier.key_chain(range(300, 312))
+            self.put(keys[:4])
+            got = list(ev)
+            self.assertEqual([e.type_name for e in got], ["stored"] * 4)
+            self.assertEqual([e.seq for e in got], [1, 2, 3, 4])
+            self.assertEqual([e.key for e in got], keys[:4])
+            self.assertEqual([e.reason_name for e in got], ["put"] * 4)
+            self.assertEqual([e.tier_name for e in got], ["dram"] * 4)
+            self.assertEqual(ev.next_seq, 5)
+            self.assertEqual([e.addr for e in got],
+                             self.pool.lookup(keys[:4]).addr)
+            c = self.pool.census()
+            self.assertEqual((c.seq, c.log_id), (4, ev.log_id))
+            seq, log_id, entries = c
+            self.assertEqual([e.key for e in entries],
+                             [e.key for e in sorted(got,
+                                                    key=lambda x: x.addr)])
+            self.assertEqual({e.copies[0] for e in entries}, {"dram"})
+            self.assertFalse(any(e.pinned or e.meta for e in entries))
+            # REPLACE, DROP, then 16 more keys: past the 16 DRAM blocks
+            # (no NVMe tier: evictions remove keys).
+            self.put(keys[:1], replace=True)
+            self.pool.drop(keys[1:2])
+            self.put(keys[4:12])
+            self.put(kvtier.key_chain(range(400, 408)))
+            got = list(ev)
+            reasons = [e.reason_name for e in got]
+            self.assertEqual(reasons[:2], ["replace", "drop"])
+            self.assertIn("evict", reasons)
+            self.assertEqual(key_set(got, c), self.pool.census().keys)
+            self.assertLessEqual(len(self.pool.census().entries), 16)
+
+    def test_census_in_small_batches_and_meta(self):
+        keys = kvtier.key_chain(range(500, 510))
+        meta = "meta" in self.ctx.features
+        self.pool.put(keys, b"".join(pattern(k, 4096) for k in keys),
+                      meta=[b"rec-%d" % i for i in range(10)] if meta
+                      else None)
+        whole = self.pool.census(meta=meta)
+        self.assertEqual(len(whole.entries), 10)
+        plain = self.pool.census()
+        self.assertEqual(self.pool.census(batch=3), plain)
+        self.assertEqual([e._replace(meta=None) for e in whole.entries],
+                         plain.entries)
+        if meta:
+            recs = {e.key: e.meta for e in whole.entries}
+            self.assertEqual([recs[k] for k in keys],
+                             [b"rec-%d" % i for i in range(10)])
+        with self.assertRaises(ValueError):
+            self.pool.census(batch=0)
+
+    def test_needs_feature(self):
+        with kvtier.open(kvtier.F_POOLS) as ctx:
+            with ctx.open_pool(self.name) as p:
+                for f in (p.events, p.census):
+                    with self.assertRaises(kvtier.Error) as cm:
+                        f()
+                    self.assertEqual(cm.exception.errno, errno.EOPNOTSUPP)
+
+    def test_from_seq_and_bad_from(self):
+        # Two events before any reader: no ring holds them.
+        self.put(kvtier.key_chain(range(590, 592)))
+        with self.pool.events() as ev:
+            self.put(kvtier.key_chain(range(600, 603)))
+            self.assertEqual([e.seq for e in ev.read(0)], [3, 4, 5])
+        # The ring stays after its last reader: a reader coming back
+        # from where it was loses nothing.
+        with self.pool.events(from_seq=4) as ev:
+            self.assertEqual(ev.seq, 4)
+            self.assertEqual([e.seq for e in ev.read(0)], [4, 5])
+        # From before the ring: what it lost, then the ring.
+        with self.pool.events(from_seq=1) as ev:
+            got = ev.read(0)
+            self.assertEqual(got[0].type, kvtier.EVENT_OVERFLOW)
+            self.assertEqual((got[0].seq, got[0].lost), (1, 2))
+            self.assertIsNone(got[0].key)
+            self.assertIsNone(got[0].addr)
+            self.assertEqual([e.seq for e in got[1:]], [3, 4, 5])
+        with self.assertRaises(kvtier.Error) as cm:
+            self.pool.events(from_seq=7)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+
+    def test_blocking_iteration_ends_with_the_pool(self):
+        ev = self.pool.events()
+        self.assertFalse(os.get_inheritable(ev.fileno()))
+        keys = kvtier.key_chain([700, 701])
+        self.put(keys)
+        self.ctx.destroy_pool(self.name)
+        self.pool.close()           # the last fd: the pool is gone
+        r, _, _ = select.select([ev], [], [], 10)
+        self.assertEqual(r, [ev])
+        got = list(ev)              # blocking: ends at the end of the log
+        self.assertEqual([e.type_name for e in got],
+                         ["stored", "stored", "cleared"])
+        self.assertEqual(got[-1].reason_name, "destroy")
+        self.assertTrue(ev.ended)
+        self.assertEqual(ev.read(-1), [])
+        ev.close()
+        self.assertTrue(ev.closed)
+        with self.assertRaises(ValueError):
+            ev.fileno()
+
+    def test_overflow_then_resync(self):
+        ring = events_ring()
+        # Half the DRAM share: each REPLACE has room beside the old block.
+        keys = kvtier.key_chain(range(800, 808))
+        with self.pool.events() as ev:
+            self.put(keys)
+            for _ in range(ring // len(keys) + 1):
+                self.put(keys, replace=True)
+            c = self.pool.census()
+            self.assertGreater(c.seq, ring)
+            self.pool.drop(keys[:2])
+            got = ev.read(0, max=ring + 8)
+            self.assertEqual(got[0].type, kvtier.EVENT_OVERFLOW)
+            self.assertEqual(got[0].lost, c.seq + 2 - ring)
+            self.assertEqual(got[1].seq, got[0].seq + got[0].lost)
+            self.assertEqual(key_set(got, c), self.pool.census().keys)
+            self.assertEqual(len(self.pool.census().entries), 6)
+
+    def test_kvtierctl_keys_and_events(self):
+        ctl = os.path.join(HERE, "..", "..", "tools", "kvtierctl")
+        if not os.access(ctl, os.X_OK):
+            self.skipTest("tools/kvtierctl not built")
+        keys = kvtier.key_chain(range(900, 906))
+        with self.pool.events():    # keeps the ring for --from 1
+            self.put(keys)
+            self.pool.drop(keys[:1])
+            r = subprocess.run([ctl, "keys", self.name], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = [json.loads(x) for x in r.stdout.splitlines()]
+            c = self.pool.census()
+            self.assertEqual(lines[-1], {"seq": c.seq,
+                                         "log_id": "%016x" % c.log_id,
+                                         "keys": 5})
+            self.assertEqual([x["key"] for x in lines[:-1]],
+                             ["%032x" % int(e.key) for e in c.entries])
+            self.assertEqual({(x["tier"], tuple(x["copies"]), x["pinned"])
+                              for x in lines[:-1]},
+                             {("dram", ("dram",), False)})
+            r = subprocess.run([ctl, "events", self.name, "--from", "1"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            evs = [json.loads(x) for x in r.stdout.splitlines()]
+            self.assertEqual([x["type"] for x in evs], ["stored"] * 6 +
+                             ["removed"])
+            self.assertEqual(evs[-1]["reason"], "drop")
+            self.assertEqual(evs[-1]["key"], "%032x" % int(keys[0]))
+            self.assertEqual([x["seq"] for x in evs], list(range(1, 8)))
+            self.assertEqual(evs[0]["from"], None)
+            self.assertEqual(evs[0]["lost"], 0)
+            if "meta" in self.ctx.features:
+                r = subprocess.run([ctl, "keys", self.name, "--meta"],
+                                   capture_output=True, text=True,
+                                   timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual([json.loads(x).get("meta") for x in
+                                  r.stdout.splitlines()], [""] * 5 + [None])
+            # No --from: from the next event; without --follow, nothing.
+            r = subprocess.run([ctl, "events", self.name],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual((r.returncode, r.stdout), (0, ""))
+        # --follow: until SIGINT, or until the pool is gone
+        p = subprocess.Popen([ctl, "events", self.name, "--follow"],
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(wait_events_fd(p.pid), "kvtierctl opened none")
+            p.send_signal(signal.SIGINT)
+            out, _ = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual((p.returncode, out), (0, ""))
+        p = subprocess.Popen([ctl, "events", self.name, "--follow"],
+                             stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(wait_events_fd(p.pid), "kvtierctl opened none")
+            self.put(kvtier.key_chain([999]))
+            self.ctx.destroy_pool(self.name)
+            self.pool.close()
+            out, _ = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual([json.loads(x)["type"] for x in out.splitlines()],
+                         ["stored", "cleared"])
+
+
+PUBLISHER = os.path.join(HERE, "..", "examples", "kv_events_publisher.py")
+MEDIUM = {kvtier.TIER_HBM: "GPU", kvtier.TIER_DRAM: "CPU",
+          kvtier.TIER_NVME: "DISK"}
+
+
+def block_hash(key):
+    """A block hash as the publisher sends it: the key's 16 bytes."""
+    return int(kvtier.Key.of(key)).to_bytes(16, "little")
+
+
+def census_media(pool):
+    """{block hash: {medium}} of a census: what a subscriber should hold."""
+    return {block_hash(e.key): {MEDIUM[e.tier]}
+            for e in pool.census().entries}
+
+
+class Subscriber:
+    """A router's view of a node: the media each block hash is in, rebuilt
+    from the publisher's messages (each one checked for its format)."""
+
+    def __init__(self, test, endpoint):
+        self.t = test
+        self.zctx = zmq.Context()
+        self.sock = self.zctx.socket(zmq.SUB)
+        self.sock.setsockopt(zmq.RCVHWM, 0)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+        self.sock.setsockopt(zmq.SUBSCRIBE, b"")
+        self.media = {}
+        self.next = 0               # the next message's sequence number
+        self.clears = 0
+        self.before_clear = None    # what it held before the last clear
+
+    def close(self):
+        self.sock.close()
+        self.zctx.term()
+
+    def recv(self, timeout_ms):
+        """Apply one message; False when none came in timeout_ms."""
+        if not self.sock.poll(timeout_ms):
+            return False
+        topic, seq, payload = self.sock.recv_multipart()
+        self.t.assertEqual(topic, b"")
+        self.t.assertEqual(len(seq), 8)
+        self.t.assertEqual(int.from_bytes(seq, "big"), self.next)
+        self.next += 1
+        body = msgpack.unpackb(payload, raw=False)
+        self.t.assertEqual(len(body), 2)        # no data_parallel_rank
+        self.t.assertIsInstance(body[0], float)
+        self.t.assertLess(abs(body[0] - time.time()), 3600)
+        self.t.assertTrue(body[1])
+        for ev in body[1]:
+            self.apply(ev)
+        return True
+
+    def apply(self, ev):
+        if ev[0] == "AllBlocksCleared":
+            self.t.assertEqual(len(ev), 1)
+            self.before_clear = self.media
+            self.media = {}
+            self.clears += 1
+            return
+        self.t.assertIn(ev[0], ("BlockStored", "BlockRemoved"))
+        self.t.assertTrue(ev[1])
+        for h in ev[1]:
+            self.t.assertIsInstance(h, bytes)
+            self.t.assertEqual(len(h), 16)
+        if ev[0] == "BlockStored":
+            # block_hashes, parent_block_hash, token_ids, block_size,
+            # lora_id, medium
+            self.t.assertEqual(len(ev), 7)
+            self.t.assertEqual(ev[2:6], [None, [], 16, None])
+            self.t.assertIn(ev[6], MEDIUM.values())
+            for h in ev[1]:
+                self.media.setdefault(h, set()).add(ev[6])
+        else:
+            self.t.assertEqual(len(ev), 3)
+            self.t.assertIn(ev[2], MEDIUM.values())
+            for h in ev[1]:
+                m = self.media.get(h, set())
+                self.t.assertIn(ev[2], m, "removed from where it was not")
+                m.discard(ev[2])
+                if not m:
+                    del self.media[h]
+
+    def converge(self, expected, timeout=60):
+        """Apply messages until it holds @expected (or timeout s)."""
+        end = time.monotonic() + timeout
+        while self.media != expected and time.monotonic() < end:
+            self.recv(200)
+        return self.media
+
+
+class PublisherRun:
+    """kv_events_publisher.py on a pool, and a Subscriber of it."""
+
+    def __init__(self, test, pool_name):
+        self.t = test
+        self.stderr = None
+        self.dir = tempfile.mkdtemp(prefix="kvt-pub-")
+        ep = "ipc://%s/pub" % self.dir
+        self.proc = subprocess.Popen(
+            [sys.executable, PUBLISHER, "--pool", pool_name, "--endpoint",
+             ep, "--wait-subscribers", "1"], stderr=subprocess.PIPE,
+            text=True)
+        self.sub = Subscriber(test, ep)
+
+    def wait_first(self):
+        """The publisher waits for the subscription, then publishes its
+        first census: wait for its first message."""
+        end = time.monotonic() + 120
+        while not self.sub.recv(200):
+            self.t.assertIsNone(self.proc.poll(), "the publisher exited")
+            self.t.assertLess(time.monotonic(), end, "nothing published")
+
+    def finish(self, pool, ctx, name):
+        """End the pool: the publisher publishes AllBlocksCleared and
+        exits. Returns what the subscriber held before that."""
+        ctx.destroy_pool(name)
+        pool.close()
+        try:
+            self.proc.wait(timeout=120)
+        finally:
+            self.close()
+        self.t.assertEqual(self.proc.returncode, 0, self.stderr)
+        while self.sub.recv(2000):
+            pass
+        self.t.assertEqual(self.sub.media, {})
+        return self.sub.before_clear
+
+    def close(self):
+        if self.stderr is not None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.stderr = self.proc.communicate()[1]
+        sys.stderr.write(self.stderr)
+
+    def cleanup(self):
+        self.close()
+        self.sub.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+@unittest.skipIf(ZMQ_WHY, ZMQ_WHY)
+class TestEventsPublisher(EventsPoolCase):
+    """examples/kv_events_publisher.py: a subscriber rebuilds the pool's
+    key set, in which medium each key is, from its messages."""
+
+    CAPACITY = 256
+    DRAM_BLOCKS = 48
+
+    def setUp(self):
+        super().setUp()
+        self.run_ = None
+
+    def tearDown(self):
+        if self.run_:
+            self.run_.cleanup()
+        super().tearDown()
+
+    def test_subscriber_rebuilds_the_pool(self):
+        before = kvtier.key_chain(range(1000, 1020))
+        self.put(before)                    # in the start's census
+        self.run_ = PublisherRun(self, self.name)
+        self.run_.wait_first()
+        want = census_media(self.pool)
+        self.assertEqual(self.run_.sub.converge(want), want)
+        keys = kvtier.key_chain(range(1100, 1140))
+        self.put(keys)                      # 60 keys, 48 DRAM blocks
+        self.put(keys[:5] + before[-3:], replace=True)
+        self.pool.drop(keys[10:20])
+        self.pool.drop(before[-2:])
+        want = census_media(self.pool)
+        self.assertEqual(self.run_.sub.converge(want), want)
+        more = kvtier.key_chain(range(1200, 1260))
+        self.put(more)                                  # evictions
+        self.assertEqual(self.pool.drop(more[-10:]).done, 10)
+        want = census_media(self.pool)
+        self.assertEqual(self.run_.sub.converge(want), want)
+        self.assertTrue(0 < len(want) <= 48 - 10)
+        held = self.run_.finish(self.pool, self.ctx, self.name)
+        self.assertEqual(held, want)
+        self.assertEqual(self.run_.sub.clears, 2)       # start, end
+        self.assertIn("resync (start)", self.run_.stderr)
+        self.assertNotIn("overflow", self.run_.stderr)
+
+    def test_subscriber_converges_after_overflow(self):
+        ring = events_ring()
+        old = kvtier.key_chain(range(1900, 1910))
+        self.put(old)
+        self.run_ = PublisherRun(self, self.name)
+        self.run_.wait_first()
+        want = census_media(self.pool)
+        self.assertEqual(self.run_.sub.converge(want), want)
+        keys = kvtier.key_chain(range(2000, 2016))
+        self.run_.proc.send_signal(signal.SIGSTOP)
+        try:
+            # Events the ring will have lost when the publisher reads
+            # again: only a census tells the subscriber of these drops.
+            self.assertEqual(self.pool.drop(old).done, len(old))
+            self.put(keys)
+            for _ in range(ring // len(keys) + 2):
+                self.put(keys, replace=True)
+            self.pool.drop(keys[:3])
+            more = kvtier.key_chain(range(2100, 2140))
+            self.put(more)                              # evictions
+        finally:
+            self.run_.proc.send_signal(signal.SIGCONT)
+        want = census_media(self.pool)
+        self.assertEqual(self.run_.sub.converge(want), want)
+        # Then events again, after the census of the resync.
+        self.assertEqual(self.pool.drop(more[-5:]).done, 5)
+        self.put(more[-5:-2])
+        want = census_media(self.pool)
+        self.assertEqual(self.run_.sub.converge(want), want)
+        held = self.run_.finish(self.pool, self.ctx, self.name)
+        self.assertEqual(held, want)
+        self.assertIn("resync (overflow", self.run_.stderr)
+        self.assertEqual(self.run_.sub.clears, 3)   # start, overflow, end
 
 
 class TapResult(unittest.TextTestResult):

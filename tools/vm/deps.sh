@@ -18,6 +18,8 @@ pkgs=(
 	fio dmsetup gnuplot-nox
 	# make install's checks (dkms build), tools/trace, the Python binding
 	dkms bpftrace python3 man-db
+	# python/examples/kv_events_publisher.py and its tests
+	python3-zmq python3-msgpack
 	# tools/names.sh and tools/layers.sh (check.sh's style step)
 	universal-ctags
 	# the debug-kernel lane builds a kernel (tools/vm/debug-kernel.sh)

@@ -85,6 +85,8 @@ files=(
 	"$prefix/share/kvtier/kvtier-lat.bt"
 	"$prefix/share/man/man8/kvtierctl.8" "$prefix/share/man/man4/kvtier.4"
 	"$prefix/share/man/man3/libkvtier.3" "$prefix/share/man/man3/kvtier_put.3"
+	"$prefix/share/man/man3/kvtier_events_open.3"
+	"$prefix/share/doc/kvtier/examples/kv_events_publisher.py"
 	"/etc/udev/rules.d/60-kvtier.rules" "/etc/modprobe.d/kvtier.conf"
 )
 missing=()
