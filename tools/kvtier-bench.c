@@ -98,6 +98,22 @@
  *			libkvtier's memcpy mover in a thread / through the
  *			emulated device with hbm_emul_gbps 0; one run each
  *			(goal >= 0.8)
+ * Cache events and the census (KVTIER_F_EVENTS):
+ *
+ *   events_put_rate_vs_no_reader  PUT throughput of 64 KiB blocks (batches
+ *			of 16, each block DROPped again after) with one
+ *			reader following the pool's events fd, in a process
+ *			of its own as a router's would be / with none; the reader and its absence alternate, best
+ *			of 3 each (goal >= 0.9). The same with 4 KiB blocks
+ *			follows (events_put_rate_vs_no_reader_4k), where an
+ *			event is a larger share of a PUT's work.
+ *   events_lost_without_overflow  events the readers of those runs, and a
+ *			reader made slow on purpose, neither read nor were
+ *			told they lost (by OVERFLOW records), against the
+ *			log's own count (goal 0)
+ *   census_1e6_seconds  a census of the lookup part's pool of 1e6 resident
+ *			blocks, in calls of 4096 keys; best of 3
+ *
  * Every block written or read is checksummed (crc32c) once on the way, so
  * the raw cpu_crc32c_gbps line bounds both throughput figures; under QEMU
  * TCG the instruction is emulated (~0.2 GB/s) and sets them.
@@ -105,12 +121,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <nmmintrin.h>
@@ -660,6 +678,53 @@ out:
 	return ret;
 }
 
+/* ---- census_1e6_seconds ------------------------------------------------- */
+
+#define CENSUS_PAGE	4096
+
+/* Time a census of @pool, which holds @keys keys; best of 3. */
+static void census_time(struct kvtier_pool *pool, uint64_t keys,
+			const char *tag)
+{
+	struct kvtier_census_entry *ent = calloc(CENSUS_PAGE, sizeof(*ent));
+	double secs[3];
+	uint64_t listed = 0;
+	char name[64];
+	int trial;
+
+	if (!ent) {
+		warn("census", -ENOMEM);
+		return;
+	}
+	for (trial = 0; trial < 3; trial++) {
+		struct kvtier_census c = { .cursor = 0 };
+		uint64_t t = now_ns();
+
+		listed = 0;
+		do {
+			c.entries = (uint64_t)(uintptr_t)ent;
+			c.count = CENSUS_PAGE;
+			c.done = 0;
+			if (ioctl(kvtier_pool_fd(pool), KVTIER_IOC_CENSUS, &c)) {
+				warn("CENSUS", -errno);
+				free(ent);
+				return;
+			}
+			listed += c.done;
+		} while (c.cursor != KVTIER_ADDR_NONE);
+		secs[trial] = (now_ns() - t) / 1e9;
+	}
+	free(ent);
+	if (listed != keys) {
+		fprintf(stderr, "%s: census listed %llu keys of %llu\n", prog,
+			(unsigned long long)listed, (unsigned long long)keys);
+		return;
+	}
+	snprintf(name, sizeof(name), "census_%s_seconds", tag);
+	figure(name, "%.3f", best_of(secs, 3));
+	figure("census_keys_per_s", "%.0f", keys / best_of(secs, 3));
+}
+
 /* ---- lookup_1e6_vs_1e3 and dram_meta_bytes_per_block ------------------- */
 
 /* ns per key of LOOKUPs of random keys among the first @resident ones. */
@@ -801,12 +866,322 @@ static int bench_lookup(void)
 	       (unsigned long long)st.resident[KVTIER_TIER_DRAM]);
 	figure("dram_put_4k_blocks_per_s", "%.0f",
 	       (large - LOOKUP_SMALL) / (t / 1e9));
+	census_time(pool, large, large == LOOKUP_LARGE ? "1e6" : "large");
 	ret = 0;
 out:
 	kvtier_free_staging(pool, buf, buf_size);
 	kvtier_pool_close(pool);
 	free(blk);
 	return ret;
+}
+
+/* ---- events_put_rate_vs_no_reader, events_lost_without_overflow -------- */
+
+#define EV_BLOCKS	1024		/* PUT (and DROPped) a trial */
+#define EV_BATCH	16
+#define EV_TRIALS	3
+
+/*
+ * A reader following an events fd, in a process of its own as a router's
+ * would be: it reads until it has the event its parent names on @ctl,
+ * then reports what it counted on @res.
+ */
+struct ev_follower {
+	int fd;
+	pid_t pid;
+	int ctl;		/* parent -> child: the last event */
+	int res;		/* child -> parent: struct ev_counts */
+	unsigned int slow_us;	/* sleep after each read: made to fall behind */
+};
+
+struct ev_counts {
+	uint64_t read;		/* events read */
+	uint64_t lost;		/* events OVERFLOW records said it lost */
+	uint64_t gaps;		/* events neither read nor said lost */
+};
+
+static void ev_follow(struct ev_follower *f, int ctl, int res, uint64_t next)
+{
+	struct pollfd p[2] = { { .fd = f->fd, .events = POLLIN },
+			       { .fd = ctl, .events = POLLIN } };
+	uint64_t last = UINT64_MAX;
+	struct kvtier_event ev[64];
+	struct ev_counts c = { 0 };
+
+	while (next <= last) {
+		ssize_t n = read(f->fd, ev, sizeof(ev)), i;
+
+		if (n < 0 && errno == EAGAIN) {
+			poll(p, last == UINT64_MAX ? 2 : 1, 10);
+			if (last == UINT64_MAX && (p[1].revents & POLLIN) &&
+			    read(ctl, &last, sizeof(last)) != sizeof(last))
+				break;
+			continue;
+		}
+		if (n <= 0)
+			break;
+		for (i = 0; i < n / (ssize_t)sizeof(ev[0]); i++) {
+			if (ev[i].seq != next)
+				c.gaps += ev[i].seq > next ?
+					  ev[i].seq - next : 1;
+			if (ev[i].type == KVTIER_EVENT_OVERFLOW) {
+				c.lost += ev[i].lost;
+				next = ev[i].seq + ev[i].lost;
+			} else {
+				c.read++;
+				next = ev[i].seq + 1;
+			}
+		}
+		if (f->slow_us)
+			usleep(f->slow_us);
+	}
+	if (next <= last && last != UINT64_MAX)
+		c.gaps += last + 1 - next;
+	if (write(res, &c, sizeof(c)) != sizeof(c))
+		_exit(1);
+	_exit(0);
+}
+
+static int ev_follow_start(struct kvtier_pool *pool, struct ev_follower *f)
+{
+	struct kvtier_events e = { .flags = KVTIER_EVENTS_NONBLOCK };
+	int ctl[2], res[2];
+
+	if (ioctl(kvtier_pool_fd(pool), KVTIER_IOC_EVENTS, &e))
+		return -errno;
+	f->fd = e.fd;
+	if (pipe(ctl)) {
+		close(f->fd);
+		return -errno;
+	}
+	if (pipe(res)) {
+		close(ctl[0]);
+		close(ctl[1]);
+		close(f->fd);
+		return -errno;
+	}
+	f->pid = fork();
+	if (!f->pid) {
+		close(ctl[1]);
+		close(res[0]);
+		ev_follow(f, ctl[0], res[1], e.seq);
+	}
+	close(ctl[0]);
+	close(res[1]);
+	close(f->fd);
+	f->ctl = ctl[1];
+	f->res = res[0];
+	if (f->pid < 0) {
+		close(f->ctl);
+		close(f->res);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/*
+ * Stop a follower once it has read up to the log's last event (@last);
+ * what it counted.
+ */
+static int ev_follow_stop(struct ev_follower *f, uint64_t last,
+			  struct ev_counts *c)
+{
+	int status, ret = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (write(f->ctl, &last, sizeof(last)) != sizeof(last) ||
+	    read(f->res, c, sizeof(*c)) != sizeof(*c))
+		ret = -EIO;
+	close(f->ctl);
+	close(f->res);
+	waitpid(f->pid, &status, 0);
+	return ret;
+}
+
+/* The last event of @pool's log (a census of nothing says it). */
+static int ev_last(struct kvtier_pool *pool, uint64_t *last)
+{
+	struct kvtier_census_entry ent;
+	struct kvtier_census c = { .entries = (uintptr_t)&ent, .count = 1 };
+
+	c.cursor = kvtier_pool_capacity(pool);
+	if (ioctl(kvtier_pool_fd(pool), KVTIER_IOC_CENSUS, &c))
+		return -errno;
+	*last = c.seq;
+	return 0;
+}
+
+/* One trial: PUT and DROP EV_BLOCKS blocks; the PUTs' blocks per second. */
+static int ev_trial(struct kvtier_pool *pool, void *buf, uint64_t base,
+		    double *rate)
+{
+	uint64_t bs = kvtier_pool_block_size(pool), t_put = 0, t, i;
+	struct kvtier_block b[EV_BATCH];
+	uint32_t j, done;
+	int ret;
+
+	for (i = 0; i < EV_BLOCKS; i += EV_BATCH) {
+		for (j = 0; j < EV_BATCH; j++) {
+			struct kvtier_key k = bench_key(base + i + j);
+
+			*(uint64_t *)((char *)buf + j * bs) = base + i + j;
+			kvtier_block_set(&b[j], &k, (char *)buf + j * bs);
+		}
+		t = now_ns();
+		ret = kvtier_put(pool, b, EV_BATCH, 0, &done);
+		t_put += now_ns() - t;
+		if (!ret && done != EV_BATCH)
+			ret = -EIO;
+		for (j = 0; j < EV_BATCH; j++)
+			b[j].buf = 0;
+		if (!ret)
+			ret = kvtier_drop(pool, b, EV_BATCH, 0, &done);
+		if (ret)
+			return ret;
+	}
+	*rate = EV_BLOCKS / (t_put / 1e9);
+	return 0;
+}
+
+/* PUT rate with one reader following / without; both best of 3. */
+static int ev_rates(uint64_t bs, const char *suffix, uint64_t *gaps)
+{
+	double with[EV_TRIALS], without[EV_TRIALS];
+	struct kvtier_pool *pool;
+	struct ev_follower f;
+	struct ev_counts c;
+	char name[96];
+	uint64_t last;
+	void *buf;
+	int trial, ret;
+
+	ret = bench_pool("events", bs, EV_BLOCKS * 2, &pool);
+	if (ret)
+		return warn("create the events pool", ret);
+	ret = kvtier_alloc_staging(pool, bs * EV_BATCH, &buf);
+	if (ret) {
+		kvtier_pool_close(pool);
+		return warn("staging buffer", ret);
+	}
+	memset(buf, 0x5a, bs * EV_BATCH);
+	/* A warm-up: the pool's pages are there from now on. */
+	ret = ev_trial(pool, buf, 0, &with[0]);
+	for (trial = 0; trial < EV_TRIALS && !ret; trial++) {
+		ret = ev_trial(pool, buf, 0, &without[trial]);
+		if (ret)
+			break;
+		memset(&f, 0, sizeof(f));
+		ret = ev_follow_start(pool, &f);
+		if (ret)
+			break;
+		ret = ev_trial(pool, buf, 0, &with[trial]);
+		if (!ret)
+			ret = ev_last(pool, &last);
+		if (!ev_follow_stop(&f, ret ? 0 : last, &c))
+			*gaps += c.gaps;
+		else if (!ret)
+			ret = -EIO;
+	}
+	if (!ret) {
+		snprintf(name, sizeof(name), "events_put_rate_vs_no_reader%s",
+			 suffix);
+		figure(name, "%.3f", best_of(with, EV_TRIALS) /
+				     best_of(without, EV_TRIALS));
+		snprintf(name, sizeof(name), "events_put_blocks_per_s%s",
+			 suffix);
+		figure(name, "%.0f", best_of(without, EV_TRIALS));
+		snprintf(name, sizeof(name), "events_put_blocks_per_s%s_reader",
+			 suffix);
+		figure(name, "%.0f", best_of(with, EV_TRIALS));
+	} else {
+		warn("events trial", ret);
+	}
+	kvtier_free_staging(pool, buf, bs * EV_BATCH);
+	kvtier_pool_close(pool);
+	return ret;
+}
+
+/* A module parameter's value, or -errno. */
+static int read_param_ll(const char *name, long long *v)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/module/kvtier/parameters/%s", name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	ret = fscanf(f, "%lld", v) == 1 ? 0 : -EINVAL;
+	fclose(f);
+	return ret;
+}
+
+/*
+ * A reader that sleeps after every read while 16 rings' worth of events
+ * pass: it is lapped, and must be told of every event it lost.
+ */
+static int ev_slow_reader(uint64_t *gaps, uint64_t *lost)
+{
+	struct kvtier_pool *pool;
+	struct ev_follower f;
+	struct ev_counts c;
+	long long ring = 4096;
+	uint64_t last, i;
+	void *buf;
+	int ret, r;
+
+	read_param_ll("events_ring", &ring);
+	ret = bench_pool("events-slow", 4096, EV_BLOCKS * 2, &pool);
+	if (ret)
+		return warn("create the events pool", ret);
+	ret = kvtier_alloc_staging(pool, 4096 * EV_BATCH, &buf);
+	if (ret) {
+		kvtier_pool_close(pool);
+		return warn("staging buffer", ret);
+	}
+	memset(&f, 0, sizeof(f));
+	f.slow_us = 2000;
+	ret = ev_follow_start(pool, &f);
+	if (ret) {
+		kvtier_free_staging(pool, buf, 4096 * EV_BATCH);
+		kvtier_pool_close(pool);
+		return warn("events fd", ret);
+	}
+	for (i = 0; !ret && i < (uint64_t)ring * 16; i += 2 * EV_BLOCKS) {
+		double rate;
+
+		ret = ev_trial(pool, buf, i, &rate);
+	}
+	r = ev_last(pool, &last);
+	if (!ret)
+		ret = r;
+	if (!ev_follow_stop(&f, ret ? 0 : last, &c)) {
+		*gaps += c.gaps;
+		*lost = c.lost;
+	} else if (!ret) {
+		ret = -EIO;
+	}
+	kvtier_free_staging(pool, buf, 4096 * EV_BATCH);
+	kvtier_pool_close(pool);
+	return ret;
+}
+
+static int bench_events(void)
+{
+	uint64_t gaps = 0, lost = 0;
+	int ret;
+
+	ret = ev_rates(64 << 10, "", &gaps);
+	if (!ret)
+		ret = ev_rates(4 << 10, "_4k", &gaps);
+	if (!ret)
+		ret = ev_slow_reader(&gaps, &lost);
+	if (ret)
+		return ret;
+	figure("events_lost_without_overflow", "%.0f", gaps);
+	figure("events_slow_reader_lost", "%.0f", lost);
+	return 0;
 }
 
 /* ---- the NVMe tier ----------------------------------------------------- */
@@ -2106,6 +2481,7 @@ int main(int argc, char **argv)
 		{ "hbm", bench_hbm },
 		{ "reserve", bench_reserve },
 		{ "layerwise", bench_layerwise },
+		{ "events", bench_events },
 	};
 	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
 	int ret, i, run[sizeof(parts) / sizeof(parts[0])];
@@ -2125,7 +2501,7 @@ int main(int argc, char **argv)
 
 		fprintf(help ? stdout : stderr,
 			"usage: %s [copy] [sg] [pin] [lookup] [nvme] [uring] [hbm] [reserve]\n"
-			"       [layerwise]\n"
+			"       [layerwise] [events]\n"
 			"Prints the DRAM-, NVMe- and HBM-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"
