@@ -139,6 +139,7 @@ void kvt_block_free(struct kvt_pool *pool, u32 addr)
  * @ndev: the device it was found on
  * @nloc: device page of its data
  * @ncrc: crc32c of its data started from 0 (see struct kvt_block)
+ * @zl: where a compressed copy ends (a pool that compresses), else NULL
  * @um: the record that came with the copy (NULL: none); taken, and set
  *	to NULL, when the copy is
  * @addrp: out: the address of a key in DRAM without an NVMe copy
@@ -152,7 +153,8 @@ void kvt_block_free(struct kvt_pool *pool, u32 addr)
  * @addrp); -ENOSPC when the pool has no free address left.
  */
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
-		      u32 nloc, u32 ncrc, struct kvt_umeta **um, u32 *addrp)
+		      u32 nloc, u32 ncrc, const struct kvt_zloc *zl,
+		      struct kvt_umeta **um, u32 *addrp)
 {
 	struct kvt_block *blk;
 	u32 addr;
@@ -189,6 +191,8 @@ int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
 	blk->ndev = ndev;
 	blk->nloc = nloc;
 	blk->ncrc = ncrc;
+	if (pool->zloc)
+		pool->zloc[addr] = *zl;
 	/*
 	 * The record goes with the copy, unless someone holds the block (a
 	 * read of the older copy, the writer): they may be reading the old
@@ -359,12 +363,14 @@ static u32 kvt_hash_bits(u32 capacity)
 /**
  * kvt_block_index_bytes() - memory the index of a pool takes
  * @capacity: the pool's block addresses
+ * @z: it compresses: where its compressed copies end too (pool->zloc)
  *
  * Return: bytes of the block array and the key hash.
  */
-u64 kvt_block_index_bytes(u32 capacity)
+u64 kvt_block_index_bytes(u32 capacity, bool z)
 {
-	return (u64)capacity * sizeof(struct kvt_block) +
+	return (u64)capacity * (sizeof(struct kvt_block) +
+				(z ? sizeof(struct kvt_zloc) : 0)) +
 	       (sizeof(u32) << kvt_hash_bits(capacity));
 }
 
@@ -394,6 +400,16 @@ int kvt_block_index_init(struct kvt_pool *pool)
 		return -ENOMEM;
 	}
 	memset(pool->buckets, 0xff, nbuckets * sizeof(*pool->buckets));
+	if (pool->compress) {
+		pool->zloc = kvt_index_alloc(array_size(pool->capacity,
+							sizeof(*pool->zloc)));
+		if (!pool->zloc) {
+			kvfree(pool->buckets);
+			kvfree(pool->blocks);
+			pool->blocks = NULL;
+			return -ENOMEM;
+		}
+	}
 
 	for (i = 0; i < pool->capacity; i++) {
 		pool->blocks[i].hnext = KVT_NIL;
@@ -405,7 +421,8 @@ int kvt_block_index_init(struct kvt_pool *pool)
 	}
 	pool->blocks[pool->capacity - 1].next = KVT_NIL;
 	pool->free = 0;
-	pool->index_meta = kvt_block_index_bytes(pool->capacity);
+	pool->index_meta = kvt_block_index_bytes(pool->capacity,
+						 pool->compress);
 	return 0;
 }
 
@@ -428,8 +445,10 @@ void kvt_block_index_free(struct kvt_pool *pool)
 					   kvt_in_dram(blk)));
 		kvt_block_set_umeta(pool, i, NULL);
 	}
+	kvfree(pool->zloc);
 	kvfree(pool->buckets);
 	kvfree(pool->blocks);
+	pool->zloc = NULL;
 	pool->blocks = NULL;
 }
 

@@ -1136,7 +1136,10 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 	st->meta_bytes = sizeof(*pool) + kvt_block_meta_bytes(pool);
 	st->dram_reserved = kvt_pool_dram_bytes(pool->dram_blocks,
 						pool->block_size,
-						pool->capacity);
+						pool->capacity,
+						pool->compress);
+	st->compress = pool->compress;
+	st->compress_flags = pool->compress_flags;
 
 	spin_lock(&pool->lock);
 	kvt_res_stat(pool, st->resident);
@@ -1146,6 +1149,11 @@ static int kvt_stat(struct kvt_pool *pool, struct kvtier_pool_stat *st)
 	st->lost_blocks = pool->stats.lost_blocks;
 	st->parts = pool->parts;
 	st->part_reads = pool->stats.part_reads;
+	st->z_blocks = pool->stats.z_blocks;
+	st->z_raw_blocks = pool->stats.z_raw_blocks;
+	st->z_bytes_in = pool->stats.z_bytes_in;
+	st->z_bytes_stored = pool->stats.z_bytes_stored;
+	st->z_bad = pool->stats.z_bad;
 	st->dirty = pool->nr_dirty;
 	st->pinned = pool->nr_pinned;
 	st->puts = pool->stats.puts;

@@ -12,12 +12,16 @@
  *
  *   fail_writer	allocations of the segment writer's memory: fresh
  *			ones in its worker, and its reserve's at attach
+ *   fail_compress	compressions (the block is written raw) and
+ *			decompressions (the copy is a miss) of the NVMe
+ *			tier's copies (KVTIER_F_COMPRESS)
  */
 #include <linux/debugfs.h>
 #include <linux/fault-inject.h>
 #include "kvt.h"
 
 static DECLARE_FAULT_ATTR(kvt_fail_writer);
+static DECLARE_FAULT_ATTR(kvt_fail_compress);
 static struct dentry *kvt_fault_dir;
 
 /**
@@ -32,6 +36,16 @@ bool kvt_should_fail_writer(size_t size)
 }
 
 /**
+ * kvt_should_fail_compress() - whether a compression or decompression fails
+ *
+ * Return: true to fail it.
+ */
+bool kvt_should_fail_compress(void)
+{
+	return should_fail(&kvt_fail_compress, 1);
+}
+
+/**
  * kvt_fault_init() - create the points' debugfs files
  *
  * A point that cannot be created is only missing: no error.
@@ -43,9 +57,12 @@ void kvt_fault_init(void)
 	 * these too, and a stack trace per failure is noise in dmesg.
 	 */
 	kvt_fail_writer.verbose = 0;
+	kvt_fail_compress.verbose = 0;
 	kvt_fault_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	fault_create_debugfs_attr("fail_writer", kvt_fault_dir,
 				  &kvt_fail_writer);
+	fault_create_debugfs_attr("fail_compress", kvt_fault_dir,
+				  &kvt_fail_compress);
 }
 
 /**

@@ -173,6 +173,21 @@ struct kvt_pool_counters {
 	u64 bad_reads;
 	u64 lost_blocks;	/* only on NVMe, dropped when reclaimed */
 	u64 part_reads;		/* parts read from NVMe (KVTIER_GET_PART) */
+	u64 z_blocks;		/* NVMe copies written compressed */
+	u64 z_raw_blocks;	/* ... written raw by a compressing pool */
+	u64 z_bytes_in;		/* block bytes of those copies */
+	u64 z_bytes_stored;	/* and the bytes they take on the device */
+	u64 z_bad;		/* compressed copies that did not verify */
+};
+
+/**
+ * struct kvt_zloc - where a block's compressed NVMe copy ends
+ * @bytes: its stored bytes; 0: the copy is raw
+ * @crc: their keyed crc (struct kvt_disk_rec)
+ */
+struct kvt_zloc {
+	u32 bytes;
+	u32 crc;
 };
 
 struct kvt_pool {
@@ -194,6 +209,8 @@ struct kvt_pool {
 	u64 id;			/* identity of its records on NVMe */
 	u32 flags;		/* KVTIER_POOL_FAULT_NOLOAD */
 	u32 parts;		/* struct kvtier_pool_create.parts */
+	u8 compress;		/* KVTIER_COMPRESS_*, its flags below */
+	u8 compress_flags;
 	/* Entry in each NVMe device's pool table, or -1; kvt_nvme_lock. */
 	s16 table_slot[KVTIER_NVME_MAX];
 	bool persistent;	/* recorded on every device attached */
@@ -220,6 +237,7 @@ struct kvt_pool {
 	 */
 	spinlock_t lock;
 	struct kvt_block *blocks;	/* capacity entries, by address */
+	struct kvt_zloc *zloc;		/* by address, if it compresses */
 	u32 *buckets;			/* key hash heads, 1 << hash_bits */
 	struct kvt_list lru;		/* READY, unpinned blocks */
 	struct kvt_policy pol;		/* the policy's state (policy.h) */
@@ -328,12 +346,14 @@ extern u64 kvt_dram_budget;
 extern atomic64_t kvt_dram_used;
 
 /* pool.c */
-u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity);
+u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity,
+			bool z);
 struct kvt_pool *kvt_pool_get_by_id(u64 id);
 struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 				  u32 capacity, u32 dram_blocks, umode_t mode,
 				  kuid_t uid, kgid_t gid, u32 flags, u32 parts,
-				  int dev, int slot);
+				  u8 compress, u8 compress_flags, int dev,
+				  int slot);
 struct kvt_pool **kvt_pools_get_named(unsigned int *nr);
 void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr);
 int kvt_pools_try_walk(int (*fn)(struct kvt_pool *pool, void *arg),
@@ -377,12 +397,13 @@ void kvt_block_free(struct kvt_pool *pool, u32 addr);
 void kvt_block_hash_add(struct kvt_pool *pool, u32 addr);
 void kvt_block_hash_del(struct kvt_pool *pool, u32 addr);
 int kvt_block_index_init(struct kvt_pool *pool);
-u64 kvt_block_index_bytes(u32 capacity);
+u64 kvt_block_index_bytes(u32 capacity, bool z);
 void kvt_block_index_free(struct kvt_pool *pool);
 u64 kvt_block_meta_bytes(struct kvt_pool *pool);
 void kvt_block_unlink(struct kvt_pool *pool, u32 addr);
 int kvt_block_restore(struct kvt_pool *pool, const u64 *key, u8 ndev,
-		      u32 nloc, u32 ncrc, struct kvt_umeta **um, u32 *addrp);
+		      u32 nloc, u32 ncrc, const struct kvt_zloc *zl,
+		      struct kvt_umeta **um, u32 *addrp);
 struct kvt_umeta *kvt_umeta_new(const void *data, u32 len, gfp_t gfp);
 void kvt_block_set_umeta(struct kvt_pool *pool, u32 addr,
 			 struct kvt_umeta **um);
@@ -542,6 +563,10 @@ struct page *kvt_dram_page(struct kvt_pool *pool, struct kvt_block *blk,
 
 /* policy.c: the replacement policy, declared in policy.h */
 
+/* compress.c: compressed NVMe copies (KVTIER_F_COMPRESS) */
+int kvt_z_get(u8 algo);
+void kvt_z_put(u8 algo);
+
 /* tier_nvme.c */
 struct kvtier_nvme_attach;
 struct kvtier_nvme_stat;
@@ -609,10 +634,16 @@ int kvt_ev_open(struct kvt_pool *pool, struct kvtier_events *e,
 /* fault.c */
 #ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
 bool kvt_should_fail_writer(size_t size);
+bool kvt_should_fail_compress(void);
 void kvt_fault_init(void);
 void kvt_fault_exit(void);
 #else
 static inline bool kvt_should_fail_writer(size_t size)
+{
+	return false;
+}
+
+static inline bool kvt_should_fail_compress(void)
 {
 	return false;
 }

@@ -47,7 +47,8 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 			 KVTIER_F_REPLACE | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
 			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
 			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | \
-			 KVTIER_F_META | KVTIER_F_PARTS | KVTIER_F_EVENTS)
+			 KVTIER_F_META | KVTIER_F_PARTS | KVTIER_F_EVENTS | \
+			 KVTIER_F_COMPRESS)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))
@@ -368,7 +369,9 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 	     u.create.numa_node != NUMA_NO_NODE &&
 	     !(ctl->features & KVTIER_F_NUMA)) ||
 	    (nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) && u.create.parts &&
-	     !(ctl->features & KVTIER_F_PARTS))) {
+	     !(ctl->features & KVTIER_F_PARTS)) ||
+	    (nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) && u.create.compress &&
+	     !(ctl->features & KVTIER_F_COMPRESS))) {
 		ret = -EOPNOTSUPP;
 		goto out_unlock;
 	}

@@ -29,12 +29,28 @@ struct kvt_region {
 	u8 state;		/* enum kvt_region_state */
 };
 
+/**
+ * struct kvt_zcopy - the stored bytes of a compressed copy
+ * @pages: their pages, the last zero-padded; NULL: none (a raw copy)
+ * @nr_pages: pages taken
+ * @bytes: stored bytes
+ * @crc: their crc32c from 0
+ */
+struct kvt_zcopy {
+	struct page **pages;
+	u32 nr_pages;
+	u32 bytes;
+	u32 crc;
+};
+
 /* struct kvt_wb_entry - a block queued for writing */
 struct kvt_wb_entry {
 	struct kvt_pool *pool;	/* referenced */
 	u32 addr;		/* held as a user, KVT_BF_WB set */
 	u32 rec;		/* its record in the region, or KVT_NIL */
 	struct page *table;	/* its part table (pools with parts), or NULL */
+	struct kvt_zcopy z;	/* its compressed copy (KVTIER_F_COMPRESS) */
+	u32 zcrc;		/* the keyed crc of z's bytes */
 	bool victim;		/* chosen for eviction, not by SYNC */
 };
 
@@ -104,6 +120,7 @@ struct kvt_nvme {
 	atomic64_t rescued;
 	atomic64_t io_errors;
 	atomic64_t bytes_discarded;
+	atomic64_t bytes_stored;
 	u64 attach_ns;
 };
 
@@ -182,7 +199,19 @@ int kvt_nvme_part_end(struct kvt_part_rd *rd, struct iov_iter *to);
 void kvt_nvme_part_free(struct kvt_part_rd *rd);
 void kvt_parts_trim(struct kvt_pool *pool);
 
-/* Device pages a copy of the pool's blocks takes: its part table too. */
+/* compress.c */
+int kvt_z_compress(struct kvt_pool *pool, struct kvt_block *blk,
+		   struct kvt_zcopy *z);
+void kvt_z_compress_all(struct kvt_wb_entry *ents, u32 n);
+void kvt_z_release(struct kvt_zcopy *z);
+u32 kvt_z_crc(struct page **pages, u32 bytes, u32 seed);
+int kvt_z_decompress(struct kvt_pool *pool, struct kvt_block *blk,
+		     struct page **pages, u32 bytes);
+
+/*
+ * Device pages a copy of the pool's blocks takes at most: its part table
+ * too (a compressed copy takes fewer).
+ */
 static inline u32 kvt_nvme_block_pages(const struct kvt_pool *pool)
 {
 	return pool->pages_per_block + !!pool->parts;

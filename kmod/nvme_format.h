@@ -21,18 +21,20 @@
  * blocks' records (struct kvt_disk_meta) after a summary's records, counted
  * by nr_meta, which older versions wrote as zero. Version 5 adds part
  * tables (KVT_REC_PARTS, struct kvt_disk_parts) and the pool's parts in
- * its pool table entry.
+ * its pool table entry. Version 6 adds compressed copies (KVT_REC_Z,
+ * struct kvt_disk_zhdr) and the pool's compressor in its pool table entry.
  */
 #ifndef _KVTIER_NVME_FORMAT_H
 #define _KVTIER_NVME_FORMAT_H
 
 #include <linux/types.h>
 
-#define KVT_FORMAT_VERSION	5
+#define KVT_FORMAT_VERSION	6
 #define KVT_FORMAT_VERSION_MIN	1	/* still read */
 #define KVT_SB_MAGIC		0x627372656974766bULL	/* "kvtiersb" */
 #define KVT_REGION_MAGIC	0x677272656974766bULL	/* "kvtierrg" */
 #define KVT_PARTS_MAGIC		0x747072656974766bULL	/* "kvtierpt" */
+#define KVT_Z_MAGIC		0x7a74766bU		/* "kvtz" */
 #define KVT_DISK_PAGE		4096U
 #define KVT_POOL_TABLE_OFF	4096U
 #define KVT_POOL_SLOTS		256U
@@ -68,7 +70,9 @@ struct kvt_disk_pool {
 	__le32 gid;
 	__le32 flags;
 	__le32 parts;		/* version 5; 0 before */
-	__u8 reserved[144];
+	__u8 compress;		/* version 6, KVTIER_COMPRESS_*; 0 before */
+	__u8 compress_flags;	/* version 6, KVTIER_COMPRESS_SHUFFLE2 */
+	__u8 reserved[142];
 	__le32 crc;		/* of the struct, this field zero */
 };
 
@@ -78,6 +82,10 @@ struct kvt_disk_pool {
  * (from the device's start, not the region's) and drop_seq the seq of its
  * region: at attach, once every record is replayed, it removes the key if
  * the key's copy on this device is that copy or an older one.
+ *
+ * A compressed copy (KVT_REC_Z, version 6) stores z.bytes bytes in its
+ * pages (fewer than a raw copy's), which crc covers (keyed); z.dcrc is
+ * the crc32c, from 0, of the block they decompress to.
  */
 struct kvt_disk_rec {
 	__le64 pool_id;
@@ -86,11 +94,38 @@ struct kvt_disk_rec {
 	__le32 pages;
 	__le32 crc;		/* keyed crc32c of the data, see kvt_rec_seed */
 	__le32 flags;		/* KVT_REC_* */
-	__le64 drop_seq;	/* tombstone: the dropped copy's region seq */
+	union {
+		__le64 drop_seq;	/* tombstone: the dropped copy's seq */
+		struct {
+			__le32 bytes;	/* KVT_REC_Z: stored bytes */
+			__le32 dcrc;	/* KVT_REC_Z: the block's crc */
+		} z;
+	};
 };
 
 #define KVT_REC_DROP		0x1U	/* a tombstone (version 3) */
 #define KVT_REC_PARTS		0x2U	/* a part table at page - 1 (version 5) */
+#define KVT_REC_Z		0x4U	/* a compressed copy (version 6) */
+
+/*
+ * The stored bytes of a compressed copy (version 6) start with this
+ * header: the block cut in frames of frame_bytes (the last may be
+ * shorter), each compressed on its own, and the stored length of each; the
+ * frames' bytes follow one after the other. A frame with KVT_Z_STORED is
+ * stored as it is. With KVTIER_COMPRESS_SHUFFLE2 in flags, a frame's
+ * bytes are those of its 16-bit elements in two planes, the low bytes,
+ * then the high ones, before compression.
+ */
+struct kvt_disk_zhdr {
+	__le32 magic;		/* KVT_Z_MAGIC */
+	__u8 algo;		/* KVTIER_COMPRESS_* */
+	__u8 flags;		/* KVTIER_COMPRESS_SHUFFLE2 */
+	__le16 frames;
+	__le32 frame_bytes;
+	__le32 flen[];		/* stored bytes of each frame */
+};
+
+#define KVT_Z_STORED		0x80000000U
 
 /*
  * A copy's part table (version 5), one page just before its data, written

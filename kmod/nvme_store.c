@@ -242,7 +242,18 @@ static int kvt_nvme_load_pools(struct kvt_nvme *nvme)
 					make_kgid(&init_user_ns,
 						  le32_to_cpu(dp->gid)),
 					le32_to_cpu(dp->flags),
-					le32_to_cpu(dp->parts), nvme->index, i);
+					le32_to_cpu(dp->parts), dp->compress,
+					dp->compress_flags, nvme->index, i);
+		/*
+		 * A pool whose compressor cannot be loaded would lose its
+		 * blocks to the next writes: the device is refused instead.
+		 */
+		if (PTR_ERR_OR_ZERO(pool) == -ENOPKG) {
+			pr_warn("pool %s: no compressor %u, device not attached\n",
+				name, dp->compress);
+			ret = -ENOPKG;
+			break;
+		}
 		if (IS_ERR(pool)) {
 			pr_warn("pool %s not restored: %ld\n", name,
 				PTR_ERR(pool));
@@ -271,10 +282,11 @@ static int kvt_region_seq_cmp(const void *a, const void *b)
  * A dirty DRAM block whose key has a copy on the device (it was detached
  * and attached again): adopt the copy if it holds the same bytes, which
  * the crc of its record tells (@dcrc, derived from it) without reading the
- * block; a block replaced meanwhile stays dirty.
+ * block, with where a compressed copy ends (@zl); a block replaced
+ * meanwhile stays dirty.
  */
 static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u8 ndev,
-			     u32 nloc, u32 dcrc)
+			     u32 nloc, u32 dcrc, const struct kvt_zloc *zl)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 
@@ -284,6 +296,8 @@ static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u8 ndev,
 	    blk->nloc == KVT_NIL && kvt_in_dram(blk) && blk->ncrc == dcrc) {
 		blk->ndev = ndev;
 		blk->nloc = nloc;
+		if (pool->zloc)
+			pool->zloc[addr] = *zl;
 		pool->nr_nvme++;
 		pool->nr_dirty--;
 	}
@@ -402,7 +416,8 @@ static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 	u32 end = start + kvt_seg_pages(nvme, dr);
 	u64 seq = le64_to_cpu(dr->seq);
 	struct kvt_pool *pool = NULL;
-	u32 i, k = 0, addr, dcrc;
+	u32 i, k = 0, addr, dcrc, pages;
+	struct kvt_zloc zl;
 	struct kvt_umeta *um;
 	int ret = 0;
 
@@ -422,28 +437,47 @@ static int kvt_replay_segment(struct kvt_nvme *nvme, u32 r,
 			continue;
 		}
 		/* A record of a kind this version does not know. */
-		if (flags & ~KVT_REC_PARTS)
+		if (flags & ~(KVT_REC_PARTS | KVT_REC_Z) ||
+		    (flags & KVT_REC_PARTS && flags & KVT_REC_Z))
 			continue;
 		if (!pool || pool->id != id) {
 			if (pool)
 				kvt_pool_put(pool);
 			pool = kvt_pool_get_by_id(id);
 		}
-		/* A part table is the page before the data, in the segment. */
-		if (!pool || le32_to_cpu(rec->pages) != pool->pages_per_block ||
-		    page < data + !!(flags & KVT_REC_PARTS) ||
-		    page + pool->pages_per_block > end)
+		if (!pool)
 			continue;
-		dcrc = kvt_rec_dcrc(kvt_rec_seed(id, key, seq),
-				    le32_to_cpu(rec->crc), pool->block_size);
+		/* A part table is the page before the data, in the segment. */
+		pages = le32_to_cpu(rec->pages);
+		if (page < data + !!(flags & KVT_REC_PARTS) || pages > end ||
+		    page > end - pages)
+			continue;
+		if (flags & KVT_REC_Z) {
+			/* Fewer pages than the block, all but the last full. */
+			zl.bytes = le32_to_cpu(rec->z.bytes);
+			zl.crc = le32_to_cpu(rec->crc);
+			dcrc = le32_to_cpu(rec->z.dcrc);
+			if (!pool->compress || !pages ||
+			    pages >= pool->pages_per_block ||
+			    DIV_ROUND_UP(zl.bytes, KVT_DISK_PAGE) != pages)
+				continue;
+		} else {
+			if (pages != pool->pages_per_block)
+				continue;
+			zl.bytes = 0;
+			zl.crc = 0;
+			dcrc = kvt_rec_dcrc(kvt_rec_seed(id, key, seq),
+					    le32_to_cpu(rec->crc),
+					    pool->block_size);
+		}
 		ret = kvt_replay_meta(dr, i, &k, &um);
 		if (ret)
 			break;
 		/* A copy adopted by a block in DRAM: that block has its own. */
 		if (kvt_block_restore(pool, key, nvme->index, first + page,
-				      dcrc, &um, &addr) == -EEXIST)
+				      dcrc, &zl, &um, &addr) == -EEXIST)
 			kvt_replay_adopt(pool, addr, nvme->index, first + page,
-					 dcrc);
+					 dcrc, &zl);
 		kfree(um);
 	}
 	if (pool)
@@ -563,6 +597,8 @@ static int kvt_nvme_record_on(struct kvt_nvme *nvme, struct kvt_pool *pool)
 	dp->gid = cpu_to_le32(from_kgid(&init_user_ns, pool->gid));
 	dp->flags = cpu_to_le32(pool->flags);
 	dp->parts = cpu_to_le32(pool->parts);
+	dp->compress = pool->compress;
+	dp->compress_flags = pool->compress_flags;
 	dp->crc = cpu_to_le32(kvt_pool_entry_crc(dp));
 	ret = kvt_nvme_write_pool_slot(nvme, dp, slot);
 	if (ret)
@@ -932,6 +968,7 @@ static void kvt_nvme_stat_add(struct kvt_nvme *nvme,
 	st->rescued += atomic64_read(&nvme->rescued);
 	st->io_errors += atomic64_read(&nvme->io_errors);
 	st->bytes_discarded += atomic64_read(&nvme->bytes_discarded);
+	st->bytes_stored += atomic64_read(&nvme->bytes_stored);
 	st->attach_ns += nvme->attach_ns;
 }
 

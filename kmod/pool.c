@@ -106,15 +106,18 @@ void kvt_pool_fs_exit(void)
  * @dram_blocks: its DRAM share in blocks
  * @block_size: bytes per block
  * @capacity: block addresses
+ * @z: it compresses its NVMe copies (KVTIER_F_COMPRESS)
  *
  * Its share of blocks, and the index that every block address takes in
  * DRAM, whatever the tier of the block.
  *
  * Return: bytes.
  */
-u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity)
+u64 kvt_pool_dram_bytes(u32 dram_blocks, u64 block_size, u32 capacity,
+			bool z)
 {
-	return (u64)dram_blocks * block_size + kvt_block_index_bytes(capacity);
+	return (u64)dram_blocks * block_size +
+	       kvt_block_index_bytes(capacity, z);
 }
 
 /*
@@ -147,7 +150,7 @@ static void kvt_pool_unreserve(u64 dram)
 static u64 kvt_pool_create_bytes(const struct kvtier_pool_create *pc)
 {
 	return kvt_pool_dram_bytes(pc->dram_blocks ?: pc->capacity,
-				   pc->block_size, pc->capacity);
+				   pc->block_size, pc->capacity, pc->compress);
 }
 
 static void kvt_pool_free(struct kref *ref)
@@ -161,11 +164,14 @@ static void kvt_pool_free(struct kref *ref)
 	mem_cgroup_put(pool->memcg);
 	/* Its readers read on: every key went, then the end. */
 	kvt_ev_log_end(pool->events);
+	if (pool->compress)
+		kvt_z_put(pool->compress);
 
 	mutex_lock(&kvt_pools_lock);
 	kvt_dram_reserved -= kvt_pool_dram_bytes(pool->dram_blocks,
 						 pool->block_size,
-						 pool->capacity);
+						 pool->capacity,
+						 pool->compress);
 	kvt_nr_pools--;
 	mutex_unlock(&kvt_pools_lock);
 
@@ -276,6 +282,12 @@ static int kvt_pool_create_check(const struct kvtier_pool_create *pc)
 	if (pc->parts == 1 || pc->parts > KVTIER_PARTS_MAX || pc->__pad ||
 	    memchr_inv(pc->reserved, 0, sizeof(pc->reserved)))
 		return -EINVAL;
+	/* Parts are read from the device as they are: not compressed. */
+	if (pc->compress > KVTIER_COMPRESS_MAX ||
+	    pc->compress_flags & ~KVTIER_COMPRESS_FLAGS ||
+	    (!pc->compress && pc->compress_flags) ||
+	    (pc->compress && pc->parts))
+		return -EINVAL;
 	return 0;
 }
 
@@ -308,6 +320,8 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 	} while (!pool->id);
 	pool->flags = pc->flags & KVTIER_POOL_FAULT_NOLOAD;
 	pool->parts = pc->parts;
+	pool->compress = pc->compress;
+	pool->compress_flags = pc->compress_flags;
 	for (i = 0; i < KVTIER_NVME_MAX; i++)
 		pool->table_slot[i] = -1;
 	init_waitqueue_head(&pool->wq);
@@ -324,9 +338,14 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 		ret = -ENOMEM;
 		goto out_free;
 	}
+	if (pool->compress) {
+		ret = kvt_z_get(pool->compress);
+		if (ret)
+			goto out_free;
+	}
 	ret = kvt_block_index_init(pool);
 	if (ret)
-		goto out_free;
+		goto out_z_put;
 	kvt_res_pool_init(pool);
 
 	pool->inode = alloc_anon_inode(kvt_mnt->mnt_sb);
@@ -340,6 +359,9 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 
 out_index_free:
 	kvt_block_index_free(pool);
+out_z_put:
+	if (pool->compress)
+		kvt_z_put(pool->compress);
 out_free:
 	kvt_ev_log_end(pool->events);
 	mem_cgroup_put(pool->memcg);
@@ -352,11 +374,14 @@ static void kvt_pool_discard(struct kvt_pool *pool)
 {
 	kvt_pool_unreserve(kvt_pool_dram_bytes(pool->dram_blocks,
 					       pool->block_size,
-					       pool->capacity));
+					       pool->capacity,
+					       pool->compress));
 	kvt_res_pool_free(pool);
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);
+	if (pool->compress)
+		kvt_z_put(pool->compress);
 	kvt_ev_log_end(pool->events);
 	kmem_cache_free(kvt_pool_cache, pool);
 }
@@ -623,16 +648,19 @@ void kvt_pools_put_named(struct kvt_pool **pools, unsigned int nr)
  * @gid: group
  * @flags: KVTIER_POOL_FAULT_NOLOAD
  * @parts: its parts (struct kvtier_pool_create)
+ * @compress: its compressor
+ * @compress_flags: and its flags
  * @dev: the device whose pool table records it
  * @slot: its pool table slot there
  *
  * Return: the named pool (the registry's reference, not the caller's), or
- * an ERR_PTR: -EEXIST, -EMFILE, -ENOSPC, -EINVAL, -ENOMEM.
+ * an ERR_PTR: -EEXIST, -EMFILE, -ENOSPC, -EINVAL, -ENOMEM, -ENOPKG.
  */
 struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 				  u32 capacity, u32 dram_blocks, umode_t mode,
 				  kuid_t uid, kgid_t gid, u32 flags, u32 parts,
-				  int dev, int slot)
+				  u8 compress, u8 compress_flags, int dev,
+				  int slot)
 {
 	struct kvtier_pool_create pc = {
 		.block_size = block_size,
@@ -642,6 +670,8 @@ struct kvt_pool *kvt_pool_restore(const char *name, u64 id, u64 block_size,
 		.mode = mode,
 		.numa_node = NUMA_NO_NODE,
 		.parts = parts,
+		.compress = compress,
+		.compress_flags = compress_flags,
 	};
 	struct kvt_pool *pool;
 	u64 dram;

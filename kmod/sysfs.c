@@ -78,10 +78,12 @@ static ssize_t pool_stat_show(struct kobject *kobj,
 	pinned = pool->nr_pinned;
 	spin_unlock(&pool->lock);
 
-	return sysfs_emit(buf, "%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+	return sysfs_emit(buf,
+			  "%u %u %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
 			  ready, pinned, c.puts, c.gets, c.hits, c.misses,
 			  c.evictions, c.drops, c.bytes_in, c.bytes_out,
-			  c.lost_blocks, c.part_reads);
+			  c.lost_blocks, c.part_reads, c.z_bytes_in,
+			  c.z_bytes_stored);
 }
 
 static ssize_t pool_config_show(struct kobject *kobj,
@@ -89,11 +91,12 @@ static ssize_t pool_config_show(struct kobject *kobj,
 {
 	struct kvt_pool *pool = kvt_kobj_pool(kobj);
 
-	return sysfs_emit(buf, "%llu %u %u %d %o %u %u %u\n", pool->block_size,
-			  pool->capacity, pool->dram_blocks, pool->nid,
-			  pool->mode, from_kuid_munged(&init_user_ns, pool->uid),
+	return sysfs_emit(buf, "%llu %u %u %d %o %u %u %u %u %u\n",
+			  pool->block_size, pool->capacity, pool->dram_blocks,
+			  pool->nid, pool->mode,
+			  from_kuid_munged(&init_user_ns, pool->uid),
 			  from_kgid_munged(&init_user_ns, pool->gid),
-			  pool->parts);
+			  pool->parts, pool->compress, pool->compress_flags);
 }
 
 static ssize_t pool_events_show(struct kobject *kobj,

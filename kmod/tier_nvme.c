@@ -561,6 +561,8 @@ struct kvt_wbr {
 	u64 bytes;		/* summary bytes written */
 	u64 tables;		/* part table bytes written */
 	u64 demoted;		/* block bytes written */
+	u64 stored;		/* and the bytes they took (compressed) */
+	u64 data;		/* and the pages those took, in bytes */
 	bool data_done;		/* the data is durable; the summary goes now */
 	bool discard_rest;	/* the first segment of a reclaimed region */
 	struct kvt_disk_region *summary;
@@ -662,6 +664,27 @@ static struct kvt_wbr *kvt_wbr_alloc(struct kvt_nvme *nvme)
 	return wbr;
 }
 
+/* Where a copy written ends, for a pool that compresses; counted. */
+static void kvt_wb_zloc(struct kvt_pool *pool, struct kvt_wb_entry *e)
+{
+	struct kvt_zloc *zl;
+
+	lockdep_assert_held(&pool->lock);
+	if (!pool->zloc)
+		return;
+	zl = &pool->zloc[e->addr];
+	zl->bytes = e->z.bytes;
+	zl->crc = e->z.pages ? e->zcrc : 0;
+	pool->stats.z_bytes_in += pool->block_size;
+	if (e->z.pages) {
+		pool->stats.z_blocks++;
+		pool->stats.z_bytes_stored += e->z.bytes;
+	} else {
+		pool->stats.z_raw_blocks++;
+		pool->stats.z_bytes_stored += pool->block_size;
+	}
+}
+
 static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
 			  struct kvt_wb_entry *e, u32 nloc, u64 seq, int status)
 {
@@ -679,6 +702,7 @@ static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
 			pool->nr_nvme++;
 			pool->nr_dirty--;
 			pool->stats.demotions++;
+			kvt_wb_zloc(pool, e);
 			trace_kvtier_block_written(pool, e->addr);
 		}
 		if (status)
@@ -782,9 +806,10 @@ static void kvt_wbr_done(struct work_struct *work)
 	} else {
 		rg->state = nvme->open == wbr->region ? KVT_REGION_OPEN :
 							KVT_REGION_FULL;
-		atomic64_add(wbr->bytes + wbr->tables + wbr->demoted,
+		atomic64_add(wbr->bytes + wbr->tables + wbr->data,
 			     &nvme->bytes_written);
 		atomic64_add(wbr->demoted, &nvme->bytes_demoted);
+		atomic64_add(wbr->stored, &nvme->bytes_stored);
 	}
 	mutex_unlock(&nvme->lock);
 
@@ -798,6 +823,7 @@ static void kvt_wbr_done(struct work_struct *work)
 			__free_page(e->table);
 		kvt_wb_finish(nvme, e->pool, e, nloc, wbr->seq,
 			      wbr->io.status);
+		kvt_z_release(&e->z);
 		kvt_pool_put(e->pool);
 	}
 	list_for_each_entry_safe(t, tn, &wbr->tombs, node) {
@@ -993,17 +1019,31 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * A segment took fewer pages than it reserved (its blocks compressed):
+ * give the rest back to its region. Nothing is appended to a region while
+ * one of its segments is being written, so the rest is the region's end.
+ */
+static void kvt_segment_shrink(struct kvt_nvme *nvme, struct kvt_wbr *wbr,
+			       u32 pages)
+{
+	mutex_lock(&nvme->lock);
+	nvme->regions[wbr->region].used -= wbr->pages - pages;
+	wbr->pages = pages;
+	mutex_unlock(&nvme->lock);
+}
+
 /* Build and submit one segment from the entries in @wbr. */
 static void kvt_wbr_submit(struct kvt_wbr *wbr)
 {
 	struct kvt_nvme *nvme = wbr->io.nvme;
 	struct kvt_disk_region *dr = wbr->summary;
-	u32 page, i, n = 0, seed, nr_meta = 0;
+	u32 page, i, j, n = 0, seed, nr_meta = 0;
 	struct kvt_disk_meta *meta;
 	struct kvt_disk_rec *rec;
 	struct kvt_tomb *t;
 	struct bio *bio;
-	u64 demoted = 0, tables = 0;
+	u64 demoted = 0, tables = 0, stored = 0, data = 0;
 	size_t slen;
 
 	/* Blocks dropped since they were queued are not written. */
@@ -1013,6 +1053,7 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 
 		e->rec = KVT_NIL;
 		e->table = NULL;
+		memset(&e->z, 0, sizeof(e->z));
 		spin_lock(&pool->lock);
 		if (pool->blocks[e->addr].state == KVT_BLK_READY &&
 		    !WARN_ON_ONCE(!kvt_in_dram(&pool->blocks[e->addr]))) {
@@ -1021,6 +1062,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		}
 		spin_unlock(&pool->lock);
 	}
+	/* Compressed, across CPUs, where the pool says so. */
+	kvt_z_compress_all(wbr->ents, wbr->nr);
 	/* The summary takes the pages its records need; data follows. */
 	slen = round_up(kvt_summary_len(n + wbr->nr_tombs, nr_meta),
 			KVT_DISK_PAGE);
@@ -1053,13 +1096,31 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 			tables += KVT_DISK_PAGE;
 		}
 		rec->page = cpu_to_le32(page);
-		rec->pages = cpu_to_le32(pool->pages_per_block);
 		seed = kvt_rec_seed(pool->id, blk->key, wbr->seq);
+		demoted += pool->block_size;
+		if (e->z.pages) {
+			/* Its stored bytes, keyed; the block's crc beside. */
+			e->zcrc = kvt_rec_crc(seed, e->z.crc, e->z.bytes);
+			rec->flags = cpu_to_le32(KVT_REC_Z);
+			rec->pages = cpu_to_le32(e->z.nr_pages);
+			rec->crc = cpu_to_le32(e->zcrc);
+			rec->z.bytes = cpu_to_le32(e->z.bytes);
+			rec->z.dcrc = cpu_to_le32(blk->ncrc);
+			page += e->z.nr_pages;
+			stored += e->z.bytes;
+			data += (u64)e->z.nr_pages * KVT_DISK_PAGE;
+			continue;
+		}
+		rec->pages = cpu_to_le32(pool->pages_per_block);
 		rec->crc = cpu_to_le32(kvt_rec_crc(seed, blk->ncrc,
 						   pool->block_size));
 		page += pool->pages_per_block;
-		demoted += pool->block_size;
+		stored += pool->block_size;
+		data += pool->block_size;
 	}
+	/* What compression saved is the region's again. */
+	if (page - wbr->page < wbr->pages)
+		kvt_segment_shrink(nvme, wbr, page - wbr->page);
 	/* Tombstones after the blocks: no data, they name the dropped copy. */
 	rec = &dr->recs[n];
 	list_for_each_entry(t, &wbr->tombs, node) {
@@ -1110,12 +1171,20 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		if (e->pool->parts)
 			bio = kvt_io_add(&wbr->io, bio,
 					 e->table ?: ZERO_PAGE(0), PAGE_SIZE);
+		if (e->z.pages) {
+			for (j = 0; j < e->z.nr_pages; j++)
+				bio = kvt_io_add(&wbr->io, bio, e->z.pages[j],
+						 PAGE_SIZE);
+			continue;
+		}
 		bio = kvt_io_add_block(&wbr->io, bio, e->pool,
 				       &e->pool->blocks[e->addr]);
 	}
 	wbr->bytes = slen;
 	wbr->tables = tables;
 	wbr->demoted = demoted;
+	wbr->stored = stored;
+	wbr->data = data;
 	/* A region of no live block has no data: its summary goes at once. */
 	if (!n) {
 		bio_put(bio);
@@ -1362,19 +1431,68 @@ struct kvt_rd {
 	u32 crc;
 	u8 ndev;
 	u8 tries;		/* reads submitted */
+	struct kvt_zloc zl;	/* a compressed copy: its stored bytes */
+	struct kvt_zcopy z;	/* read into these pages */
 };
 
-/* Read the block's copy into its DRAM pages; kvt_rd_done() runs after. */
+/*
+ * Read the block's copy into its DRAM pages, or a compressed copy into
+ * pages of the read's; kvt_rd_done() runs after.
+ */
 static void kvt_rd_submit(struct kvt_rd *rd)
 {
 	struct kvt_pool *pool = rd->pool;
 	struct bio *bio;
+	u32 i;
 
 	rd->tries++;
 	bio = kvt_io_bio(&rd->io, REQ_OP_READ,
 			 KVT_SECTORS(kvt_loc_bytes(rd->nloc)));
+	if (rd->z.pages) {
+		for (i = 0; i < rd->z.nr_pages; i++)
+			bio = kvt_io_add(&rd->io, bio, rd->z.pages[i],
+					 PAGE_SIZE);
+		kvt_io_submit(&rd->io, bio);
+		return;
+	}
 	kvt_io_submit(&rd->io, kvt_io_add_block(&rd->io, bio, pool,
 						&pool->blocks[rd->addr]));
+}
+
+/*
+ * Pages for a compressed copy's stored bytes. Return: 0, or -ENOMEM (the
+ * pages taken are freed).
+ */
+static int kvt_rd_zpages(struct kvt_rd *rd)
+{
+	u32 nr = DIV_ROUND_UP(rd->zl.bytes, PAGE_SIZE);
+
+	rd->z.pages = kvcalloc(nr, sizeof(*rd->z.pages), GFP_KERNEL);
+	if (!rd->z.pages)
+		return -ENOMEM;
+	for (; rd->z.nr_pages < nr; rd->z.nr_pages++) {
+		rd->z.pages[rd->z.nr_pages] = alloc_page(GFP_KERNEL);
+		if (!rd->z.pages[rd->z.nr_pages]) {
+			kvt_z_release(&rd->z);
+			return -ENOMEM;
+		}
+	}
+	rd->z.bytes = rd->zl.bytes;
+	return 0;
+}
+
+/*
+ * A compressed copy read: its stored bytes must be the record's (their
+ * keyed crc), and decompress into the block. Return: true if both.
+ */
+static bool kvt_rd_unzip(struct kvt_rd *rd, u64 seq)
+{
+	struct kvt_pool *pool = rd->pool;
+	struct kvt_block *blk = &pool->blocks[rd->addr];
+	u32 seed = kvt_rec_seed(pool->id, blk->key, seq);
+
+	return kvt_z_crc(rd->z.pages, rd->z.bytes, seed) == rd->zl.crc &&
+	       !kvt_z_decompress(pool, blk, rd->z.pages, rd->z.bytes);
 }
 
 static void kvt_rd_done(struct work_struct *work)
@@ -1409,9 +1527,11 @@ static void kvt_rd_done(struct work_struct *work)
 	}
 
 	if (!rd->io.status && seq)
-		ok = kvt_dram_crc(pool, blk, 0) == rd->crc;
+		ok = (!rd->z.pages || kvt_rd_unzip(rd, seq)) &&
+		     kvt_dram_crc(pool, blk, 0) == rd->crc;
 	if (!rd->io.status)
-		atomic64_add(pool->block_size, &nvme->bytes_read);
+		atomic64_add(rd->z.pages ? round_up(rd->z.bytes, PAGE_SIZE) :
+			     pool->block_size, &nvme->bytes_read);
 
 	spin_lock(&pool->lock);
 	blk->flags &= ~KVT_BF_LOADING;
@@ -1425,11 +1545,14 @@ static void kvt_rd_done(struct work_struct *work)
 		} else {
 			/* Never serve it: the block is a miss from now on. */
 			pool->stats.bad_reads++;
+			if (rd->z.pages && !rd->io.status)
+				pool->stats.z_bad++;
 			pool->res->unlink(pool, rd->addr, KVTIER_EVR_BAD_READ);
 		}
 	}
 	kvt_res_hook_put(pool, rd->addr);
 	kvt_pool_put(pool);
+	kvt_z_release(&rd->z);
 	kfree(rd);
 	if (atomic_dec_and_test(&nvme->inflight))
 		wake_up_all(&nvme->idle);
@@ -1483,7 +1606,13 @@ static int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	rd->ndev = blk->ndev;
 	rd->nloc = blk->nloc;
 	rd->crc = blk->ncrc;
+	if (pool->zloc)
+		rd->zl = pool->zloc[addr];
 	spin_unlock(&pool->lock);
+	if (rd->zl.bytes && kvt_rd_zpages(rd)) {
+		kfree(rd);
+		return -ENOMEM;
+	}
 	spin_lock(&kvt_nvme_qlock);
 	nvme = kvt_nvmes[rd->ndev];
 	if (nvme)
@@ -1491,6 +1620,7 @@ static int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	spin_unlock(&kvt_nvme_qlock);
 	/* Detached since the residency layer looked: a miss, the block stays. */
 	if (!nvme) {
+		kvt_z_release(&rd->z);
 		kfree(rd);
 		return -ENOENT;
 	}

@@ -24,7 +24,7 @@ declare -A layer=(
 	[fault.c]=0 [events.c]=0					# fault injection, event log
 	[block.c]=1 [policy.c]=1					# index
 	[tier_dram.c]=2							# tiers: DRAM pages
-	[nvme_part.c]=3							# tiers: NVMe part reads
+	[nvme_part.c]=3 [compress.c]=3					# tiers: NVMe parts, compression
 	[tier_nvme.c]=4 [tier_hbm.c]=4					# tiers
 	[hbm_emul.c]=5 [hbm_user.c]=5					# HBM backends
 	[residency.c]=6							# residency

@@ -178,7 +178,7 @@ static bool errno_ok(enum fz_fdkind kind, unsigned long cmd, int err)
 			return err == EBUSY;
 		case 0x01:
 			return err == EEXIST || err == EACCES || err == EMFILE ||
-			       err == ENOSPC || err == ENOMEM;
+			       err == ENOSPC || err == ENOMEM || err == ENOPKG;
 		case 0x02:
 			return err == ENOENT || err == EACCES || err == ENOMEM;
 		case 0x03:
@@ -188,7 +188,7 @@ static bool errno_ok(enum fz_fdkind kind, unsigned long cmd, int err)
 			       err == EMEDIUMTYPE || err == ENOSPC ||
 			       err == ENOENT || err == ENOTBLK || err == EIO ||
 			       err == ENOMEM || err == ENOTDIR ||
-			       err == ENAMETOOLONG;
+			       err == ENAMETOOLONG || err == ENOPKG;
 		case 0x05:
 			return err == EPERM || err == ENODEV;
 		}

@@ -6,19 +6,21 @@
 # Usage: nvme-crash.sh [REPO_ROOT]
 #
 # Runs on the host. Each round boots the test VM with kvtier attached to one
-# emulated NVMe drive (nvme=/dev/nvme0n1 at load) and a writer
-# (nvme_tool writer) that PUTs patterned 16 KiB blocks into pool crash<R>:
-# keys 0..4095 over and over with PUT REPLACE, pass p writing generation p,
-# 1024 blocks in DRAM, so eviction demotes all the time; it SYNCs every 8
-# batches of 16 and logs to the results share what each successful SYNC
-# covered. Before that it PUTs keys 4096..4111, SYNCs, DROPs them and SYNCs. 2 to 6 seconds (random) after its first acknowledged SYNC, QEMU
-# is killed (SIGKILL: no unload, no flush by the guest). A second boot on the
-# same backing file loads the module again and checks pool crash<R>: every
-# block acknowledged by a SYNC is there, in the acknowledged generation or a
-# newer one (REPLACE is not logged, see Documentation/nvme-format.rst),
-# every block there has exact bytes, and the dropped keys are absent (check
-# takes a key past 4095 as wrong). The pools of earlier rounds are checked
-# for exact bytes only: the log may have wrapped over them since.
+# emulated NVMe drive (nvme=/dev/nvme0n1 at load) and a writer (nvme_tool
+# writer) that PUTs patterned 16 KiB blocks into pool crash<R>: keys 0..4095
+# over and over with PUT REPLACE, pass p writing generation p, 1024 blocks in
+# DRAM, so eviction demotes all the time; it SYNCs every 8 batches of 16 and
+# logs to the results share what each successful SYNC covered. Before that it
+# PUTs keys 4096..4111, SYNCs, DROPs them and SYNCs. 2 to 6 seconds (random)
+# after its first acknowledged SYNC, QEMU is killed (SIGKILL: no unload, no
+# flush by the guest). A second boot on the same backing file loads the module
+# again and checks pool crash<R>: every block acknowledged by a SYNC is there,
+# in the acknowledged generation or a newer one (REPLACE is not logged, see
+# Documentation/nvme-format.rst), every block there has exact bytes, and the
+# dropped keys are absent (check takes a key past 4095 as wrong). Even rounds'
+# pools compress their NVMe copies (lz4, KVTIER_F_COMPRESS), so the cut also
+# lands among compressed records. The pools of earlier rounds are checked for
+# exact bytes only: the log may have wrapped over them since.
 # The drive is blank for round 1 and carries the earlier rounds' pools after.
 # (A power cut after every single write of a smaller workload, torn writes
 # included, is replayed deterministically by nvme_faults.c:
@@ -43,7 +45,8 @@ if [[ ${1:-} == --guest ]]; then
 	writer)
 		g_check "round $round writer: insmod nvme=$dev" g_load nvme=$dev || exit 0
 		g_check "round $round writer: NVMe stat" "$tool" nstat
-		# Runs until QEMU is killed.
+		# Runs until QEMU is killed; even rounds compress (lz4).
+		((round % 2)) || export KVTIER_TOOL_COMPRESS=lz4
 		"$tool" writer "crash$round" "$KVTIER_VM_OUT/acked.$5.$round" 8 4096 1024
 		g_not_ok "round $round writer: the writer stopped: exit $?"
 		;;

@@ -3,7 +3,8 @@
  * kvtier NVMe tier (KVTIER_F_NVME), the commands: attach and each of its
  * rejections, the geometry FORMAT writes, the device held exclusively,
  * detach, NVMe stat and SYNC with their bad fields, blocks larger than a
- * region, a synced DROP that stays dropped across detach and attach.
+ * region, a synced DROP that stays dropped across detach and attach, a
+ * store of the previous format version.
  *
  * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
  * destroys; the cases are skipped when the device is missing. The tier
@@ -219,7 +220,7 @@ TEST_F(attach, blank_device_formats)
 	EXPECT_EQ(0U, ns.io_errors);
 
 	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
-	EXPECT_EQ(5U, sb.version);
+	EXPECT_EQ(6U, sb.version);
 	EXPECT_EQ(0, memcmp(sb.uuid, ns.uuid, 16));
 	EXPECT_EQ((__u64)bytes, sb.dev_bytes);
 	EXPECT_EQ(ns.region_bytes, sb.region_bytes);
@@ -907,6 +908,57 @@ TEST_F_TIMEOUT(attach, synced_drop_stays_dropped, 240)
 	close(pfd);
 	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 	kst_free(buf, DD_BS);
+}
+
+/* ==== a store of the previous format version ============================= */
+
+#define OV_BS		(16 * KST_KIB)
+#define OV_KEYS		32U
+
+/*
+ * A store that says it is version 5 (the last before compressed copies):
+ * it attaches, its pool comes back uncompressed with every block exact,
+ * and it carries the current version from that attach on.
+ */
+TEST_F_TIMEOUT(attach, previous_version_attaches, 120)
+{
+	char *buf = kst_alloc(OV_BS);
+	char name[KVTIER_NAME_MAX];
+	struct kvtier_pool_stat st;
+	struct nvt_disk_sb sb;
+	unsigned int i;
+	int pfd;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0));
+	kst_name(name, "v5");
+	pfd = kst_pool_create(self->ctl, name, OV_BS, 2 * OV_KEYS, 4);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, buf, OV_BS, 0, OV_KEYS, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	close(pfd);
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	ASSERT_EQ(6U, sb.version);
+	sb.version = 5;
+	ASSERT_EQ(0, nvt_write_sb(nvt_dev(), &sb));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+	ASSERT_EQ(0, nvt_read_sb(nvt_dev(), &sb));
+	EXPECT_EQ(6U, sb.version);
+
+	pfd = kst_pool_open(self->ctl, name, 0);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, kst_stat(pfd, &st));
+	EXPECT_EQ(KVTIER_COMPRESS_NONE, st.compress);
+	EXPECT_EQ(0U, st.z_blocks);
+	for (i = 0; i < OV_KEYS; i++)
+		EXPECT_EQ(0, get_check(pfd, buf, OV_BS, i, 1))
+			TH_LOG("key %u", i);
+	EXPECT_EQ(0, PSTAT(pfd, bad_reads));
+	close(pfd);
+	kst_free(buf, OV_BS);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /*

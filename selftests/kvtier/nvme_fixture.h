@@ -290,6 +290,8 @@ struct nvt_cfg {
 	__u32 capacity;		/* of the pool; 0: no pool made */
 	__u32 dram_blocks;
 	__u32 parts;		/* of the pool (KVTIER_F_PARTS) */
+	__u8 compress;		/* its compressor (KVTIER_F_COMPRESS) */
+	__u8 compress_flags;
 	unsigned int dm_need;	/* NVT_DM_* targets, else the case is skipped */
 	const char *dm_extra;	/* one more dm target, modprobe'd, or skip */
 	const char *dm;		/* name of the linear dm device; NULL: none */
@@ -381,6 +383,8 @@ static inline void nvt_setup(struct __test_metadata *_metadata,
 		kst_create_init(&c, f->name, f->bs, cfg->capacity,
 				cfg->dram_blocks);
 		c.parts = cfg->parts;
+		c.compress = cfg->compress;
+		c.compress_flags = cfg->compress_flags;
 		f->pfd = kst_create(f->ctl, &c);
 		ASSERT_LE(0, f->pfd);
 	}

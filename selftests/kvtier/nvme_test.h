@@ -87,6 +87,7 @@ struct nvt_disk_rec {
 
 #define NVT_REC_DROP		0x1U	/* a tombstone */
 #define NVT_REC_PARTS		0x2U	/* a part table at page - 1 (version 5) */
+#define NVT_REC_Z		0x4U	/* a compressed copy (version 6) */
 
 /*
  * Version 5: a copy's part table, the page before its data, for pools
@@ -372,6 +373,27 @@ static inline int nvt_raw_flip(const char *path, __u64 off, __u8 mask)
 	return nvt_raw_write(path, base, page, sizeof(page));
 }
 
+/* crc32c as the kernel's crc32c(): reflected, from @crc, no inversions. */
+static inline __u32 nvt_crc32c(__u32 crc, const void *p, size_t len)
+{
+	static __u32 table[256];
+	const __u8 *b = p;
+	unsigned int i, j;
+
+	if (!table[1]) {
+		for (i = 0; i < 256; i++) {
+			__u32 c = i;
+
+			for (j = 0; j < 8; j++)
+				c = c >> 1 ^ (0x82f63b78U & -(c & 1));
+			table[i] = c;
+		}
+	}
+	while (len--)
+		crc = crc >> 8 ^ table[(crc ^ *b++) & 0xff];
+	return crc;
+}
+
 /* Read the superblock of @path; 0 if it has the kvtier magic, else -errno. */
 static inline int nvt_read_sb(const char *path, struct nvt_disk_sb *sb)
 {
@@ -382,6 +404,20 @@ static inline int nvt_read_sb(const char *path, struct nvt_disk_sb *sb)
 		return ret;
 	memcpy(sb, page, sizeof(*sb));
 	return sb->magic == NVT_SB_MAGIC ? 0 : -EMEDIUMTYPE;
+}
+
+/* Write @sb over the superblock of @path, with its crc made anew. */
+static inline int nvt_write_sb(const char *path, struct nvt_disk_sb *sb)
+{
+	__u8 page[NVT_DISK_PAGE];
+	int ret = nvt_raw_read(path, 0, page, sizeof(page));
+
+	if (ret)
+		return ret;
+	sb->crc = 0;
+	sb->crc = nvt_crc32c(~0U, sb, sizeof(*sb));
+	memcpy(page, sb, sizeof(*sb));
+	return nvt_raw_write(path, 0, page, sizeof(page));
 }
 
 /* Where a block's newest copy lies on a device, from the region summaries. */

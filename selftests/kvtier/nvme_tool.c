@@ -44,6 +44,12 @@
  *       pool) on a device or backing file: "DATA_OFFSET PAGES COPIES"
  *   nvme_tool flip FILE OFFSET [MASK]            xor one byte
  *
+ * With KVTIER_TOOL_COMPRESS=lz4 (or lz4hc, zstd) in the environment, the
+ * writer's pool compresses its NVMe copies (KVTIER_F_COMPRESS), and the
+ * blocks of any pool that compresses hold the pattern in the first half
+ * of each 4 KiB page and a copy of it in the second, so that they do
+ * compress (and read back checked alike).
+ *
  * Exit status 0 when the command did what it says, 1 when a check failed,
  * 2 on usage or setup errors.
  */
@@ -57,6 +63,7 @@
 
 static const char *prog = "nvme_tool";
 
+
 static void __attribute__((noreturn)) die(int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -67,6 +74,66 @@ static void __attribute__((noreturn)) die(int code, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(code);
+}
+
+/* The algorithm KVTIER_TOOL_COMPRESS names (KVTIER_COMPRESS_NONE if unset). */
+static __u8 tool_compress(void)
+{
+	static const char * const names[] = {
+		[KVTIER_COMPRESS_LZ4] = "lz4",
+		[KVTIER_COMPRESS_LZ4HC] = "lz4hc",
+		[KVTIER_COMPRESS_ZSTD] = "zstd",
+	};
+	const char *env = getenv("KVTIER_TOOL_COMPRESS");
+	__u8 i;
+
+	if (!env || !*env)
+		return KVTIER_COMPRESS_NONE;
+	for (i = KVTIER_COMPRESS_LZ4; i <= KVTIER_COMPRESS_MAX; i++)
+		if (!strcmp(env, names[i]))
+			return i;
+	die(2, "KVTIER_TOOL_COMPRESS=%s: not lz4, lz4hc or zstd", env);
+}
+
+/* A pool's blocks are compressible (its STAT says it compresses). */
+static bool tool_z(int pfd)
+{
+	struct kvtier_pool_stat st;
+
+	return !kst_stat(pfd, &st) && st.compress;
+}
+
+/* kst_fill(), each page's second half then a copy of its first (@z). */
+static void tool_fill(void *buf, __u64 bs, __u64 k, __u64 gen, bool z)
+{
+	__u64 p;
+
+	kst_fill(buf, bs, NVT_TOOL_K0, k, gen);
+	for (p = 0; z && p < bs; p += KST_PAGE)
+		memcpy((char *)buf + p + KST_PAGE / 2, (char *)buf + p,
+		       KST_PAGE / 2);
+}
+
+/* kst_check() of a block tool_fill() made: -1 if right, else >= 0. */
+static long tool_check(const void *buf, __u64 bs, __u64 k, __u64 *gen,
+		       bool z)
+{
+	__u64 g;
+	long bad;
+	void *want;
+
+	if (!z)
+		return kst_check(buf, bs, NVT_TOOL_K0, k, gen);
+	memcpy(&g, buf, sizeof(g));
+	want = malloc(bs);
+	if (!want)
+		die(2, "no memory");
+	tool_fill(want, bs, k, g, true);
+	bad = memcmp(buf, want, bs) ? 0 : -1;
+	free(want);
+	if (bad == -1 && gen)
+		*gen = g;
+	return bad;
 }
 
 static unsigned long long num(const char *s)
@@ -134,13 +201,15 @@ static int put_keys(int pfd, __u64 bs, __u64 first, __u64 count, __u64 gen,
 	__u64 k, n, i;
 	__u32 done;
 	int ret = 0;
+	bool z;
 
 	if (!bufs)
 		return -ENOMEM;
+	z = tool_z(pfd);
 	for (k = first; k < first + count && !ret; k += n) {
 		n = first + count - k < BATCH ? first + count - k : BATCH;
 		for (i = 0; i < n; i++) {
-			kst_fill(bufs + i * bs, bs, NVT_TOOL_K0, k + i, gen);
+			tool_fill(bufs + i * bs, bs, k + i, gen, z);
 			kst_blk(&b[i], NVT_TOOL_K0, k + i, bufs + i * bs);
 			key_meta(&m[i], k + i, gen);
 		}
@@ -164,7 +233,7 @@ static int get_key(int pfd, void *buf, __u64 bs, __u64 k, __u64 *gen)
 	ret = kst_get1(pfd, NVT_TOOL_K0, k, buf, NULL);
 	if (ret)
 		return ret;
-	bad = kst_check(buf, bs, NVT_TOOL_K0, k, gen);
+	bad = tool_check(buf, bs, k, gen, tool_z(pfd));
 	return bad == -1 ? 0 : -EILSEQ;
 }
 
@@ -283,7 +352,8 @@ static int cmd_verify_meta(int argc, char **argv)
 		key_meta(&want, k, gen);
 		if (ret)
 			why = strerror(-ret);
-		else if (kst_check(buf, bs, NVT_TOOL_K0, k, &g) != -1 || g != gen)
+		else if (tool_check(buf, bs, k, &g, tool_z(pfd)) != -1 ||
+			 g != gen)
 			why = "WRONG BYTES";
 		else if (memcmp(&got, &want, sizeof(got)))
 			why = "WRONG RECORD";
@@ -478,12 +548,13 @@ static int replace_keys(int pfd, __u64 bs, __u64 first, __u64 count,
 			__u64 gen, char *bufs)
 {
 	struct kvtier_block b[BATCH];
+	bool z = tool_z(pfd);
 	__u32 done;
 	__u64 i;
 	int ret;
 
 	for (i = 0; i < count; i++) {
-		kst_fill(bufs + i * bs, bs, NVT_TOOL_K0, first + i, gen);
+		tool_fill(bufs + i * bs, bs, first + i, gen, z);
 		kst_blk(&b[i], NVT_TOOL_K0, first + i, bufs + i * bs);
 	}
 	ret = kst_batch(pfd, KVTIER_IOC_PUT, b, count, KVTIER_PUT_REPLACE, &done);
@@ -511,6 +582,7 @@ static int cmd_writer(int argc, char **argv)
 	/* Room to spare for REPLACE (and a full pool is another test). */
 	kst_create_init(&c, argv[0], WRITER_BS, keys + 64, dram);
 	c.flags = KVTIER_POOL_OPEN_EXISTING;
+	c.compress = tool_compress();
 	pfd = kst_create(ctl, &c);
 	if (pfd < 0)
 		die(2, "create %s: %s", argv[0], strerror(-pfd));
@@ -651,9 +723,10 @@ static int cmd_check(int argc, char **argv)
 		}
 	}
 	ret = kst_stat(pfd, &st);
-	printf("check %s: acked pass %llu up to key %llu: present %llu, wrong or failed %llu, acked but lost %llu, acked but older %llu, bad_reads %llu\n",
+	printf("check %s: acked pass %llu up to key %llu: present %llu, wrong or failed %llu, acked but lost %llu, acked but older %llu, bad_reads %llu, compress %u\n",
 	       argv[0], pass, upto, present, wrong, lost, stale,
-	       ret ? 0ULL : (unsigned long long)st.bad_reads);
+	       ret ? 0ULL : (unsigned long long)st.bad_reads,
+	       ret ? 0U : st.compress);
 	return wrong || lost || stale ? 1 : 0;
 }
 

@@ -43,27 +43,6 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-/* crc32c as the kernel's crc32c(): reflected, from @crc, no inversions. */
-static __u32 pt_crc32c(__u32 crc, const void *p, size_t len)
-{
-	static __u32 table[256];
-	const __u8 *b = p;
-	unsigned int i, j;
-
-	if (!table[1]) {
-		for (i = 0; i < 256; i++) {
-			__u32 c = i;
-
-			for (j = 0; j < 8; j++)
-				c = c >> 1 ^ (0x82f63b78U & -(c & 1));
-			table[i] = c;
-		}
-	}
-	while (len--)
-		crc = crc >> 8 ^ table[(crc ^ *b++) & 0xff];
-	return crc;
-}
-
 /* Entry @i on key (@k0, @k1): buffer slot @i of @buf, poisoned. */
 static void pt_ent(struct kvtier_block *e, char *buf, __u64 bs,
 		   unsigned int i, __u64 k0, __u64 k1)
@@ -1271,20 +1250,20 @@ TEST_F_TIMEOUT(nvme, on_disk_table, 120)
 		ASSERT_EQ(k, t->key[1]);
 		ASSERT_EQ(nr, t->nr);
 		ASSERT_EQ(self->pp, t->part_pages);
-		whole = pt_crc32c(0, self->out, self->bs);
+		whole = nvt_crc32c(0, self->out, self->bs);
 		ASSERT_EQ(whole, t->dcrc);
 		for (i = 0; i < nr; i++) {
 			__u32 n = pages - i * self->pp;
 
 			if (n > self->pp)
 				n = self->pp;
-			ASSERT_EQ(pt_crc32c(0, self->out + i * self->pp *
+			ASSERT_EQ(nvt_crc32c(0, self->out + i * self->pp *
 					    KST_PAGE, n * KST_PAGE),
 				  t->pcrc[i]);
 		}
 		crc = t->crc;
 		t->crc = 0;
-		ASSERT_EQ(crc, pt_crc32c(~0U, t, sizeof(*t) +
+		ASSERT_EQ(crc, nvt_crc32c(~0U, t, sizeof(*t) +
 					 nr * sizeof(t->pcrc[0])));
 	}
 	kst_free(t, NVT_DISK_PAGE);

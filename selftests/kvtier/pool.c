@@ -304,7 +304,16 @@ CREATE_REJECT(reject_parts_over_max, -EINVAL,
 	      c.parts = KVTIER_PARTS_MAX + 1)
 CREATE_REJECT(reject_parts_all_ones, -EINVAL, c.parts = 0xffffffffU)
 CREATE_REJECT(reject_pad, -EINVAL, c.__pad = 1)
-CREATE_REJECT(reject_pad_with_parts, -EINVAL, c.parts = 2; c.__pad = 1U << 31)
+CREATE_REJECT(reject_pad_with_parts, -EINVAL, c.parts = 2; c.__pad = 1U << 15)
+CREATE_REJECT(reject_compress_unknown, -EINVAL,
+	      c.compress = KVTIER_COMPRESS_MAX + 1)
+CREATE_REJECT(reject_compress_flag_unknown, -EINVAL,
+	      c.compress = KVTIER_COMPRESS_LZ4;
+	      c.compress_flags = KVTIER_COMPRESS_FLAGS + 1)
+CREATE_REJECT(reject_compress_flags_alone, -EINVAL,
+	      c.compress_flags = KVTIER_COMPRESS_SHUFFLE2)
+CREATE_REJECT(reject_compress_with_parts, -EINVAL,
+	      c.compress = KVTIER_COMPRESS_LZ4; c.parts = 2)
 
 /* A create that asks for more DRAM than the whole dram_mb budget. */
 static void create_over_budget(struct __test_metadata *_metadata,

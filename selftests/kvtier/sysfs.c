@@ -12,14 +12,18 @@ enum {
 	G_MISSES, G_EVICTIONS, G_DROPS
 };
 
-#define P_COLS	12
+#define P_COLS	14
 enum {
 	P_RESIDENT, P_PINNED, P_PUTS, P_GETS, P_HITS, P_MISSES, P_EVICTIONS,
-	P_DROPS, P_BYTES_IN, P_BYTES_OUT, P_LOST_BLOCKS, P_PART_READS
+	P_DROPS, P_BYTES_IN, P_BYTES_OUT, P_LOST_BLOCKS, P_PART_READS,
+	P_Z_BYTES_IN, P_Z_BYTES_STORED
 };
 
-#define C_COLS	8
-enum { C_BS, C_CAP, C_DRAM, C_NODE, C_MODE, C_UID, C_GID, C_PARTS };
+#define C_COLS	10
+enum {
+	C_BS, C_CAP, C_DRAM, C_NODE, C_MODE, C_UID, C_GID, C_PARTS,
+	C_COMPRESS, C_COMPRESS_FLAGS
+};
 
 #define BS	KST_PAGE
 
@@ -312,6 +316,26 @@ TEST_F(sysfs, pool_config)
 	ASSERT_EQ(0640, v[C_MODE]);
 	ASSERT_EQ((long long)geteuid(), v[C_UID]);
 	ASSERT_EQ((long long)getegid(), v[C_GID]);
+	ASSERT_EQ(0, v[C_PARTS]);
+	ASSERT_EQ(0, v[C_COMPRESS]);
+	ASSERT_EQ(0, v[C_COMPRESS_FLAGS]);
+}
+
+/* A pool that compresses shows its compressor and flags last. */
+TEST_F(sysfs, pool_config_compress)
+{
+	struct kvtier_pool_create c;
+	long long v[C_COLS + 1];
+
+	kst_create_init(&c, self->name, 4 * BS, 4, 4);
+	c.compress = KVTIER_COMPRESS_LZ4;
+	c.compress_flags = KVTIER_COMPRESS_SHUFFLE2;
+	self->pfd = kst_create(self->ctl, &c);
+	ASSERT_LE(0, self->pfd);
+	ASSERT_EQ(C_COLS, kst_read_cols(self->config, v, C_COLS + 1,
+					1UL << C_MODE));
+	ASSERT_EQ(KVTIER_COMPRESS_LZ4, v[C_COMPRESS]);
+	ASSERT_EQ((long long)KVTIER_COMPRESS_SHUFFLE2, v[C_COMPRESS_FLAGS]);
 	ASSERT_EQ(0, v[C_PARTS]);
 }
 

@@ -122,6 +122,14 @@
  * the events it lost. KVTIER_IOC_CENSUS lists a pool's keys with their tier
  * by cursor, and the sequence number of the last event the listing
  * reflects: a listing and the events after that number lose nothing.
+ *
+ * KVTIER_F_COMPRESS: a compressed NVMe tier. A pool created with a
+ * compressor (struct kvtier_pool_create.compress) has its blocks
+ * compressed by the NVMe writer and decompressed when read back: more of
+ * them fit on the device, fewer bytes are written. A block that does not
+ * shrink by a page is stored as it is. Each compressed copy is checked
+ * twice on its way back, its stored bytes and the block they give, so a
+ * bad copy or a bad decompression is a miss, never wrong bytes.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -137,6 +145,7 @@
 #define KVTIER_F_META		_BITULL(11)
 #define KVTIER_F_PARTS		_BITULL(12)
 #define KVTIER_F_EVENTS		_BITULL(13)
+#define KVTIER_F_COMPRESS	_BITULL(14)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -220,6 +229,14 @@ struct kvtier_api {
  *		the page size; each copy takes one page more on the device,
  *		and the writer one more pass over the bytes. Recorded with
  *		the pool on the device.
+ * @compress:	KVTIER_COMPRESS_NONE, or (with KVTIER_F_COMPRESS, else
+ *		-EOPNOTSUPP) the compressor of the pool's NVMe copies:
+ *		KVTIER_COMPRESS_LZ4, _LZ4HC or _ZSTD; another value, or one
+ *		with @parts: -EINVAL. The kernel's compressor of that name
+ *		(crypto_acomp) is loaded at create: -ENOPKG when it cannot
+ *		be. Recorded with the pool on the device.
+ * @compress_flags: 0, or with a compressor KVTIER_COMPRESS_SHUFFLE2
+ *		(else -EINVAL).
  * @__pad:	must be 0.
  * @reserved:	must be 0.
  */
@@ -233,9 +250,27 @@ struct kvtier_pool_create {
 	__s32 numa_node;
 	__s32 fd;
 	__u32 parts;
-	__u32 __pad;
+	__u8 compress;
+	__u8 compress_flags;
+	__u16 __pad;
 	__u64 reserved[3];
 };
+
+/* struct kvtier_pool_create.compress */
+#define KVTIER_COMPRESS_NONE	0
+#define KVTIER_COMPRESS_LZ4	1	/* fast */
+#define KVTIER_COMPRESS_LZ4HC	2	/* lz4's format, slower to write */
+#define KVTIER_COMPRESS_ZSTD	3	/* smaller, slower */
+#define KVTIER_COMPRESS_MAX	KVTIER_COMPRESS_ZSTD
+
+/*
+ * struct kvtier_pool_create.compress_flags: compress the bytes of each
+ * 16-bit element as two planes, all low bytes then all high bytes (fp16
+ * and bf16 KV: the high bytes, sign and exponent, repeat far more than
+ * the mantissa bytes beside them).
+ */
+#define KVTIER_COMPRESS_SHUFFLE2	_BITUL(0)
+#define KVTIER_COMPRESS_FLAGS		KVTIER_COMPRESS_SHUFFLE2
 
 /**
  * struct kvtier_pool_open - open an existing pool by name
@@ -446,6 +481,21 @@ struct kvtier_meta {
  * @__pad2:	out: 0.
  * @part_reads:	out: parts read straight from NVMe by GET with
  *		KVTIER_GET_PART (each a range of one block, verified).
+ * @compress:	out: the pool's compressor (struct kvtier_pool_create).
+ * @compress_flags: out: its flags.
+ * @__pad3:	out: 0.
+ * @__pad4:	out: 0.
+ * @z_blocks:	out: NVMe copies written compressed.
+ * @z_raw_blocks: out: NVMe copies written as they are, in a pool with a
+ *		compressor: the block did not shrink by a page (or there was
+ *		no memory to try).
+ * @z_bytes_in:	out: bytes of the blocks those copies hold.
+ * @z_bytes_stored: out: bytes they take on the device (a compressed
+ *		copy's exact length, a raw one's block size): @z_bytes_in /
+ *		@z_bytes_stored is the compression ratio.
+ * @z_bad:	out: compressed copies read back whose stored bytes or
+ *		decompressed block did not verify (misses, also counted in
+ *		@bad_reads).
  */
 struct kvtier_pool_stat {
 	__u32 flags;
@@ -477,6 +527,15 @@ struct kvtier_pool_stat {
 	__u32 parts;
 	__u32 __pad2;
 	__u64 part_reads;
+	__u8 compress;
+	__u8 compress_flags;
+	__u16 __pad3;
+	__u32 __pad4;
+	__u64 z_blocks;
+	__u64 z_raw_blocks;
+	__u64 z_bytes_in;
+	__u64 z_bytes_stored;
+	__u64 z_bad;
 };
 
 /**
@@ -528,7 +587,8 @@ struct kvtier_sync {
  * block is neither zero nor a kvtier superblock is refused with -EMEDIUMTYPE
  * unless KVTIER_NVME_FORMAT is given. Pools recorded on the device come back
  * by name with their blocks; persistent pools already in memory are
- * recorded on it.
+ * recorded on it. A device with a pool whose compressor the kernel cannot
+ * load is refused with -ENOPKG (its blocks would be lost otherwise).
  */
 struct kvtier_nvme_attach {
 	__u64 path;
@@ -590,6 +650,9 @@ struct kvtier_nvme_detach {
  * @bytes_discarded: out: bytes the devices were told hold nothing: a
  *		formatted store's data area, the rest of each reclaimed region
  *		(module parameter discard). Ignored on input.
+ * @bytes_stored: out: bytes the blocks demoted take on the device: equal
+ *		to @bytes_demoted but for compressed copies, which take less
+ *		(KVTIER_F_COMPRESS). Ignored on input.
  * @reserved:	must be 0.
  *
  * -EINVAL for a @dev_index out of range; an index not in use reads as not
@@ -616,7 +679,8 @@ struct kvtier_nvme_stat {
 	__u32 dev_minor;
 	__u32 __pad;
 	__u64 bytes_discarded;
-	__u64 reserved[2];
+	__u64 bytes_stored;
+	__u64 reserved[1];
 };
 
 /**
