@@ -123,6 +123,8 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "parts";
 	case KVTIER_F_EVENTS:
 		return "events";
+	case KVTIER_F_COMPRESS:
+		return "compress";
 	}
 	return NULL;
 }
@@ -243,13 +245,18 @@ int kvtier_pool_create(struct kvtier_ctx *ctx,
 	return kvtier_pool_create_parts(ctx, p, 0, poolp);
 }
 
-int kvtier_pool_create_parts(struct kvtier_ctx *ctx,
-			     const struct kvtier_pool_params *p,
-			     uint32_t parts, struct kvtier_pool **poolp)
+/* POOL_CREATE with what struct kvtier_pool_params has no room for. */
+static int kvtier_pool_create_ext(struct kvtier_ctx *ctx,
+				  const struct kvtier_pool_params *p,
+				  uint32_t parts, uint32_t compress,
+				  uint32_t compress_flags,
+				  struct kvtier_pool **poolp)
 {
 	struct kvtier_pool_create c;
 	int ret;
 
+	if (compress > UINT8_MAX || compress_flags > UINT8_MAX)
+		return -EINVAL;
 	memset(&c, 0, sizeof(c));
 	ret = kvtier_copy_name(c.name, p->name);
 	if (ret)
@@ -261,10 +268,27 @@ int kvtier_pool_create_parts(struct kvtier_ctx *ctx,
 	c.mode = p->mode;
 	c.numa_node = p->numa_node;
 	c.parts = parts;
+	c.compress = compress;
+	c.compress_flags = compress_flags;
 	ret = kvtier_ioctl(ctx->fd, KVTIER_IOC_POOL_CREATE, &c);
 	if (ret)
 		return ret;
 	return kvtier_pool_new(ctx, c.fd, p->name, poolp);
+}
+
+int kvtier_pool_create_parts(struct kvtier_ctx *ctx,
+			     const struct kvtier_pool_params *p,
+			     uint32_t parts, struct kvtier_pool **poolp)
+{
+	return kvtier_pool_create_ext(ctx, p, parts, 0, 0, poolp);
+}
+
+int kvtier_pool_create_compressed(struct kvtier_ctx *ctx,
+				  const struct kvtier_pool_params *p,
+				  uint32_t compress, uint32_t flags,
+				  struct kvtier_pool **poolp)
+{
+	return kvtier_pool_create_ext(ctx, p, 0, compress, flags, poolp);
 }
 
 int kvtier_pool_open(struct kvtier_ctx *ctx, const char *name, uint32_t flags,

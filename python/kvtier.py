@@ -100,6 +100,7 @@ F_RESERVE = 1 << 10
 F_META = 1 << 11
 F_PARTS = 1 << 12
 F_EVENTS = 1 << 13
+F_COMPRESS = 1 << 14
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -107,6 +108,11 @@ BATCH_MAX = 4096
 SEGS_MAX = 1024
 META_MAX = 64                       # bytes of a block's metadata record
 PARTS_MAX = 256                     # parts a pool's blocks are read in
+COMPRESS_NONE = 0                   # a pool's NVMe copies' compressor
+COMPRESS_LZ4 = 1
+COMPRESS_LZ4HC = 2
+COMPRESS_ZSTD = 3
+COMPRESS_SHUFFLE2 = 1 << 0          # 16-bit elements as two byte planes
 
 POOL_OPEN_EXISTING = 1 << 0
 POOL_FAULT_NOLOAD = 1 << 1
@@ -170,8 +176,9 @@ CENSUS_PINNED = 1 << 3
 
 # ---- ABI structs -----------------------------------------------------------
 
-_u8, _u32, _s32, _u64 = (ctypes.c_uint8, ctypes.c_uint32, ctypes.c_int32,
-                         ctypes.c_uint64)
+_u8, _u16, _u32, _s32, _u64 = (ctypes.c_uint8, ctypes.c_uint16,
+                               ctypes.c_uint32, ctypes.c_int32,
+                               ctypes.c_uint64)
 
 
 class _Block(ctypes.Structure):
@@ -212,7 +219,11 @@ class _PoolStat(ctypes.Structure):
                 ("meta_bytes", _u64), ("demotions", _u64),
                 ("promotions", _u64), ("bad_reads", _u64), ("dirty", _u64),
                 ("dram_reserved", _u64), ("lost_blocks", _u64),
-                ("parts", _u32), ("_pad2", _u32), ("part_reads", _u64)]
+                ("parts", _u32), ("_pad2", _u32), ("part_reads", _u64),
+                ("compress", _u8), ("compress_flags", _u8), ("_pad3", _u16),
+                ("_pad4", _u32), ("z_blocks", _u64), ("z_raw_blocks", _u64),
+                ("z_bytes_in", _u64), ("z_bytes_stored", _u64),
+                ("z_bad", _u64)]
 
 
 class _NvmeStat(ctypes.Structure):
@@ -226,7 +237,8 @@ class _NvmeStat(ctypes.Structure):
                 ("uuid", _u8 * 16), ("rescued", _u64),
                 ("dev_index", _u32), ("dev_major", _u32),
                 ("dev_minor", _u32), ("_pad", _u32),
-                ("bytes_discarded", _u64), ("reserved", _u64 * 2)]
+                ("bytes_discarded", _u64), ("bytes_stored", _u64),
+                ("reserved", _u64)]
 
 
 class _Hint(ctypes.Structure):
@@ -300,7 +312,7 @@ assert ctypes.sizeof(_Meta) == 72
 assert ctypes.sizeof(_HbmStat) == 96
 assert ctypes.sizeof(_Adopt) == 40
 assert ctypes.sizeof(_Api) == 96
-assert ctypes.sizeof(_PoolStat) == 216
+assert ctypes.sizeof(_PoolStat) == 264
 assert ctypes.sizeof(_NvmeStat) == 152
 assert ctypes.sizeof(_Hint) == 48
 assert ctypes.sizeof(_Completion) == 48
@@ -348,6 +360,10 @@ _kvtier_tier_name = _proto("kvtier_tier_name", ctypes.c_char_p, ctypes.c_uint)
 _kvtier_pool_create_parts = _proto("kvtier_pool_create_parts", ctypes.c_int,
                                    _P, ctypes.POINTER(_PoolParams), _u32,
                                    _PP)
+_kvtier_pool_create_compressed = _proto("kvtier_pool_create_compressed",
+                                        ctypes.c_int, _P,
+                                        ctypes.POINTER(_PoolParams), _u32,
+                                        _u32, _PP)
 _kvtier_pool_open = _proto("kvtier_pool_open", ctypes.c_int, _P,
                            ctypes.c_char_p, _u32, _PP)
 _kvtier_pool_close = _proto("kvtier_pool_close", None, _P)
@@ -998,20 +1014,34 @@ class Context:
         return _kvtier_ctx_fd(self._h())
 
     def create_pool(self, name, block_size, capacity, dram_blocks=0, mode=0,
-                    numa_node=-1, flags=0, parts=0):
+                    numa_node=-1, flags=0, parts=0, compress=COMPRESS_NONE,
+                    compress_flags=0):
         """Create a pool and return it open (kvtier_pool_create(3)).
 
         flags: POOL_OPEN_EXISTING (open it if the name exists),
         POOL_FAULT_NOLOAD, POOL_RDONLY. parts (needs F_PARTS): 0, or
         2..PARTS_MAX parts its blocks' NVMe copies can be read in by
-        Pool.get_part() (kvtier_pool_create_parts(3)). Raises Error:
-        EEXIST, EINVAL, ENOSPC (DRAM budget), EMFILE (max_pools), ...
+        Pool.get_part() (kvtier_pool_create_parts(3)). compress (needs
+        F_COMPRESS; not with parts): COMPRESS_LZ4, COMPRESS_LZ4HC or
+        COMPRESS_ZSTD, its NVMe copies' compressor, with compress_flags
+        COMPRESS_SHUFFLE2 for fp16/bf16 KV
+        (kvtier_pool_create_compressed(3)). Raises Error: EEXIST, EINVAL,
+        ENOSPC (DRAM budget), EMFILE (max_pools), ENOPKG (no such
+        compressor), ...
         """
         pp = _PoolParams(name.encode(), block_size, capacity, dram_blocks,
                          mode, numa_node, flags)
         p = ctypes.c_void_p()
-        _check(_kvtier_pool_create_parts(self._h(), ctypes.byref(pp), parts,
-                                         ctypes.byref(p)), name)
+        if compress or compress_flags:
+            if parts:
+                raise ValueError("parts and compress do not go together")
+            ret = _kvtier_pool_create_compressed(self._h(), ctypes.byref(pp),
+                                                 compress, compress_flags,
+                                                 ctypes.byref(p))
+        else:
+            ret = _kvtier_pool_create_parts(self._h(), ctypes.byref(pp),
+                                            parts, ctypes.byref(p))
+        _check(ret, name)
         return Pool(p, name)
 
     def open_pool(self, name, readonly=False):

@@ -114,6 +114,24 @@
  *   census_1e6_seconds  a census of the lookup part's pool of 1e6 resident
  *			blocks, in calls of 4096 keys; best of 3
  *
+ * The compressed NVMe tier (KVTIER_F_COMPRESS), on the NVMe bench drive,
+ * with KV-like blocks (tools/kvgen.c: the keys and values of one layer of
+ * random weights applied to token embeddings, 128 tokens of 4 heads of 128
+ * a block: 256 KiB):
+ *
+ *   nvme_compress_ratio_kv_ALG_FMT[_planes]  block bytes / stored bytes of
+ *			64 blocks written by a pool compressing with ALG (lz4,
+ *			zstd), of FMT (fp16, bf16) KV, with or without byte
+ *			planes (KVTIER_COMPRESS_SHUFFLE2)
+ *   compressed_write_vs_plain, compressed_read_vs_plain  throughput of PUT
+ *			and SYNC of 64 fp16 blocks (the pool's DRAM holds 8),
+ *			then of GETs of those only on NVMe, in a pool
+ *			compressing with zstd and planes / in a plain one, the
+ *			same bytes; best of 3 each; lz4's beside (_lz4)
+ *   compressed_host_waf  NVME_STAT bytes_written / bytes_stored over the
+ *			compressed pool's writes: the summaries' and pages'
+ *			share (goal <= 1.05)
+ *
  * Every block written or read is checksummed (crc32c) once on the way, so
  * the raw cpu_crc32c_gbps line bounds both throughput figures; under QEMU
  * TCG the instruction is emulated (~0.2 GB/s) and sets them.
@@ -135,6 +153,7 @@
 
 #include <kvtier.h>
 
+#include "kvgen.h"
 #include "layerwise.h"
 #include "util.h"
 
@@ -1920,6 +1939,246 @@ out:
 	return ret;
 }
 
+/* ---- the compressed NVMe tier ------------------------------------------ */
+
+#define Z_TOKENS	128
+#define Z_DISTINCT	4	/* KV blocks generated, each PUT as many keys */
+#define Z_BLOCKS	64	/* PUT for each figure */
+#define Z_DRAM		8
+#define Z_TRIALS	3
+
+struct z_data {
+	size_t bs;
+	void *blocks[2];	/* Z_DISTINCT blocks each of fp16, bf16 */
+};
+
+static int z_data_make(struct z_data *d)
+{
+	const struct kvgen_params p = {
+		.d_model = 256, .kv_heads = 4, .head_dim = 128,
+		.vocab = 4096, .seed = 20261206,
+	};
+	struct kvgen *g;
+	int f, i, ret;
+
+	ret = kvgen_new(&p, &g);
+	if (ret)
+		return ret;
+	d->bs = kvgen_block_bytes(g, Z_TOKENS);
+	for (f = 0; f < 2; f++) {
+		d->blocks[f] = malloc(d->bs * Z_DISTINCT);
+		if (!d->blocks[f]) {
+			kvgen_free(g);
+			return -ENOMEM;
+		}
+		/* One sequence: each block the next Z_TOKENS positions. */
+		for (i = 0; i < Z_DISTINCT; i++)
+			kvgen_block(g, i * Z_TOKENS, Z_TOKENS,
+				    f ? KVGEN_BF16 : KVGEN_FP16,
+				    (char *)d->blocks[f] + i * d->bs);
+	}
+	kvgen_free(g);
+	return 0;
+}
+
+/* A pool of the bench drive: compressing with @alg (0: plain), @flags. */
+static int z_pool(const struct z_data *d, uint32_t alg, uint32_t flags,
+		  const char *tag, struct kvtier_pool **pool)
+{
+	struct kvtier_pool_params p;
+	char name[KVTIER_NAME_MAX];
+	int ret;
+
+	snprintf(name, sizeof(name), "kvtier-bench-%d-%s", (int)getpid(), tag);
+	kvtier_pool_params_init(&p, name, d->bs, Z_BLOCKS * (Z_TRIALS + 1));
+	p.dram_blocks = Z_DRAM;
+	ret = alg ? kvtier_pool_create_compressed(ctx, &p, alg, flags, pool) :
+		    kvtier_pool_create(ctx, &p, pool);
+	if (ret)
+		return ret;
+	return kvtier_pool_destroy(ctx, name);
+}
+
+/* PUT blocks [first, first + Z_BLOCKS) of format @fmt, and SYNC; ns. */
+static int z_write(struct kvtier_pool *pool, const struct z_data *d, int fmt,
+		   uint64_t first, uint64_t *ns)
+{
+	char *buf = malloc(d->bs);
+	struct kvtier_block b;
+	uint64_t i, t = now_ns();
+	int ret = buf ? 0 : -ENOMEM;
+
+	for (i = first; !ret && i < first + Z_BLOCKS; i++) {
+		struct kvtier_key k = bench_key(3000000 + i);
+
+		memcpy(buf, (char *)d->blocks[fmt] + (i % Z_DISTINCT) * d->bs,
+		       d->bs);
+		memcpy(buf, &i, sizeof(i));	/* a block of its own */
+		kvtier_block_set(&b, &k, buf);
+		ret = kvtier_put(pool, &b, 1, 0, NULL) ?: b.status;
+	}
+	if (!ret)
+		ret = kvtier_sync(pool, NULL);
+	*ns = now_ns() - t;
+	free(buf);
+	return ret;
+}
+
+/* GET the blocks of [first, first + Z_BLOCKS) only on NVMe; ns, exact. */
+static int z_read(struct kvtier_pool *pool, const struct z_data *d, int fmt,
+		  uint64_t first, uint64_t *ns)
+{
+	char *buf = malloc(d->bs), *want = malloc(d->bs);
+	struct kvtier_block b;
+	uint64_t i, t = 0, t0;
+	int ret = buf && want ? 0 : -ENOMEM;
+
+	for (i = first; !ret && i < first + Z_BLOCKS; i++) {
+		struct kvtier_key k = bench_key(3000000 + i);
+
+		kvtier_block_set(&b, &k, NULL);
+		ret = kvtier_lookup(pool, &b, 1, 0, NULL);
+		if (ret || b.status || b.tier != KVTIER_TIER_NVME)
+			continue;
+		kvtier_block_set(&b, &k, buf);
+		t0 = now_ns();
+		ret = kvtier_get(pool, &b, 1, 0, NULL) ?: b.status;
+		t += now_ns() - t0;
+		memcpy(want, (char *)d->blocks[fmt] + (i % Z_DISTINCT) * d->bs,
+		       d->bs);
+		memcpy(want, &i, sizeof(i));
+		if (!ret && memcmp(buf, want, d->bs))
+			ret = -EILSEQ;
+	}
+	*ns = t;
+	free(buf);
+	free(want);
+	return ret;
+}
+
+/* The ratio of one compressor, format and planes. */
+static int z_ratio(const struct z_data *d, uint32_t alg, int fmt, int planes)
+{
+	static const char * const algs[] = { "", "lz4", "lz4hc", "zstd" };
+	struct kvtier_pool_stat st;
+	struct kvtier_pool *pool;
+	char name[96];
+	uint64_t ns;
+	int ret;
+
+	ret = z_pool(d, alg, planes ? KVTIER_COMPRESS_SHUFFLE2 : 0, "ratio",
+		     &pool);
+	if (ret)
+		return warn("compressed pool", ret);
+	ret = z_write(pool, d, fmt, 0, &ns) ?: kvtier_stat(pool, &st);
+	kvtier_pool_close(pool);
+	if (ret)
+		return warn("compressed writes", ret);
+	snprintf(name, sizeof(name), "nvme_compress_ratio_kv_%s_%s%s",
+		 algs[alg], fmt ? "bf16" : "fp16", planes ? "_planes" : "");
+	figure(name, "%.3f", st.z_bytes_stored ?
+	       (double)st.z_bytes_in / st.z_bytes_stored : 0);
+	return 0;
+}
+
+/*
+ * Write and read throughput of a pool compressing with @alg and planes,
+ * and of a plain one, on the same fp16 blocks: best of Z_TRIALS each.
+ */
+static int z_speed(const struct z_data *d, uint32_t alg, const char *suffix)
+{
+	double w[2][Z_TRIALS], r[2][Z_TRIALS];
+	struct kvtier_nvme_stat n0, n1;
+	struct kvtier_pool *pool[2];
+	uint64_t ns;
+	char name[96];
+	int i, t, ret;
+
+	ret = z_pool(d, 0, 0, "plain", &pool[0]);
+	if (ret)
+		return warn("plain pool", ret);
+	ret = z_pool(d, alg, KVTIER_COMPRESS_SHUFFLE2, "z", &pool[1]);
+	if (ret) {
+		kvtier_pool_close(pool[0]);
+		return warn("compressed pool", ret);
+	}
+	ret = kvtier_nvme_stat(ctx, &n0);
+	for (t = 0; !ret && t < Z_TRIALS; t++) {
+		for (i = 0; !ret && i < 2; i++) {
+			ret = z_write(pool[i], d, 0, t * Z_BLOCKS, &ns);
+			w[i][t] = (double)Z_BLOCKS * d->bs / ns;
+		}
+		for (i = 0; !ret && i < 2; i++) {
+			ret = z_read(pool[i], d, 0, t * Z_BLOCKS, &ns);
+			r[i][t] = ns ? (double)(Z_BLOCKS - Z_DRAM) * d->bs / ns
+				     : 0;
+		}
+	}
+	kvtier_pool_close(pool[0]);
+	kvtier_pool_close(pool[1]);
+	if (!ret)
+		ret = kvtier_nvme_stat(ctx, &n1);
+	if (ret)
+		return warn("compressed throughput", ret);
+	snprintf(name, sizeof(name), "compressed_write_vs_plain%s", suffix);
+	figure(name, "%.3f", best_of(w[1], Z_TRIALS) / best_of(w[0], Z_TRIALS));
+	snprintf(name, sizeof(name), "compressed_read_vs_plain%s", suffix);
+	figure(name, "%.3f", best_of(r[1], Z_TRIALS) / best_of(r[0], Z_TRIALS));
+	snprintf(name, sizeof(name), "compressed_write_gbps%s", suffix);
+	figure(name, "%.3f", best_of(w[1], Z_TRIALS));
+	snprintf(name, sizeof(name), "compressed_read_gbps%s", suffix);
+	figure(name, "%.3f", best_of(r[1], Z_TRIALS));
+	if (!*suffix) {
+		figure("plain_write_gbps", "%.3f", best_of(w[0], Z_TRIALS));
+		figure("plain_read_gbps", "%.3f", best_of(r[0], Z_TRIALS));
+		/* Both pools wrote: the plain one's stored bytes are its own. */
+		figure("compressed_host_waf", "%.4f",
+		       (double)(n1.bytes_written - n0.bytes_written) /
+		       (n1.bytes_stored - n0.bytes_stored));
+	}
+	return 0;
+}
+
+static int bench_compress(void)
+{
+	struct z_data d = { 0 };
+	char dev[256];
+	uint64_t dev_bytes;
+	struct kvtier_api api;
+	int ret, fmt, planes;
+
+	kvtier_api_info(ctx, &api);
+	if (!(api.features & KVTIER_F_COMPRESS)) {
+		printf("nvme_compress_ratio_kv: n/a (no KVTIER_F_COMPRESS)\n");
+		return 0;
+	}
+	if (nvme_device(dev, sizeof(dev), &dev_bytes)) {
+		printf("nvme_compress_ratio_kv: n/a (no NVMe device)\n");
+		return 0;
+	}
+	ret = z_data_make(&d);
+	if (ret)
+		return warn("KV-like data", ret);
+	ret = kvtier_nvme_attach(ctx, dev, KVTIER_NVME_FORMAT, 0);
+	if (ret) {
+		free(d.blocks[0]);
+		free(d.blocks[1]);
+		return warn("attach", ret);
+	}
+	for (fmt = 0; !ret && fmt < 2; fmt++)
+		for (planes = 0; !ret && planes < 2; planes++)
+			ret = z_ratio(&d, KVTIER_COMPRESS_LZ4, fmt, planes) ?:
+			      z_ratio(&d, KVTIER_COMPRESS_ZSTD, fmt, planes);
+	if (!ret)
+		ret = z_speed(&d, KVTIER_COMPRESS_ZSTD, "");
+	if (!ret)
+		ret = z_speed(&d, KVTIER_COMPRESS_LZ4, "_lz4");
+	kvtier_nvme_detach(ctx);
+	free(d.blocks[0]);
+	free(d.blocks[1]);
+	return ret;
+}
+
 /* ---- layerwise_stall_vs_whole ----------------------------------------- */
 
 #define LW_BLOCK	(1ULL << 20)	/* a block: LW_LAYERS layers */
@@ -2482,6 +2741,7 @@ int main(int argc, char **argv)
 		{ "reserve", bench_reserve },
 		{ "layerwise", bench_layerwise },
 		{ "events", bench_events },
+		{ "compress", bench_compress },
 	};
 	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
 	int ret, i, run[sizeof(parts) / sizeof(parts[0])];
@@ -2501,7 +2761,7 @@ int main(int argc, char **argv)
 
 		fprintf(help ? stdout : stderr,
 			"usage: %s [copy] [sg] [pin] [lookup] [nvme] [uring] [hbm] [reserve]\n"
-			"       [layerwise] [events]\n"
+			"       [layerwise] [events] [compress]\n"
 			"Prints the DRAM-, NVMe- and HBM-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"

@@ -44,6 +44,7 @@ static void usage(FILE *f)
 		"  pools                       list pools (config and stat; needs root)\n"
 		"  create NAME --block-size B --capacity N\n"
 		"         [--dram-blocks N] [--mode OCTAL] [--node N] [--fault-noload]\n"
+		"         [--compress lz4|lz4hc|zstd [--shuffle2]]\n"
 		"                              create a pool (sizes take K/M/G suffixes)\n"
 		"  destroy NAME                remove a pool's name\n"
 		"  stat NAME                   a pool's configuration and counters\n"
@@ -236,8 +237,9 @@ static void print_nvme_stat(int err, const struct kvtier_nvme_stat *ns)
 	       human_bytes(ns->bytes_demoted, b2, sizeof(b2)),
 	       ns->bytes_demoted ? (double)ns->bytes_written / ns->bytes_demoted : 0,
 	       human_bytes(ns->bytes_read, b3, sizeof(b3)));
-	printf("%-22s discarded %s\n", "",
-	       human_bytes(ns->bytes_discarded, b1, sizeof(b1)));
+	printf("%-22s discarded %s, stored %s\n", "",
+	       human_bytes(ns->bytes_discarded, b1, sizeof(b1)),
+	       human_bytes(ns->bytes_stored, b2, sizeof(b2)));
 	format_uuid(ns->uuid, uuid, sizeof(uuid));
 	printf("%-22s reclaimed %llu regions, lost %llu blocks, rescued %llu, %llu I/O errors, attach %.3f s, uuid %s\n",
 	       "", (unsigned long long)ns->reclaimed,
@@ -424,8 +426,15 @@ static int cmd_create(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "fault-noload", no_argument, NULL, 'F' },
+		{ "compress", required_argument, NULL, 'z' },
+		{ "shuffle2", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const char * const zname[] = {
+		[KVTIER_COMPRESS_LZ4] = "lz4", [KVTIER_COMPRESS_LZ4HC] = "lz4hc",
+		[KVTIER_COMPRESS_ZSTD] = "zstd",
+	};
+	uint32_t compress = 0, zflags = 0, z;
 	struct kvtier_pool_params p;
 	struct kvtier_pool_stat st;
 	struct kvtier_pool *pool;
@@ -473,9 +482,25 @@ static int cmd_create(int argc, char **argv)
 		case 'F':
 			p.flags |= KVTIER_POOL_FAULT_NOLOAD;
 			break;
+		case 'z':
+			for (z = 1; z <= KVTIER_COMPRESS_MAX &&
+			     strcmp(optarg, zname[z]); z++)
+				;
+			if (z > KVTIER_COMPRESS_MAX)
+				goto bad_value;
+			compress = z;
+			break;
+		case 'S':
+			zflags |= KVTIER_COMPRESS_SHUFFLE2;
+			break;
 		default:
 			return EXIT_USAGE;
 		}
+	}
+	if (zflags && !compress) {
+		fprintf(stderr, "%s: create: --shuffle2 needs --compress\n",
+			prog);
+		return EXIT_USAGE;
 	}
 	if (optind != argc) {
 		fprintf(stderr, "%s: create: unexpected argument '%s'\n", prog,
@@ -491,10 +516,13 @@ static int cmd_create(int argc, char **argv)
 	p.capacity = cap;
 
 	ret = open_ctx(&ctx, KVTIER_F_POOLS |
-		       (p.numa_node != -1 ? KVTIER_F_NUMA : 0));
+		       (p.numa_node != -1 ? KVTIER_F_NUMA : 0) |
+		       (compress ? KVTIER_F_COMPRESS : 0));
 	if (ret)
 		return ret;
-	ret = kvtier_pool_create(ctx, &p, &pool);
+	ret = compress ? kvtier_pool_create_compressed(ctx, &p, compress,
+						       zflags, &pool) :
+			 kvtier_pool_create(ctx, &p, &pool);
 	kvtier_close(ctx);
 	snprintf(what, sizeof(what), "create %s", argv[1]);
 	if (ret)
@@ -599,6 +627,15 @@ static int cmd_stat(int argc, char **argv)
 	P("%llu", "lost_blocks", (unsigned long long)st.lost_blocks);
 	P("%u", "parts", st.parts);
 	P("%llu", "part_reads", (unsigned long long)st.part_reads);
+	P("%u", "compress", st.compress);
+	P("%u", "compress_flags", st.compress_flags);
+	P("%llu", "z_blocks", (unsigned long long)st.z_blocks);
+	P("%llu", "z_raw_blocks", (unsigned long long)st.z_raw_blocks);
+	printf("%-16s %llu (ratio %.3f)\n", "z_bytes_stored",
+	       (unsigned long long)st.z_bytes_stored,
+	       st.z_bytes_stored ? (double)st.z_bytes_in / st.z_bytes_stored :
+				   0);
+	P("%llu", "z_bad", (unsigned long long)st.z_bad);
 	printf("%-16s %llu (%s)\n", "dram_reserved",
 	       (unsigned long long)st.dram_reserved,
 	       human_bytes(st.dram_reserved, buf, sizeof(buf)));

@@ -226,6 +226,31 @@ int kvtier_pool_create_parts(struct kvtier_ctx *ctx,
 			     uint32_t parts, struct kvtier_pool **poolp);
 
 /**
+ * kvtier_pool_create_compressed() - kvtier_pool_create() for a pool whose
+ * NVMe copies are compressed
+ * @ctx:	the context (KVTIER_F_COMPRESS).
+ * @p:		the pool's parameters.
+ * @compress:	KVTIER_COMPRESS_LZ4 (fast), KVTIER_COMPRESS_LZ4HC or
+ *		KVTIER_COMPRESS_ZSTD (smaller, slower); 0: none.
+ * @flags:	0, or KVTIER_COMPRESS_SHUFFLE2: compress each 16-bit element
+ *		as two byte planes (fp16 and bf16 KV).
+ * @poolp:	out: the new pool handle.
+ *
+ * The NVMe writer compresses each block when it writes it (a block that
+ * does not save a page is written as it is) and reads decompress it; DRAM
+ * holds blocks as they are. kvtier_stat() reports what it saved
+ * (z_bytes_in / z_bytes_stored).
+ *
+ * Return: as kvtier_pool_create(); -EOPNOTSUPP without KVTIER_F_COMPRESS;
+ * -EINVAL for an unknown compressor or flag; -ENOPKG when the kernel has
+ * no such compressor and cannot load it.
+ */
+int kvtier_pool_create_compressed(struct kvtier_ctx *ctx,
+				  const struct kvtier_pool_params *p,
+				  uint32_t compress, uint32_t flags,
+				  struct kvtier_pool **poolp);
+
+/**
  * kvtier_pool_open() - open an existing pool by name
  * @ctx:	the context.
  * @name:	pool name.
@@ -376,8 +401,9 @@ int kvtier_sync(struct kvtier_pool *pool, uint64_t *written);
  * -EMEDIUMTYPE when the device holds something else than a kvtier store
  * (format it to use it); -EINVAL for bad flags, a bad @region_kib, a store
  * of another format version, or a logical block size over 4 KiB; -ENOSPC
- * when the device is too small for two regions; -ENOTBLK, -ENOENT and the
- * like from opening @path; -EIO; -ENOMEM.
+ * when the device is too small for two regions; -ENOPKG when a pool on it
+ * compresses with a compressor the kernel cannot load; -ENOTBLK, -ENOENT
+ * and the like from opening @path; -EIO; -ENOMEM.
  */
 int kvtier_nvme_attach(struct kvtier_ctx *ctx, const char *path, uint32_t flags,
 		       uint32_t region_kib);

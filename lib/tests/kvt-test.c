@@ -1422,6 +1422,72 @@ static void test_nvme_replace_detached(void)
 	CHECK_EQ(ret, 0);
 }
 
+/*
+ * A compressed pool: a bad compressor or flag is -EINVAL, and blocks that
+ * compress (each page's halves the same) and blocks that may not (fill())
+ * read back exact from NVMe, each written once, compressed or not.
+ */
+static void test_nvme_compressed(void)
+{
+	struct kvtier_key keys[2 * NV_DRAM + 2];
+	struct kvtier_pool_params p;
+	struct kvtier_pool_stat st;
+	struct kvtier_pool *pool;
+	char name[KVTIER_NAME_MAX], *buf, *out;
+	uint32_t i, n = 2 * NV_DRAM + 2;
+	size_t off;
+	int bad = 0;
+
+	CHECK_EQ(nvme_ensure(), 0);
+	snprintf(name, sizeof(name), "kvt-test-%d-nvz", (int)getpid());
+	kvtier_pool_params_init(&p, name, NV_BS, NV_CAP);
+	p.dram_blocks = NV_DRAM;
+	CHECK_EQ(kvtier_pool_create_compressed(ctx, &p, KVTIER_COMPRESS_MAX + 1,
+					       0, &pool), -EINVAL);
+	CHECK_EQ(kvtier_pool_create_compressed(ctx, &p, KVTIER_COMPRESS_LZ4,
+					       0x80, &pool), -EINVAL);
+	CHECK_EQ(kvtier_pool_create_compressed(ctx, &p, 0,
+					       KVTIER_COMPRESS_SHUFFLE2, &pool),
+		 -EINVAL);
+	CHECK_EQ(kvtier_pool_create_compressed(ctx, &p, KVTIER_COMPRESS_LZ4,
+					       KVTIER_COMPRESS_SHUFFLE2, &pool),
+		 0);
+	buf = malloc(NV_BS);
+	out = malloc(NV_BS);
+	CHECK(buf && out);
+	for (i = 0; i < n; i++) {
+		kvtier_key_chain(NULL, 0x900 + i, &keys[i]);
+		fill(buf, NV_BS, &keys[i]);
+		for (off = 0; i % 2 == 0 && off < NV_BS; off += 4096)
+			memcpy(buf + off + 2048, buf + off, 2048);
+		bad |= kvtier_put1(pool, &keys[i], buf, 0);
+	}
+	bad |= kvtier_sync(pool, NULL);
+	for (i = 0; i < n; i++) {
+		fill(buf, NV_BS, &keys[i]);
+		for (off = 0; i % 2 == 0 && off < NV_BS; off += 4096)
+			memcpy(buf + off + 2048, buf + off, 2048);
+		memset(out, 0xa5, NV_BS);
+		if (kvtier_get1(pool, &keys[i], out) || memcmp(buf, out, NV_BS)) {
+			printf("#   key %u: not back exact\n", i);
+			bad = 1;
+		}
+	}
+	free(buf);
+	free(out);
+	CHECK_EQ(kvtier_stat(pool, &st), 0);
+	kvtier_pool_close(pool);
+	CHECK_EQ(kvtier_pool_destroy(ctx, name), 0);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(st.compress, KVTIER_COMPRESS_LZ4);
+	CHECK_EQ(st.compress_flags, KVTIER_COMPRESS_SHUFFLE2);
+	CHECK(st.z_blocks >= n / 2);
+	CHECK_EQ(st.z_blocks + st.z_raw_blocks, n);
+	CHECK(st.z_bytes_stored < st.z_bytes_in);
+	CHECK_EQ(st.z_bad, 0);
+	CHECK_EQ(st.bad_reads, 0);
+}
+
 
 /* ---- prefetch (NVMe tier) ---------------------------------------------- */
 
@@ -2431,6 +2497,7 @@ int main(void)
 	run("nvme_sync", test_nvme_sync, NEEDS_NVME);
 	run("nvme_reattach", test_nvme_reattach, NEEDS_NVME);
 	run("nvme_replace_detached", test_nvme_replace_detached, NEEDS_NVME);
+	run("nvme_compressed", test_nvme_compressed, NEEDS_NVME);
 	run("prefetch_wait_group", test_prefetch_wait_group, NEEDS_NVME);
 	run("prefetch_completions_kept", test_prefetch_completions_kept,
 	    NEEDS_NVME);

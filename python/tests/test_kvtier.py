@@ -697,10 +697,9 @@ NV_DRAM = 32
 NV_PUT = 160            # keys 0..NV_PUT-1; the first ones only on NVMe
 
 
-@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
-class TestPrefetchNvme(unittest.TestCase):
-    """Prefetch from the NVMe tier: a pool whose DRAM share is small, so
-    most of its blocks are only on NVMe."""
+class NvmeCase(unittest.TestCase):
+    """A context with a drive attached (formatted if none was) for the
+    class's tests; detached after them if it attached it."""
 
     @classmethod
     def setUpClass(cls):
@@ -720,6 +719,12 @@ class TestPrefetchNvme(unittest.TestCase):
             if cls.detach:
                 cls.ctx.nvme_detach()
             cls.ctx.close()
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestPrefetchNvme(NvmeCase):
+    """Prefetch from the NVMe tier: a pool whose DRAM share is small, so
+    most of its blocks are only on NVMe."""
 
     def setUp(self):
         self.params = {}
@@ -953,6 +958,71 @@ def run_mover(mover, stop):
     while not stop.is_set():
         if mover.run(50) is None:
             break
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestCompressNvme(NvmeCase):
+    """A pool whose NVMe copies are compressed (F_COMPRESS): what STAT
+    says, and blocks that compress or not read back exact."""
+
+    def setUp(self):
+        if not self.ctx.api["supported"] & kvtier.F_COMPRESS:
+            self.skipTest("no KVTIER_F_COMPRESS")
+        self.name = "pytest-%d-%s" % (os.getpid(), self._testMethodName[-20:])
+
+    def tearDown(self):
+        try:
+            self.ctx.destroy_pool(self.name)
+        except kvtier.Error:
+            pass
+
+    def test_create_rejects(self):
+        for kw, err in ((dict(compress=kvtier.COMPRESS_ZSTD + 1),
+                         errno.EINVAL),
+                        (dict(compress_flags=kvtier.COMPRESS_SHUFFLE2),
+                         errno.EINVAL),
+                        (dict(compress=kvtier.COMPRESS_LZ4,
+                              compress_flags=0x80), errno.EINVAL)):
+            with self.assertRaises(kvtier.Error, msg=str(kw)) as cm:
+                self.ctx.create_pool(self.name, block_size=NV_BS,
+                                     capacity=16, dram_blocks=4, **kw)
+            self.assertEqual(cm.exception.errno, err, kw)
+        with self.assertRaises(ValueError):
+            self.ctx.create_pool(self.name, block_size=NV_BS, capacity=16,
+                                 dram_blocks=4, parts=4,
+                                 compress=kvtier.COMPRESS_LZ4)
+
+    def test_compressed_copies_read_back(self):
+        pool = self.ctx.create_pool(
+            self.name, block_size=NV_BS, capacity=64, dram_blocks=4,
+            compress=kvtier.COMPRESS_LZ4,
+            compress_flags=kvtier.COMPRESS_SHUFFLE2)
+        try:
+            st = pool.stat()
+            self.assertEqual(st["compress"], kvtier.COMPRESS_LZ4)
+            self.assertEqual(st["compress_flags"], kvtier.COMPRESS_SHUFFLE2)
+            keys = kvtier.key_chain(range(2000, 2032))
+            # Even keys compress (a repeated pattern), odd ones do not.
+            data = {k: pattern(k, NV_BS) if i % 2 == 0 else
+                    os.urandom(NV_BS) for i, k in enumerate(keys)}
+            for k in keys:
+                self.assertEqual(pool.put([k], data[k]).done, 1)
+            pool.sync()
+            look = pool.lookup(keys)
+            self.assertEqual(look.tier[:16], [kvtier.TIER_NVME] * 16)
+            st = pool.stat()
+            self.assertGreaterEqual(st["z_blocks"], 14)
+            self.assertGreaterEqual(st["z_raw_blocks"], 14)
+            self.assertLess(st["z_bytes_stored"], st["z_bytes_in"])
+            self.assertGreater(self.ctx.nvme_stat()["bytes_stored"], 0)
+            for k in keys:
+                out = bytearray(NV_BS)
+                self.assertEqual(pool.get([k], out).status, [0])
+                self.assertTrue(out == data[k], "key %s" % (k,))
+            self.assertEqual(pool.stat()["z_bad"], 0)
+            self.assertEqual(pool.stat()["bad_reads"], 0)
+        finally:
+            pool.close()
 
 
 @unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
