@@ -9,8 +9,8 @@
 # too, without messages; loads kvtier.ko ($KVTIER_KO, $KVTIER_PARAMS); runs
 # BIN (tools/vm/fail-nth.c, built by check.sh), which walks every fault
 # point of POOL_CREATE, PUT, GET, POOL_OPEN, POOL_DESTROY, LOOKUP, DROP,
-# PIN, UNPIN, STAT, PREFETCH, NVME_ATTACH and SYNC (the last two on
-# /dev/nvme0n1, FAIL_NTH_DEV); unloads the module; dmesg since the
+# PIN, UNPIN, STAT, PREFETCH, CENSUS, EVENTS, NVME_ATTACH and SYNC (the
+# last two on /dev/nvme0n1, FAIL_NTH_DEV); unloads the module; dmesg since the
 # start must hold no kernel complaint. TAP lines on stdout and in
 # $KVTIER_VM_OUT/fail-nth.tap; exit 1 when one is "not ok".
 set -uo pipefail
