@@ -540,6 +540,12 @@ void kvt_handle_unpin_all(struct kvt_handle *h);
 int kvt_put_publish(struct kvt_pool *pool, const u64 *key, u32 addr,
 		    bool replace, bool reserved, struct kvt_umeta **um);
 
+/* lat.c */
+enum kvt_lat_op { KVT_LAT_READ, KVT_LAT_WRITE, KVT_LAT_NR };
+#define KVT_LAT_BUCKETS	96
+void kvt_lat_add(enum kvt_lat_op op, u64 start);
+ssize_t kvt_lat_show(enum kvt_lat_op op, char *buf);
+
 /* tier_dram.c: and kvt_dram_tier */
 /*
  * Bytes the CPU went over for blocks, since load: copied to or from user

@@ -104,6 +104,12 @@ struct kvt_nvme {
 	u32 nr_tombs;
 
 	struct workqueue_struct *wq;
+	/*
+	 * Block reads end on a queue of their own, of high priority: a
+	 * GET's check of its copy goes ahead of the writer's work and of
+	 * the tasks PUTting.
+	 */
+	struct workqueue_struct *rwq;
 	struct work_struct write_work;
 	/* The writer's memory of one segment, when the allocator has none. */
 	mempool_t *wbr_reserve;

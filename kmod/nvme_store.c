@@ -679,6 +679,8 @@ static void kvt_nvme_free(struct kvt_nvme *nvme)
 		list_del(&t->node);
 		kvt_tomb_end(t, -ENODEV);
 	}
+	if (nvme->rwq)
+		destroy_workqueue(nvme->rwq);
 	if (nvme->wq)
 		destroy_workqueue(nvme->wq);
 	kvt_nvme_writer_exit(nvme);
@@ -805,7 +807,9 @@ int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 				     GFP_KERNEL);
 	nvme->wq = alloc_workqueue("kvtier-nvme%d", WQ_UNBOUND | WQ_MEM_RECLAIM,
 				   0, index);
-	if (!nvme->regions || !nvme->queue || !nvme->wq ||
+	nvme->rwq = alloc_workqueue("kvtier-nvme%d-rd", WQ_UNBOUND |
+				    WQ_MEM_RECLAIM | WQ_HIGHPRI, 0, index);
+	if (!nvme->regions || !nvme->queue || !nvme->wq || !nvme->rwq ||
 	    kvt_nvme_writer_init(nvme))
 		goto out_free;
 
@@ -902,6 +906,7 @@ static void kvt_nvme_detach_one(struct kvt_nvme *nvme)
 	/* Queued blocks are still written; wait for every I/O to end. */
 	queue_work(nvme->wq, &nvme->write_work);
 	wait_event(nvme->idle, kvt_nvme_idle(nvme));
+	flush_workqueue(nvme->rwq);
 	flush_workqueue(nvme->wq);
 	kvt_nvme_forget(nvme);
 	pr_info("detached device %u\n", nvme->index);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sysfs: /sys/kernel/kvtier/{stat,prefetch,shrinker,cpu_bytes} and
+ * sysfs: /sys/kernel/kvtier/{stat,prefetch,shrinker,cpu_bytes,
+ * nvme_read_latency,nvme_write_latency} and
  * /sys/kernel/kvtier/pools/<name>/{stat,config,events}.
  * Each file is one line of space-separated columns, documented in
  * Documentation/ABI/testing/sysfs-kernel-kvtier.
@@ -53,6 +54,24 @@ static ssize_t cpu_bytes_show(struct kobject *kobj,
 }
 
 static struct kobj_attribute kvt_cpu_bytes_attr = __ATTR_RO(cpu_bytes);
+
+static ssize_t nvme_read_latency_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return kvt_lat_show(KVT_LAT_READ, buf);
+}
+
+static struct kobj_attribute kvt_nvme_read_latency_attr =
+	__ATTR_RO(nvme_read_latency);
+
+static ssize_t nvme_write_latency_show(struct kobject *kobj,
+				       struct kobj_attribute *attr, char *buf)
+{
+	return kvt_lat_show(KVT_LAT_WRITE, buf);
+}
+
+static struct kobj_attribute kvt_nvme_write_latency_attr =
+	__ATTR_RO(nvme_write_latency);
 
 /* struct kvt_pool_kobj - a pool's directory; removed before the pool dies */
 struct kvt_pool_kobj {
@@ -194,6 +213,12 @@ int kvt_sysfs_init(void)
 		ret = sysfs_create_file(kvt_kobj, &kvt_shrinker_attr.attr);
 	if (!ret)
 		ret = sysfs_create_file(kvt_kobj, &kvt_cpu_bytes_attr.attr);
+	if (!ret)
+		ret = sysfs_create_file(kvt_kobj,
+					&kvt_nvme_read_latency_attr.attr);
+	if (!ret)
+		ret = sysfs_create_file(kvt_kobj,
+					&kvt_nvme_write_latency_attr.attr);
 	if (ret)
 		goto out_put_kobj;
 	kvt_pools_kobj = kobject_create_and_add("pools", kvt_kobj);

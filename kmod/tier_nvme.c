@@ -468,8 +468,10 @@ static void kvt_region_reclaim(struct kvt_nvme *nvme, u32 r,
 /* struct kvt_io - the bios of one region write or one block read */
 struct kvt_io {
 	struct kvt_nvme *nvme;
+	struct workqueue_struct *wq;	/* where work runs: nvme's wq or rwq */
 	atomic_t pending;		/* bios in flight, +1 while submitting */
 	int status;
+	u64 start;			/* ktime_get_ns() at kvt_io_init() */
 	struct work_struct work;	/* queued when the last bio ends */
 };
 
@@ -483,14 +485,16 @@ static void kvt_io_end_io(struct bio *bio)
 	}
 	bio_put(bio);
 	if (atomic_dec_and_test(&io->pending))
-		queue_work(io->nvme->wq, &io->work);
+		queue_work(io->wq, &io->work);
 }
 
 static void kvt_io_init(struct kvt_io *io, struct kvt_nvme *nvme,
 			work_func_t done)
 {
 	io->nvme = nvme;
+	io->wq = nvme->wq;
 	io->status = 0;
+	io->start = ktime_get_ns();
 	atomic_set(&io->pending, 1);
 	INIT_WORK(&io->work, done);
 }
@@ -544,7 +548,7 @@ static void kvt_io_submit(struct kvt_io *io, struct bio *bio)
 		submit_bio(bio);
 	}
 	if (atomic_dec_and_test(&io->pending))
-		queue_work(io->nvme->wq, &io->work);
+		queue_work(io->wq, &io->work);
 }
 
 /* A segment write in flight. */
@@ -830,6 +834,7 @@ static void kvt_wbr_done(struct work_struct *work)
 		list_del(&t->node);
 		kvt_tomb_end(t, wbr->io.status);
 	}
+	kvt_lat_add(KVT_LAT_WRITE, wbr->io.start);
 	/* Back to the reserve first: the writer may need it to go on. */
 	kvt_wbr_free(nvme, wbr);
 	atomic_dec(&nvme->writes);
@@ -1552,8 +1557,10 @@ static void kvt_rd_done(struct work_struct *work)
 	}
 	kvt_res_hook_put(pool, rd->addr);
 	kvt_pool_put(pool);
+	kvt_lat_add(KVT_LAT_READ, rd->io.start);
 	kvt_z_release(&rd->z);
 	kfree(rd);
+	/* Detach flushes nvme->rwq after this, so nvme outlives the wake. */
 	if (atomic_dec_and_test(&nvme->inflight))
 		wake_up_all(&nvme->idle);
 }
@@ -1627,6 +1634,7 @@ static int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 
 	kref_get(&pool->ref);
 	kvt_io_init(&rd->io, nvme, kvt_rd_done);
+	rd->io.wq = nvme->rwq;
 	rd->pool = pool;
 	rd->addr = addr;
 	kvt_rd_submit(rd);

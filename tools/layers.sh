@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../kmod"
 # The layers, bottom up. A file of the top layer (commands) may call any
 # file; the others only files of lower layers.
 declare -A layer=(
-	[fault.c]=0 [events.c]=0					# fault injection, event log
+	[fault.c]=0 [events.c]=0 [lat.c]=0				# fault injection, event log, latency
 	[block.c]=1 [policy.c]=1					# index
 	[tier_dram.c]=2							# tiers: DRAM pages
 	[nvme_part.c]=3 [compress.c]=3					# tiers: NVMe parts, compression

@@ -1266,4 +1266,82 @@ TEST_F(tier, segment_summary_after_flush)
 	EXPECT_LE(8, after - before);
 }
 
+/* ==== latency histograms ================================================ */
+
+#define LAT_BUCKETS	96
+
+/* Bucket i's lower edge in us: log-linear, four buckets a power of two. */
+static long long lat_lo(int i)
+{
+	return i < 4 ? i : (long long)(4 + i % 4) << (i / 4 - 1);
+}
+
+/* The sum of one histogram of /sys/kernel/kvtier/nvme_*_latency. */
+static int lat_hist(const char *op, long long h[LAT_BUCKETS], long long *sum)
+{
+	char path[128];
+	int i, n;
+
+	snprintf(path, sizeof(path), KST_SYSFS_DIR "/nvme_%s_latency", op);
+	n = kst_read_cols(path, h, LAT_BUCKETS, 0);
+	if (n != LAT_BUCKETS)
+		return n < 0 ? n : -EPROTO;
+	for (*sum = 0, i = 0; i < LAT_BUCKETS; i++)
+		*sum += h[i];
+	return 0;
+}
+
+/* The first bucket past @us that gained, or -1. */
+static int lat_beyond(const long long *a, const long long *b, double us)
+{
+	int i;
+
+	for (i = 0; i < LAT_BUCKETS; i++)
+		if ((double)lat_lo(i) > us && a[i] != b[i])
+			return i;
+	return -1;
+}
+
+/*
+ * nvme_write_latency counts the segments written, nvme_read_latency one
+ * read a block loaded, each in the bucket of its microseconds: none in a
+ * bucket whose lower edge is beyond the whole phase's time.
+ */
+TEST_F(tier, latency_histograms)
+{
+	long long a[LAT_BUCKETS], b[LAT_BUCKETS], sa, sb;
+	struct kvtier_pool_stat s0, s1;
+	double t, us;
+	struct tally tl;
+	int i;
+
+	ASSERT_EQ(0, lat_hist("write", a, &sa));
+	t = kst_mono();
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	us = (kst_mono() - t) * 1e6;
+	ASSERT_EQ(0, lat_hist("write", b, &sb));
+	EXPECT_LE(1, sb - sa);
+	i = lat_beyond(a, b, us);
+	EXPECT_EQ(-1, i)
+		TH_LOG("write bucket %d (%lld us) gained %lld in a phase of %.0f us",
+		       i, lat_lo(i), b[i] - a[i], us);
+
+	ASSERT_EQ(0, kst_stat(self->pfd, &s0));
+	ASSERT_EQ(0, lat_hist("read", a, &sa));
+	t = kst_mono();
+	tally_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, &tl, NULL);
+	us = (kst_mono() - t) * 1e6;
+	ASSERT_EQ(0, lat_hist("read", b, &sb));
+	ASSERT_EQ(0, kst_stat(self->pfd, &s1));
+	EXPECT_EQ(NPUT, tl.exact);
+	EXPECT_LE(NCOLD, s1.promotions - s0.promotions);
+	EXPECT_EQ((long long)(s1.promotions - s0.promotions +
+			      s1.bad_reads - s0.bad_reads), sb - sa);
+	i = lat_beyond(a, b, us);
+	EXPECT_EQ(-1, i)
+		TH_LOG("read bucket %d (%lld us) gained %lld in a phase of %.0f us",
+		       i, lat_lo(i), b[i] - a[i], us);
+}
+
 TEST_HARNESS_MAIN
