@@ -10,7 +10,8 @@
 #                   across reboots, checkpatch
 #   make check-crash power cuts during demotion, in the VM
 #   make bench      boot a VM, load the module, run tools/kvtier-bench and
-#                   the prefetch comparison (TRACE=FILE: a Mooncake trace)
+#                   the prefetch comparison (TRACE=FILE: a Mooncake trace);
+#                   build/bench.txt, and build/bench-latency.svg (gnuplot)
 #   make checkpatch checkpatch --strict and kernel-doc on the kernel sources
 #   make install    install (DESTDIR, PREFIX); make uninstall; make dkms-install
 #   make clean      remove build outputs (build/ and in-tree objects)
@@ -74,6 +75,10 @@ bench: deps
 	@if [ -s build/vm/out/bench.txt ]; then \
 		cp build/vm/out/bench.txt build/bench.txt; \
 		echo "bench: results saved to build/bench.txt"; \
+	fi
+	@if [ -s build/vm/out/latency.csv ]; then \
+		cp build/vm/out/latency.csv build/latency.csv; \
+		tools/bench-plot.sh build/latency.csv build/bench-latency.svg; \
 	fi
 
 # Placement policy lab: tools/policy-sim on the traces in KVTIER_TRACES and

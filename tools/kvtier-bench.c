@@ -132,6 +132,9 @@
  *			compressed pool's writes: the summaries' and pages'
  *			share (goal <= 1.05)
  *
+ * The latency of a GET served from NVMe against fio's reads, idle and with
+ * writes running: the latency part, tools/bench-latency.c.
+ *
  * Every block written or read is checksummed (crc32c) once on the way, so
  * the raw cpu_crc32c_gbps line bounds both throughput figures; under QEMU
  * TCG the instruction is emulated (~0.2 GB/s) and sets them.
@@ -156,6 +159,7 @@
 #include "kvgen.h"
 #include "layerwise.h"
 #include "util.h"
+#include "bench.h"
 
 #define TRIALS		5
 
@@ -171,18 +175,18 @@
 #define LOOKUP_KEYS	(64 * LOOKUP_BATCH)	/* keys a trial */
 #define PUT_BATCH	4096
 
-static const char *prog = "kvtier-bench";
-static struct kvtier_ctx *ctx;
+const char *prog = "kvtier-bench";
+struct kvtier_ctx *ctx;
 static volatile uint64_t sink;
 
-static void figure(const char *name, const char *fmt, double v)
+void figure(const char *name, const char *fmt, double v)
 {
 	printf("%s: ", name);
 	printf(fmt, v);
 	putchar('\n');
 }
 
-static int warn(const char *what, int err)
+int warn(const char *what, int err)
 {
 	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(-err));
 	return err;
@@ -212,7 +216,7 @@ static int bench_pool(const char *tag, uint64_t block_size, uint64_t blocks,
 	return 0;
 }
 
-static struct kvtier_key bench_key(uint64_t i)
+struct kvtier_key bench_key(uint64_t i)
 {
 	struct kvtier_key k;
 
@@ -249,7 +253,7 @@ static int put_range(struct kvtier_pool *pool, uint64_t from, uint64_t to,
 	return ret;
 }
 
-static uint64_t xorshift(uint64_t *s)
+uint64_t xorshift(uint64_t *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 7;
@@ -1223,15 +1227,17 @@ static const char * const nvme_figures[] = {
 	"nvme_attach_seconds_1gib",
 };
 
-static void nvme_na(const char *fmt, const char *arg)
+/* The figures of @fig (NULL: the nvme part's) are n/a, and why. */
+static void nvme_na(const char *fig, const char *why)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(nvme_figures) / sizeof(nvme_figures[0]); i++) {
-		printf("%s: n/a (", nvme_figures[i]);
-		printf(fmt, arg);
-		printf(")\n");
+	if (fig) {
+		printf("%s: n/a (%s)\n", fig, why);
+		return;
 	}
+	for (i = 0; i < sizeof(nvme_figures) / sizeof(nvme_figures[0]); i++)
+		printf("%s: n/a (%s)\n", nvme_figures[i], why);
 }
 
 static const char *skip_space(const char *p)
@@ -1245,7 +1251,7 @@ static const char *skip_space(const char *p)
  * Where the value of the first member "@name" after @p starts (a key, not
  * a string value such as "rw" : "write"), or NULL.
  */
-static const char *json_member(const char *p, const char *name)
+const char *json_member(const char *p, const char *name)
 {
 	char key[40];
 
@@ -1302,10 +1308,9 @@ static int fio_job_path(const char *job, char *path, size_t size)
 
 /*
  * Run `fio --output-format=json [@opt] JOB` (its settings come from the
- * KVTIER_FIO_* environment) and return jobs[0].@dir.bw_bytes in *@bw.
+ * KVTIER_FIO_* environment); its output in *@json, to free.
  */
-static int run_fio(const char *job, const char *opt, const char *dir,
-		   double *bw)
+int run_fio_json(const char *job, const char *opt, char **json)
 {
 	char path[PATH_MAX + 64], *out = NULL, *argv[5];
 	posix_spawn_file_actions_t fa;
@@ -1360,18 +1365,33 @@ static int run_fio(const char *job, const char *opt, const char *dir,
 			WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		ret = -EIO;
 	}
-	if (!ret) {
-		out[len] = '\0';
-		ret = fio_bw_bytes(out, dir, bw);
-		if (ret)
-			fprintf(stderr, "%s: fio %s: no %s.bw_bytes in its output\n",
-				prog, job, dir);
+	if (ret) {
+		free(out);
+		return ret;
 	}
+	out[len] = '\0';
+	*json = out;
+	return 0;
+}
+
+/* run_fio_json(), and return jobs[0].@dir.bw_bytes in *@bw. */
+static int run_fio(const char *job, const char *opt, const char *dir,
+		   double *bw)
+{
+	char *out;
+	int ret = run_fio_json(job, opt, &out);
+
+	if (ret)
+		return ret;
+	ret = fio_bw_bytes(out, dir, bw);
+	if (ret)
+		fprintf(stderr, "%s: fio %s: no %s.bw_bytes in its output\n",
+			prog, job, dir);
 	free(out);
 	return ret;
 }
 
-static void set_env_u64(const char *name, uint64_t v, const char *suffix)
+void set_env_u64(const char *name, uint64_t v, const char *suffix)
 {
 	char buf[32];
 
@@ -1380,7 +1400,7 @@ static void set_env_u64(const char *name, uint64_t v, const char *suffix)
 }
 
 /* Word 0 of every page of block @i of @bytes says which block and page. */
-static void page_stamp(void *blk, uint64_t bytes, uint64_t i)
+void page_stamp(void *blk, uint64_t bytes, uint64_t i)
 {
 	uint64_t p;
 
@@ -1388,7 +1408,7 @@ static void page_stamp(void *blk, uint64_t bytes, uint64_t i)
 		*(uint64_t *)((char *)blk + p * 4096) = (i * GOLDEN) ^ p;
 }
 
-static int page_check(const void *blk, uint64_t bytes, uint64_t i)
+int page_check(const void *blk, uint64_t bytes, uint64_t i)
 {
 	uint64_t p;
 
@@ -1429,7 +1449,7 @@ static int nvme_put(struct kvtier_pool *pool, uint64_t from, uint64_t to,
  * The indexes among [0, n) of the blocks that are only on NVMe, in random
  * order. Returns how many, or -errno.
  */
-static int64_t nvme_only(struct kvtier_pool *pool, uint64_t n, uint64_t *idx,
+int64_t nvme_only(struct kvtier_pool *pool, uint64_t n, uint64_t *idx,
 			 uint64_t *rng)
 {
 	struct kvtier_block *b = calloc(n, sizeof(*b));
@@ -1515,44 +1535,50 @@ static double crc32c_gbps(const void *buf, size_t len)
 	return (double)rounds * len / t;
 }
 
-/* Pick the device, or say why there is none; 0 to go ahead. */
-static int nvme_device(char *dev, size_t size, uint64_t *dev_bytes)
+/*
+ * Pick the device, or say why there is none (as figure @fig n/a; NULL: the
+ * nvme part's figures); 0 to go ahead.
+ */
+int nvme_device(char *dev, size_t size, uint64_t *dev_bytes, const char *fig)
 {
 	const char *env = getenv("KVTIER_BENCH_NVME");
 	struct kvtier_nvme_stat ns;
 	struct kvtier_api api;
+	char why[384];
 	int ret;
 
 	kvtier_api_info(ctx, &api);
 	if (!(api.supported & KVTIER_F_NVME)) {
-		nvme_na("%sthe module has no NVMe tier", "");
+		nvme_na(fig, "the module has no NVMe tier");
 		return -ENOTTY;
 	}
 	if (env && (!*env || !strcmp(env, "0"))) {
-		nvme_na("KVTIER_BENCH_NVME=%s", env);
+		snprintf(why, sizeof(why), "KVTIER_BENCH_NVME=%s", env);
+		nvme_na(fig, why);
 		return -ENODEV;
 	}
 	snprintf(dev, size, "%s", env ? env : "/dev/nvme0n1");
 	if (access(dev, F_OK)) {
-		nvme_na("no %s: run in a VM with --nvme 1", dev);
+		snprintf(why, sizeof(why), "no %s: run in a VM with --nvme 1", dev);
+		nvme_na(fig, why);
 		return -ENODEV;
 	}
 	if (!env && !blockdev_is_vm_drive(dev)) {
-		nvme_na("%s is not a kvtier-vm drive; name it in KVTIER_BENCH_NVME to let the bench overwrite it",
-			dev);
+		snprintf(why, sizeof(why),
+			 "%s is not a kvtier-vm drive; name it in KVTIER_BENCH_NVME to let the bench overwrite it",
+			 dev);
+		nvme_na(fig, why);
 		return -EPERM;
 	}
 	ret = kvtier_nvme_stat(ctx, &ns);
 	if (!ret && ns.attached) {
-		nvme_na("%sa device is attached already; the bench needs to format its own", "");
+		nvme_na(fig, "a device is attached already; the bench needs to format its own");
 		return -EBUSY;
 	}
 	ret = blockdev_check(dev, dev_bytes);
 	if (ret) {
-		char why[384];
-
 		snprintf(why, sizeof(why), "%s: %s", dev, strerror(-ret));
-		nvme_na("%s", why);
+		nvme_na(fig, why);
 		return ret;
 	}
 	return 0;
@@ -1669,7 +1695,7 @@ static int bench_nvme(void)
 	long long ticks;
 	uint64_t t;
 
-	if (nvme_device(dev, sizeof(dev), &dev_bytes))
+	if (nvme_device(dev, sizeof(dev), &dev_bytes, NULL))
 		return 0;
 	nw = (dev_bytes / 2 < NVME_WRITE ? dev_bytes / 2 : NVME_WRITE) / NVME_BLOCK;
 	nw -= nw % NVME_PUT_BATCH;
@@ -1705,7 +1731,7 @@ static int bench_nvme(void)
 		char why[384];
 
 		snprintf(why, sizeof(why), "attach %s: %s", dev, strerror(-ret));
-		nvme_na("%s", why);
+		nvme_na(NULL, why);
 		return ret;
 	}
 	attached = 1;
@@ -2152,10 +2178,8 @@ static int bench_compress(void)
 		printf("nvme_compress_ratio_kv: n/a (no KVTIER_F_COMPRESS)\n");
 		return 0;
 	}
-	if (nvme_device(dev, sizeof(dev), &dev_bytes)) {
-		printf("nvme_compress_ratio_kv: n/a (no NVMe device)\n");
+	if (nvme_device(dev, sizeof(dev), &dev_bytes, "nvme_compress_ratio_kv"))
 		return 0;
-	}
 	ret = z_data_make(&d);
 	if (ret)
 		return warn("KV-like data", ret);
@@ -2236,10 +2260,8 @@ static int bench_layerwise(void)
 		printf("layerwise_stall_vs_whole: n/a (no KVTIER_F_PARTS)\n");
 		return 0;
 	}
-	if (nvme_device(dev, sizeof(dev), &dev_bytes)) {
-		printf("layerwise_stall_vs_whole: n/a (no NVMe device)\n");
+	if (nvme_device(dev, sizeof(dev), &dev_bytes, "layerwise_stall_vs_whole"))
 		return 0;
-	}
 	ret = kvtier_nvme_attach(ctx, dev, KVTIER_NVME_FORMAT, 0);
 	if (ret) {
 		printf("layerwise_stall_vs_whole: n/a (attach: %s)\n",
@@ -2742,6 +2764,7 @@ int main(int argc, char **argv)
 		{ "layerwise", bench_layerwise },
 		{ "events", bench_events },
 		{ "compress", bench_compress },
+		{ "latency", bench_latency },
 	};
 	const size_t nparts = sizeof(parts) / sizeof(parts[0]);
 	int ret, i, run[sizeof(parts) / sizeof(parts[0])];
@@ -2761,7 +2784,7 @@ int main(int argc, char **argv)
 
 		fprintf(help ? stdout : stderr,
 			"usage: %s [copy] [sg] [pin] [lookup] [nvme] [uring] [hbm] [reserve]\n"
-			"       [layerwise] [events] [compress]\n"
+			"       [layerwise] [events] [compress] [latency]\n"
 			"Prints the DRAM-, NVMe- and HBM-tier figures as 'name: value' lines;\n"
 			"the parts named, or all of them.\n"
 			"KVTIER_BENCH_NVME=DEV: the drive the NVMe figures overwrite (default:\n"

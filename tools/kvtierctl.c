@@ -211,6 +211,24 @@ static void format_uuid(const uint8_t *u, char *buf, size_t size)
 		 u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
+/* p50, p99 and p99.9 of the NVMe tier's latency histograms, since load. */
+static void print_nvme_latency(void)
+{
+	static const char *const op[] = { "read", "write" };
+	uint64_t h[KVT_LAT_BUCKETS];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (lat_hist_read(op[i], h) || !lat_hist_pct(NULL, h, 100))
+			continue;
+		printf("%-22s %s latency p50 %.0f us, p99 %.0f us, p99.9 %.0f us (%s)\n",
+		       "", op[i], lat_hist_pct(NULL, h, 50),
+		       lat_hist_pct(NULL, h, 99), lat_hist_pct(NULL, h, 99.9),
+		       i ? "a segment, to its summary durable" :
+			   "a block, to its copy verified");
+	}
+}
+
 /* The NVMe tier's lines of `status`. */
 static void print_nvme_stat(int err, const struct kvtier_nvme_stat *ns)
 {
@@ -240,6 +258,7 @@ static void print_nvme_stat(int err, const struct kvtier_nvme_stat *ns)
 	printf("%-22s discarded %s, stored %s\n", "",
 	       human_bytes(ns->bytes_discarded, b1, sizeof(b1)),
 	       human_bytes(ns->bytes_stored, b2, sizeof(b2)));
+	print_nvme_latency();
 	format_uuid(ns->uuid, uuid, sizeof(uuid));
 	printf("%-22s reclaimed %llu regions, lost %llu blocks, rescued %llu, %llu I/O errors, attach %.3f s, uuid %s\n",
 	       "", (unsigned long long)ns->reclaimed,

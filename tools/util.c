@@ -168,3 +168,40 @@ int blockdev_check(const char *dev, uint64_t *bytes)
 	close(fd);
 	return ret;
 }
+
+int lat_hist_read(const char *op, uint64_t *h)
+{
+	char path[128];
+	FILE *f;
+	int i, n = 0;
+
+	snprintf(path, sizeof(path), "/sys/kernel/kvtier/nvme_%s_latency", op);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	for (i = 0; i < KVT_LAT_BUCKETS; i++)
+		n += fscanf(f, "%llu", (unsigned long long *)&h[i]) == 1;
+	fclose(f);
+	return n == KVT_LAT_BUCKETS ? 0 : -EINVAL;
+}
+
+/* Bucket i's lower edge in microseconds. */
+static double lat_bucket_lo(int i)
+{
+	return i < 4 ? i : (double)((4ULL + i % 4) << (i / 4 - 1));
+}
+
+double lat_hist_pct(const uint64_t *h0, const uint64_t *h1, double pct)
+{
+	uint64_t total = 0, sum = 0;
+	int i;
+
+	for (i = 0; i < KVT_LAT_BUCKETS; i++)
+		total += h1[i] - (h0 ? h0[i] : 0);
+	for (i = 0; i < KVT_LAT_BUCKETS && total; i++) {
+		sum += h1[i] - (h0 ? h0[i] : 0);
+		if (sum * 100.0 >= total * pct)
+			return lat_bucket_lo(i + 1);
+	}
+	return 0;
+}

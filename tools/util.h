@@ -100,4 +100,31 @@ int blockdev_is_vm_drive(const char *dev);
  */
 int blockdev_check(const char *dev, uint64_t *bytes);
 
+/*
+ * The NVMe tier's latency histograms, /sys/kernel/kvtier/nvme_read_latency
+ * and nvme_write_latency (Documentation/ABI): KVT_LAT_BUCKETS log-linear
+ * buckets of microseconds, four to each power of two.
+ */
+#define KVT_LAT_BUCKETS		96
+
+/**
+ * lat_hist_read() - read one histogram
+ * @op:		"read" or "write".
+ * @h:		out: its KVT_LAT_BUCKETS counts.
+ *
+ * Return: 0, or -errno (-ENOENT from a module without them).
+ */
+int lat_hist_read(const char *op, uint64_t *h);
+
+/**
+ * lat_hist_pct() - a percentile of what a histogram gained
+ * @h0:		the counts before, or NULL for none.
+ * @h1:		the counts after.
+ * @pct:	the percentile, 0 to 100.
+ *
+ * Return: the upper edge in microseconds of the bucket holding it, or 0
+ * when nothing was counted.
+ */
+double lat_hist_pct(const uint64_t *h0, const uint64_t *h1, double pct);
+
 #endif /* KVTIER_TOOLS_UTIL_H */

@@ -33,7 +33,7 @@ trap 'rmmod kvtier' EXIT
 
 echo "bench: kvtier-bench ${bench_args[*]} ($(nproc) cpus, $(uname -r))"
 rc=0
-tools/kvtier-bench "${bench_args[@]}" 2>&1 | tee "$out/bench.log" || rc=$?
+KVTIER_BENCH_OUT=$out tools/kvtier-bench "${bench_args[@]}" 2>&1 | tee "$out/bench.log" || rc=$?
 
 # Prefetch: the runtime model over the same trace without and with hints
 # ($KVTIER_TRACE, else the built-in generator), on the scratch drive.

@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier-bench latency: the latency of a GET served from NVMe, as a
+ * distribution, beside fio's reads of the same size at the same depth.
+ *
+ * A pool of LAT_BLOCKS blocks of 64 KiB whose DRAM share holds LAT_DRAM is
+ * filled and synced; then, at depths 1, 8 and 32 (that many threads, each
+ * GETting one block at a time), LAT_SAMPLES GETs of blocks only on NVMe,
+ * each block once, each timed around its ioctl; three such trials a depth,
+ * and fio's three runs, each side's lowest p99 kept (best of 3). The same again with a
+ * second pool writing meanwhile (PUT batches of 4 MiB through a DRAM share
+ * of 4 MiB: the segment writer demoting). fio runs after, on the raw
+ * device: tools/fio/nvme-lat-read.fio at the same block size and depths,
+ * then nvme-lat-mixed.fio, whose writer is held to the rate the tier's
+ * demotions reached.
+ *
+ *   nvme_get_p99_vs_fio_p99  the largest over the depths of GET's p99 / fio's
+ *			(goal <= 2); each depth's beside it (_qdN)
+ *   nvme_get_p99_under_writes_vs_idle  the largest over the depths of GET's
+ *			p99 with the writer running / without (goal <= 3)
+ *   nvme_get_{p50,p99,p999}_us_qdN[_writes], fio_read_*_us_qdN[_writes]
+ *			the absolute figures, microseconds
+ *   nvme_lat_writes_overlap  share of the loaded GETs taken while the writer
+ *			was still writing (it has the device's free space
+ *			only; below 1 the loaded figures are flattered)
+ *   nvme_read_io_p99_us_qdN[_writes]  the module's own histogram
+ *			(/sys/kernel/kvtier/nvme_read_latency) over each
+ *			depth's GETs: a block's read from its submission to
+ *			its copy verified, the upper edge of the bucket
+ *			holding its p99 (buckets are 25% wide)
+ *   nvme_read_io_p99_under_writes_vs_idle  the largest over the depths of
+ *			that p99 with the writer running / without: the
+ *			device's share of GET's, without the CPU's
+ *   nvme_read_io_p99_vs_fio_p99  the largest over the depths of that p99
+ *			(idle) / fio's: the read without the caller's wait
+ *			for a CPU, which under QEMU TCG is most of GET's tail
+ *			at depth 32 (32 threads on 2 emulated CPUs)
+ *
+ * With KVTIER_BENCH_OUT set, the percentiles go to $KVTIER_BENCH_OUT/
+ * latency.csv too (series,qd,percentile,us), for tools/bench-plot.sh.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <kvtier.h>
+
+#include "bench.h"
+#include "util.h"
+
+#define LAT_BLOCK	(64ULL << 10)
+#define LAT_BLOCKS	4096ULL		/* 256 MiB to read from */
+#define LAT_DRAM	64		/* the reader pool's DRAM share */
+#define LAT_SAMPLES	2000		/* GETs at each depth, a trial */
+#define LAT_TRIALS	3		/* each side: the best of */
+#define LAT_W_BLOCK	(256ULL << 10)
+#define LAT_W_BATCH	16		/* 4 MiB a writer PUT */
+#define LAT_W_DRAM	16
+#define LAT_FIO_WBS	(1ULL << 20)	/* nvme-lat-mixed.fio's writes */
+
+static const int lat_qd[] = { 1, 8, 32 };
+#define LAT_NQD		(sizeof(lat_qd) / sizeof(lat_qd[0]))
+
+static const double lat_pct[] = {
+	1, 5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9,
+};
+#define LAT_NPCT	(sizeof(lat_pct) / sizeof(lat_pct[0]))
+#define LAT_P50		4
+#define LAT_P99		8
+#define LAT_P999	10
+
+enum { LAT_IDLE, LAT_WRITES, LAT_NCOND };
+static const char *const lat_cond[] = { "", "_writes" };
+
+/* Percentiles of one series, microseconds; 0 when not measured. */
+struct lat_pcts {
+	double us[LAT_NPCT];
+};
+
+struct lat_run {
+	struct kvtier_pool *pool;
+	const uint64_t *idx;	/* blocks only on NVMe, random order */
+	uint64_t nidx;
+	uint64_t next;		/* the next of idx to take */
+	double *us;		/* a sample each */
+	uint64_t bad;		/* missed, failed or wrong bytes */
+	int err;
+	pthread_mutex_t lock;
+	const volatile int *writing;	/* the writer is still writing */
+	uint64_t overlap;	/* samples taken while it was */
+};
+
+struct lat_writer {
+	struct kvtier_pool *pool;
+	uint64_t blocks;	/* its budget */
+	volatile int stop;
+	volatile int writing;
+	uint64_t written;	/* blocks PUT */
+	double secs;
+	int err;
+};
+
+static int lat_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentiles of @n samples (sorted here). */
+static void lat_pcts_of(double *us, uint64_t n, struct lat_pcts *p)
+{
+	size_t i;
+
+	memset(p, 0, sizeof(*p));
+	if (!n)
+		return;
+	qsort(us, n, sizeof(*us), lat_cmp);
+	for (i = 0; i < LAT_NPCT; i++) {
+		uint64_t rank = (uint64_t)(lat_pct[i] / 100 * n + 0.999999);
+
+		p->us[i] = us[rank ? rank - 1 : 0];
+	}
+}
+
+static void *lat_reader(void *arg)
+{
+	struct lat_run *r = arg;
+	char *buf = aligned_alloc(4096, LAT_BLOCK);
+	struct kvtier_block b;
+	uint64_t i, t;
+	int ret;
+
+	if (!buf) {
+		r->err = -ENOMEM;
+		return NULL;
+	}
+	for (;;) {
+		int during;
+
+		pthread_mutex_lock(&r->lock);
+		i = r->next < r->nidx && !r->err ? r->next++ : UINT64_MAX;
+		pthread_mutex_unlock(&r->lock);
+		if (i == UINT64_MAX)
+			break;
+		struct kvtier_key k = bench_key(r->idx[i]);
+
+		kvtier_block_set(&b, &k, buf);
+		during = r->writing && *r->writing;
+		t = now_ns();
+		ret = kvtier_get(r->pool, &b, 1, 0, NULL);
+		t = now_ns() - t;
+		during = during && r->writing && *r->writing;
+		pthread_mutex_lock(&r->lock);
+		if (ret && !r->err)
+			r->err = ret;
+		else if (b.status || page_check(buf, LAT_BLOCK, r->idx[i]))
+			r->bad++;
+		r->us[i] = t / 1e3;
+		r->overlap += during;
+		pthread_mutex_unlock(&r->lock);
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * LAT_SAMPLES GETs at depth @qd; their percentiles in *@p, and the p99 of
+ * the module's own read histogram over them in *@io99 (0 if none).
+ */
+static int lat_gets(struct kvtier_pool *pool, int qd, uint64_t *idx,
+		    uint64_t *rng, const volatile int *writing,
+		    struct lat_pcts *p, double *io99, uint64_t *overlap,
+		    uint64_t *bad)
+{
+	uint64_t h0[KVT_LAT_BUCKETS], h1[KVT_LAT_BUCKETS];
+	int hist;
+	struct lat_run r = {
+		.pool = pool, .idx = idx, .writing = writing,
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+	};
+	pthread_t th[32];
+	int64_t m;
+	int i, n = 0;
+
+	m = nvme_only(pool, LAT_BLOCKS, idx, rng);
+	if (m < 0)
+		return warn("LOOKUP", (int)m);
+	r.nidx = (uint64_t)m < LAT_SAMPLES ? (uint64_t)m : LAT_SAMPLES;
+	if (r.nidx < LAT_SAMPLES / 2) {
+		fprintf(stderr, "%s: latency: only %lld blocks only on NVMe\n",
+			prog, (long long)m);
+		return -ENOENT;
+	}
+	r.us = calloc(r.nidx, sizeof(*r.us));
+	if (!r.us)
+		return -ENOMEM;
+	hist = lat_hist_read("read", h0);
+	for (i = 0; i < qd; i++)
+		if (!pthread_create(&th[n], NULL, lat_reader, &r))
+			n++;
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	*io99 = !hist && !lat_hist_read("read", h1) ?
+		lat_hist_pct(h0, h1, 99) : 0;
+	if (n < qd && !r.err)
+		r.err = -EAGAIN;
+	if (!r.err)
+		lat_pcts_of(r.us, r.nidx, p);
+	*overlap += r.overlap;
+	*bad += r.bad;
+	free(r.us);
+	return r.err;
+}
+
+/*
+ * lat_gets() LAT_TRIALS times: the trial of the lowest p99 in *@p, *@io99,
+ * as each side of a ratio is the best of 3.
+ */
+static int lat_best_gets(struct kvtier_pool *pool, int qd, uint64_t *idx,
+			 uint64_t *rng, const volatile int *writing,
+			 struct lat_pcts *p, double *io99, uint64_t *overlap,
+			 uint64_t *bad)
+{
+	struct lat_pcts one;
+	double io1;
+	int t, ret = 0;
+
+	memset(p, 0, sizeof(*p));
+	*io99 = 0;
+	for (t = 0; t < LAT_TRIALS && !ret; t++) {
+		ret = lat_gets(pool, qd, idx, rng, writing, &one, &io1, overlap,
+			       bad);
+		if (!ret && (!p->us[LAT_P99] || one.us[LAT_P99] < p->us[LAT_P99])) {
+			*p = one;
+			*io99 = io1;
+		}
+	}
+	return ret;
+}
+
+static void *lat_write_loop(void *arg)
+{
+	struct lat_writer *w = arg;
+	char *buf = aligned_alloc(4096, LAT_W_BATCH * LAT_W_BLOCK);
+	struct kvtier_block b[LAT_W_BATCH];
+	uint64_t t = now_ns(), i;
+	uint32_t j, done;
+
+	if (!buf) {
+		w->err = -ENOMEM;
+		w->writing = 0;
+		return NULL;
+	}
+	memset(buf, 0x5a, LAT_W_BATCH * LAT_W_BLOCK);
+	while (!w->stop && w->written + LAT_W_BATCH <= w->blocks) {
+		for (j = 0; j < LAT_W_BATCH; j++) {
+			struct kvtier_key k;
+
+			i = w->written + j;
+			kvtier_key_chain(NULL, i ^ 0x7761726d00000000ULL, &k);
+			*(uint64_t *)(buf + j * LAT_W_BLOCK) = i;
+			kvtier_block_set(&b[j], &k, buf + j * LAT_W_BLOCK);
+		}
+		w->err = kvtier_put(w->pool, b, LAT_W_BATCH, 0, &done);
+		if (!w->err && done != LAT_W_BATCH)
+			w->err = -EIO;
+		if (w->err)
+			break;
+		w->written += LAT_W_BATCH;
+	}
+	if (!w->err)
+		w->err = kvtier_sync(w->pool, NULL);
+	w->secs = (now_ns() - t) / 1e9;
+	w->writing = 0;
+	free(buf);
+	return NULL;
+}
+
+static int lat_pool(const char *tag, uint64_t bs, uint64_t cap, uint32_t dram,
+		    struct kvtier_pool **poolp)
+{
+	struct kvtier_pool_params p;
+	char name[KVTIER_NAME_MAX];
+
+	int ret;
+
+	snprintf(name, sizeof(name), "kvtier-bench-%d-%s", (int)getpid(), tag);
+	kvtier_pool_params_init(&p, name, bs, cap);
+	p.dram_blocks = dram;
+	ret = kvtier_pool_create(ctx, &p, poolp);
+	if (ret)
+		return ret;
+	/* It lives as long as the fd: nothing is left if the bench dies. */
+	ret = kvtier_pool_destroy(ctx, name);
+	if (ret) {
+		kvtier_pool_close(*poolp);
+		*poolp = NULL;
+	}
+	return ret;
+}
+
+/* PUT the reader's blocks, stamped, and SYNC them. */
+static int lat_fill(struct kvtier_pool *pool)
+{
+	char *buf = aligned_alloc(4096, LAT_W_BATCH * LAT_BLOCK);
+	struct kvtier_block b[LAT_W_BATCH];
+	uint64_t i;
+	uint32_t j, done;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < LAT_BLOCKS && !ret; i += LAT_W_BATCH) {
+		for (j = 0; j < LAT_W_BATCH; j++) {
+			struct kvtier_key k = bench_key(i + j);
+
+			page_stamp(buf + j * LAT_BLOCK, LAT_BLOCK, i + j);
+			kvtier_block_set(&b[j], &k, buf + j * LAT_BLOCK);
+		}
+		ret = kvtier_put(pool, b, LAT_W_BATCH, 0, &done);
+		if (!ret && done != LAT_W_BATCH)
+			ret = -EIO;
+	}
+	free(buf);
+	return ret ? ret : kvtier_sync(pool, NULL);
+}
+
+/* jobs[0].read.lat_ns.percentile of fio's output, in microseconds. */
+static int fio_pcts(const char *json, struct lat_pcts *p)
+{
+	const char *q = json_member(json, "jobs");
+	size_t i;
+
+	q = q ? json_member(q, "read") : NULL;
+	q = q ? json_member(q, "lat_ns") : NULL;
+	q = q ? json_member(q, "percentile") : NULL;
+	if (!q)
+		return -EINVAL;
+	for (i = 0; i < LAT_NPCT; i++) {
+		char key[32];
+		const char *v;
+
+		snprintf(key, sizeof(key), "%f", lat_pct[i]);
+		v = json_member(q, key);
+		if (!v)
+			return -EINVAL;
+		p->us[i] = strtod(v, NULL) / 1e3;
+	}
+	return 0;
+}
+
+/* fio @job at depth @qd LAT_TRIALS times: the lowest p99's run in *@p. */
+static int lat_fio(const char *job, int qd, struct lat_pcts *p)
+{
+	struct lat_pcts one;
+	char *json;
+	int t, ret = 0;
+
+	memset(p, 0, sizeof(*p));
+	set_env_u64("KVTIER_FIO_QD", qd, "");
+	for (t = 0; t < LAT_TRIALS && !ret; t++) {
+		ret = run_fio_json(job, strcmp(job, "nvme-lat-read.fio") ?
+				   NULL : "--readonly", &json);
+		if (ret)
+			break;
+		ret = fio_pcts(json, &one);
+		if (ret)
+			fprintf(stderr, "%s: fio %s: no read.lat_ns.percentile\n",
+				prog, job);
+		else if (!p->us[LAT_P99] || one.us[LAT_P99] < p->us[LAT_P99])
+			*p = one;
+		free(json);
+	}
+	if (ret)
+		memset(p, 0, sizeof(*p));
+	return ret;
+}
+
+static void lat_csv(FILE *csv, const char *series, int qd,
+		    const struct lat_pcts *p)
+{
+	size_t i;
+
+	if (!csv || !p->us[LAT_NPCT - 1])
+		return;
+	for (i = 0; i < LAT_NPCT; i++)
+		fprintf(csv, "%s,%d,%g,%.1f\n", series, qd, lat_pct[i], p->us[i]);
+}
+
+static void lat_figures(const char *who, int qd, const char *cond,
+			const struct lat_pcts *p)
+{
+	static const struct { const char *name; int i; } f[] = {
+		{ "p50", LAT_P50 }, { "p99", LAT_P99 }, { "p999", LAT_P999 },
+	};
+	char name[96];
+	size_t i;
+
+	if (!p->us[LAT_NPCT - 1])
+		return;
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		snprintf(name, sizeof(name), "%s_%s_us_qd%d%s", who, f[i].name,
+			 qd, cond);
+		figure(name, "%.0f", p->us[f[i].i]);
+	}
+}
+
+/* Figure @name: the largest of @qd's ratios @a[qd] / @b[qd], each beside. */
+static void lat_ratios(const char *name, const struct lat_pcts *a,
+		       const struct lat_pcts *b)
+{
+	char one[96];
+	double worst = 0, r;
+	size_t q;
+
+	for (q = 0; q < LAT_NQD; q++) {
+		if (!a[q].us[LAT_P99] || !b[q].us[LAT_P99])
+			continue;
+		r = a[q].us[LAT_P99] / b[q].us[LAT_P99];
+		snprintf(one, sizeof(one), "%s_qd%d", name, lat_qd[q]);
+		figure(one, "%.2f", r);
+		if (r > worst)
+			worst = r;
+	}
+	if (worst > 0)
+		figure(name, "%.2f", worst);
+	else
+		printf("%s: n/a (not measured)\n", name);
+}
+
+/*
+ * nvme_read_io_p99_under_writes_vs_idle: the same as GET's from the
+ * module's histogram, the device's read and its check only, without what
+ * the caller's CPU does around it.
+ */
+static void io_ratio(double io99[LAT_NCOND][LAT_NQD],
+		     struct lat_pcts fio[LAT_NCOND][LAT_NQD])
+{
+	double worst = 0, vs_fio = 0;
+	size_t q;
+
+	for (q = 0; q < LAT_NQD; q++) {
+		if (io99[LAT_IDLE][q] > 0 &&
+		    io99[LAT_WRITES][q] / io99[LAT_IDLE][q] > worst)
+			worst = io99[LAT_WRITES][q] / io99[LAT_IDLE][q];
+		if (fio[LAT_IDLE][q].us[LAT_P99] > 0 &&
+		    io99[LAT_IDLE][q] / fio[LAT_IDLE][q].us[LAT_P99] > vs_fio)
+			vs_fio = io99[LAT_IDLE][q] / fio[LAT_IDLE][q].us[LAT_P99];
+	}
+	if (worst > 0)
+		figure("nvme_read_io_p99_under_writes_vs_idle", "%.2f", worst);
+	if (vs_fio > 0)
+		figure("nvme_read_io_p99_vs_fio_p99", "%.2f", vs_fio);
+}
+
+int bench_latency(void)
+{
+	struct lat_pcts kv[LAT_NCOND][LAT_NQD], fio[LAT_NCOND][LAT_NQD];
+	struct kvtier_pool *pool = NULL, *wpool = NULL;
+	struct lat_writer w = { 0 };
+	struct kvtier_nvme_stat s0, s1;
+	uint64_t dev_bytes, rng = 0x9e3779b97f4a7c15ULL, bad = 0;
+	uint64_t overlap = 0, loaded = 0, *idx = NULL;
+	double io99[LAT_NCOND][LAT_NQD];
+	double wrate = 0;
+	const char *outdir = getenv("KVTIER_BENCH_OUT");
+	FILE *csv = NULL;
+	pthread_t wth;
+	char dev[256];
+	size_t q;
+	int ret, attached = 0;
+
+	memset(kv, 0, sizeof(kv));
+	memset(fio, 0, sizeof(fio));
+	memset(io99, 0, sizeof(io99));
+	if (nvme_device(dev, sizeof(dev), &dev_bytes, "nvme_get_p99_vs_fio_p99"))
+		return 0;
+	if (dev_bytes < LAT_BLOCKS * LAT_BLOCK * 2) {
+		printf("nvme_get_p99_vs_fio_p99: n/a (%s is smaller than 512 MiB)\n",
+		       dev);
+		return 0;
+	}
+	idx = calloc(LAT_BLOCKS, sizeof(*idx));
+	if (!idx)
+		return warn("latency", -ENOMEM);
+
+	/* 1. The tier: a reader pool filled and synced, then the GETs. */
+	ret = kvtier_nvme_attach(ctx, dev, KVTIER_NVME_FORMAT, 0);
+	if (ret) {
+		warn("attach", ret);
+		goto out;
+	}
+	attached = 1;
+	ret = lat_pool("lat", LAT_BLOCK, LAT_BLOCKS + LAT_DRAM, LAT_DRAM, &pool);
+	if (!ret)
+		ret = lat_fill(pool);
+	if (ret) {
+		warn("latency: the reader pool", ret);
+		goto out;
+	}
+	for (q = 0; q < LAT_NQD && !ret; q++)
+		ret = lat_best_gets(pool, lat_qd[q], idx, &rng, NULL,
+				    &kv[LAT_IDLE][q], &io99[LAT_IDLE][q],
+				    &overlap, &bad);
+	if (ret) {
+		warn("latency: GET", ret);
+		goto out;
+	}
+
+	/*
+	 * 2. The same with a writer demoting meanwhile, into the space the
+	 * reader's blocks leave (the log must not wrap onto them).
+	 */
+	kvtier_nvme_stat(ctx, &s0);
+	w.blocks = s0.free_regions * s0.region_bytes * 3 / 4 / LAT_W_BLOCK;
+	ret = lat_pool("lat-w", LAT_W_BLOCK, w.blocks + LAT_W_DRAM,
+		       LAT_W_DRAM, &wpool);
+	if (ret) {
+		warn("latency: the writer pool", ret);
+		goto out;
+	}
+	w.pool = wpool;
+	w.writing = 1;
+	if (pthread_create(&wth, NULL, lat_write_loop, &w)) {
+		ret = warn("latency: writer", -EAGAIN);
+		goto out;
+	}
+	for (q = 0; q < LAT_NQD && !ret; q++) {
+		ret = lat_best_gets(pool, lat_qd[q], idx, &rng, &w.writing,
+				    &kv[LAT_WRITES][q], &io99[LAT_WRITES][q],
+				    &overlap, &bad);
+		loaded += LAT_TRIALS * LAT_SAMPLES;
+	}
+	w.stop = 1;
+	pthread_join(wth, NULL);
+	kvtier_nvme_stat(ctx, &s1);
+	if (!ret && w.err)
+		ret = warn("latency: writer PUT", w.err);
+	if (ret)
+		goto out;
+	wrate = w.secs > 0 ? (s1.bytes_written - s0.bytes_written) / w.secs : 0;
+	figure("nvme_lat_writes_overlap", "%.3f", (double)overlap / loaded);
+	figure("nvme_lat_write_gbps", "%.3f", wrate / 1e9);
+	figure("nvme_lat_bad_reads", "%.0f", bad);
+
+	/* 3. fio on the raw device, after the tier let it go. */
+	kvtier_pool_close(pool);
+	kvtier_pool_close(wpool);
+	pool = wpool = NULL;
+	ret = kvtier_nvme_detach(ctx);
+	if (ret) {
+		warn("detach", ret);
+		goto out;
+	}
+	attached = 0;
+	setenv("KVTIER_FIO_DEV", dev, 1);
+	set_env_u64("KVTIER_FIO_SIZE", LAT_BLOCKS * LAT_BLOCK, "");
+	set_env_u64("KVTIER_FIO_BS", LAT_BLOCK, "");
+	set_env_u64("KVTIER_FIO_IO_SIZE", LAT_SAMPLES * LAT_BLOCK, "");
+	set_env_u64("KVTIER_FIO_WSIZE",
+		    (dev_bytes - LAT_BLOCKS * LAT_BLOCK) / LAT_FIO_WBS * LAT_FIO_WBS,
+		    "");
+	set_env_u64("KVTIER_FIO_WRATE", wrate > 1e6 ? (uint64_t)wrate : 1000000,
+		    "");
+	setenv("KVTIER_FIO_VERIFY", "0", 1);
+	setenv("KVTIER_FIO_PCT", "1:5:10:25:50:75:90:95:99:99.5:99.9", 1);
+	{
+		char *json;
+
+		if (!run_fio_json("nvme-seq-write.fio", NULL, &json))
+			free(json);
+	}
+	for (q = 0; q < LAT_NQD; q++) {
+		lat_fio("nvme-lat-read.fio", lat_qd[q], &fio[LAT_IDLE][q]);
+		lat_fio("nvme-lat-mixed.fio", lat_qd[q], &fio[LAT_WRITES][q]);
+	}
+
+	/* 4. The figures. */
+	lat_ratios("nvme_get_p99_vs_fio_p99", kv[LAT_IDLE], fio[LAT_IDLE]);
+	lat_ratios("nvme_get_p99_under_writes_vs_idle", kv[LAT_WRITES],
+		   kv[LAT_IDLE]);
+	lat_ratios("fio_p99_under_writes_vs_idle", fio[LAT_WRITES],
+		   fio[LAT_IDLE]);
+	io_ratio(io99, fio);
+	if (outdir && *outdir) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/latency.csv", outdir);
+		csv = fopen(path, "w");
+		if (csv)
+			fprintf(csv, "series,qd,percentile,us\n");
+	}
+	for (int c = 0; c < LAT_NCOND; c++)
+		for (q = 0; q < LAT_NQD; q++) {
+			char s[48];
+
+			snprintf(s, sizeof(s), "nvme_read_io_p99_us_qd%d%s",
+				 lat_qd[q], lat_cond[c]);
+			if (io99[c][q] > 0)
+				figure(s, "%.0f", io99[c][q]);
+
+			lat_figures("nvme_get", lat_qd[q], lat_cond[c], &kv[c][q]);
+			lat_figures("fio_read", lat_qd[q], lat_cond[c], &fio[c][q]);
+			snprintf(s, sizeof(s), "kvtier%s", lat_cond[c]);
+			lat_csv(csv, s, lat_qd[q], &kv[c][q]);
+			snprintf(s, sizeof(s), "fio%s", lat_cond[c]);
+			lat_csv(csv, s, lat_qd[q], &fio[c][q]);
+		}
+	if (csv)
+		fclose(csv);
+out:
+	if (pool)
+		kvtier_pool_close(pool);
+	if (wpool)
+		kvtier_pool_close(wpool);
+	if (attached)
+		kvtier_nvme_detach(ctx);
+	free(idx);
+	if (ret)
+		printf("nvme_get_p99_vs_fio_p99: n/a (%s)\n", strerror(-ret));
+	return ret;
+}
