@@ -36,6 +36,17 @@
  *			for a CPU, which under QEMU TCG is most of GET's tail
  *			at depth 32 (32 threads on 2 emulated CPUs)
  *
+ * Then writes alone, the drive's volatile write cache on and off as the
+ * kernel sees it (/sys/block/DEV/queue/write_cache "write back" or "write
+ * through": the block layer then drops the segment writer's flush and
+ * FUA, as for a drive with power-loss protection), 96 MiB PUT and SYNCed
+ * a trial, best of 3 each, alternating:
+ *
+ *   nvme_write_wc_on_vs_off  the device write rate with the cache on / off:
+ *			what the flush ahead of each summary and the FUA
+ *			summary cost; nvme_write_gbps_wc_{on,off} and the
+ *			segments' p99 (nvme_segment_p99_us_wc_{on,off}) beside
+ *
  * With KVTIER_BENCH_OUT set, the percentiles go to $KVTIER_BENCH_OUT/
  * latency.csv too (series,qd,percentile,us), for tools/bench-plot.sh.
  */
@@ -60,6 +71,7 @@
 #define LAT_W_BATCH	16		/* 4 MiB a writer PUT */
 #define LAT_W_DRAM	16
 #define LAT_FIO_WBS	(1ULL << 20)	/* nvme-lat-mixed.fio's writes */
+#define LAT_WC_BYTES	(96ULL << 20)	/* a write trial, cache on or off */
 
 static const int lat_qd[] = { 1, 8, 32 };
 #define LAT_NQD		(sizeof(lat_qd) / sizeof(lat_qd[0]))
@@ -95,6 +107,7 @@ struct lat_run {
 
 struct lat_writer {
 	struct kvtier_pool *pool;
+	uint64_t key0;		/* its first key */
 	uint64_t blocks;	/* its budget */
 	volatile int stop;
 	volatile int writing;
@@ -260,7 +273,7 @@ static void *lat_write_loop(void *arg)
 		for (j = 0; j < LAT_W_BATCH; j++) {
 			struct kvtier_key k;
 
-			i = w->written + j;
+			i = w->key0 + w->written + j;
 			kvtier_key_chain(NULL, i ^ 0x7761726d00000000ULL, &k);
 			*(uint64_t *)(buf + j * LAT_W_BLOCK) = i;
 			kvtier_block_set(&b[j], &k, buf + j * LAT_W_BLOCK);
@@ -327,6 +340,105 @@ static int lat_fill(struct kvtier_pool *pool)
 	}
 	free(buf);
 	return ret ? ret : kvtier_sync(pool, NULL);
+}
+
+/* /sys/block/NAME/queue/write_cache of /dev/NAME @dev. */
+static void wc_path(const char *dev, char *path, size_t size)
+{
+	const char *base = strrchr(dev, '/');
+
+	snprintf(path, size, "/sys/block/%s/queue/write_cache",
+		 base ? base + 1 : dev);
+}
+
+static int wc_set(const char *path, const char *mode)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(mode, f) < 0 ? -EIO : 0;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * One write trial: @blocks blocks PUT through the writer pool (its keys
+ * from @*next on) and SYNCed; the device's write rate in *@gbps and the
+ * p99 of the segments' write latency in *@p99.
+ */
+static int wc_trial(struct kvtier_pool *pool, uint64_t blocks, uint64_t *next,
+		    double *gbps, double *p99)
+{
+	struct lat_writer w = { .pool = pool, .blocks = blocks };
+	uint64_t h0[KVT_LAT_BUCKETS], h1[KVT_LAT_BUCKETS];
+	struct kvtier_nvme_stat s0, s1;
+	int hist = lat_hist_read("write", h0);
+
+	w.key0 = *next;
+	kvtier_nvme_stat(ctx, &s0);
+	lat_write_loop(&w);
+	kvtier_nvme_stat(ctx, &s1);
+	*next += w.written;
+	if (w.err)
+		return w.err;
+	*gbps = w.secs > 0 ? (s1.bytes_written - s0.bytes_written) / w.secs / 1e9 : 0;
+	*p99 = !hist && !lat_hist_read("write", h1) ?
+	       lat_hist_pct(h0, h1, 99) : 0;
+	return 0;
+}
+
+/*
+ * The write-back protocol's cost: demotion with the drive's volatile
+ * write cache on (the segment's flush and FUA summary go to the drive)
+ * and off as the kernel sees it ("write through": the block layer drops
+ * flushes and FUA, as for a drive without a volatile cache or with
+ * power-loss protection); LAT_TRIALS trials each, alternating, best kept.
+ */
+static void lat_wc(const char *dev, uint64_t blocks)
+{
+	double gbps[2] = { 0, 0 }, p99[2] = { 0, 0 }, g, p;
+	static const char *const mode[2] = { "write back", "write through" };
+	struct kvtier_pool *pool = NULL;
+	char path[300], was[32];
+	uint64_t next = 0;
+	int t, m, ret;
+
+	wc_path(dev, path, sizeof(path));
+	if (read_line(path, was, sizeof(was)) || strcmp(was, mode[0])) {
+		printf("nvme_write_wc_on_vs_off: n/a (%s: no volatile write cache)\n",
+		       dev);
+		return;
+	}
+	ret = lat_pool("lat-wc", LAT_W_BLOCK, (LAT_TRIALS * 2 + 1) * blocks +
+		       LAT_W_DRAM, LAT_W_DRAM, &pool);
+	for (t = 0; !ret && t < 2 * LAT_TRIALS; t++) {
+		m = t % 2;
+		ret = wc_set(path, mode[m]);
+		if (!ret)
+			ret = wc_trial(pool, blocks, &next, &g, &p);
+		if (!ret && g > gbps[m]) {
+			gbps[m] = g;
+			p99[m] = p;
+		}
+	}
+	wc_set(path, mode[0]);
+	if (pool)
+		kvtier_pool_close(pool);
+	if (ret || !(gbps[1] > 0)) {
+		printf("nvme_write_wc_on_vs_off: n/a (%s)\n",
+		       strerror(ret ? -ret : EIO));
+		return;
+	}
+	figure("nvme_write_wc_on_vs_off", "%.3f", gbps[0] / gbps[1]);
+	figure("nvme_write_gbps_wc_on", "%.3f", gbps[0]);
+	figure("nvme_write_gbps_wc_off", "%.3f", gbps[1]);
+	if (p99[0] > 0 && p99[1] > 0) {
+		figure("nvme_segment_p99_us_wc_on", "%.0f", p99[0]);
+		figure("nvme_segment_p99_us_wc_off", "%.0f", p99[1]);
+	}
 }
 
 /* jobs[0].read.lat_ns.percentile of fio's output, in microseconds. */
@@ -547,10 +659,13 @@ int bench_latency(void)
 	figure("nvme_lat_write_gbps", "%.3f", wrate / 1e9);
 	figure("nvme_lat_bad_reads", "%.0f", bad);
 
-	/* 3. fio on the raw device, after the tier let it go. */
+	/* 3. Writes alone, the drive's write cache on and off. */
 	kvtier_pool_close(pool);
 	kvtier_pool_close(wpool);
 	pool = wpool = NULL;
+	lat_wc(dev, LAT_WC_BYTES / LAT_W_BLOCK);
+
+	/* 4. fio on the raw device, after the tier let it go. */
 	ret = kvtier_nvme_detach(ctx);
 	if (ret) {
 		warn("detach", ret);
@@ -579,7 +694,7 @@ int bench_latency(void)
 		lat_fio("nvme-lat-mixed.fio", lat_qd[q], &fio[LAT_WRITES][q]);
 	}
 
-	/* 4. The figures. */
+	/* 5. The figures. */
 	lat_ratios("nvme_get_p99_vs_fio_p99", kv[LAT_IDLE], fio[LAT_IDLE]);
 	lat_ratios("nvme_get_p99_under_writes_vs_idle", kv[LAT_WRITES],
 		   kv[LAT_IDLE]);

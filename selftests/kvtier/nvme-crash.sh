@@ -20,7 +20,13 @@
 # dropped keys are absent (check takes a key past 4095 as wrong). Even rounds'
 # pools compress their NVMe copies (lz4, KVTIER_F_COMPRESS), so the cut also
 # lands among compressed records. The pools of earlier rounds are checked for
-# exact bytes only: the log may have wrapped over them since.
+# exact bytes only: the log may have wrapped over them since. Every third
+# round's drive has no volatile write cache: QEMU writes it through
+# (O_DSYNC) and the guest's queue says "write through", so the block layer
+# drops the writer's flushes and FUA, as for a drive with power-loss
+# protection. (Killing QEMU cannot empty a drive's write cache: what it
+# holds is the host's page cache, which outlives QEMU. Cuts that empty one
+# are replayed by nvme_faults.c: replay.every_power_cut.)
 # The drive is blank for round 1 and carries the earlier rounds' pools after.
 # (A power cut after every single write of a smaller workload, torn writes
 # included, is replayed deterministically by nvme_faults.c:
@@ -45,8 +51,13 @@ if [[ ${1:-} == --guest ]]; then
 	writer)
 		g_check "round $round writer: insmod nvme=$dev" g_load nvme=$dev || exit 0
 		g_check "round $round writer: NVMe stat" "$tool" nstat
-		# Runs until QEMU is killed; even rounds compress (lz4).
+		# Runs until QEMU is killed; even rounds compress (lz4); every
+		# third round's drive has no write cache.
 		((round % 2)) || export KVTIER_TOOL_COMPRESS=lz4
+		if ! ((round % 3)); then
+			g_check "round $round writer: no volatile write cache" \
+				bash -c "echo 'write through' >/sys/block/${dev#/dev/}/queue/write_cache"
+		fi
 		"$tool" writer "crash$round" "$KVTIER_VM_OUT/acked.$5.$round" 8 4096 1024
 		g_not_ok "round $round writer: the writer stopped: exit $?"
 		;;
@@ -107,11 +118,13 @@ acked=()
 for ((round = 1; round <= rounds; round++)); do
 	fresh=()
 	((round == 1)) && fresh=(--nvme-fresh)
+	cache=()
+	((round % 3)) || cache=(--nvme-cache writethrough)
 	tag=$$
 	marker=$vmout/acked.$tag.$round.started
 
 	# Boot with the writer; no --timeout kill before ours (30 min cap).
-	"$vm" --nvme 1 --nvme-dir "$ndir" --nvme-size 4G "${fresh[@]}" \
+	"$vm" --nvme 1 --nvme-dir "$ndir" --nvme-size 4G "${fresh[@]}" "${cache[@]}" \
 		--timeout 1800 --quiet -- \
 		bash "$self" --guest writer "$top" "$round" "$tag" \
 		>"$results/w$round.log" 2>&1 &
@@ -168,7 +181,7 @@ for ((round = 1; round <= rounds; round++)); do
 	fi
 
 	rc=0
-	vm_run "$results/v$round.vm" --nvme 1 --nvme-dir "$ndir" --timeout 900 \
+	vm_run "$results/v$round.vm" --nvme 1 --nvme-dir "$ndir" "${cache[@]}" --timeout 900 \
 		--quiet -- bash "$self" --guest verify "$top" "$round" "$tag" \
 		"${acked[@]}" || rc=$?
 	cp "$vmout/nvme-results" "$results/v$round" 2>/dev/null

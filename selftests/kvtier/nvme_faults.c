@@ -1052,13 +1052,18 @@ TEST_F_TIMEOUT(full, sync_more_than_fits_enospc, 300)
 /* ==== power cuts at every point of a write log (dm-log-writes) ========= */
 
 /*
- * dm-log-writes records every write to a device, in completion order with
- * FUA and flushes where they happened, on another device
- * (Documentation/admin-guide/device-mapper/log-writes.rst). Replaying the
- * first N entries onto the device's initial content gives what a power cut
- * after the N-th completed write leaves; the N+1-th may be torn too (a
- * device keeps any part of a write in flight: here its first page, or all
- * of it but the last page). The workload: PUT 16 blocks and
+ * dm-log-writes records every write to a device, with FUA and flushes
+ * where they happened, on another device
+ * (Documentation/admin-guide/device-mapper/log-writes.rst), in the order
+ * they became durable on a drive with a volatile write cache: a FUA write
+ * when it completes, any other write only with the flush that follows it.
+ * Replaying the first N entries onto the device's initial content gives
+ * what a power cut that empties the cache leaves after the N-th durable
+ * write; the N+1-th may be torn too (a device keeps any part of a write
+ * in flight: here its first page, or all of it but the last page). So the
+ * cuts test the segment writer's flush ahead of each FUA summary: without
+ * it, a cut just after a summary loses the data it names. (A drive
+ * without a write cache is nvme-crash.sh's every third round.) The workload: PUT 16 blocks and
  * SYNC; REPLACE them and SYNC; REPLACE half of them again, PUT 16 new ones
  * and SYNC; a mark after each SYNC. Every prefix must attach, bring the
  * pool back, and hold every acknowledged block in its acknowledged
