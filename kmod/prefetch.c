@@ -7,6 +7,8 @@
  * never runs twice at once) takes groups earliest deadline first, priority
  * breaking ties, and starts NVMe reads for their blocks with at most
  * prefetch_qd of its own reads in flight, in chain order within a group.
+ * Background groups (KVTIER_PREFETCH_BACKGROUND) come after all others and
+ * start reads only while fewer than half of prefetch_qd are in flight.
  * A block already in DRAM is taken as it is; one being read already (by a
  * GET, another group) is waited for, not read twice. Each read's end kicks
  * the engine, which settles the hints whose blocks arrived and ends a group
@@ -274,8 +276,16 @@ static bool kvt_pf_holding(struct kvt_pf_group *g)
 
 /* ---- the queue ---------------------------------------------------------- */
 
+static bool kvt_pf_background(const struct kvt_pf_group *g)
+{
+	return g->flags & KVTIER_PREFETCH_BACKGROUND;
+}
+
+/* Background groups after all others; then deadline, priority, age. */
 static bool kvt_pf_before(struct kvt_pf_group *a, struct kvt_pf_group *b)
 {
+	if (kvt_pf_background(a) != kvt_pf_background(b))
+		return kvt_pf_background(b);
 	if (a->deadline != b->deadline)
 		return a->deadline < b->deadline;
 	if (a->prio != b->prio)
@@ -611,10 +621,16 @@ static void kvt_pf_run(struct work_struct *work)
 			kvt_pf_wake_at(&wake, g->due);
 	}
 
-	/* Start reads, earliest deadline first. */
+	/*
+	 * Start reads, earliest deadline first; background groups last, with
+	 * half the depth at most, the rest kept for groups to come.
+	 */
 	while (inflight < qd && (rb = rb_first_cached(&kvt_pf_queue))) {
+		u32 limit;
+
 		g = rb_entry(rb, struct kvt_pf_group, rb);
-		while (g->next < g->count && inflight < qd)
+		limit = kvt_pf_background(g) ? max(qd / 2, 1U) : qd;
+		while (g->next < g->count && inflight < limit)
 			inflight += kvt_pf_step(g, &g->hints[g->next++], true);
 		if (g->next < g->count)
 			break;

@@ -135,6 +135,7 @@ NVME_FORMAT = 1 << 0
 
 PREFETCH_ADDR = 1 << 0
 PREFETCH_CANCEL_LATE = 1 << 1
+PREFETCH_BACKGROUND = 1 << 2
 PRIO_MAX = 7
 PREFETCH_GROUPS_MAX = 1024
 COMPLETION_LATE = 1 << 0
@@ -1272,7 +1273,7 @@ class Pool:
     # ---- prefetch --------------------------------------------------------
 
     def prefetch(self, keys, group, deadline_ns=0, cookie=0, priority=0,
-                 cancel_late=False, tier=TIER_DRAM):
+                 cancel_late=False, tier=TIER_DRAM, background=False):
         """Ask for a request's blocks to be in DRAM (or, tier=TIER_HBM,
         in the pool's device tier) by a deadline (kvtier_prefetch(3));
         returns at once with a Prefetch.
@@ -1289,6 +1290,8 @@ class Pool:
                      finishing late.
         tier:        TIER_DRAM, or TIER_HBM: staged NVMe -> DRAM -> HBM
                      (needs a live device tier, hbm_attach()).
+        background:  a background group: staged after every other group,
+                     with at most half of prefetch_qd in flight.
 
         The group's end is a Completion: wait_group(), completions(), or
         poll fileno() for readability (or an eventfd, eventfd()). Staged
@@ -1308,9 +1311,9 @@ class Pool:
             k = Key.of(k)
             hints[i].key[0] = k[0]
             hints[i].key[1] = k[1]
-        a = _PrefetchArgs(group, cookie, deadline_ns,
-                          PREFETCH_CANCEL_LATE if cancel_late else 0,
-                          priority, tier)
+        flags = ((PREFETCH_CANCEL_LATE if cancel_late else 0) |
+                 (PREFETCH_BACKGROUND if background else 0))
+        a = _PrefetchArgs(group, cookie, deadline_ns, flags, priority, tier)
         queued = _u32()
         resident = _u32()
         _check(_kvtier_prefetch(self._h(), hints, n, ctypes.byref(a),

@@ -1079,7 +1079,8 @@ void kvtier_hint_set(struct kvtier_hint *h, const struct kvtier_key *key);
  * @cookie:	returned in the group's completion.
  * @deadline_ns: CLOCK_MONOTONIC time by which the blocks should be in the
  *		tier (kvtier_now_ns() + budget); 0: as soon as possible.
- * @flags:	KVTIER_PREFETCH_ADDR, KVTIER_PREFETCH_CANCEL_LATE.
+ * @flags:	KVTIER_PREFETCH_ADDR, KVTIER_PREFETCH_CANCEL_LATE,
+ *		KVTIER_PREFETCH_BACKGROUND (after every other group).
  * @priority:	0..KVTIER_PRIO_MAX, higher first among equal deadlines.
  * @tier:	target tier; 0 means KVTIER_TIER_DRAM.
  */

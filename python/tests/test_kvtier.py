@@ -911,6 +911,24 @@ class TestPrefetchNvme(NvmeCase):
         self.assertGreaterEqual(c.end_ns, deadline)
         self.assertEqual(prefetch_stat("expired"), expired + 1)
 
+    def test_background_group_yields(self):
+        # Queue depth 1: a background group queued first, with the
+        # earlier deadline, completes after a group with a deadline.
+        self.param("prefetch_qd", 1)
+        now = kvtier.now_ns()
+        self.pool.prefetch(self.keys[:12], group=60, background=True,
+                           deadline_ns=now + 10 * NS_PER_S)
+        self.pool.prefetch(self.keys[64:72], group=61,
+                           deadline_ns=now + 60 * NS_PER_S)
+        cs = []
+        while len(cs) < 2:
+            got = self.pool.completions(2, 60 * SEC_MS)
+            self.assertTrue(got)
+            cs += got
+        self.assertEqual([(c.group, c.status) for c in cs],
+                         [(61, 0), (60, 0)])
+        self.check_bytes(self.keys[64:72])
+
     def test_request_ready_stages_prefix(self):
         # 12 blocks, within the protection bound (50% of a DRAM share of
         # 32). Past it, unprotected blocks the group read can be evicted

@@ -241,6 +241,59 @@ TEST_F(pf, earliest_deadline_first)
 	EXPECT_LE(c[0].end_ns, c[1].end_ns);
 }
 
+/*
+ * A background group yields: queued first, with an earlier deadline, it
+ * still completes after a group with a deadline and one as soon as
+ * possible queued behind it; both of those complete exact and on time.
+ */
+TEST_F(pf, background_yields)
+{
+	struct kvtier_completion c[3];
+	__u64 now = now_ns();
+	int i;
+
+	/* One read at a time: the background group is mostly unstarted. */
+	ASSERT_EQ(0, set_param("prefetch_qd", 1));
+	ASSERT_EQ(0, prefetch(self->pfd, 0, 12, 30, now + 10 * SEC,
+			      KVTIER_PREFETCH_BACKGROUND, KVTIER_PRIO_MAX,
+			      NULL));
+	ASSERT_EQ(0, prefetch(self->pfd, 64, 8, 31, now + 60 * SEC, 0, 0,
+			      NULL));
+	ASSERT_EQ(0, prefetch(self->pfd, 72, 8, 32, 0, 0, 0, NULL));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, completion(self->pfd, &c[i], 60000));
+	/* The one as soon as possible orders as its PREFETCH time. */
+	EXPECT_EQ(32ULL, c[0].group);
+	EXPECT_EQ(31ULL, c[1].group);
+	EXPECT_EQ(30ULL, c[2].group);
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(c[i].count, c[i].ready);
+	}
+	EXPECT_EQ(0U, c[1].flags);
+	for (i = 64; i < 80; i++)
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, i));
+}
+
+/* Between background groups, the deadline orders as for the others. */
+TEST_F(pf, background_by_deadline)
+{
+	struct kvtier_completion c[2];
+	__u64 now = now_ns();
+
+	ASSERT_EQ(0, set_param("prefetch_qd", 1));
+	ASSERT_EQ(0, prefetch(self->pfd, 0, 16, 40, now + 60 * SEC,
+			      KVTIER_PREFETCH_BACKGROUND, 0, NULL));
+	ASSERT_EQ(0, prefetch(self->pfd, 64, 8, 41, now + 30 * SEC,
+			      KVTIER_PREFETCH_BACKGROUND, 0, NULL));
+	ASSERT_EQ(0, completion(self->pfd, &c[0], 60000));
+	ASSERT_EQ(0, completion(self->pfd, &c[1], 60000));
+	EXPECT_EQ(41ULL, c[0].group);
+	EXPECT_EQ(40ULL, c[1].group);
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(0, c[1].status);
+}
+
 /* Equal deadlines: the higher priority is staged first. */
 TEST_F(pf, priority_breaks_ties)
 {

@@ -709,8 +709,10 @@ struct kvtier_hint {
 /* PREFETCH flags. */
 #define KVTIER_PREFETCH_ADDR		_BITUL(0)	/* hints name addresses */
 #define KVTIER_PREFETCH_CANCEL_LATE	_BITUL(1)	/* cancel at deadline */
+#define KVTIER_PREFETCH_BACKGROUND	_BITUL(2)	/* after all others */
 #define KVTIER_PREFETCH_FLAGS		(KVTIER_PREFETCH_ADDR | \
-					 KVTIER_PREFETCH_CANCEL_LATE)
+					 KVTIER_PREFETCH_CANCEL_LATE | \
+					 KVTIER_PREFETCH_BACKGROUND)
 
 #define KVTIER_PRIO_MAX		7
 
@@ -718,7 +720,8 @@ struct kvtier_hint {
  * struct kvtier_prefetch - stage a group of blocks in a tier by a deadline
  * @hints:	user pointer to @count struct kvtier_hint.
  * @count:	1..KVTIER_BATCH_MAX.
- * @flags:	KVTIER_PREFETCH_ADDR, KVTIER_PREFETCH_CANCEL_LATE.
+ * @flags:	KVTIER_PREFETCH_ADDR, KVTIER_PREFETCH_CANCEL_LATE,
+ *		KVTIER_PREFETCH_BACKGROUND.
  * @group:	nonzero id of the group, unique among the fd's live groups
  *		(-EEXIST); names it for KVTIER_IOC_CANCEL and its completion.
  * @cookie:	returned as is in the group's completion.
@@ -732,7 +735,13 @@ struct kvtier_hint {
  * @resident:	out: hints already in @tier.
  * @reserved:	must be 0.
  *
- * Groups are staged earliest deadline first. A group ends when every hinted
+ * Groups are staged earliest deadline first. A KVTIER_PREFETCH_BACKGROUND
+ * group (best effort: blocks worth having, none waiting for them) yields to
+ * all others: its reads start only when no other group has one to start,
+ * with at most half of prefetch_qd in flight, so that a group with a
+ * deadline arriving later still finds room; among background groups the
+ * deadline orders as for the others. Modules before this flag refuse it
+ * with -EINVAL. A group ends when every hinted
  * block that exists is in @tier (status 0, late or not), or at its deadline
  * with KVTIER_PREFETCH_CANCEL_LATE (-ETIME), or when cancelled (-ECANCELED),
  * or when a block could not be read or went away meanwhile (-EIO), or when
