@@ -101,6 +101,10 @@ static void usage(FILE *f)
 		"  --hints W           with the model: PREFETCH each request's chain\n"
 		"                      when it is W requests ahead, due when it starts\n"
 		"                      [0: none]\n"
+		"  --background B      with hints: also PREFETCH the B requests after\n"
+		"                      the window as background groups, which yield\n"
+		"                      to the window's; each is hinted again with a\n"
+		"                      deadline when it enters the window [0]\n"
 		"  --compare-hints W   replay twice on fresh pools, without hints and\n"
 		"                      with --hints W, and print stall_hinted_vs_unhinted,\n"
 		"                      hinted_ready_by_deadline, prefetch_wasted_share\n"
@@ -293,6 +297,7 @@ struct replay_opts {
 	double compute_ns_per_token;	/* the runtime model; 0: none */
 	uint32_t hints;			/* lookahead window, requests */
 	uint32_t compare_hints;		/* run without, then with, hints */
+	uint32_t background;		/* requests after the window, background */
 	uint32_t hbm_slots;		/* HBM tier; 0: none */
 	uint32_t hint_budget;		/* blocks hinted at once; ~0U: default */
 	uint32_t hbm_backend;		/* KVTIER_HBM_EMUL or _USER */
@@ -1004,11 +1009,12 @@ static int replay_runtime(struct replay *rp, struct trace *tr, struct gen *g)
 	struct lookahead *la;
 	struct request *r;
 	uint32_t batch_max = kvtier_pool_capacity(rp->pool);
+	uint64_t stall0;
 	int ret, err = 0;
 
 	if (batch_max > KVTIER_BATCH_MAX)
 		batch_max = KVTIER_BATCH_MAX;
-	ret = lookahead_new(o->hints, &la);
+	ret = lookahead_new(o->hints, o->hints ? o->background : 0, &la);
 	if (ret) {
 		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
 		return 1;
@@ -1034,6 +1040,7 @@ static int replay_runtime(struct replay *rp, struct trace *tr, struct gen *g)
 				break;
 			}
 		}
+		stall0 = rp->st.stall_ns + rp->st.hbm_stall_ns;
 		ret = replay_one(rp, r);
 		if (ret) {
 			fprintf(stderr, "%s: request %llu: %s\n", prog,
@@ -1042,6 +1049,8 @@ static int replay_runtime(struct replay *rp, struct trace *tr, struct gen *g)
 			err = 1;
 			break;
 		}
+		lookahead_stalled(la, rp->st.stall_ns + rp->st.hbm_stall_ns -
+				  stall0);
 		if (o->progress && rp->st.trace.requests % o->progress == 0)
 			fprintf(stderr, "%s: %llu requests, stall %.2f s\n", prog,
 				(unsigned long long)rp->st.trace.requests,
@@ -1575,9 +1584,14 @@ static int cmd_compare(struct replay_opts *o)
 	if (rc)
 		return rc;
 
-	/* What hiding every load behind compute takes, from the plain run. */
-	needed = plain.compute_ns ? (double)plain.stall_blocks * o->block_bytes /
-				    plain.compute_ns : 0;
+	/*
+	 * What hiding every load takes, from the plain run: its loads over
+	 * the time it was busy otherwise (compute, and the rest of each
+	 * request: GETs, PUTs, checks), when a prefetch could run.
+	 */
+	needed = plain.elapsed_ns > plain.stall_ns ?
+		 (double)plain.stall_blocks * o->block_bytes /
+		 (plain.elapsed_ns - plain.stall_ns) : 0;
 	printf("\n");
 	if (o->hbm_slots)
 		goto hbm;	/* the DRAM figures are those of a run without HBM */
@@ -1589,6 +1603,14 @@ static int cmd_compare(struct replay_opts *o)
 	       ratio(hinted.hints.on_time_blocks, hinted.hints.need_blocks));
 	printf("prefetch_wasted_share: %.3f\n",
 	       ratio(hinted.pf_wasted, hinted.pf_issued));
+	printf("prefetch_late_group_share: %.3f\n",
+	       ratio(hinted.hints.late_groups, hinted.hints.need_groups));
+	printf("prefetch_late_out_of_order: %llu\n",
+	       (unsigned long long)hinted.hints.late_out_of_order);
+	if (o->background)
+		printf("prefetch_background_groups: %llu (%llu ended in full)\n",
+		       (unsigned long long)hinted.hints.bg_groups,
+		       (unsigned long long)hinted.hints.bg_done);
 	printf("prefetch_needed_read_gbps: %.3f\n", needed);
 	printf("prefetch_sync_read_gbps: %.3f\n",
 	       plain.stall_ns ? (double)plain.stall_blocks * o->block_bytes /
@@ -1760,6 +1782,10 @@ static int parse_replay_opt(struct replay_opts *o, const char *name,
 		if (parse_u64(val, &v) || v > 1024)
 			return -EINVAL;
 		o->hints = v;
+	} else if (!strcmp(name, "background")) {
+		if (parse_u64(val, &v) || v > 1024)
+			return -EINVAL;
+		o->background = v;
 	} else if (!strcmp(name, "compare-hints")) {
 		if (parse_u64(val, &v) || !v || v > 1024)
 			return -EINVAL;

@@ -147,26 +147,40 @@ struct lookahead;
  * @groups:	PREFETCH groups sent.
  * @hints:	hints in them.
  * @dropped:	hints that named no block (not cached: nothing to stage).
- * @need_blocks: blocks of groups that needed reads and had a deadline
- *		ahead: the existing prefix of their chain.
+ * @need_groups: groups that needed reads and had a deadline ahead.
+ * @need_blocks: blocks of those groups: the existing prefix of their
+ *		chain.
  * @on_time_blocks: of those, blocks in DRAM when their group ended on
  *		time.
  * @late_groups: such groups that ended late or not in full.
+ * @late_out_of_order: of those, groups that ended after a later one (in
+ *		deadline order) had ended late.
+ * @bg_groups:	background groups sent (--background).
+ * @bg_hints:	hints in them.
+ * @bg_done:	background groups that ended with status 0.
  */
 struct hint_stats {
 	uint64_t groups;
 	uint64_t hints;
 	uint64_t dropped;
+	uint64_t need_groups;
 	uint64_t need_blocks;
 	uint64_t on_time_blocks;
 	uint64_t late_groups;
+	uint64_t late_out_of_order;
+	uint64_t bg_groups;
+	uint64_t bg_hints;
+	uint64_t bg_done;
 };
 
 /* The next request of a source: 1, 0 at the end, or -errno. */
 typedef int (*next_fn)(void *arg, struct request *r);
 
-/** lookahead_new() - a runtime's queue of @window requests after the current */
-int lookahead_new(uint32_t window, struct lookahead **lap);
+/**
+ * lookahead_new() - a runtime's queue of @window requests after the
+ * current, and @bg more hinted in the background (0: none)
+ */
+int lookahead_new(uint32_t window, uint32_t bg, struct lookahead **lap);
 /**
  * lookahead_set_tier() - the tier hinted blocks are staged in
  * @la:		the queue.
@@ -217,6 +231,11 @@ int lookahead_hint(struct lookahead *la, struct kvtier_pool *pool,
  */
 int lookahead_drain(struct lookahead *la, struct kvtier_pool *pool,
 		    int timeout_ms);
+/**
+ * lookahead_stalled() - the current request waited @ns for its prefix: not
+ * part of what a request takes besides its compute
+ */
+void lookahead_stalled(struct lookahead *la, uint64_t ns);
 /** lookahead_stats() - the figures so far */
 const struct hint_stats *lookahead_stats(const struct lookahead *la);
 /** request_compute_ns() - the modeled compute of a request */

@@ -10,6 +10,8 @@
  * destroys, and /dev/nvme1n1 for the cases that need a second drive; the
  * cases are skipped when a device or dm target is missing.
  */
+#include <poll.h>
+
 #include "nvme_fixture.h"
 
 /* ==== several devices ==================================================== */
@@ -706,6 +708,99 @@ TEST_F_TIMEOUT(dm, unreadable_block_is_miss, 240)
 	tally_range(self->pfd, self->buf, DM_BS, 6, NPUT - 6, 1, &t, NULL);
 	EXPECT_EQ(NPUT - 6, t.exact);
 	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+}
+
+/* PREFETCH keys [first, first + n) as group @group; the ioctl's result. */
+static int pf_group(int pfd, __u64 first, __u32 n, __u64 group,
+		    __u64 deadline, __u32 flags)
+{
+	struct kvtier_hint h[16];
+	struct kvtier_prefetch pf = {
+		.hints = (__u64)(uintptr_t)h, .count = n, .group = group,
+		.deadline_ns = deadline, .flags = flags,
+		.tier = KVTIER_TIER_DRAM,
+	};
+	__u32 i;
+
+	memset(h, 0, sizeof(h));
+	for (i = 0; i < n && i < 16; i++) {
+		h[i].key[0] = K0;
+		h[i].key[1] = first + i;
+	}
+	return kst_ioctl(pfd, KVTIER_IOC_PREFETCH, &pf);
+}
+
+/*
+ * Prefetch over an unreadable block: the group naming it ends with -EIO
+ * and says ready only the prefix before it; the groups beside it (one with
+ * a deadline, one in the background) end in full; every group ends, none
+ * waits for ever; the block is then a miss, the others exact.
+ */
+TEST_F_TIMEOUT(dm, prefetch_unreadable_block, 240)
+{
+	struct kvtier_completion c[3], *a = NULL, *b = NULL, *bg = NULL;
+	struct pollfd p = { .fd = self->pfd, .events = POLLIN };
+	struct timespec ts;
+	long long s0, n0;
+	struct nvt_loc loc;
+	char table[1024];
+	__u64 deadline;
+	int len, i, got = 0;
+	ssize_t n;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	/* A DRAM share of 8: the groups name 8 blocks in all. */
+	for (i = 3; i < 32; i++)
+		ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, i));
+	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 5, &loc));
+	s0 = loc.data_off / 512;
+	n0 = DM_BS / 512;
+	len = snprintf(table, sizeof(table),
+		       "0 %lld linear %s 0\n%lld %lld error\n"
+		       "%lld %lld linear %s %lld",
+		       s0, nvt_dev(), s0, n0, s0 + n0,
+		       self->sectors - s0 - n0, nvt_dev(), s0 + n0);
+	ASSERT_GT((int)sizeof(table), len);
+	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = ts.tv_sec * 1000000000ULL + ts.tv_nsec + 30000000000ULL;
+	ASSERT_EQ(0, pf_group(self->pfd, 3, 4, 1, deadline, 0));
+	ASSERT_EQ(0, pf_group(self->pfd, 20, 2, 2, deadline, 0));
+	ASSERT_EQ(0, pf_group(self->pfd, 30, 2, 3, 0,
+			      KVTIER_PREFETCH_BACKGROUND));
+	while (got < 3) {
+		ASSERT_EQ(1, poll(&p, 1, 60000)) TH_LOG("%d of 3 groups ended", got);
+		n = read(self->pfd, &c[got], (3 - got) * sizeof(c[0]));
+		ASSERT_LT(0, n);
+		ASSERT_EQ(0, n % (ssize_t)sizeof(c[0]));
+		got += n / sizeof(c[0]);
+	}
+	for (i = 0; i < 3; i++) {
+		if (c[i].group == 1)
+			a = &c[i];
+		else if (c[i].group == 2)
+			b = &c[i];
+		else if (c[i].group == 3)
+			bg = &c[i];
+	}
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, bg);
+	EXPECT_EQ(-EIO, a->status);
+	EXPECT_EQ(2U, a->ready);
+	EXPECT_EQ(0, b->status);
+	EXPECT_EQ(2U, b->ready);
+	EXPECT_EQ(0, bg->status);
+	EXPECT_EQ(2U, bg->ready);
+
+	EXPECT_EQ(-ENOENT, get_check(self->pfd, self->buf, DM_BS, 5, 1));
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+	for (i = 0; i < 5; i++)
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
+	for (i = 20; i < 22; i++)
+		EXPECT_EQ(0, get_check(self->pfd, self->buf, DM_BS, i, 1));
 }
 
 /* The whole device turns into the error target while attached. */

@@ -9,7 +9,8 @@
 # KVTIER_BENCH_ARGS (arguments of tools/kvtier-bench), KVTIER_TRACE (the
 # trace of the prefetch comparison, default the built-in generator),
 # KVTIER_BENCH_PREFETCH=0 (skip that comparison), KVTIER_BENCH_DEMO_ARGS
-# (its kvtier-demo replay arguments), KVTIER_BENCH_HBM=0 (skip the one to
+# (its kvtier-demo replay arguments), KVTIER_BENCH_LOAD=0 (skip the one
+# under load), KVTIER_BENCH_LOAD_ARGS (its arguments), KVTIER_BENCH_HBM=0 (skip the one to
 # HBM), KVTIER_BENCH_HBM_ARGS (its arguments), KVTIER_BENCH_LAYERS=0 (skip
 # the layer-wise one), KVTIER_BENCH_LAYER_ARGS (its arguments).
 set -euo pipefail
@@ -46,6 +47,28 @@ if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_PREFETCH:-1} != 0 ]]; then
 		/^fio_rand_read_gbps: / { f = $2 }
 		END { if (n != "" && f > 0)
 			printf "prefetch_needed_bw_vs_fio: %.3f\n", n / f }' \
+		"$out/bench.log" | tee -a "$out/bench.log"
+fi
+
+# Prefetch under load: the same comparison with the compute 20 times
+# shorter, 256 KiB blocks and a DRAM share of 64 (PUTs demote all along),
+# and background hints for the 8 requests after the window; its figures
+# get the suffix _loaded. The load the runtime can make is bounded by its
+# own pace (each request's GETs and PUTs): prefetch_needed_bw_vs_fio_loaded
+# says how far that is from the drive's read bandwidth.
+if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_LOAD:-1} != 0 ]]; then
+	read -r -a load_args <<<"${KVTIER_BENCH_LOAD_ARGS:---compare-hints 8 --background 8 --compute-us-per-token 0.1 --block-bytes 256K --max-requests 400 --dram-blocks 64 --verify sample --nvme-format}"
+	echo "bench: kvtier-demo replay ${load_args[*]}"
+	tools/kvtier-demo replay "${load_args[@]}" 2>&1 |
+		sed -E 's/^(prefetch_[a-z_]+|stall_hinted_vs_unhinted|hinted_ready_by_deadline): /\1_loaded: /' |
+		tee -a "$out/bench.log" || rc=$?
+	awk -F': ' '/^prefetch_needed_read_gbps_loaded: / { n = $2 }
+		/^fio_rand_read_gbps: / { f = $2 }
+		/^fio_rand_read_verify_gbps: / { v = $2 }
+		END { if (n != "" && f > 0)
+			printf "prefetch_needed_bw_vs_fio_loaded: %.3f\n", n / f
+		      if (n != "" && v > 0)
+			printf "prefetch_needed_bw_vs_fio_verify_loaded: %.3f\n", n / v }' \
 		"$out/bench.log" | tee -a "$out/bench.log"
 fi
 
