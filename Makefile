@@ -65,10 +65,11 @@ run: deps
 # file, which the tier's next writes would pay to allocate and fio's not.
 BENCHMEM	?= 9216
 BENCHPARAMS	?= dram_mb=4400 discard=0
+BENCHTIMEOUT	?= 1200
 
 bench: deps
 	$(MAKE) all
-	$(VM) $(VMFLAGS) --mem $(BENCHMEM) --timeout $(VMTIMEOUT) \
+	$(VM) $(VMFLAGS) --mem $(BENCHMEM) --timeout $(BENCHTIMEOUT) \
 		--env KVTIER_PARAMS="$(BENCHPARAMS)" \
 		$(if $(TRACE),--env KVTIER_TRACE="$(abspath $(TRACE))") \
 		-- tools/vm/bench.sh
@@ -270,6 +271,7 @@ clean:
 	-$(MAKE) -C lib clean
 	-$(MAKE) -C tools clean
 	-$(MAKE) -C selftests/kvtier clean
-	rm -rf build/check build/vm build/bench.txt build/check-debug build/vm-debug
+	rm -rf build/check build/vm build/bench.txt build/latency.csv build/bench-latency.svg \
+		build/check-debug build/vm-debug
 
 .PHONY: all deps kmod lib tools selftests check check-crash run bench checkpatch clean
