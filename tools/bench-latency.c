@@ -55,7 +55,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <kvtier.h>
 
@@ -293,29 +292,6 @@ static void *lat_write_loop(void *arg)
 	return NULL;
 }
 
-static int lat_pool(const char *tag, uint64_t bs, uint64_t cap, uint32_t dram,
-		    struct kvtier_pool **poolp)
-{
-	struct kvtier_pool_params p;
-	char name[KVTIER_NAME_MAX];
-
-	int ret;
-
-	snprintf(name, sizeof(name), "kvtier-bench-%d-%s", (int)getpid(), tag);
-	kvtier_pool_params_init(&p, name, bs, cap);
-	p.dram_blocks = dram;
-	ret = kvtier_pool_create(ctx, &p, poolp);
-	if (ret)
-		return ret;
-	/* It lives as long as the fd: nothing is left if the bench dies. */
-	ret = kvtier_pool_destroy(ctx, name);
-	if (ret) {
-		kvtier_pool_close(*poolp);
-		*poolp = NULL;
-	}
-	return ret;
-}
-
 /* PUT the reader's blocks, stamped, and SYNC them. */
 static int lat_fill(struct kvtier_pool *pool)
 {
@@ -412,8 +388,9 @@ static void lat_wc(const char *dev, uint64_t blocks)
 		       dev);
 		return;
 	}
-	ret = lat_pool("lat-wc", LAT_W_BLOCK, (LAT_TRIALS * 2 + 1) * blocks +
-		       LAT_W_DRAM, LAT_W_DRAM, &pool);
+	ret = bench_pool_dram("lat-wc", LAT_W_BLOCK,
+			      (LAT_TRIALS * 2 + 1) * blocks + LAT_W_DRAM,
+			      LAT_W_DRAM, &pool);
 	for (t = 0; !ret && t < 2 * LAT_TRIALS; t++) {
 		m = t % 2;
 		ret = wc_set(path, mode[m]);
@@ -607,7 +584,8 @@ int bench_latency(void)
 		goto out;
 	}
 	attached = 1;
-	ret = lat_pool("lat", LAT_BLOCK, LAT_BLOCKS + LAT_DRAM, LAT_DRAM, &pool);
+	ret = bench_pool_dram("lat", LAT_BLOCK, LAT_BLOCKS + LAT_DRAM, LAT_DRAM,
+			      &pool);
 	if (!ret)
 		ret = lat_fill(pool);
 	if (ret) {
@@ -629,8 +607,8 @@ int bench_latency(void)
 	 */
 	kvtier_nvme_stat(ctx, &s0);
 	w.blocks = s0.free_regions * s0.region_bytes * 3 / 4 / LAT_W_BLOCK;
-	ret = lat_pool("lat-w", LAT_W_BLOCK, w.blocks + LAT_W_DRAM,
-		       LAT_W_DRAM, &wpool);
+	ret = bench_pool_dram("lat-w", LAT_W_BLOCK, w.blocks + LAT_W_DRAM,
+			      LAT_W_DRAM, &wpool);
 	if (ret) {
 		warn("latency: the writer pool", ret);
 		goto out;

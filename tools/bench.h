@@ -18,6 +18,12 @@ extern struct kvtier_ctx *ctx;
 void figure(const char *name, const char *fmt, double v);
 /* Say on stderr that @what failed with -errno @err; returns @err. */
 int warn(const char *what, int err);
+/*
+ * A pool for one measurement, nameless once made, keeping @dram_blocks in
+ * DRAM (0: all); 0 or -errno, *@poolp NULL then.
+ */
+int bench_pool_dram(const char *tag, uint64_t block_size, uint64_t blocks,
+		    uint32_t dram_blocks, struct kvtier_pool **poolp);
 /* Key @i of the bench's key space. */
 struct kvtier_key bench_key(uint64_t i);
 uint64_t xorshift(uint64_t *s);

@@ -198,27 +198,37 @@ int warn(const char *what, int err)
 }
 
 /*
- * A pool for one measurement. The name is removed at once: the pool lives
- * as long as the fd, so nothing is left behind if the bench dies.
+ * A pool for one measurement, keeping @dram_blocks in DRAM (0: all). The
+ * name is removed at once: the pool lives as long as the fd, so nothing is
+ * left behind if the bench dies. *@poolp is NULL on failure.
  */
-static int bench_pool(const char *tag, uint64_t block_size, uint64_t blocks,
-		      struct kvtier_pool **poolp)
+int bench_pool_dram(const char *tag, uint64_t block_size, uint64_t blocks,
+		    uint32_t dram_blocks, struct kvtier_pool **poolp)
 {
 	struct kvtier_pool_params p;
 	char name[KVTIER_NAME_MAX];
 	int ret;
 
+	*poolp = NULL;
 	snprintf(name, sizeof(name), "kvtier-bench-%d-%s", (int)getpid(), tag);
 	kvtier_pool_params_init(&p, name, block_size, blocks);
+	p.dram_blocks = dram_blocks;
 	ret = kvtier_pool_create(ctx, &p, poolp);
 	if (ret)
 		return ret;
 	ret = kvtier_pool_destroy(ctx, name);
 	if (ret) {
 		kvtier_pool_close(*poolp);
+		*poolp = NULL;
 		return ret;
 	}
 	return 0;
+}
+
+static int bench_pool(const char *tag, uint64_t block_size, uint64_t blocks,
+		      struct kvtier_pool **poolp)
+{
+	return bench_pool_dram(tag, block_size, blocks, 0, poolp);
 }
 
 struct kvtier_key bench_key(uint64_t i)

@@ -137,6 +137,13 @@ static int cz_push_out(int pfd, void *buf, __u64 bs, __u64 n)
 	return ret;
 }
 
+/* PUT keys [0, n), SYNC, and push them all out of DRAM. */
+static int cz_store(int pfd, void *buf, __u64 bs, __u64 n)
+{
+	return cz_put(pfd, buf, bs, 0, n) ?: nvt_sync(pfd, NULL) ?:
+	       cz_push_out(pfd, buf, bs, n);
+}
+
 FIXTURE(cz) {
 	struct nvt_fix;		/* buf, out: one block each */
 };
@@ -319,9 +326,7 @@ TEST_F(cz, round_trip)
 	struct kvtier_nvme_stat ns;
 	struct cz_tally t;
 
-	ASSERT_EQ(0, cz_put(self->pfd, self->buf, self->bs, 0, CZ_N));
-	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
-	ASSERT_EQ(0, cz_push_out(self->pfd, self->buf, self->bs, CZ_N));
+	ASSERT_EQ(0, cz_store(self->pfd, self->buf, self->bs, CZ_N));
 	ASSERT_EQ(0, kst_stat(self->pfd, &st));
 	EXPECT_LE((__u64)CZ_N / 2, st.z_blocks);
 	EXPECT_LE((__u64)CZ_N / 2, st.z_raw_blocks);
@@ -406,9 +411,7 @@ TEST_F(cz, corrupt_copy)
 	struct nvt_loc loc;
 	struct cz_tally t;
 
-	ASSERT_EQ(0, cz_put(self->pfd, self->buf, self->bs, 0, CZ_N));
-	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
-	ASSERT_EQ(0, cz_push_out(self->pfd, self->buf, self->bs, CZ_N));
+	ASSERT_EQ(0, cz_store(self->pfd, self->buf, self->bs, CZ_N));
 	ASSERT_EQ(0, nvt_find_block(self->path, K0, 2, &loc));
 	ASSERT_NE(0U, loc.flags & NVT_REC_Z) TH_LOG("key 2 is not compressed");
 	ASSERT_EQ(0, nvt_raw_flip(self->path, loc.data_off + 1000, 0x10));
@@ -500,9 +503,7 @@ TEST_F_TIMEOUT(czdm, read_errors_are_misses, 240)
 {
 	struct cz_tally t;
 
-	ASSERT_EQ(0, cz_put(self->pfd, self->buf, self->bs, 0, CZ_N));
-	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
-	ASSERT_EQ(0, cz_push_out(self->pfd, self->buf, self->bs, CZ_N));
+	ASSERT_EQ(0, cz_store(self->pfd, self->buf, self->bs, CZ_N));
 	ASSERT_EQ(0, czdm_flakey(self, "0"));
 	cz_tally(self->pfd, self->buf, self->out, self->bs, CZ_N, &t);
 	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, self->linear));
@@ -519,9 +520,7 @@ TEST_F_TIMEOUT(czdm, dropped_writes_are_misses, 240)
 	struct cz_tally t;
 
 	ASSERT_EQ(0, czdm_flakey(self, "1 drop_writes"));
-	ASSERT_EQ(0, cz_put(self->pfd, self->buf, self->bs, 0, CZ_N));
-	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
-	ASSERT_EQ(0, cz_push_out(self->pfd, self->buf, self->bs, CZ_N));
+	ASSERT_EQ(0, cz_store(self->pfd, self->buf, self->bs, CZ_N));
 	cz_tally(self->pfd, self->buf, self->out, self->bs, CZ_N, &t);
 	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, self->linear));
 	TH_LOG("dropped writes: %u exact, %u misses", t.exact, t.miss);

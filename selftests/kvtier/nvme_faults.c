@@ -677,28 +677,40 @@ TEST_F_TIMEOUT(dm, corrupted_reads_are_misses, 240)
 	EXPECT_EQ(t.miss, PSTAT(self->pfd, bad_reads));
 }
 
-/* An unreadable range under one block: that block alone is a miss. */
-TEST_F_TIMEOUT(dm, unreadable_block_is_miss, 240)
+/*
+ * Put the error target under key @k's copy on the device of @sectors
+ * sectors, the rest mapped through; 0 or -errno.
+ */
+static int dm_fail_block(long long sectors, __u64 k)
 {
-	long long s0, n0;
 	struct nvt_loc loc;
-	struct tally t;
+	long long s0, n0 = DM_BS / 512;
 	char table[1024];
-	int len;
+	int ret, len;
 
-	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
-	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
-	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 5));
-	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 5, &loc));
+	ret = nvt_find_block(DM_PATH, K0, k, &loc);
+	if (ret)
+		return ret;
 	s0 = loc.data_off / 512;
-	n0 = DM_BS / 512;
 	len = snprintf(table, sizeof(table),
 		       "0 %lld linear %s 0\n%lld %lld error\n"
 		       "%lld %lld linear %s %lld",
 		       s0, nvt_dev(), s0, n0, s0 + n0,
-		       self->sectors - s0 - n0, nvt_dev(), s0 + n0);
-	ASSERT_GT((int)sizeof(table), len);
-	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+		       sectors - s0 - n0, nvt_dev(), s0 + n0);
+	if (len >= (int)sizeof(table))
+		return -E2BIG;
+	return nvt_dm_reload(DM_FAULT, table);
+}
+
+/* An unreadable range under one block: that block alone is a miss. */
+TEST_F_TIMEOUT(dm, unreadable_block_is_miss, 240)
+{
+	struct tally t;
+
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 5));
+	ASSERT_EQ(0, dm_fail_block(self->sectors, 5));
 
 	ASSERT_EQ(-ENOENT, get_check(self->pfd, self->buf, DM_BS, 5, 1));
 	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
@@ -741,11 +753,8 @@ TEST_F_TIMEOUT(dm, prefetch_unreadable_block, 240)
 	struct kvtier_completion c[3], *a = NULL, *b = NULL, *bg = NULL;
 	struct pollfd p = { .fd = self->pfd, .events = POLLIN };
 	struct timespec ts;
-	long long s0, n0;
-	struct nvt_loc loc;
-	char table[1024];
 	__u64 deadline;
-	int len, i, got = 0;
+	int i, got = 0;
 	ssize_t n;
 
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, DM_BS, 0, NPUT, 1, 0));
@@ -753,16 +762,7 @@ TEST_F_TIMEOUT(dm, prefetch_unreadable_block, 240)
 	/* A DRAM share of 8: the groups name 8 blocks in all. */
 	for (i = 3; i < 32; i++)
 		ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, i));
-	ASSERT_EQ(0, nvt_find_block(DM_PATH, K0, 5, &loc));
-	s0 = loc.data_off / 512;
-	n0 = DM_BS / 512;
-	len = snprintf(table, sizeof(table),
-		       "0 %lld linear %s 0\n%lld %lld error\n"
-		       "%lld %lld linear %s %lld",
-		       s0, nvt_dev(), s0, n0, s0 + n0,
-		       self->sectors - s0 - n0, nvt_dev(), s0 + n0);
-	ASSERT_GT((int)sizeof(table), len);
-	ASSERT_EQ(0, nvt_dm_reload(DM_FAULT, table));
+	ASSERT_EQ(0, dm_fail_block(self->sectors, 5));
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	deadline = ts.tv_sec * 1000000000ULL + ts.tv_nsec + 30000000000ULL;
