@@ -19,6 +19,14 @@
  *		demoting to an NVMe log of the rest, in regions reclaimed
  *		oldest first, hot clean victims rescued
  *  kvtier-seg	the same with policy=seg
+ *  kvtier-clock	what-if, not in the module: the kvtier hierarchy with
+ *		clean DRAM blocks evicted first and the log run as a CLOCK
+ *		(a block read back since it was written is written again
+ *		when its region is reclaimed, for a read and a write)
+ *  slru, 2q, arc, s3fifo, lfu
+ *		classic online policies over N blocks (tools/policy-online.c)
+ *  sched	LRU over N blocks that knows the runtime's queue: a block
+ *		the next --window requests use is evicted last
  *
  * The kvtier* rows run kmod/policy.c itself, compiled against
  * policy-shim.h; the hierarchy around it follows kmod/cmd.c and
@@ -40,6 +48,7 @@
 #include <string.h>
 
 #include "kvtier-demo.h"
+#include "policy-online.h"
 #include "policy-shim.h"
 #include "util.h"
 
@@ -460,14 +469,32 @@ static int opt1_access(struct opt1 *o, u32 k, u32 nu, u32 *evicted,
 
 /* ---- single-level runs: all of it, and its DRAM share on top -------------- */
 
-enum { POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_SEG, POL_NR };
+enum {
+	POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_SEG, POL_KVTIER_CLOCK,
+	POL_ONLINE,	/* + enum online_kind */
+	POL_SCHED = POL_ONLINE + ONL_NR,
+	POL_NR
+};
 
 static const char * const pol_names[POL_NR] = {
 	[POL_LRU] = "lru",
 	[POL_OPT] = "opt",
 	[POL_KVTIER] = "kvtier",
 	[POL_KVTIER_SEG] = "kvtier-seg",
+	[POL_KVTIER_CLOCK] = "kvtier-clock",
+	[POL_ONLINE + ONL_SLRU] = "slru",
+	[POL_ONLINE + ONL_2Q] = "2q",
+	[POL_ONLINE + ONL_ARC] = "arc",
+	[POL_ONLINE + ONL_S3FIFO] = "s3fifo",
+	[POL_ONLINE + ONL_LFU] = "lfu",
+	[POL_SCHED] = "sched",
 };
+
+/* One level over all N blocks: no DRAM share of their own to report. */
+static bool pol_one_level(int pol)
+{
+	return pol >= POL_ONLINE;
+}
 
 static u32 dram_blocks(u32 cap, double share)
 {
@@ -537,6 +564,86 @@ out:
 	return ret;
 }
 
+/* One of tools/policy-online.c's policies over all @cap blocks. */
+static int run_online(const struct trace_set *t, int kind, u32 cap,
+		      struct result *res)
+{
+	struct online *o = online_new(kind, t->nkeys, cap);
+	u32 r, i;
+
+	memset(res, 0, sizeof(*res));
+	if (!o)
+		return -ENOMEM;
+	for (r = 0; r < t->nreq; r++) {
+		bool prefix = true;
+
+		for (i = t->req_off[r]; i < t->req_off[r + 1]; i++) {
+			bool hit = online_access(o, t->key[i]);
+
+			res->hits += hit;
+			prefix = prefix && hit;
+			res->usable += prefix;
+		}
+		if (census_now(t, r)) {
+			res->samples++;
+			res->held += online_nr(o);
+		}
+	}
+	online_free(o);
+	return 0;
+}
+
+/*
+ * LRU that knows the runtime's queue, as the prefetch hints tell it: the
+ * victim is the least recently used block that none of the next @window
+ * requests (nor the rest of this one) uses; the coldest of all if every
+ * block is wanted. Belady within the window, LRU beyond it.
+ */
+static int run_sched(const struct trace_set *t, u32 cap,
+		     const struct sim_opts *so, struct result *res)
+{
+	u32 *nu = malloc(((size_t)t->nkeys + 1) * sizeof(u32));
+	struct lru1 l;
+	u32 r, i;
+	int ret = -ENOMEM;
+
+	memset(res, 0, sizeof(*res));
+	memset(&l, 0, sizeof(l));
+	if (!nu || lru1_init(&l, t->nkeys, cap))
+		goto out;
+	for (r = 0; r < t->nreq; r++) {
+		u32 end = t->req_off[min_t(u32, r + 1 + so->window, t->nreq)];
+		bool prefix = true;
+
+		for (i = t->req_off[r]; i < t->req_off[r + 1]; i++) {
+			u32 k = t->key[i], v;
+			bool hit = l.in[k];
+
+			if (!hit && l.nr == cap) {
+				for (v = l.tail; v != NIL && nu[v] < end;
+				     v = l.prev[v])
+					;
+				lru1_unlink(&l, v == NIL ? l.tail : v);
+			}
+			/* Hit or admitted: now the most recently used. */
+			lru1_access(&l, k, &v);
+			nu[k] = t->next[i];
+			res->hits += hit;
+			prefix = prefix && hit;
+			res->usable += prefix;
+		}
+		if (census_now(t, r)) {
+			res->samples++;
+			res->held += l.nr;
+		}
+	}
+	ret = 0;
+out:
+	lru1_free(&l);
+	free(nu);
+	return ret;
+}
+
 /* ---- the module's hierarchy around kmod/policy.c --------------------------- */
 
 struct hier {
@@ -553,6 +660,10 @@ struct hier {
 	u32 *slot;		/* slot -> block address, or NIL */
 	u8 *used;		/* region -> holds data (written since) */
 	struct result *res;
+	/* kvtier-clock: clean victims first, referenced copies rewritten. */
+	bool clock;
+	u8 *ref;		/* block address -> read back since written */
+	u8 *want;		/* block address -> hinted, not used since */
 };
 
 static void hier_free(struct hier *h)
@@ -564,10 +675,13 @@ static void hier_free(struct hier *h)
 	free(h->free);
 	free(h->slot);
 	free(h->used);
+	free(h->ref);
+	free(h->want);
 }
 
 static int hier_init(struct hier *h, const struct trace_set *t, u32 cap,
-		     int kind, const struct sim_opts *so, struct result *res)
+		     int kind, bool clock, const struct sim_opts *so,
+		     struct result *res)
 {
 	u32 c2, naddr, i;
 
@@ -589,8 +703,11 @@ static int hier_init(struct hier *h, const struct trace_set *t, u32 cap,
 	h->free = malloc((size_t)naddr * sizeof(u32));
 	h->slot = malloc(((size_t)h->nslots + 1) * sizeof(u32));
 	h->used = calloc(h->nregions + 1, 1);
+	h->clock = clock;
+	h->ref = calloc(naddr, 1);
+	h->want = calloc(naddr, 1);
 	if (!h->pool.blocks || !h->addr_of || !h->key_of || !h->dram ||
-	    !h->free || !h->slot || !h->used)
+	    !h->free || !h->slot || !h->used || !h->ref || !h->want)
 		return -ENOMEM;
 	for (i = 0; i < t->nkeys; i++)
 		h->addr_of[i] = NIL;
@@ -623,13 +740,20 @@ static void hier_drop(struct hier *h, u32 a)
 	blk->nloc = NIL;
 	blk->flags = 0;
 	blk->pol = 0;
+	h->ref[a] = 0;
+	h->want[a] = 0;
 	h->free[h->nfree++] = a;
 }
 
-/* kvt_region_next(): the next region to fill, reclaimed if it holds data. */
+/*
+ * kvt_region_next(): the next region to fill, reclaimed if it holds data.
+ * kvtier-clock keeps the blocks only there that were read back since they
+ * were written (all but one slot's worth at most): read and written again
+ * at the start of the region, their bit cleared.
+ */
 static void hier_next_region(struct hier *h)
 {
-	u32 s, first;
+	u32 s, first, keep = 0;
 
 	h->cur = (h->cur + 1) % h->nregions;
 	h->fill = 0;
@@ -641,12 +765,22 @@ static void hier_next_region(struct hier *h)
 
 		if (a == NIL)
 			continue;
+		h->slot[s] = NIL;
+		if (!h->dram[a] && h->clock && h->ref[a] &&
+		    keep + 1 < h->rblocks) {
+			h->ref[a] = 0;
+			h->slot[first + keep] = a;
+			h->pool.blocks[a].nloc = first + keep++;
+			h->res->reads++;
+			h->res->writes++;
+			continue;
+		}
 		/* kvt_block_forget_nvme(): only on NVMe, it goes. */
 		h->pool.blocks[a].nloc = NIL;
-		h->slot[s] = NIL;
 		if (!h->dram[a])
 			hier_drop(h, a);
 	}
+	h->fill = keep;
 }
 
 static void hier_write(struct hier *h, u32 a)
@@ -659,6 +793,7 @@ static void hier_write(struct hier *h, u32 a)
 	h->used[h->cur] = 1;
 	h->slot[s] = a;
 	h->pool.blocks[a].nloc = s;
+	h->ref[a] = 0;
 	h->res->writes++;
 }
 
@@ -682,11 +817,29 @@ static bool hier_rescue(struct hier *h, u32 a)
 	return true;
 }
 
+/*
+ * The victim. kvtier-clock takes the coldest clean block that no queued
+ * request was hinted for, if there is one: its copy stays on NVMe, so
+ * evicting it loses nothing. (A walk of the list: the module would keep
+ * clean blocks on a list of their own.)
+ */
+static u32 hier_victim(struct hier *h)
+{
+	u32 a;
+
+	if (h->clock)
+		for (a = kvt_policy_next(&h->pool, NIL); a != NIL;
+		     a = kvt_policy_next(&h->pool, a))
+			if (h->pool.blocks[a].nloc != NIL && !h->want[a])
+				return a;
+	return kvt_policy_victim(&h->pool);
+}
+
 /* kvt_make_room(): evict until DRAM has room for one more block. */
 static int hier_make_room(struct hier *h)
 {
 	while (h->nr_dram >= h->c1) {
-		u32 v = kvt_policy_victim(&h->pool);
+		u32 v = hier_victim(h);
 		struct kvt_block *blk;
 
 		if (v == NIL)
@@ -723,6 +876,7 @@ static int hier_promote(struct hier *h, u32 k)
 		return 0;
 	h->dram[a] = 1;
 	h->nr_dram++;
+	h->ref[a] = 1;
 	h->res->reads++;
 	kvt_policy_insert(&h->pool, a);
 	return 1;
@@ -770,6 +924,7 @@ static int hier_hint(struct hier *h, const struct trace_set *t, u32 r)
 			a = h->addr_of[k];
 		}
 		kvt_policy_touch(&h->pool, a);
+		h->want[a] = 1;
 	}
 	return 0;
 }
@@ -801,8 +956,8 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = hier_init(&h, t, cap, pol == POL_KVTIER ? KVT_POLICY_LRU :
-			KVT_POLICY_SEG, so, res);
+	ret = hier_init(&h, t, cap, pol == POL_KVTIER_SEG ? KVT_POLICY_SEG :
+			KVT_POLICY_LRU, pol == POL_KVTIER_CLOCK, so, res);
 	for (r = 0; !ret && r < t->nreq; r++) {
 		bool prefix = true;
 
@@ -828,6 +983,8 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 			/* A miss, or beyond the prefix and only on NVMe. */
 			if (!ret && !hit && h.addr_of[k] == NIL)
 				ret = hier_put(&h, k);
+			if (h.addr_of[k] != NIL)
+				h.want[h.addr_of[k]] = 0;
 			res->hits += hit;
 			prefix = prefix && hit;
 			res->usable += prefix;
@@ -847,6 +1004,10 @@ static int run_policy(const struct trace_set *t, int pol, u32 cap,
 {
 	if (pol == POL_LRU || pol == POL_OPT)
 		return run_single(t, pol, cap, so, res);
+	if (pol == POL_SCHED)
+		return run_sched(t, cap, so, res);
+	if (pol >= POL_ONLINE)
+		return run_online(t, pol - POL_ONLINE, cap, res);
 	return run_hier(t, pol, cap, so, res);
 }
 
@@ -1370,6 +1531,67 @@ static void st_opt_bound(void)
 	}
 }
 
+/*
+ * The online policies on two streams: hot keys (a quarter of the
+ * accesses on 1/16 of the keys) and a hot set of 50 keys mixed with a
+ * cyclic scan of 3000. Checked on every access: the resident count never
+ * exceeds the capacity, a hit was resident before, a key accessed is
+ * resident after, and the policy's own invariants. On the scan, the
+ * scan-resistant ones (2q, arc, s3fifo, slru) must beat LRU at 100 blocks.
+ */
+static void st_online(void)
+{
+	static const u32 caps[] = { 1, 2, 3, 10, 100 };
+	u32 nkeys = 3050, c, i, ev;
+	int kind, stream;
+
+	for (kind = 0; kind < ONL_NR; kind++)
+		for (stream = 0; stream < 2; stream++)
+			for (c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+				struct online *o = online_new(kind, nkeys,
+							      caps[c]);
+				u64 rng = 11, hits = 0, lhits = 0;
+				struct lru1 l;
+
+				ST_CHECK(o && !lru1_init(&l, nkeys, caps[c]),
+					 "online_new");
+				for (i = 0; i < 20000; i++) {
+					u32 k;
+					bool had, hit;
+
+					rng = mix64(rng + i);
+					if (stream == 0)
+						k = rng % 4 ? rng % nkeys :
+						    rng % (nkeys / 16);
+					else
+						k = rng % 2 ? 3000 + rng % 50 :
+						    i / 2 % 3000;
+					had = online_has(o, k);
+					hit = online_access(o, k);
+					hits += hit;
+					lhits += lru1_access(&l, k, &ev);
+					if (hit != had || !online_has(o, k) ||
+					    online_nr(o) > caps[c] ||
+					    (i % 97 == 0 && online_check(o))) {
+						ST_CHECK(0, "%s cap %u access %u: hit %d had %d nr %u",
+							 online_name(kind),
+							 caps[c], i, hit, had,
+							 online_nr(o));
+						break;
+					}
+				}
+				if (stream == 1 && caps[c] == 100 &&
+				    kind != ONL_LFU)
+					ST_CHECK(hits > lhits,
+						 "%s: %llu hits on the scan, lru %llu",
+						 online_name(kind),
+						 (unsigned long long)hits,
+						 (unsigned long long)lhits);
+				lru1_free(&l);
+				online_free(o);
+			}
+}
+
 /* Random calls into kmod/policy.c, its list checked after each. */
 static void st_policy_lists(void)
 {
@@ -1450,6 +1672,7 @@ static int selftest(void)
 	st_lru_reference();
 	st_opt_bound();
 	st_policy_lists();
+	st_online();
 	st_decisions();
 	printf("selftest: %s\n", st_fail ? "FAIL" : "ok");
 	return st_fail ? 1 : 0;
@@ -1472,7 +1695,8 @@ static void usage(FILE *f)
 		"\n"
 		"  --trace FILE|generated  the requests ('-' for stdin)\n"
 		"  --capacities N,N,...    total capacities in blocks\n"
-		"  --policies P,P,...      of lru, opt, kvtier, kvtier-seg [all]\n"
+		"  --policies P,P,...      of lru, opt, kvtier, kvtier-seg, kvtier-clock,\n"
+		"                          slru, 2q, arc, s3fifo, lfu, sched [all]\n"
 		"  --dram-share F          DRAM's share of each capacity, the rest NVMe\n"
 		"                          [0.25]; 1 for DRAM only\n"
 		"  --region-blocks N       blocks per NVMe log region [64: 4 MiB regions\n"
@@ -1546,7 +1770,7 @@ int main(int argc, char **argv)
 			       .block_bytes = 65536 };
 	u64 max_req = UINT64_MAX, v;
 	const char *trace = NULL;
-	bool csv = false, on[POL_NR] = { true, true, true, true };
+	bool csv = false, on[POL_NR];
 	bool dec = false;
 	u64 dec_dram = 0, dec_ops = 0;
 	int dec_kind = KVT_POLICY_LRU;
@@ -1557,6 +1781,8 @@ int main(int argc, char **argv)
 	int i, ret;
 
 	gen_opts_init(&go);
+	for (i = 0; i < POL_NR; i++)
+		on[i] = true;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *val;
 		char *end;
@@ -1657,7 +1883,7 @@ int main(int argc, char **argv)
 		printf("capacity_blocks,policy,usable_hit_ratio,dram_share,nvme_share,bytes_moved,held,dup,dead\n");
 	else
 		printf("%s: %u requests, %u blocks, %u distinct; DRAM share %g, region %u blocks, window %u\n"
-		       "%9s %-11s %7s %7s %6s %6s %12s %6s %6s %6s\n", trace,
+		       "%9s %-12s %7s %7s %6s %6s %12s %6s %6s %6s\n", trace,
 		       t.nreq, t.nacc, t.nkeys, so.dram_share,
 		       so.region_blocks, so.window, "capacity", "policy",
 		       "usable", "vs_opt", "dram", "nvme", "MiB_moved", "held",
@@ -1696,12 +1922,20 @@ int main(int argc, char **argv)
 			dead = res[p].dead / n;
 			if (p == POL_KVTIER && opt > 0 && u / opt < worst)
 				worst = u / opt;
-			if (csv)
+			if (csv && pol_one_level(p))
+				printf("%u,%s,%.4f,,,,%.4f,,\n", caps[c],
+				       pol_names[p], u, held);
+			else if (csv)
 				printf("%u,%s,%.4f,%.4f,%.4f,%.0f,%.4f,%.4f,%.4f\n",
 				       caps[c], pol_names[p], u, dram, nvme,
 				       moved, held, dup, dead);
+			else if (pol_one_level(p))
+				printf("%9u %-12s %7.4f %7.3f %6s %6s %12s %6.3f %6s %6s\n",
+				       caps[c], pol_names[p], u,
+				       opt > 0 ? u / opt : 0, "-", "-", "-",
+				       held, "-", "-");
 			else
-				printf("%9u %-11s %7.4f %7.3f %6.3f %6.3f %12.1f %6.3f %6.3f %6.3f\n",
+				printf("%9u %-12s %7.4f %7.3f %6.3f %6.3f %12.1f %6.3f %6.3f %6.3f\n",
 				       caps[c], pol_names[p], u,
 				       opt > 0 ? u / opt : 0, dram, nvme,
 				       moved / (1 << 20), held, dup, dead);

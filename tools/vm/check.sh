@@ -168,12 +168,20 @@ step_build() {
 			tail -n 40 "$logs/build-${d//\//-}.log"
 		fi
 	done
-	# kmod/policy.c in userspace: OPT bounds, LRU, its lists (a second).
+	# kmod/policy.c in userspace: OPT bounds, LRU, its lists, the online
+	# policies (a second).
 	if tools/policy-sim --selftest >"$logs/policy-sim.log" 2>&1; then
 		pass "tools/policy-sim --selftest"
 	else
 		fail "tools/policy-sim --selftest"
 		tail -n 40 "$logs/policy-sim.log"
+	fi
+	# The policy lab's generated traces: format, chaining, seeds.
+	if tools/trace-shapes.py --check >"$logs/trace-shapes.log" 2>&1; then
+		pass "tools/trace-shapes.py --check"
+	else
+		fail "tools/trace-shapes.py --check"
+		tail -n 40 "$logs/trace-shapes.log"
 	fi
 }
 
