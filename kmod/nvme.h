@@ -115,6 +115,7 @@ struct kvt_nvme {
 	mempool_t *wbr_reserve;
 	mempool_t *summary_reserve;
 	atomic_t writes;		/* region writes in flight */
+	atomic_t reads;			/* block reads in flight */
 	atomic_t inflight;		/* I/O contexts alive */
 	wait_queue_head_t idle;		/* inflight reaches zero */
 

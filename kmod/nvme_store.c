@@ -770,6 +770,7 @@ int kvt_nvme_attach(const char *path, u32 flags, u32 region_kib)
 	INIT_LIST_HEAD(&nvme->tombs);
 	atomic_set(&nvme->writes, 0);
 	atomic_set(&nvme->inflight, 0);
+	atomic_set(&nvme->reads, 0);
 	init_waitqueue_head(&nvme->idle);
 	INIT_WORK(&nvme->write_work, kvt_nvme_write_work);
 

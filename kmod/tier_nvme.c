@@ -51,7 +51,13 @@ module_param_named(discard, kvt_discard, bool, 0644);
 MODULE_PARM_DESC(discard,
 		 "Discard what the NVMe log frees, where the device can (default Y)");
 
+static bool kvt_reads_first = true;
+module_param_named(reads_first, kvt_reads_first, bool, 0644);
+MODULE_PARM_DESC(reads_first,
+		 "While block reads are in flight, write one segment at a time, not 4 (default Y)");
+
 #define KVT_WRITE_QD		4	/* segment writes in flight */
+#define KVT_WRITE_QD_READING	1	/* ... while block reads are, reads_first */
 /* Blocks in use with a copy in the next 1/8 of the log to reclaim: rewritten */
 #define KVT_RESCUE_SHARE	8
 #define KVT_READ_TRIES		3	/* tries of a block read that fails */
@@ -1198,13 +1204,27 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 	kvt_io_submit(&wbr->io, bio);
 }
 
+/*
+ * Segment writes to keep in flight. Reads first: a GET waiting for its
+ * block would otherwise queue behind up to KVT_WRITE_QD segments (15 MiB)
+ * in the device; while block reads are in flight only one segment is,
+ * and the last read to end starts the writer again (kvt_rd_done()).
+ */
+static int kvt_write_qd(struct kvt_nvme *nvme)
+{
+	if (READ_ONCE(kvt_reads_first) && atomic_read(&nvme->reads))
+		return KVT_WRITE_QD_READING;
+	return KVT_WRITE_QD;
+}
+
 /**
  * kvt_nvme_write_work() - the segment writer
  * @work: the device's write_work
  *
- * Packs queued blocks into segments and submits them, KVT_WRITE_QD at most
- * in flight; each completion queues it again. Out of memory with segments
- * in flight, it stops until one ends; with none, the reserve serves.
+ * Packs queued blocks into segments and submits them, kvt_write_qd() at
+ * most in flight; each completion queues it again. Out of memory with
+ * segments in flight, it stops until one ends; with none, the reserve
+ * serves.
  */
 void kvt_nvme_write_work(struct work_struct *work)
 {
@@ -1213,7 +1233,7 @@ void kvt_nvme_write_work(struct work_struct *work)
 	struct kvt_wbr *wbr;
 	int ret;
 
-	while (atomic_read(&nvme->writes) < KVT_WRITE_QD) {
+	while (atomic_read(&nvme->writes) < kvt_write_qd(nvme)) {
 		wbr = kvt_wbr_alloc(nvme);
 		if (!wbr)
 			return;
@@ -1560,6 +1580,10 @@ static void kvt_rd_done(struct work_struct *work)
 	kvt_lat_add(KVT_LAT_READ, rd->io.start);
 	kvt_z_release(&rd->z);
 	kfree(rd);
+	/* The writer may have held back for reads (kvt_write_qd()). */
+	if (atomic_dec_and_test(&nvme->reads) &&
+	    atomic_read(&nvme->writes) < KVT_WRITE_QD && READ_ONCE(nvme->qlen))
+		queue_work(nvme->wq, &nvme->write_work);
 	/* Detach flushes nvme->rwq after this, so nvme outlives the wake. */
 	if (atomic_dec_and_test(&nvme->inflight))
 		wake_up_all(&nvme->idle);
@@ -1622,8 +1646,10 @@ static int kvt_nvme_load(struct kvt_pool *pool, u32 addr)
 	}
 	spin_lock(&kvt_nvme_qlock);
 	nvme = kvt_nvmes[rd->ndev];
-	if (nvme)
+	if (nvme) {
 		atomic_inc(&nvme->inflight);
+		atomic_inc(&nvme->reads);
+	}
 	spin_unlock(&kvt_nvme_qlock);
 	/* Detached since the residency layer looked: a miss, the block stays. */
 	if (!nvme) {

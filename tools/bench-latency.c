@@ -9,7 +9,7 @@
  * each block once, each timed around its ioctl; three such trials a depth,
  * and fio's three runs, each side's lowest p99 kept (best of 3). The same again with a
  * second pool writing meanwhile (PUT batches of 4 MiB through a DRAM share
- * of 4 MiB: the segment writer demoting). fio runs after, on the raw
+ * of 4 MiB, 32 MiB/s at most: the segment writer demoting). fio runs after, on the raw
  * device: tools/fio/nvme-lat-read.fio at the same block size and depths,
  * then nvme-lat-mixed.fio, whose writer is held to the rate the tier's
  * demotions reached.
@@ -35,6 +35,12 @@
  *			(idle) / fio's: the read without the caller's wait
  *			for a CPU, which under QEMU TCG is most of GET's tail
  *			at depth 32 (32 threads on 2 emulated CPUs)
+ *   nvme_get_p99_reads_first_vs_not  the largest over the depths of the
+ *			loaded GET's p99 with the module parameter reads_first
+ *			on (the writer keeps one segment in flight while block
+ *			reads are) / off (four): its trials alternate, on and
+ *			off, best of 3 each; the figures with it off end in
+ *			_writes_rf0
  *
  * Then writes alone, the drive's volatile write cache on and off as the
  * kernel sees it (/sys/block/DEV/queue/write_cache "write back" or "write
@@ -51,10 +57,12 @@
  * latency.csv too (series,qd,percentile,us), for tools/bench-plot.sh.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <kvtier.h>
 
@@ -69,6 +77,7 @@
 #define LAT_W_BLOCK	(256ULL << 10)
 #define LAT_W_BATCH	16		/* 4 MiB a writer PUT */
 #define LAT_W_DRAM	16
+#define LAT_W_RATE	(32ULL << 20)	/* the writer's bytes/s at most */
 #define LAT_FIO_WBS	(1ULL << 20)	/* nvme-lat-mixed.fio's writes */
 #define LAT_WC_BYTES	(96ULL << 20)	/* a write trial, cache on or off */
 
@@ -183,8 +192,8 @@ static void *lat_reader(void *arg)
  * LAT_SAMPLES GETs at depth @qd; their percentiles in *@p, and the p99 of
  * the module's own read histogram over them in *@io99 (0 if none).
  */
-static int lat_gets(struct kvtier_pool *pool, int qd, uint64_t *idx,
-		    uint64_t *rng, const volatile int *writing,
+static int lat_gets(struct kvtier_pool *pool, int qd, uint64_t samples,
+		    uint64_t *idx, uint64_t *rng, const volatile int *writing,
 		    struct lat_pcts *p, double *io99, uint64_t *overlap,
 		    uint64_t *bad)
 {
@@ -201,8 +210,8 @@ static int lat_gets(struct kvtier_pool *pool, int qd, uint64_t *idx,
 	m = nvme_only(pool, LAT_BLOCKS, idx, rng);
 	if (m < 0)
 		return warn("LOOKUP", (int)m);
-	r.nidx = (uint64_t)m < LAT_SAMPLES ? (uint64_t)m : LAT_SAMPLES;
-	if (r.nidx < LAT_SAMPLES / 2) {
+	r.nidx = (uint64_t)m < samples ? (uint64_t)m : samples;
+	if (r.nidx < samples / 2) {
 		fprintf(stderr, "%s: latency: only %lld blocks only on NVMe\n",
 			prog, (long long)m);
 		return -ENOENT;
@@ -244,13 +253,71 @@ static int lat_best_gets(struct kvtier_pool *pool, int qd, uint64_t *idx,
 	memset(p, 0, sizeof(*p));
 	*io99 = 0;
 	for (t = 0; t < LAT_TRIALS && !ret; t++) {
-		ret = lat_gets(pool, qd, idx, rng, writing, &one, &io1, overlap,
-			       bad);
+		ret = lat_gets(pool, qd, LAT_SAMPLES, idx, rng, writing, &one,
+			       &io1, overlap, bad);
 		if (!ret && (!p->us[LAT_P99] || one.us[LAT_P99] < p->us[LAT_P99])) {
 			*p = one;
 			*io99 = io1;
 		}
 	}
+	return ret;
+}
+
+/* The module parameter reads_first, set to @on: 0, or -errno. */
+static int lat_reads_first(int on)
+{
+	FILE *f = fopen("/sys/module/kvtier/parameters/reads_first", "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(on ? "Y\n" : "N\n", f) < 0 ? -EIO : 0;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * The loaded GETs at depth @qd, reads_first on and off in turns, a trial
+ * each, LAT_TRIALS times: each side's best in @on and @off. A trial is
+ * LAT_SAMPLES / 2 GETs here, so that the writer's budget lasts as long as
+ * without the turns. A module that has no such parameter gets the loaded
+ * GETs alone, @off left zero.
+ */
+static int lat_best_gets_ab(struct kvtier_pool *pool, int qd, uint64_t *idx,
+			    uint64_t *rng, const volatile int *writing,
+			    struct lat_pcts *on, double *io_on,
+			    struct lat_pcts *off, double *io_off,
+			    uint64_t *overlap, uint64_t *bad, uint64_t *trials)
+{
+	struct lat_pcts *best[2] = { off, on };
+	double *io99[2] = { io_off, io_on };
+	int t, rf, ret = 0;
+
+	memset(on, 0, sizeof(*on));
+	memset(off, 0, sizeof(*off));
+	*io_on = *io_off = 0;
+	if (lat_reads_first(1))
+		return lat_best_gets(pool, qd, idx, rng, writing, on, io_on,
+				     overlap, bad);
+	for (t = 0; t < LAT_TRIALS && !ret; t++)
+		for (rf = 1; rf >= 0 && !ret; rf--) {
+			struct lat_pcts one;
+			double io1;
+
+			ret = lat_reads_first(rf);
+			if (!ret)
+				ret = lat_gets(pool, qd, LAT_SAMPLES / 2, idx,
+					       rng, writing, &one, &io1,
+					       overlap, bad);
+			if (!ret && (!best[rf]->us[LAT_P99] ||
+				     one.us[LAT_P99] < best[rf]->us[LAT_P99])) {
+				*best[rf] = one;
+				*io99[rf] = io1;
+			}
+			*trials += 1;
+		}
+	lat_reads_first(1);
 	return ret;
 }
 
@@ -261,6 +328,7 @@ static void *lat_write_loop(void *arg)
 	struct kvtier_block b[LAT_W_BATCH];
 	uint64_t t = now_ns(), i;
 	uint32_t j, done;
+	double ahead;
 
 	if (!buf) {
 		w->err = -ENOMEM;
@@ -283,6 +351,17 @@ static void *lat_write_loop(void *arg)
 		if (w->err)
 			break;
 		w->written += LAT_W_BATCH;
+		/* Held to LAT_W_RATE: the same write load on each side. */
+		ahead = w->written * LAT_W_BLOCK * 1e9 / LAT_W_RATE -
+			(double)(now_ns() - t);
+		if (ahead > 0) {
+			struct timespec ts = {
+				.tv_sec = (time_t)(ahead / 1e9),
+				.tv_nsec = (long)fmod(ahead, 1e9),
+			};
+
+			nanosleep(&ts, NULL);
+		}
 	}
 	if (!w->err)
 		w->err = kvtier_sync(w->pool, NULL);
@@ -549,6 +628,8 @@ static void io_ratio(double io99[LAT_NCOND][LAT_NQD],
 int bench_latency(void)
 {
 	struct lat_pcts kv[LAT_NCOND][LAT_NQD], fio[LAT_NCOND][LAT_NQD];
+	struct lat_pcts rf0[LAT_NQD];	/* loaded, reads_first off */
+	double io_rf0[LAT_NQD];
 	struct kvtier_pool *pool = NULL, *wpool = NULL;
 	struct lat_writer w = { 0 };
 	struct kvtier_nvme_stat s0, s1;
@@ -566,6 +647,8 @@ int bench_latency(void)
 	memset(kv, 0, sizeof(kv));
 	memset(fio, 0, sizeof(fio));
 	memset(io99, 0, sizeof(io99));
+	memset(rf0, 0, sizeof(rf0));
+	memset(io_rf0, 0, sizeof(io_rf0));
 	if (nvme_device(dev, sizeof(dev), &dev_bytes, "nvme_get_p99_vs_fio_p99"))
 		return 0;
 	if (dev_bytes < LAT_BLOCKS * LAT_BLOCK * 2) {
@@ -620,10 +703,14 @@ int bench_latency(void)
 		goto out;
 	}
 	for (q = 0; q < LAT_NQD && !ret; q++) {
-		ret = lat_best_gets(pool, lat_qd[q], idx, &rng, &w.writing,
-				    &kv[LAT_WRITES][q], &io99[LAT_WRITES][q],
-				    &overlap, &bad);
-		loaded += LAT_TRIALS * LAT_SAMPLES;
+		uint64_t trials = 0;
+
+		ret = lat_best_gets_ab(pool, lat_qd[q], idx, &rng, &w.writing,
+				       &kv[LAT_WRITES][q], &io99[LAT_WRITES][q],
+				       &rf0[q], &io_rf0[q], &overlap, &bad,
+				       &trials);
+		loaded += trials ? trials * (LAT_SAMPLES / 2) :
+				   LAT_TRIALS * LAT_SAMPLES;
 	}
 	w.stop = 1;
 	pthread_join(wth, NULL);
@@ -679,6 +766,16 @@ int bench_latency(void)
 	lat_ratios("fio_p99_under_writes_vs_idle", fio[LAT_WRITES],
 		   fio[LAT_IDLE]);
 	io_ratio(io99, fio);
+	lat_ratios("nvme_get_p99_reads_first_vs_not", kv[LAT_WRITES], rf0);
+	for (q = 0; q < LAT_NQD; q++) {
+		char s[48];
+
+		lat_figures("nvme_get", lat_qd[q], "_writes_rf0", &rf0[q]);
+		snprintf(s, sizeof(s), "nvme_read_io_p99_us_qd%d_writes_rf0",
+			 lat_qd[q]);
+		if (io_rf0[q] > 0)
+			figure(s, "%.0f", io_rf0[q]);
+	}
 	if (outdir && *outdir) {
 		char path[4096];
 
