@@ -10,8 +10,10 @@
 #  3. each test binary of selftests/kvtier/TESTS (else every executable
 #     there without a dot in its name), in order, then lib/tests/kvt-test
 #     when built, selftests/kvtier/top.sh (kvtierctl top),
-#     python/tests/test_kvtier.py (the Python binding) and
-#     selftests/kvtier/trace.sh (tools/trace), under timeout;
+#     python/tests/test_kvtier.py (the Python binding),
+#     selftests/kvtier/trace.sh (tools/trace) and
+#     selftests/kvtier/flaky-replay.sh (the loaded replay on a drive behind
+#     dm-flakey), under timeout;
 #     its kselftest "# Totals:" line (else a complete TAP plan) gives the
 #     case counts; then dmesg since the binary
 #     started must hold no BUG/WARNING/lockdep/leak report;
@@ -190,11 +192,13 @@ else
 		-printf '%f\n' | sort)
 fi
 # Userspace checks of the tools, after the C tests (TAP, see below):
-# kvtierctl top, the Python binding's unittest and tools/trace. KVTIER_TESTS
-# names them "top", "python" and "trace", and libkvtier's own tests "lib".
+# kvtierctl top, the Python binding's unittest, tools/trace and the loaded
+# replay on a flaky drive. KVTIER_TESTS names them "top", "python", "trace"
+# and "flaky", and libkvtier's own tests "lib".
 declare -A user_tests=([top]=$top/selftests/kvtier/top.sh
 	[python]=$top/python/tests/test_kvtier.py
 	[trace]=$top/selftests/kvtier/trace.sh
+	[flaky]=$top/selftests/kvtier/flaky-replay.sh
 	[lib]=$top/lib/tests/kvt-test)
 user_run=()
 if [[ -n ${KVTIER_TESTS:-} ]]; then
@@ -211,7 +215,8 @@ elif [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
 	echo "kvtier-selftests: debug lane: top.sh and the Python tests run in the other lane"
 	user_run=("${user_tests[trace]}")
 else
-	user_run=("${user_tests[top]}" "${user_tests[python]}" "${user_tests[trace]}")
+	user_run=("${user_tests[top]}" "${user_tests[python]}" "${user_tests[trace]}"
+		"${user_tests[flaky]}")
 fi
 ((${#tests[@]} + ${#user_run[@]})) || fail "no test binaries in $tdir"
 tests=("${tests[@]/#/$tdir/}")
