@@ -13,19 +13,21 @@
  * Two policies, picked at load by the "policy" parameter:
  *
  * lru	One list, most recently used at the head; the tail goes first.
- *	The default: tools/policy-sim finds seg no better once NVMe is
- *	attached (Documentation/design.rst, "Placement policy").
  *
- * seg	The same list in two segments: main (head side: blocks used
- *	again since they came in) and probation (tail side: blocks come in
- *	once, inserted at its head). The tail, so probation, goes first; a
- *	touched block goes to the head of main; main is held to its share
- *	of the list by moving its coldest block to probation. The share
- *	adapts: a block that comes back into DRAM after leaving it (a
- *	promotion from NVMe) says which segment was too small, from the
- *	KVT_PB_OUT_* bit it left with. The NVMe copies are the ghost lists,
+ * seg	The default. The same list in two segments: main (head side:
+ *	blocks used again since they came in) and probation (tail side:
+ *	blocks come in once, inserted at its head). The tail, so
+ *	probation, goes first; a touched block goes to the head of main;
+ *	main is held to its share of the list by moving its coldest block
+ *	to probation. The share adapts: a block that comes back into DRAM
+ *	after leaving it (a promotion from NVMe) says which segment was too
+ *	small, from the KVT_PB_OUT_* bit it left with: whether it had been
+ *	used again since it came in. The NVMe copies are the ghost lists,
  *	at no memory cost. Every call is O(1); the state is one byte per
  *	block (kvt_block.pol, in what was padding) and struct kvt_policy.
+ *	tools/policy-sim finds it at or above lru at 52 of 64 traces and
+ *	capacities, at most 4.4% below and up to 16% above
+ *	(Documentation/design.rst, "Placement policy").
  *
  * This file also builds in userspace (tools/policy-sim), on
  * tools/policy-shim.h instead of the kernel headers: see policy.h for
@@ -43,7 +45,7 @@
 #define KVT_VICTIM_SCAN		256	/* busy blocks skipped at most */
 #define KVT_BALANCE_MAX		4	/* main blocks moved per call at most */
 
-int kvt_policy_param = KVT_POLICY_LRU;
+int kvt_policy_param = KVT_POLICY_SEG;
 
 #ifdef __KERNEL__
 static const char * const kvt_policy_names[KVT_POLICY_NR] = {
@@ -73,7 +75,7 @@ static const struct kernel_param_ops kvt_policy_param_ops = {
 
 module_param_cb(policy, &kvt_policy_param_ops, NULL, 0444);
 MODULE_PARM_DESC(policy,
-		 "Replacement policy of the DRAM tier: lru, or seg (two segments, adaptive). Default: lru");
+		 "Replacement policy of the DRAM tier: seg (two segments, adaptive), or lru. Default: seg");
 #endif
 
 static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
@@ -219,8 +221,9 @@ void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
  * @pool: the pool, its lock held
  * @addr: the block; a no-op if it is not in the list (pinned)
  *
- * A block losing its DRAM copy (KVT_BF_EVICTING) remembers which segment
- * it left, for kvt_policy_insert() to learn from if it comes back.
+ * A block losing its DRAM copy (KVT_BF_EVICTING) remembers which
+ * segment it belonged to, for kvt_policy_insert() to learn from if it
+ * comes back.
  */
 void kvt_policy_remove(struct kvt_pool *pool, u32 addr)
 {
@@ -230,10 +233,16 @@ void kvt_policy_remove(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	if (!kvt_lru_linked(pool, addr))
 		return;
+	/*
+	 * Victims come from probation's tail, and main hands its coldest
+	 * blocks to probation before they get there: the segment a block
+	 * leaves from says nothing. Whether it was used again since it came
+	 * in, main's entry ticket, does: that is the ghost list it joins.
+	 */
 	if (pol->kind != KVT_POLICY_LRU && (blk->flags & KVT_BF_EVICTING))
 		blk->pol = (blk->pol & ~KVT_PB_OUT) |
-			   (blk->pol & KVT_PB_MAIN ? KVT_PB_OUT_MAIN :
-						     KVT_PB_OUT_PROB);
+			   (blk->pol & (KVT_PB_MAIN | KVT_PB_REF) ?
+			    KVT_PB_OUT_MAIN : KVT_PB_OUT_PROB);
 	kvt_unlink(pool, pol, addr);
 }
 

@@ -34,8 +34,8 @@ enum kvt_policy_kind {
 /* kvt_block.pol: the policy's bits of a block, kept while it is on NVMe. */
 #define KVT_PB_MAIN		BIT(0)	/* in the main segment */
 #define KVT_PB_REF		BIT(1)	/* used again since it was written */
-#define KVT_PB_OUT_PROB		BIT(2)	/* left DRAM from probation */
-#define KVT_PB_OUT_MAIN		BIT(3)	/* left DRAM from main */
+#define KVT_PB_OUT_PROB		BIT(2)	/* left DRAM seen once */
+#define KVT_PB_OUT_MAIN		BIT(3)	/* left DRAM used again (main's) */
 #define KVT_PB_OUT		(KVT_PB_OUT_PROB | KVT_PB_OUT_MAIN)
 
 /* Probation share of the list, in 1/KVT_POL_SCALE: start, and bounds. */
@@ -53,8 +53,8 @@ enum kvt_policy_kind {
  * @last_main: the coldest main block; meaningful while @nr_main.
  * @prob_share: probation's share of the list, in 1/KVT_POL_SCALE; moved
  *	by blocks that come back to DRAM after leaving it.
- * @back_prob: blocks come back that had left from probation.
- * @back_main: blocks come back that had left from main.
+ * @back_prob: blocks come back that had left DRAM seen once.
+ * @back_main: blocks come back that had left DRAM used again.
  *
  * pool->lru holds the evictable DRAM blocks, hottest first: the main
  * segment (blocks used again since they came in), then probation (blocks

@@ -3,9 +3,9 @@
 #
 # The body of `make bench-policy`: replay each trace through
 # tools/policy-sim at each capacity, every policy side by side (lru, opt,
-# the module's hierarchy as kvtier and kvtier-seg, the kvtier-clock
-# what-if, the online slru, 2q, arc, s3fifo and lfu, and sched, which
-# knows the runtime's queue), write build/policy/NAME.csv, print one table
+# the module's hierarchy as kvtier (policy=seg, the default) and
+# kvtier-lru, the kvtier-clock what-if, the online slru, 2q, arc, s3fifo
+# and lfu, and sched, which knows the runtime's queue), write build/policy/NAME.csv, print one table
 # per trace, plot usable hit ratio vs capacity to build/policy/NAME.svg
 # (gnuplot), and end with the minimum ratios over all traces and
 # capacities, as "name: value":
@@ -60,7 +60,7 @@ plot() {
 	set ylabel "usable hit ratio"
 	set key bottom right
 	set grid
-	plot for [p in "opt lru kvtier kvtier-clock arc s3fifo sched"] "$csv" using 1:(strcol(2) eq p ? \$3 : NaN) with linespoints title p
+	plot for [p in "opt lru kvtier kvtier-lru kvtier-clock arc s3fifo sched"] "$csv" using 1:(strcol(2) eq p ? \$3 : NaN) with linespoints title p
 	EOG
 }
 

@@ -15,10 +15,10 @@
  *  opt		Belady's MIN with bypass over N blocks, offline: evict (or
  *		do not admit) the block used again furthest in the future
  *  kvtier	the module's hierarchy: DRAM of N x dram-share blocks run
- *		by kmod/policy.c with policy=lru (the module's default),
+ *		by kmod/policy.c with policy=seg (the module's default),
  *		demoting to an NVMe log of the rest, in regions reclaimed
  *		oldest first, hot clean victims rescued
- *  kvtier-seg	the same with policy=seg
+ *  kvtier-lru	the same with policy=lru
  *  kvtier-clock	what-if, not in the module: the kvtier hierarchy with
  *		clean DRAM blocks evicted first and the log run as a CLOCK
  *		(a block read back since it was written is written again
@@ -470,7 +470,7 @@ static int opt1_access(struct opt1 *o, u32 k, u32 nu, u32 *evicted,
 /* ---- single-level runs: all of it, and its DRAM share on top -------------- */
 
 enum {
-	POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_SEG, POL_KVTIER_CLOCK,
+	POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_LRU, POL_KVTIER_CLOCK,
 	POL_ONLINE,	/* + enum online_kind */
 	POL_SCHED = POL_ONLINE + ONL_NR,
 	POL_NR
@@ -480,7 +480,7 @@ static const char * const pol_names[POL_NR] = {
 	[POL_LRU] = "lru",
 	[POL_OPT] = "opt",
 	[POL_KVTIER] = "kvtier",
-	[POL_KVTIER_SEG] = "kvtier-seg",
+	[POL_KVTIER_LRU] = "kvtier-lru",
 	[POL_KVTIER_CLOCK] = "kvtier-clock",
 	[POL_ONLINE + ONL_SLRU] = "slru",
 	[POL_ONLINE + ONL_2Q] = "2q",
@@ -956,8 +956,8 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = hier_init(&h, t, cap, pol == POL_KVTIER_SEG ? KVT_POLICY_SEG :
-			KVT_POLICY_LRU, pol == POL_KVTIER_CLOCK, so, res);
+	ret = hier_init(&h, t, cap, pol == POL_KVTIER_LRU ? KVT_POLICY_LRU :
+			KVT_POLICY_SEG, pol == POL_KVTIER_CLOCK, so, res);
 	for (r = 0; !ret && r < t->nreq; r++) {
 		bool prefix = true;
 
@@ -1477,6 +1477,7 @@ static void st_lru_reference(void)
 /*
  * On generated (prefix-consistent) traces: OPT is at least every policy,
  * and the module's hierarchy with policy=lru and no NVMe is LRU exactly.
+ * (policy=seg is not: it is checked against the module by --decisions.)
  */
 static void st_opt_bound(void)
 {
@@ -1520,15 +1521,74 @@ static void st_opt_bound(void)
 						 pol_names[pol],
 						 (unsigned long long)res[pol].usable);
 				if (shares[s] == 1.0 && !so.window)
-					ST_CHECK(res[POL_KVTIER].usable ==
+					ST_CHECK(res[POL_KVTIER_LRU].usable ==
 						 res[POL_LRU].usable,
-						 "cap %u: kvtier %llu != lru %llu",
+						 "cap %u: kvtier-lru %llu != lru %llu",
 						 caps[c],
-						 (unsigned long long)res[POL_KVTIER].usable,
+						 (unsigned long long)res[POL_KVTIER_LRU].usable,
 						 (unsigned long long)res[POL_LRU].usable);
 			}
 		trace_set_free(&t);
 	}
+}
+
+/* An empty pool of @n blocks run by policy @kind, for the list checks. */
+static void st_pool(struct kvt_pool *pool, struct kvt_block *blocks, u32 n,
+		    int kind)
+{
+	u32 a;
+
+	memset(pool, 0, sizeof(*pool));
+	for (a = 0; a < n; a++) {
+		blocks[a].prev = blocks[a].next = blocks[a].nloc = NIL;
+		blocks[a].users = blocks[a].flags = blocks[a].pol = 0;
+	}
+	pool->blocks = blocks;
+	pool->lru.head = pool->lru.tail = NIL;
+	kvt_policy_param = kind;
+}
+
+/*
+ * seg's ghost lists. A DRAM of 16 blocks; 64 blocks come in one after the
+ * other, each used again at once (so each goes to main, and main hands
+ * its coldest to probation), each insert past 16 evicting the victim (its
+ * DRAM copy lost: the block stays on NVMe). Blocks 0 to 7 then come back.
+ * They had been used again, so main was too small: they must count as
+ * back from main, and probation's share shrink a step each. (It used to
+ * grow: by the time a block is a victim, main has handed it to probation,
+ * and the segment it left from was all it remembered.)
+ */
+static void st_seg_ghosts(void)
+{
+	struct kvt_block blocks[64];
+	struct kvt_pool pool;
+	u32 a, v, share;
+
+	st_pool(&pool, blocks, 64, KVT_POLICY_SEG);
+	for (a = 0; a < 64; a++) {
+		if (pool.lru.nr == 16) {
+			v = kvt_policy_victim(&pool);
+			blocks[v].flags = KVT_BF_EVICTING;
+			kvt_policy_remove(&pool, v);
+			blocks[v].flags = 0;
+		}
+		kvt_policy_insert(&pool, a);
+		kvt_policy_touch(&pool, a);
+	}
+	share = pool.pol.prob_share;
+	for (a = 0; a < 8; a++) {
+		v = kvt_policy_victim(&pool);
+		blocks[v].flags = KVT_BF_EVICTING;
+		kvt_policy_remove(&pool, v);
+		blocks[v].flags = 0;
+		kvt_policy_insert(&pool, a);
+	}
+	ST_CHECK(pool.pol.back_main == 8 && pool.pol.back_prob == 0 &&
+		 pool.pol.prob_share == share - 8 * KVT_POL_STEP,
+		 "seg ghosts: back main %u prob %u, share %u (from %u)",
+		 pool.pol.back_main, pool.pol.back_prob, pool.pol.prob_share,
+		 share);
+	ST_CHECK(!kvt_policy_check(&pool), "seg ghosts: list broken");
 }
 
 /*
@@ -1602,15 +1662,8 @@ static void st_policy_lists(void)
 	int kind, n;
 
 	for (kind = 0; kind < KVT_POLICY_NR; kind++) {
-		memset(&pool, 0, sizeof(pool));
 		memset(linked, 0, sizeof(linked));
-		for (n = 0; n < 64; n++) {
-			blocks[n].prev = blocks[n].next = blocks[n].nloc = NIL;
-			blocks[n].users = blocks[n].flags = blocks[n].pol = 0;
-		}
-		pool.blocks = blocks;
-		pool.lru.head = pool.lru.tail = NIL;
-		kvt_policy_param = kind;
+		st_pool(&pool, blocks, 64, kind);
 		for (n = 0; n < 20000; n++) {
 			u32 a, op;
 
@@ -1672,6 +1725,7 @@ static int selftest(void)
 	st_lru_reference();
 	st_opt_bound();
 	st_policy_lists();
+	st_seg_ghosts();
 	st_online();
 	st_decisions();
 	printf("selftest: %s\n", st_fail ? "FAIL" : "ok");
@@ -1695,7 +1749,7 @@ static void usage(FILE *f)
 		"\n"
 		"  --trace FILE|generated  the requests ('-' for stdin)\n"
 		"  --capacities N,N,...    total capacities in blocks\n"
-		"  --policies P,P,...      of lru, opt, kvtier, kvtier-seg, kvtier-clock,\n"
+		"  --policies P,P,...      of lru, opt, kvtier, kvtier-lru, kvtier-clock,\n"
 		"                          slru, 2q, arc, s3fifo, lfu, sched [all]\n"
 		"  --dram-share F          DRAM's share of each capacity, the rest NVMe\n"
 		"                          [0.25]; 1 for DRAM only\n"
