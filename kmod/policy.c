@@ -59,13 +59,14 @@ static int kvt_policy_param_set(const char *val, const struct kernel_param *kp)
 
 	if (i < 0)
 		return -EINVAL;
-	kvt_policy_param = i;
+	WRITE_ONCE(kvt_policy_param, i);
 	return 0;
 }
 
 static int kvt_policy_param_get(char *buf, const struct kernel_param *kp)
 {
-	return sysfs_emit(buf, "%s\n", kvt_policy_names[kvt_policy_param]);
+	return sysfs_emit(buf, "%s\n",
+			  kvt_policy_names[READ_ONCE(kvt_policy_param)]);
 }
 
 static const struct kernel_param_ops kvt_policy_param_ops = {
@@ -73,17 +74,18 @@ static const struct kernel_param_ops kvt_policy_param_ops = {
 	.get = kvt_policy_param_get,
 };
 
-module_param_cb(policy, &kvt_policy_param_ops, NULL, 0444);
+module_param_cb(policy, &kvt_policy_param_ops, NULL, 0644);
 MODULE_PARM_DESC(policy,
-		 "Replacement policy of the DRAM tier: seg (two segments, adaptive), or lru. Default: seg");
+		 "Replacement policy of the DRAM tier: seg (two segments, adaptive), or lru; a pool takes the one in force when it first stores a block. Default: seg");
 #endif
 
 static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
 {
 	struct kvt_policy *pol = &pool->pol;
 
+	/* The parameter may change: each pool keeps what it found first. */
 	if (!pol->ready) {
-		pol->kind = kvt_policy_param;
+		pol->kind = READ_ONCE(kvt_policy_param);
 		pol->prob_share = KVT_POL_PROB_INIT;
 		pol->ready = 1;
 	}

@@ -5,7 +5,7 @@
  * policy.c builds twice: into the module, and into tools/policy-sim, which
  * replays traces through it. It may use only what tools/policy-shim.h
  * provides in userspace: u8..u64, BIT(), U32_MAX, min()/max(),
- * WARN_ON_ONCE(), lockdep_assert_held(), and these fields:
+ * WARN_ON_ONCE(), lockdep_assert_held(), READ_ONCE(), and these fields:
  *
  *  struct kvt_block	prev, next (list links by address), users, flags
  *			(KVT_BF_*), pol (KVT_PB_*), nloc (KVT_NIL: no NVMe

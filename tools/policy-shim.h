@@ -40,6 +40,7 @@ extern unsigned long shim_warnings;
 /* One thread: the lock is a name only. */
 typedef struct { int unused; } spinlock_t;
 #define lockdep_assert_held(l)	((void)(l))
+#define READ_ONCE(x)		(x)
 
 #include "../kmod/policy.h"
 

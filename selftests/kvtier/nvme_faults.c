@@ -176,6 +176,7 @@ TEST_F(multi, device_limit)
 
 FIXTURE(wrap) {
 	struct nvt_fix;
+	char policy[16];	/* the parameter to put back, if changed */
 };
 
 #define WRAP_MIB	64	/* device size */
@@ -198,12 +199,17 @@ FIXTURE_SETUP(wrap)
 FIXTURE_TEARDOWN(wrap)
 {
 	nvt_teardown(NVT_FIX(self));
+	if (self->policy[0])
+		kst_write_str(KST_PARAM_DIR "/policy", self->policy);
 }
 
 /*
  * Blocks in use survive the log wrapping round: a hot set read between
  * batches of cold PUTs keeps its copies out of the regions being reclaimed
- * (rescued while still in DRAM), while cold blocks are reclaimed.
+ * (rescued while still in DRAM), while cold blocks are reclaimed. With
+ * policy=lru, where the hot blocks come round to the cold end as victims
+ * and rescue is what keeps them (with seg, the default, they stay in main
+ * and are never victims): the pool takes the policy at its first PUT.
  */
 TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 {
@@ -212,8 +218,15 @@ TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 	struct kvtier_nvme_stat ns;
 	unsigned int misses = 0;
 	struct tally t;
+	char *nl;
 
 	ASSERT_LT(0, nr);
+	ASSERT_LT(0, kst_read_file(KST_PARAM_DIR "/policy", self->policy,
+				   sizeof(self->policy)));
+	nl = strchr(self->policy, '\n');
+	if (nl)
+		*nl = 0;
+	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy", "lru"));
 	ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1,
 			       0));
 	/* Enough cold data to go round the log twice and a half. */

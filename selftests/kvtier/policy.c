@@ -7,8 +7,9 @@
  * `tools/policy-sim --decisions` generates pool commands (PUT, PUT with
  * REPLACE, GET, LOOKUP with and without TOUCH, DROP, PIN, UNPIN) and prints
  * each with its result and the keys the policy evicted, for the policy the
- * module was loaded with (parameter "policy") and a pool of dram_blocks
- * blocks without NVMe, where a victim is dropped. The test replays them on
+ * module was loaded with (parameter "policy"; some variants set it to lru
+ * or seg for their pool, which takes it at its first PUT) and a pool of
+ * dram_blocks blocks without NVMe, where a victim is dropped. The test replays them on
  * a real pool and after each command requires the same result, the same
  * evicted keys (found with LOOKUP without TOUCH, which the policy does not
  * see, and the pool's eviction counter), the same resident and pinned
@@ -68,11 +69,14 @@ FIXTURE(policy) {
 	__u16 *pins;			/* key -> pins */
 	unsigned int nresident, npinned;
 	char why[1024];
+	char loaded[32];		/* the parameter to put back, if set */
 };
 
+/* @policy: set the parameter to it for the pool (NULL: as loaded). */
 FIXTURE_VARIANT(policy) {
 	__u32 dram_blocks;
 	__u64 seed;
+	const char *policy;
 };
 
 FIXTURE_VARIANT_ADD(policy, dram16) {
@@ -102,6 +106,25 @@ FIXTURE_VARIANT_ADD(policy, dram1) {
 	.seed = 5,
 };
 
+/* Both policies whatever the module was loaded with. */
+FIXTURE_VARIANT_ADD(policy, dram16_lru) {
+	.dram_blocks = 16,
+	.seed = 6,
+	.policy = "lru",
+};
+
+FIXTURE_VARIANT_ADD(policy, dram16_seg) {
+	.dram_blocks = 16,
+	.seed = 7,
+	.policy = "seg",
+};
+
+FIXTURE_VARIANT_ADD(policy, dram2_lru) {
+	.dram_blocks = 2,
+	.seed = 8,
+	.policy = "lru",
+};
+
 FIXTURE_SETUP(policy)
 {
 	kst_setup(_metadata);
@@ -121,6 +144,8 @@ FIXTURE_TEARDOWN(policy)
 		close(self->pfd);
 		kst_pool_destroy(self->ctl, self->name);
 	}
+	if (self->loaded[0])
+		kst_write_str(KST_PARAM_DIR "/policy", self->loaded);
 	kst_free(self->buf, BS);
 	free(self->probe);
 	free(self->sim.ops);
@@ -536,6 +561,15 @@ TEST_F(policy, same_decisions)
 
 	ret = loaded_policy(policy, sizeof(policy));
 	ASSERT_EQ(0, ret) TH_LOG("reading " KST_PARAM_DIR "/policy");
+	if (variant->policy) {
+		/* A pool takes the parameter at its first PUT. */
+		snprintf(self->loaded, sizeof(self->loaded), "%s", policy);
+		ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy",
+					   variant->policy));
+		ret = loaded_policy(policy, sizeof(policy));
+		ASSERT_EQ(0, ret);
+		ASSERT_STREQ(variant->policy, policy);
+	}
 	ret = nvme_attached(self->ctl);
 	ASSERT_LE(0, ret);
 	if (ret)

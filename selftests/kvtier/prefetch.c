@@ -83,6 +83,27 @@ static int get_check(int pfd, void *buf, __u64 k)
 	return kst_check_gen(buf, BS, K0, k, 1) == -1 ? 0 : -EILSEQ;
 }
 
+/*
+ * PUT @n new blocks from @first, each used once right after (GET): blocks
+ * used again, which push every other unprotected block out of DRAM with
+ * either policy (lru: they are the most recent; seg: they fill main, and
+ * main hands its coldest to probation, which goes first).
+ */
+static int put_used_keys(int pfd, void *buf, __u64 first, __u32 n)
+{
+	__u32 i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = put_keys(pfd, buf, first + i, 1);
+		if (!ret)
+			ret = get_check(pfd, buf, first + i);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 FIXTURE(pf) {
 	int ctl, pfd;
 	char name[KVTIER_NAME_MAX];
@@ -521,13 +542,13 @@ TEST_F(pf, protection_until_used)
 	ASSERT_EQ(0, completion(self->pfd, &c, 20000));
 	ASSERT_EQ(8U, c.ready);
 	/* Two DRAMs' worth of new blocks: everything else is pushed out. */
-	ASSERT_EQ(0, put_keys(self->pfd, self->buf, 1000, 2 * DRAM));
+	ASSERT_EQ(0, put_used_keys(self->pfd, self->buf, 1000, 2 * DRAM));
 	EXPECT_EQ(8U, count_tier(self->pfd, 0, 8, KVTIER_TIER_DRAM));
 	EXPECT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 1000));
 	/* Used: the protection ends. */
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ(0, get_check(self->pfd, self->buf, i));
-	ASSERT_EQ(0, put_keys(self->pfd, self->buf, 2000, 2 * DRAM));
+	ASSERT_EQ(0, put_used_keys(self->pfd, self->buf, 2000, 2 * DRAM));
 	EXPECT_EQ(0U, count_tier(self->pfd, 0, 8, KVTIER_TIER_DRAM));
 }
 
@@ -542,7 +563,7 @@ TEST_F(pf, protection_bounded)
 	ASSERT_EQ(0, completion(self->pfd, &c, 30000));
 	EXPECT_EQ(0, c.status);
 	EXPECT_EQ(unprot + 24 - DRAM / 4, pf_stat("unprotected"));
-	ASSERT_EQ(0, put_keys(self->pfd, self->buf, 1000, 2 * DRAM));
+	ASSERT_EQ(0, put_used_keys(self->pfd, self->buf, 1000, 2 * DRAM));
 	EXPECT_EQ(DRAM / 4, count_tier(self->pfd, 0, 24, KVTIER_TIER_DRAM));
 }
 
