@@ -35,6 +35,11 @@
  *			(idle) / fio's: the read without the caller's wait
  *			for a CPU, which under QEMU TCG is most of GET's tail
  *			at depth 32 (32 threads on 2 emulated CPUs)
+ *   nvme_get_ring_p99_vs_fio_p99  the same GETs (idle) from one thread
+ *			through io_uring, the depth's GETs in flight at once, as
+ *			fio keeps its depth: the largest over the depths of
+ *			their p99 / fio's (goal <= 2); nvme_get_ring_*_us_qdN
+ *			beside
  *   nvme_get_p99_reads_first_vs_not  the largest over the depths of the
  *			loaded GET's p99 with the module parameter reads_first
  *			on (the writer keeps one segment in flight while block
@@ -235,6 +240,85 @@ static int lat_gets(struct kvtier_pool *pool, int qd, uint64_t samples,
 	*bad += r.bad;
 	free(r.us);
 	return r.err;
+}
+
+/*
+ * The same GETs from one thread through io_uring, @qd in flight, the way
+ * fio keeps its depth: no thread per GET waiting for a CPU to come back
+ * to. kmod/uring.c reissues a GET in one of io_uring's workers, where it
+ * may wait; each is timed from its queueing to its completion reaped.
+ * Percentiles in *@p.
+ */
+static int lat_ring_gets(struct kvtier_pool *pool, int qd, uint64_t samples,
+			 uint64_t *idx, uint64_t *rng, struct lat_pcts *p,
+			 uint64_t *bad)
+{
+	struct kvtier_block b[32];
+	struct kvtier_batch bt[32];
+	struct kvtier_ring_cqe c[32];
+	uint64_t t0[32], which[32], next = 0, done = 0, nidx;
+	uint32_t free_slot[32], nfree = 0;
+	struct kvtier_ring *ring = NULL;
+	double *us = NULL;
+	char *buf = NULL;
+	int64_t m;
+	int i, got, ret;
+
+	if (qd < 1 || qd > 32)
+		return -EINVAL;
+	m = nvme_only(pool, LAT_BLOCKS, idx, rng);
+	if (m < 0)
+		return warn("LOOKUP", (int)m);
+	nidx = (uint64_t)m < samples ? (uint64_t)m : samples;
+	if (nidx < samples / 2)
+		return -ENOENT;
+	us = calloc(nidx, sizeof(*us));
+	buf = aligned_alloc(4096, (size_t)qd * LAT_BLOCK);
+	ret = us && buf ? kvtier_ring_open(&ring, qd) : -ENOMEM;
+	for (i = qd - 1; i >= 0; i--)
+		free_slot[nfree++] = i;
+	while (!ret && done < nidx) {
+		while (nfree && next < nidx) {
+			uint32_t sl = free_slot[--nfree];
+			struct kvtier_key k = bench_key(idx[next]);
+
+			kvtier_block_set(&b[sl], &k, buf + sl * LAT_BLOCK);
+			memset(&bt[sl], 0, sizeof(bt[sl]));
+			bt[sl].blocks = (uintptr_t)&b[sl];
+			bt[sl].count = 1;
+			which[sl] = next++;
+			t0[sl] = now_ns();
+			ret = kvtier_ring_queue(ring, pool, KVTIER_IOC_GET,
+						&bt[sl], sl);
+			if (ret)
+				break;
+		}
+		if (ret || (ret = kvtier_ring_submit(ring)) < 0)
+			break;
+		got = kvtier_ring_reap(ring, c, 32, 1);
+		if (got < 0) {
+			ret = got;
+			break;
+		}
+		ret = 0;
+		for (i = 0; i < got; i++) {
+			uint32_t sl = c[i].user_data;
+
+			us[which[sl]] = (now_ns() - t0[sl]) / 1e3;
+			if (c[i].res || b[sl].status ||
+			    page_check(buf + sl * LAT_BLOCK, LAT_BLOCK,
+				       idx[which[sl]]))
+				(*bad)++;
+			free_slot[nfree++] = sl;
+			done++;
+		}
+	}
+	if (!ret)
+		lat_pcts_of(us, nidx, p);
+	kvtier_ring_close(ring);
+	free(buf);
+	free(us);
+	return ret;
 }
 
 /*
@@ -629,6 +713,7 @@ int bench_latency(void)
 {
 	struct lat_pcts kv[LAT_NCOND][LAT_NQD], fio[LAT_NCOND][LAT_NQD];
 	struct lat_pcts rf0[LAT_NQD];	/* loaded, reads_first off */
+	struct lat_pcts ring[LAT_NQD];	/* idle, one thread, io_uring */
 	double io_rf0[LAT_NQD];
 	struct kvtier_pool *pool = NULL, *wpool = NULL;
 	struct lat_writer w = { 0 };
@@ -648,6 +733,7 @@ int bench_latency(void)
 	memset(fio, 0, sizeof(fio));
 	memset(io99, 0, sizeof(io99));
 	memset(rf0, 0, sizeof(rf0));
+	memset(ring, 0, sizeof(ring));
 	memset(io_rf0, 0, sizeof(io_rf0));
 	if (nvme_device(dev, sizeof(dev), &dev_bytes, "nvme_get_p99_vs_fio_p99"))
 		return 0;
@@ -681,6 +767,20 @@ int bench_latency(void)
 				    &overlap, &bad);
 	if (ret) {
 		warn("latency: GET", ret);
+		goto out;
+	}
+	for (q = 0; q < LAT_NQD && !ret; q++)
+		for (int t = 0; t < LAT_TRIALS && !ret; t++) {
+			struct lat_pcts one;
+
+			ret = lat_ring_gets(pool, lat_qd[q], LAT_SAMPLES, idx,
+					    &rng, &one, &bad);
+			if (!ret && (!ring[q].us[LAT_P99] ||
+				     one.us[LAT_P99] < ring[q].us[LAT_P99]))
+				ring[q] = one;
+		}
+	if (ret) {
+		warn("latency: GET through io_uring", ret);
 		goto out;
 	}
 
@@ -766,11 +866,13 @@ int bench_latency(void)
 	lat_ratios("fio_p99_under_writes_vs_idle", fio[LAT_WRITES],
 		   fio[LAT_IDLE]);
 	io_ratio(io99, fio);
+	lat_ratios("nvme_get_ring_p99_vs_fio_p99", ring, fio[LAT_IDLE]);
 	lat_ratios("nvme_get_p99_reads_first_vs_not", kv[LAT_WRITES], rf0);
 	for (q = 0; q < LAT_NQD; q++) {
 		char s[48];
 
 		lat_figures("nvme_get", lat_qd[q], "_writes_rf0", &rf0[q]);
+		lat_figures("nvme_get_ring", lat_qd[q], "", &ring[q]);
 		snprintf(s, sizeof(s), "nvme_read_io_p99_us_qd%d_writes_rf0",
 			 lat_qd[q]);
 		if (io_rf0[q] > 0)
@@ -799,6 +901,9 @@ int bench_latency(void)
 			lat_csv(csv, s, lat_qd[q], &kv[c][q]);
 			snprintf(s, sizeof(s), "fio%s", lat_cond[c]);
 			lat_csv(csv, s, lat_qd[q], &fio[c][q]);
+			if (c == LAT_IDLE)
+				lat_csv(csv, "kvtier_ring", lat_qd[q],
+					&ring[q]);
 		}
 	if (csv)
 		fclose(csv);

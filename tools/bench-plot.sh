@@ -41,7 +41,7 @@ fi
 	for qd in "${qds[@]}"; do
 		cat <<-EOG
 		set title "queue depth $qd"
-		plot for [s in "kvtier kvtier_writes fio fio_writes"] "$csv" \
+		plot for [s in "kvtier kvtier_ring kvtier_writes fio fio_writes"] "$csv" \
 			using (strcol(1) eq s && \$2 == $qd ? nines(\$3) : NaN):4 \
 			with linespoints title s
 		EOG
