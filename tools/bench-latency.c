@@ -313,6 +313,13 @@ static int lat_ring_gets(struct kvtier_pool *pool, int qd, uint64_t samples,
 			done++;
 		}
 	}
+	/* On an error, reap what is in flight: it writes into buf and bt. */
+	while (ring && nfree < (uint32_t)qd) {
+		got = kvtier_ring_reap(ring, c, 32, 1);
+		if (got <= 0)
+			break;
+		nfree += got;
+	}
 	if (!ret)
 		lat_pcts_of(us, nidx, p);
 	kvtier_ring_close(ring);

@@ -640,4 +640,53 @@ TEST_F(policy, same_decisions)
 	       self->sim.nops, (unsigned long long)evictions);
 }
 
+/* The module parameters, writable: no pool, no variants. */
+FIXTURE(param) {
+	int unused;
+};
+
+FIXTURE_SETUP(param)
+{
+	kst_setup(_metadata);
+}
+
+FIXTURE_TEARDOWN(param)
+{
+}
+
+/*
+ * The parameter is writable: a name it does not know is refused with
+ * EINVAL and changes nothing; a known one is taken.
+ */
+TEST_F(param, policy_write)
+{
+	char before[32], now[32];
+
+	ASSERT_EQ(0, loaded_policy(before, sizeof(before)));
+	EXPECT_EQ(-EINVAL, kst_write_str(KST_PARAM_DIR "/policy", "bogus"));
+	EXPECT_EQ(-EINVAL, kst_write_str(KST_PARAM_DIR "/policy", "\n"));
+	ASSERT_EQ(0, loaded_policy(now, sizeof(now)));
+	EXPECT_STREQ(before, now);
+	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy",
+				   strcmp(before, "lru") ? "lru" : "seg"));
+	ASSERT_EQ(0, loaded_policy(now, sizeof(now)));
+	EXPECT_STRNE(before, now);
+	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy", before));
+	ASSERT_EQ(0, loaded_policy(now, sizeof(now)));
+	EXPECT_STREQ(before, now);
+}
+
+/* reads_first is a bool: anything else is refused with EINVAL. */
+TEST_F(param, reads_first_write)
+{
+	char before[8];
+
+	ASSERT_LT(0, kst_read_file(KST_PARAM_DIR "/reads_first", before,
+				   sizeof(before)));
+	EXPECT_EQ(-EINVAL, kst_write_str(KST_PARAM_DIR "/reads_first",
+					 "maybe"));
+	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/reads_first", "N"));
+	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/reads_first", before));
+}
+
 TEST_HARNESS_MAIN
