@@ -261,7 +261,7 @@ struct kvt_pool {
 	u64 drops_lost_seen;		/* drops_lost when SYNC last reported it */
 	u32 nr_loading;			/* blocks being read from NVMe */
 	u32 io_events;			/* NVMe reads and writes that ended */
-	wait_queue_head_t wq;		/* KVT_BF_* flags, nr_wb, nr_drops drop */
+	wait_queue_head_t wq;		/* room, nr_wb, nr_drops, nr_loading */
 	struct kvt_pool_counters stats;
 
 	atomic64_t chunk_meta;		/* bytes of chunk arrays */

@@ -24,6 +24,7 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/wait_bit.h>
 #include "kvt.h"
 #include "trace.h"
 
@@ -184,7 +185,10 @@ void kvt_res_release(struct kvt_pool *pool, u32 addr)
  * @pool: the pool, its lock held; dropped on return
  * @addr: the block
  *
- * The last user of a DYING block frees it.
+ * The last user of a DYING block frees it. Every end of a load or an
+ * eviction comes here: it wakes the waiters of this block alone (by the
+ * address of its flags, wait_var_event()), and the pool's waiters for room
+ * and counters (pool->wq).
  */
 void kvt_res_put_user(struct kvt_pool *pool, u32 addr)
 	__releases(&pool->lock)
@@ -192,7 +196,16 @@ void kvt_res_put_user(struct kvt_pool *pool, u32 addr)
 	bool release = kvt_block_put_user(pool, addr);
 
 	spin_unlock(&pool->lock);
-	wake_up_all(&pool->wq);
+	/*
+	 * The flags were changed under the lock; wake_up_var() looks at the
+	 * waitqueue without it: order the two as prepare_to_wait_event()
+	 * does on the waiter's side.
+	 */
+	smp_mb();
+	wake_up_var(&pool->blocks[addr].flags);
+	/* Ordered by the smp_mb() above, as wq_has_sleeper() would be. */
+	if (waitqueue_active(&pool->wq))
+		wake_up_all(&pool->wq);
 	if (release)
 		kvt_res_release(pool, addr);
 }
@@ -581,7 +594,7 @@ int kvt_res_make_room(struct kvt_pool *pool, bool addr)
  * @addr: a READY block only on NVMe, not busy
  *
  * The block is KVT_BF_LOADING until the read is verified; waiters sleep on
- * pool->wq. A block that does not verify is dropped.
+ * its flags (wait_var_event()). A block that does not verify is dropped.
  *
  * Return: 0 when the read is under way, or -errno: -ENOENT when its copy
  * is out of reach now (its device is being attached or detached), the
@@ -671,10 +684,11 @@ int kvt_res_dram(struct kvt_pool *pool, const u64 *key, u32 *addrp)
 			ret = kvt_res_load(pool, addr);
 		else
 			spin_unlock(&pool->lock);
+		/* Woken by this block's end only (kvt_res_put_user()). */
 		if (!ret)
-			ret = wait_event_killable(pool->wq,
-						  !(READ_ONCE(blk->flags) &
-						    KVT_BF_BUSY));
+			ret = wait_var_event_killable(&blk->flags,
+						      !(READ_ONCE(blk->flags) &
+							KVT_BF_BUSY));
 		spin_lock(&pool->lock);
 		if (ret)
 			return ret == -ERESTARTSYS ? -EINTR : ret;

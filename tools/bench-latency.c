@@ -40,6 +40,10 @@
  *			fio keeps its depth: the largest over the depths of
  *			their p99 / fio's (goal <= 2); nvme_get_ring_*_us_qdN
  *			beside
+ *   nvme_get_sleeps_per_get_qdN  the reader threads' voluntary context
+ *			switches (getrusage) per GET, idle, in the trial kept:
+ *			a GET that waits for its read sleeps once; more is
+ *			wakeups meant for other GETs' blocks
  *   nvme_get_p99_reads_first_vs_not  the largest over the depths of the
  *			loaded GET's p99 with the module parameter reads_first
  *			on (the writer keeps one segment in flight while block
@@ -67,6 +71,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <kvtier.h>
@@ -103,6 +108,7 @@ static const char *const lat_cond[] = { "", "_writes" };
 /* Percentiles of one series, microseconds; 0 when not measured. */
 struct lat_pcts {
 	double us[LAT_NPCT];
+	double sleeps;		/* the threads' voluntary switches a GET */
 };
 
 struct lat_run {
@@ -116,6 +122,7 @@ struct lat_run {
 	pthread_mutex_t lock;
 	const volatile int *writing;	/* the writer is still writing */
 	uint64_t overlap;	/* samples taken while it was */
+	uint64_t sleeps;	/* the threads' voluntary context switches */
 };
 
 struct lat_writer {
@@ -156,6 +163,7 @@ static void *lat_reader(void *arg)
 {
 	struct lat_run *r = arg;
 	char *buf = aligned_alloc(4096, LAT_BLOCK);
+	struct rusage ru0, ru1;
 	struct kvtier_block b;
 	uint64_t i, t;
 	int ret;
@@ -164,6 +172,7 @@ static void *lat_reader(void *arg)
 		r->err = -ENOMEM;
 		return NULL;
 	}
+	getrusage(RUSAGE_THREAD, &ru0);
 	for (;;) {
 		int during;
 
@@ -189,6 +198,10 @@ static void *lat_reader(void *arg)
 		r->overlap += during;
 		pthread_mutex_unlock(&r->lock);
 	}
+	getrusage(RUSAGE_THREAD, &ru1);
+	pthread_mutex_lock(&r->lock);
+	r->sleeps += ru1.ru_nvcsw - ru0.ru_nvcsw;
+	pthread_mutex_unlock(&r->lock);
 	free(buf);
 	return NULL;
 }
@@ -234,8 +247,10 @@ static int lat_gets(struct kvtier_pool *pool, int qd, uint64_t samples,
 		lat_hist_pct(h0, h1, 99) : 0;
 	if (n < qd && !r.err)
 		r.err = -EAGAIN;
-	if (!r.err)
+	if (!r.err) {
 		lat_pcts_of(r.us, r.nidx, p);
+		p->sleeps = (double)r.sleeps / r.nidx;
+	}
 	*overlap += r.overlap;
 	*bad += r.bad;
 	free(r.us);
@@ -880,6 +895,9 @@ int bench_latency(void)
 
 		lat_figures("nvme_get", lat_qd[q], "_writes_rf0", &rf0[q]);
 		lat_figures("nvme_get_ring", lat_qd[q], "", &ring[q]);
+		snprintf(s, sizeof(s), "nvme_get_sleeps_per_get_qd%d",
+			 lat_qd[q]);
+		figure(s, "%.2f", kv[LAT_IDLE][q].sleeps);
 		snprintf(s, sizeof(s), "nvme_read_io_p99_us_qd%d_writes_rf0",
 			 lat_qd[q]);
 		if (io_rf0[q] > 0)
