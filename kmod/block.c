@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The block index of a pool: block addresses, the key hash, the free list
- * and the user references of blocks. The bottom layer: it calls no other
- * file of the module (Documentation/design.rst, "Layers"); what a block's
- * memory and copies become is the residency layer's (residency.c).
+ * The block index of a pool: block addresses, the free list, the states
+ * and user references of blocks, over the key hash (index.c). The bottom
+ * layer with index.c, which is all it calls of the module
+ * (Documentation/design.rst, "Layers"); what a block's memory and copies
+ * become is the residency layer's (residency.c).
  *
  * Every block address has a struct kvt_block in pool->blocks[]. Blocks are
  * chained by address, not by pointer, to keep the metadata per block small.
@@ -13,50 +14,21 @@
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
-#include <linux/hash.h>
-#include <linux/log2.h>
 #include "kvt.h"
 #include "trace.h"
 
-#define KVT_MIN_HASH_BITS	4
-
-static u32 kvt_key_hash(struct kvt_pool *pool, const u64 *key)
-{
-	return hash_64(key[0] ^ (key[1] * GOLDEN_RATIO_64) ^ pool->seed,
-		       pool->hash_bits);
-}
-
-/**
- * kvt_block_find() - the READY block holding a key
- * @pool: the pool, its lock held
- * @key: two u64 words
- *
- * Return: the block address, or KVT_NIL.
+/*
+ * The record's size is a figure of merit (dram_meta_bytes_per_block), and
+ * tools/index-bench lays its records out at this size to time lookups as
+ * the module walks them: a change here goes there too (KVT_BLOCK_BYTES).
  */
-u32 kvt_block_find(struct kvt_pool *pool, const u64 *key)
-{
-	u32 addr;
-
-	lockdep_assert_held(&pool->lock);
-	for (addr = pool->buckets[kvt_key_hash(pool, key)]; addr != KVT_NIL;
-	     addr = pool->blocks[addr].hnext) {
-		const struct kvt_block *blk = &pool->blocks[addr];
-
-		if (blk->key[0] == key[0] && blk->key[1] == key[1])
-			return addr;
-	}
-	return KVT_NIL;
-}
+static_assert(sizeof(struct kvt_block) == 64);
 
 /* Link a block into the key hash; lock held. */
 static void kvt_block_link(struct kvt_pool *pool, u32 addr)
 {
-	struct kvt_block *blk = &pool->blocks[addr];
-	u32 *head = &pool->buckets[kvt_key_hash(pool, blk->key)];
-
-	blk->hnext = *head;
-	*head = addr;
-	blk->state = KVT_BLK_READY;
+	kvt_index_add(pool, addr);
+	pool->blocks[addr].state = KVT_BLK_READY;
 	pool->nr_ready++;
 }
 
@@ -272,26 +244,6 @@ void kvt_block_umeta_out(struct kvt_pool *pool, u32 addr,
 }
 
 /**
- * kvt_block_hash_del() - remove a READY block from the key hash
- * @pool: the pool, its lock held
- * @addr: the block
- */
-void kvt_block_hash_del(struct kvt_pool *pool, u32 addr)
-{
-	struct kvt_block *blk = &pool->blocks[addr];
-	u32 *link = &pool->buckets[kvt_key_hash(pool, blk->key)];
-
-	lockdep_assert_held(&pool->lock);
-	while (*link != addr) {
-		if (WARN_ON_ONCE(*link == KVT_NIL))
-			return;
-		link = &pool->blocks[*link].hnext;
-	}
-	*link = blk->hnext;
-	blk->hnext = KVT_NIL;
-}
-
-/**
  * kvt_block_unlink() - make a READY block invisible; it becomes DYING
  * @pool: the pool, its lock held
  * @addr: an unpinned READY block, off the replacement list
@@ -305,7 +257,7 @@ void kvt_block_unlink(struct kvt_pool *pool, u32 addr)
 	struct kvt_block *blk = &pool->blocks[addr];
 
 	lockdep_assert_held(&pool->lock);
-	kvt_block_hash_del(pool, addr);
+	kvt_index_del(pool, addr);
 	if (blk->hold) {
 		blk->hold = 0;
 		pool->nr_held--;
@@ -355,11 +307,6 @@ static void *kvt_index_alloc(size_t size)
 	return kvzalloc(size, GFP_KERNEL_ACCOUNT);
 }
 
-static u32 kvt_hash_bits(u32 capacity)
-{
-	return max_t(u32, KVT_MIN_HASH_BITS, order_base_2(capacity));
-}
-
 /**
  * kvt_block_index_bytes() - memory the index of a pool takes
  * @capacity: the pool's block addresses
@@ -371,7 +318,7 @@ u64 kvt_block_index_bytes(u32 capacity, bool z)
 {
 	return (u64)capacity * (sizeof(struct kvt_block) +
 				(z ? sizeof(struct kvt_zloc) : 0)) +
-	       (sizeof(u32) << kvt_hash_bits(capacity));
+	       (sizeof(u32) << kvt_index_bits(capacity));
 }
 
 /**
@@ -385,7 +332,7 @@ int kvt_block_index_init(struct kvt_pool *pool)
 	size_t nbuckets;
 	u32 i;
 
-	pool->hash_bits = kvt_hash_bits(pool->capacity);
+	pool->hash_bits = kvt_index_bits(pool->capacity);
 	nbuckets = 1UL << pool->hash_bits;
 
 	pool->blocks = kvt_index_alloc(array_size(pool->capacity,
@@ -399,7 +346,6 @@ int kvt_block_index_init(struct kvt_pool *pool)
 		pool->blocks = NULL;
 		return -ENOMEM;
 	}
-	memset(pool->buckets, 0xff, nbuckets * sizeof(*pool->buckets));
 	if (pool->compress) {
 		pool->zloc = kvt_index_alloc(array_size(pool->capacity,
 							sizeof(*pool->zloc)));
@@ -412,7 +358,6 @@ int kvt_block_index_init(struct kvt_pool *pool)
 	}
 
 	for (i = 0; i < pool->capacity; i++) {
-		pool->blocks[i].hnext = KVT_NIL;
 		pool->blocks[i].prev = KVT_NIL;
 		pool->blocks[i].nloc = KVT_NIL;
 		pool->blocks[i].next = i + 1;
@@ -420,6 +365,7 @@ int kvt_block_index_init(struct kvt_pool *pool)
 			cond_resched();
 	}
 	pool->blocks[pool->capacity - 1].next = KVT_NIL;
+	kvt_index_reset(pool, pool->capacity);
 	pool->free = 0;
 	pool->index_meta = kvt_block_index_bytes(pool->capacity,
 						 pool->compress);

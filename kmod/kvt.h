@@ -35,6 +35,7 @@
 #include <linux/xarray.h>
 #include <linux/wait.h>
 #include <linux/kvtier.h>
+#include "index.h"
 #include "policy.h"
 
 #define KVT_NIL			U32_MAX
@@ -390,12 +391,10 @@ int kvt_abort_one(struct kvt_handle *h, struct kvtier_block *e);
 void kvt_reserve_release(struct kvt_handle *h);
 
 /* block.c: the index: keys, addresses, free list, block state machine */
-u32 kvt_block_find(struct kvt_pool *pool, const u64 *key);
 u32 kvt_block_alloc(struct kvt_pool *pool, const u64 *key);
 bool kvt_block_has_free(struct kvt_pool *pool);
 void kvt_block_free(struct kvt_pool *pool, u32 addr);
 void kvt_block_hash_add(struct kvt_pool *pool, u32 addr);
-void kvt_block_hash_del(struct kvt_pool *pool, u32 addr);
 int kvt_block_index_init(struct kvt_pool *pool);
 u64 kvt_block_index_bytes(u32 capacity, bool z);
 void kvt_block_index_free(struct kvt_pool *pool);

@@ -12,7 +12,10 @@
  *			pool mmap / of an anonymous buffer (goal >= 0.9)
  *   lookup_1e6_vs_1e3	LOOKUP ns per key with 1e6 resident 4 KiB blocks /
  *			with 1e3 (goal <= 1.5); needs ~3.9 GiB of DRAM
- *			budget (dram_mb=4600, a VM with --mem 6144)
+ *			budget (dram_mb=4600, a VM with --mem 6144). The
+ *			key hash alone, natively on the host, is
+ *			tools/index-bench's lookup_native_1e6_vs_1e3 (make
+ *			bench runs it after the VM)
  *   dram_meta_bytes_per_block  STAT.meta_bytes / resident blocks at the
  *			large point (goal <= 64)
  *   put_sg_vs_memcpy	a block held as 64 layer buffers (256 KiB blocks, 4

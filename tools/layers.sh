@@ -4,7 +4,8 @@
 # Check the layers of kmod/ (Documentation/design.rst, "Layers"): each file
 # calls only files of the layers below its own, or of its own layer where
 # that layer is the commands; only block.c touches the free list
-# (pool->free), only policy.c the policy's list (pool->lru), and only
+# (pool->free), only index.c the key hash (pool->buckets, kvt_block.hnext),
+# only policy.c the policy's list (pool->lru), and only
 # residency.c puts a block on that list or takes it off.
 #
 # The call graph is the file-level one: the functions each kmod/*.c defines
@@ -22,19 +23,20 @@ cd "$(dirname "$0")/../kmod"
 # file; the others only files of lower layers.
 declare -A layer=(
 	[fault.c]=0 [events.c]=0 [lat.c]=0				# fault injection, event log, latency
-	[block.c]=1 [policy.c]=1					# index
-	[tier_dram.c]=2							# tiers: DRAM pages
-	[nvme_part.c]=3 [compress.c]=3					# tiers: NVMe parts, compression
-	[tier_nvme.c]=4 [tier_hbm.c]=4					# tiers
-	[hbm_emul.c]=5 [hbm_user.c]=5					# HBM backends
-	[residency.c]=6							# residency
-	[cmd.c]=7 [prefetch.c]=7 [mmap.c]=7 [shrinker.c]=7 [reserve.c]=7		# commands
-	[pool.c]=7 [sysfs.c]=7 [main.c]=7 [uring.c]=7 [nvme_store.c]=7
-	[census.c]=7
+	[index.c]=1							# key hash
+	[block.c]=2 [policy.c]=2					# index
+	[tier_dram.c]=3							# tiers: DRAM pages
+	[nvme_part.c]=4 [compress.c]=4					# tiers: NVMe parts, compression
+	[tier_nvme.c]=5 [tier_hbm.c]=5					# tiers
+	[hbm_emul.c]=6 [hbm_user.c]=6					# HBM backends
+	[residency.c]=7							# residency
+	[cmd.c]=8 [prefetch.c]=8 [mmap.c]=8 [shrinker.c]=8 [reserve.c]=8		# commands
+	[pool.c]=8 [sysfs.c]=8 [main.c]=8 [uring.c]=8 [nvme_store.c]=8
+	[census.c]=8
 )
-top=7
-declare -A name=([0]=base [1]=index [2]=tier [3]=tier [4]=tier
-		 [5]="tier backend" [6]=residency [7]=command)
+top=8
+declare -A name=([0]=base [1]="key hash" [2]=index [3]=tier [4]=tier
+		 [5]=tier [6]="tier backend" [7]=residency [8]=command)
 
 verbose=0
 [[ ${1:-} == -v ]] && verbose=1
@@ -89,6 +91,14 @@ for f in "${!defs[@]}"; do
 	[[ $f == block.c ]] && continue
 	n=$(strip "$f" | grep -cE '\bpool(->|\.)free\b' || true)
 	((n == 0)) || violation "$f: touches pool->free ($n lines), only block.c may"
+done
+
+# The key hash is index.c's: only it reads or links the chains (block.c
+# allocates the buckets).
+for f in "${!defs[@]}"; do
+	[[ $f == index.c ]] && continue
+	n=$(strip "$f" | grep -cE '(->|\.)hnext\b|buckets\[' || true)
+	((n == 0)) || violation "$f: touches the key hash (buckets[], hnext: $n lines), only index.c may"
 done
 
 # The replacement list is the policy's: only policy.c reads or links it.

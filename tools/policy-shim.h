@@ -13,34 +13,8 @@
 #define KVTIER_POLICY_SHIM_H
 
 #include <errno.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 
-typedef uint8_t u8;
-typedef uint16_t u16;
-typedef uint32_t u32;
-typedef uint64_t u64;
-
-#define BIT(n)			(1U << (n))
-#define U32_MAX			UINT32_MAX
-#define min_t(t, a, b)		((t)(a) < (t)(b) ? (t)(a) : (t)(b))
-#define max_t(t, a, b)		((t)(a) > (t)(b) ? (t)(a) : (t)(b))
-
-/* Counted, so the simulator's self-test can fail on any warning. */
-extern unsigned long shim_warnings;
-#define WARN_ON_ONCE(cond) ({						\
-	bool __c = !!(cond);						\
-	if (__c && !shim_warnings++)					\
-		fprintf(stderr, "WARNING: %s:%d: %s\n", __FILE__,	\
-			__LINE__, #cond);				\
-	__c;								\
-})
-
-/* One thread: the lock is a name only. */
-typedef struct { int unused; } spinlock_t;
-#define lockdep_assert_held(l)	((void)(l))
-#define READ_ONCE(x)		(x)
+#include "kshim.h"
 
 #include "../kmod/policy.h"
 

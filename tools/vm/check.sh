@@ -176,6 +176,13 @@ step_build() {
 		fail "tools/policy-sim --selftest"
 		tail -n 40 "$logs/policy-sim.log"
 	fi
+	# kmod/index.c in userspace: keys found at their addresses, removals.
+	if tools/index-bench --selftest >"$logs/index-bench.log" 2>&1; then
+		pass "tools/index-bench --selftest"
+	else
+		fail "tools/index-bench --selftest"
+		tail -n 40 "$logs/index-bench.log"
+	fi
 	# The policy lab's generated traces: format, chaining, seeds.
 	if tools/trace-shapes.py --check >"$logs/trace-shapes.log" 2>&1; then
 		pass "tools/trace-shapes.py --check"
