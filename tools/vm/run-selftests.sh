@@ -13,7 +13,8 @@
 #     python/tests/test_kvtier.py (the Python binding),
 #     selftests/kvtier/trace.sh (tools/trace) and
 #     selftests/kvtier/flaky-replay.sh (the loaded replay on a drive behind
-#     dm-flakey), under timeout;
+#     dm-flakey) and selftests/kvtier/nvme-tcp.sh (the NVMe tier over
+#     NVMe/TCP on the loopback), under timeout;
 #     its kselftest "# Totals:" line (else a complete TAP plan) gives the
 #     case counts; then dmesg since the binary
 #     started must hold no BUG/WARNING/lockdep/leak report;
@@ -193,12 +194,14 @@ else
 fi
 # Userspace checks of the tools, after the C tests (TAP, see below):
 # kvtierctl top, the Python binding's unittest, tools/trace and the loaded
-# replay on a flaky drive. KVTIER_TESTS names them "top", "python", "trace"
-# and "flaky", and libkvtier's own tests "lib".
+# replay on a flaky drive, the NVMe tier over NVMe/TCP. KVTIER_TESTS names
+# them "top", "python", "trace", "flaky" and "tcp", and libkvtier's own
+# tests "lib".
 declare -A user_tests=([top]=$top/selftests/kvtier/top.sh
 	[python]=$top/python/tests/test_kvtier.py
 	[trace]=$top/selftests/kvtier/trace.sh
 	[flaky]=$top/selftests/kvtier/flaky-replay.sh
+	[tcp]=$top/selftests/kvtier/nvme-tcp.sh
 	[lib]=$top/lib/tests/kvt-test)
 user_run=()
 if [[ -n ${KVTIER_TESTS:-} ]]; then
@@ -216,7 +219,7 @@ elif [[ ${KVTIER_DEBUG_LANE:-0} == 1 ]]; then
 	user_run=("${user_tests[trace]}")
 else
 	user_run=("${user_tests[top]}" "${user_tests[python]}" "${user_tests[trace]}"
-		"${user_tests[flaky]}")
+		"${user_tests[flaky]}" "${user_tests[tcp]}")
 fi
 ((${#tests[@]} + ${#user_run[@]})) || fail "no test binaries in $tdir"
 tests=("${tests[@]/#/$tdir/}")
