@@ -365,7 +365,7 @@ int kvt_block_index_init(struct kvt_pool *pool)
 			cond_resched();
 	}
 	pool->blocks[pool->capacity - 1].next = KVT_NIL;
-	kvt_index_reset(pool, pool->capacity);
+	kvt_index_reset(pool);
 	pool->free = 0;
 	pool->index_meta = kvt_block_index_bytes(pool->capacity,
 						 pool->compress);

@@ -45,20 +45,17 @@ u32 kvt_index_bits(u32 capacity)
 
 /**
  * kvt_index_reset() - empty the key hash
- * @pool: a pool whose blocks[] and buckets[] are allocated, none in use
- * @capacity: its block addresses
+ * @pool: a pool whose buckets[] are allocated
+ *
+ * A block's hnext means something only while the block is in the hash
+ * (kvt_index_add() sets it), so only the buckets are reset.
  */
-void kvt_index_reset(struct kvt_pool *pool, u32 capacity)
+void kvt_index_reset(struct kvt_pool *pool)
 {
 	u64 i;
 
 	for (i = 0; i < 1ULL << pool->hash_bits; i++) {
 		pool->buckets[i] = KVT_NIL;
-		if (!(i & 0xffff))
-			cond_resched();
-	}
-	for (i = 0; i < capacity; i++) {
-		pool->blocks[i].hnext = KVT_NIL;
 		if (!(i & 0xffff))
 			cond_resched();
 	}
@@ -118,5 +115,4 @@ void kvt_index_del(struct kvt_pool *pool, u32 addr)
 		link = &pool->blocks[*link].hnext;
 	}
 	*link = blk->hnext;
-	blk->hnext = KVT_NIL;
 }

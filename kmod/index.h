@@ -8,7 +8,8 @@
  * WARN_ON_ONCE(), lockdep_assert_held(), cond_resched(), hash_64(),
  * GOLDEN_RATIO_64, order_base_2(), and these fields:
  *
- *  struct kvt_block	key[2], hnext (the next address in the chain)
+ *  struct kvt_block	key[2], hnext (the next address in the chain, set
+ *			while the block is in the hash)
  *  struct kvt_pool	blocks[], buckets[] (chain heads, 1 << hash_bits),
  *			hash_bits, seed, lock
  *
@@ -24,7 +25,7 @@
 struct kvt_pool;
 
 u32 kvt_index_bits(u32 capacity);
-void kvt_index_reset(struct kvt_pool *pool, u32 capacity);
+void kvt_index_reset(struct kvt_pool *pool);
 u32 kvt_block_find(struct kvt_pool *pool, const u64 *key);
 void kvt_index_add(struct kvt_pool *pool, u32 addr);
 void kvt_index_del(struct kvt_pool *pool, u32 addr);

@@ -390,7 +390,7 @@ int kvt_commit_one(struct kvt_handle *h, struct kvtier_block *e, bool replace,
 int kvt_abort_one(struct kvt_handle *h, struct kvtier_block *e);
 void kvt_reserve_release(struct kvt_handle *h);
 
-/* block.c: the index: keys, addresses, free list, block state machine */
+/* block.c: addresses, free list, block state machine (keys: index.c) */
 u32 kvt_block_alloc(struct kvt_pool *pool, const u64 *key);
 bool kvt_block_has_free(struct kvt_pool *pool);
 void kvt_block_free(struct kvt_pool *pool, u32 addr);

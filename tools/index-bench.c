@@ -36,16 +36,10 @@ unsigned long shim_warnings;
 #define TRIALS		3
 #define LOOKUPS		(1U << 20)
 
-/* An index of @cap block addresses. */
+/* An index of block addresses. */
 struct bench_index {
 	struct kvt_pool pool;
-	u32 cap;
 };
-
-static struct kvt_block *rec(struct bench_index *x, u32 a)
-{
-	return &x->pool.blocks[a];
-}
 
 static u64 mix64(u64 z)
 {
@@ -64,7 +58,6 @@ static void key_of(u64 i, u64 *key)
 static int index_init(struct bench_index *x, u32 cap, u32 bits)
 {
 	memset(x, 0, sizeof(*x));
-	x->cap = cap;
 	x->pool.hash_bits = bits ? bits : kvt_index_bits(cap);
 	x->pool.blocks = calloc(cap, sizeof(struct kvt_block));
 	x->pool.buckets = calloc((size_t)1 << x->pool.hash_bits, sizeof(u32));
@@ -74,7 +67,7 @@ static int index_init(struct bench_index *x, u32 cap, u32 bits)
 		return -ENOMEM;
 	}
 	x->pool.seed = mix64(cap);
-	kvt_index_reset(&x->pool, cap);
+	kvt_index_reset(&x->pool);
 	return 0;
 }
 
@@ -86,7 +79,7 @@ static void index_free(struct bench_index *x)
 
 static void index_add(struct bench_index *x, u32 a, u64 i)
 {
-	key_of(i, rec(x, a)->key);
+	key_of(i, x->pool.blocks[a].key);
 	kvt_index_add(&x->pool, a);
 }
 
@@ -221,8 +214,8 @@ static void st_second_word(void)
 		return;
 	}
 	for (a = 0; a < 64; a++) {
-		rec(&x, a)->key[0] = 42;
-		rec(&x, a)->key[1] = mix64(a);
+		x.pool.blocks[a].key[0] = 42;
+		x.pool.blocks[a].key[1] = mix64(a);
 		kvt_index_add(&x.pool, a);
 	}
 	for (a = 0; a < 64; a++) {
@@ -260,7 +253,7 @@ static int selftest(void)
 		u64 key[2];
 
 		index_add(&x, 0, 0);
-		key_of(1, rec(&x, 1)->key);
+		key_of(1, x.pool.blocks[1].key);
 		kvt_index_del(&x.pool, 1);
 		key_of(0, key);
 		CHECK(shim_warnings == 1, "a removal of no entry did not warn");

@@ -106,7 +106,7 @@ static int put_used_keys(int pfd, void *buf, __u64 first, __u32 n)
 
 /*
  * Ordering cases queue their groups behind a blocker: a group of 48 blocks
- * only on NVMe (80..127, used by no case that uses it), no deadline (so it
+ * only on NVMe (80..127, which those cases do not name), no deadline (so it
  * orders as its PREFETCH time, before every group queued after it), read
  * one at a time with prefetch_qd 1. The groups whose order a case checks
  * are then all queued before the engine gets past the blocker, however
