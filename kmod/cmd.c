@@ -406,26 +406,38 @@ static u64 kvt_part_rd_bytes(struct kvt_pool *pool, u32 len)
 }
 
 /*
- * GET with KVTIER_GET_PART: the range [@off, @off + @len) of each block.
- * The blocks only on NVMe are read ahead, in their parts, in a window of
- * KVT_PART_AHEAD bytes; each entry is copied out in order.
+ * struct kvt_ahead_ops - a GET whose blocks only on NVMe are read ahead of
+ * its entries by reads that leave them there: part reads
+ * (KVTIER_GET_PART) or reads into the caller's memory (KVTIER_GET_DIRECT)
+ * @begin: start entry @e's read; NULL: the entry is read the usual way
+ * @one: serve entry @e, from @rd when not NULL, of range [@off, @off + @len)
+ * @put: free a read @begin started, and its block's user reference
+ */
+struct kvt_ahead_ops {
+	void *(*begin)(struct kvt_pool *pool, struct kvtier_block *e, u32 off,
+		       u32 len, u32 *addrp);
+	int (*one)(struct kvt_pool *pool, struct kvtier_block *e,
+		   struct kvtier_meta *meta, u32 off, u32 len, void *rd,
+		   u32 addr);
+	void (*put)(struct kvt_pool *pool, void *rd, u32 addr);
+};
+
+/*
+ * Run such a GET: reads start up to @ahead entries ahead of the entry
+ * being served; each entry ends in order.
  *
  * Return: the entries served.
  */
-static u32 kvt_get_parts(struct kvt_pool *pool, struct kvtier_block *ents,
-			 u32 nr, u32 off, u32 len, struct kvtier_meta *meta)
+static u32 kvt_get_ahead(struct kvt_pool *pool, struct kvtier_block *ents,
+			 u32 nr, struct kvtier_meta *meta, u32 off, u32 len,
+			 u32 ahead, const struct kvt_ahead_ops *ops)
 {
-	u32 ahead = 1;
-	struct kvt_part_rd **rds;
 	u32 *addrs, i, next = 0, done = 0;
 	bool killed;
+	void **rds;
 	int status;
 
-	/* A pool without parts reads none: its blocks are read whole. */
-	if (pool->parts)
-		ahead = max_t(u64, 1, KVT_PART_AHEAD /
-				      kvt_part_rd_bytes(pool, len));
-	/* Without memory to track reads ahead, every block is read whole. */
+	/* Without memory to track reads ahead, every block is read as usual. */
 	rds = kvcalloc(nr, sizeof(*rds), GFP_KERNEL);
 	addrs = kvcalloc(nr, sizeof(*addrs), GFP_KERNEL);
 	if (!rds || !addrs)
@@ -436,16 +448,16 @@ static u32 kvt_get_parts(struct kvt_pool *pool, struct kvtier_block *ents,
 		/* Killed: no more reads, nor loads for the entries left. */
 		killed = fatal_signal_pending(current);
 		for (; !killed && next < nr && next < i + ahead; next++)
-			rds[next] = kvt_res_part_begin(pool, ents[next].key,
-						       off, len, &addrs[next]);
+			rds[next] = ops->begin(pool, &ents[next], off, len,
+					       &addrs[next]);
 		status = killed ? -EINTR :
-			 kvt_get_part_one(pool, e, meta ? &meta[i] : NULL,
-					  off, len, rds ? rds[i] : NULL,
-					  addrs ? addrs[i] : KVT_NIL);
+			 ops->one(pool, e, meta ? &meta[i] : NULL, off, len,
+				  rds ? rds[i] : NULL,
+				  addrs ? addrs[i] : KVT_NIL);
 		if (killed && meta)
 			memset(&meta[i], 0, sizeof(*meta));
 		if (rds && rds[i])
-			kvt_res_part_put(pool, rds[i], addrs[i]);
+			ops->put(pool, rds[i], addrs[i]);
 		if (status)
 			kvt_entry_set(e, status, KVTIER_ADDR_NONE,
 				      KVTIER_TIER_NONE);
@@ -456,6 +468,144 @@ static u32 kvt_get_parts(struct kvt_pool *pool, struct kvtier_block *ents,
 	kvfree(addrs);
 	kvfree(rds);
 	return done;
+}
+
+static void *kvt_get_part_begin(struct kvt_pool *pool, struct kvtier_block *e,
+				u32 off, u32 len, u32 *addrp)
+{
+	return kvt_res_part_begin(pool, e->key, off, len, addrp);
+}
+
+static int kvt_get_part_ahead_one(struct kvt_pool *pool,
+				  struct kvtier_block *e,
+				  struct kvtier_meta *meta, u32 off, u32 len,
+				  void *rd, u32 addr)
+{
+	return kvt_get_part_one(pool, e, meta, off, len, rd, addr);
+}
+
+static void kvt_get_part_put(struct kvt_pool *pool, void *rd, u32 addr)
+{
+	kvt_res_part_put(pool, rd, addr);
+}
+
+static const struct kvt_ahead_ops kvt_part_ahead_ops = {
+	.begin	= kvt_get_part_begin,
+	.one	= kvt_get_part_ahead_one,
+	.put	= kvt_get_part_put,
+};
+
+/*
+ * GET with KVTIER_GET_PART: the range [@off, @off + @len) of each block.
+ * The blocks only on NVMe are read ahead, in their parts, in a window of
+ * KVT_PART_AHEAD bytes; each entry is copied out in order.
+ *
+ * Return: the entries served.
+ */
+static u32 kvt_get_parts(struct kvt_pool *pool, struct kvtier_block *ents,
+			 u32 nr, u32 off, u32 len, struct kvtier_meta *meta)
+{
+	u32 ahead = 1;
+
+	/* A pool without parts reads none: its blocks are read whole. */
+	if (pool->parts)
+		ahead = max_t(u64, 1, KVT_PART_AHEAD /
+				      kvt_part_rd_bytes(pool, len));
+	return kvt_get_ahead(pool, ents, nr, meta, off, len, ahead,
+			     &kvt_part_ahead_ops);
+}
+
+/* Start reading an entry's block straight into its buffer, if it can be. */
+static void *kvt_get_direct_begin(struct kvt_pool *pool,
+				  struct kvtier_block *e, u32 off, u32 len,
+				  u32 *addrp)
+{
+	struct kvt_direct_rd *rd;
+	struct kvt_umem m;
+
+	if (kvt_umem_get(e, ITER_DEST, pool->block_size, &m))
+		return NULL;
+	rd = kvt_res_direct_begin(pool, e->key, m.iov, m.iter.nr_segs, addrp);
+	kvt_umem_put(&m);
+	return rd;
+}
+
+/* Serve an entry from a read into its buffer; -errno: read the usual way. */
+static int kvt_get_direct_read(struct kvt_pool *pool, struct kvtier_block *e,
+			       struct kvtier_meta *meta,
+			       struct kvt_direct_rd *rd, u32 addr)
+{
+	int ret;
+
+	ret = kvt_res_direct_end(pool, rd, addr);
+	if (ret)
+		return ret;
+
+	/* Held as a user: the block's record is fixed (struct kvt_block). */
+	spin_lock(&pool->lock);
+	pool->stats.hits++;
+	pool->stats.gets++;
+	pool->stats.bytes_out += pool->block_size;
+	if (meta)
+		kvt_block_umeta_out(pool, addr, meta);
+	spin_unlock(&pool->lock);
+	kvt_entry_set(e, 0, addr, KVTIER_TIER_NVME);
+	return 0;
+}
+
+static int kvt_get_direct_one(struct kvt_pool *pool, struct kvtier_block *e,
+			      struct kvtier_meta *meta, u32 off, u32 len,
+			      void *rd, u32 addr)
+{
+	struct iov_iter to;
+	struct kvt_umem m;
+	int ret;
+
+	ret = kvt_umem_get(e, ITER_DEST, pool->block_size, &m);
+	if (ret)
+		goto out;
+	to = m.iter;
+	ret = -EAGAIN;
+	if (rd)
+		ret = kvt_get_direct_read(pool, e, meta, rd, addr);
+	/* Not read so, or the bytes did not verify where they landed. */
+	if (ret && ret != -EINTR)
+		ret = kvt_get_iter(pool, e, meta, 0, pool->block_size,
+				   &m.iter);
+	/* What the device wrote there is not served. */
+	if (ret && rd && ret != -EINTR)
+		iov_iter_zero(pool->block_size, &to);
+	kvt_umem_put(&m);
+out:
+	if (ret && meta)
+		memset(meta, 0, sizeof(*meta));
+	return ret;
+}
+
+static void kvt_get_direct_put(struct kvt_pool *pool, void *rd, u32 addr)
+{
+	kvt_res_direct_put(pool, rd, addr);
+}
+
+static const struct kvt_ahead_ops kvt_direct_ahead_ops = {
+	.begin	= kvt_get_direct_begin,
+	.one	= kvt_get_direct_one,
+	.put	= kvt_get_direct_put,
+};
+
+/*
+ * GET with KVTIER_GET_DIRECT: blocks only on NVMe are read straight into
+ * the entries' buffers, ahead of the entries served from DRAM, in a window
+ * of KVT_PART_AHEAD bytes; each entry ends in order.
+ *
+ * Return: the entries served.
+ */
+static u32 kvt_get_direct(struct kvt_pool *pool, struct kvtier_block *ents,
+			  u32 nr, struct kvtier_meta *meta)
+{
+	return kvt_get_ahead(pool, ents, nr, meta, 0, pool->block_size,
+			     max_t(u64, 1, KVT_PART_AHEAD / pool->block_size),
+			     &kvt_direct_ahead_ops);
 }
 
 static int kvt_drop_one(struct kvt_pool *pool, struct kvtier_block *e)
@@ -796,7 +946,7 @@ static u32 kvt_batch_flags(unsigned int nr)
 	case _IOC_NR(KVTIER_IOC_COMMIT):
 		return KVTIER_PUT_REPLACE;
 	case _IOC_NR(KVTIER_IOC_GET):
-		return KVTIER_GET_PART;
+		return KVTIER_GET_PART | KVTIER_GET_DIRECT;
 	case _IOC_NR(KVTIER_IOC_LOOKUP):
 		return KVTIER_LOOKUP_TOUCH | KVTIER_LOOKUP_LOAD |
 		       KVTIER_LOOKUP_PIN;
@@ -984,6 +1134,8 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		       (nr == _IOC_NR(KVTIER_IOC_PUT) || resv);
 	/* The fd's pins and reservations change under its pin_lock. */
 	bool part = nr == _IOC_NR(KVTIER_IOC_GET) && b->flags & KVTIER_GET_PART;
+	bool direct = nr == _IOC_NR(KVTIER_IOC_GET) &&
+		      b->flags & KVTIER_GET_DIRECT;
 	bool pins = nr == _IOC_NR(KVTIER_IOC_PIN) ||
 		    nr == _IOC_NR(KVTIER_IOC_UNPIN) || resv ||
 		    (nr == _IOC_NR(KVTIER_IOC_LOOKUP) &&
@@ -1005,6 +1157,10 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 		return -EOPNOTSUPP;
 	if (part && !(h->features & KVTIER_F_PARTS))
 		return -EOPNOTSUPP;
+	if (direct && !(h->features & KVTIER_F_DIRECT))
+		return -EOPNOTSUPP;
+	if (direct && part)
+		return -EINVAL;
 	if (part && (!b->part_len ||
 		     (u64)b->part_off + b->part_len > pool->block_size))
 		return -EINVAL;
@@ -1039,6 +1195,10 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	if (part) {
 		done = kvt_get_parts(pool, ents, b->count, b->part_off,
 				     b->part_len, meta);
+		goto out_unlock;
+	}
+	if (direct) {
+		done = kvt_get_direct(pool, ents, b->count, meta);
 		goto out_unlock;
 	}
 	if (nr == _IOC_NR(KVTIER_IOC_LOOKUP)) {

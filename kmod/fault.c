@@ -15,13 +15,22 @@
  *   fail_compress	compressions (the block is written raw) and
  *			decompressions (the copy is a miss) of the NVMe
  *			tier's copies (KVTIER_F_COMPRESS)
+ *
+ * And one delay, a u32 file in the same directory:
+ *
+ *   direct_delay_ms	a read into user memory (KVTIER_GET_DIRECT) waits
+ *			this long between taking its block's location and
+ *			submitting its bios, as behind a slow device queue:
+ *			the window in which the log's reclaim must wait for it
  */
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/fault-inject.h>
 #include "kvt.h"
 
 static DECLARE_FAULT_ATTR(kvt_fail_writer);
 static DECLARE_FAULT_ATTR(kvt_fail_compress);
+static u32 kvt_direct_delay_ms;
 static struct dentry *kvt_fault_dir;
 
 /**
@@ -46,6 +55,17 @@ bool kvt_should_fail_compress(void)
 }
 
 /**
+ * kvt_fault_direct_delay() - wait direct_delay_ms, if set
+ */
+void kvt_fault_direct_delay(void)
+{
+	u32 ms = READ_ONCE(kvt_direct_delay_ms);
+
+	if (ms)
+		msleep(ms);
+}
+
+/**
  * kvt_fault_init() - create the points' debugfs files
  *
  * A point that cannot be created is only missing: no error.
@@ -63,6 +83,8 @@ void kvt_fault_init(void)
 				  &kvt_fail_writer);
 	fault_create_debugfs_attr("fail_compress", kvt_fault_dir,
 				  &kvt_fail_compress);
+	debugfs_create_u32("direct_delay_ms", 0600, kvt_fault_dir,
+			   &kvt_direct_delay_ms);
 }
 
 /**

@@ -411,6 +411,8 @@ void kvt_block_umeta_out(struct kvt_pool *pool, u32 addr,
 bool kvt_block_put_user(struct kvt_pool *pool, u32 addr);
 
 struct kvt_part_rd;
+struct kvt_direct_rd;
+struct iovec;
 
 /**
  * struct kvt_tier_ops - what the residency layer asks of a tier
@@ -451,6 +453,15 @@ struct kvt_part_rd;
  *	      memory: 0; -EFAULT or -EINTR when the copy failed; else -errno,
  *	      and the caller reads the whole block instead (NVMe)
  * @part_free: free a @read_part, ended or not (NVMe)
+ * @read_user: start reading a block's copy straight into user memory
+ *	       (pages of @iov, pinned by the read); the block READY, held
+ *	       as a user; pool->lock not held. The read, or an ERR_PTR:
+ *	       -EINVAL for memory not in whole pages, -EOPNOTSUPP for a
+ *	       copy that cannot be read so, -EFAULT, -ENOMEM, -ENOENT (NVMe)
+ * @user_end: wait for a @read_user and verify the bytes where they landed:
+ *	      0; -EINTR when killed; else -errno, and the caller reads the
+ *	      block the usual way (NVMe)
+ * @user_free: free a @read_user, ended or not (NVMe)
  *
  * One instance a tier: kvt_dram_tier, kvt_nvme_tier, kvt_hbm_tier. Only
  * residency.c calls them; an op a tier does not have is NULL.
@@ -479,6 +490,11 @@ struct kvt_tier_ops {
 					 u32 off, u32 len);
 	int (*part_end)(struct kvt_part_rd *rd, struct iov_iter *to);
 	void (*part_free)(struct kvt_part_rd *rd);
+	struct kvt_direct_rd *(*read_user)(struct kvt_pool *pool, u32 addr,
+					   const struct iovec *iov,
+					   unsigned long nr_segs);
+	int (*user_end)(struct kvt_direct_rd *rd);
+	void (*user_free)(struct kvt_direct_rd *rd);
 };
 
 extern const struct kvt_tier_ops kvt_dram_tier;
@@ -524,6 +540,14 @@ int kvt_res_part_end(struct kvt_pool *pool, struct kvt_part_rd *rd,
 		     struct iov_iter *to);
 void kvt_res_part_put(struct kvt_pool *pool, struct kvt_part_rd *rd,
 		      u32 addr);
+struct kvt_direct_rd *kvt_res_direct_begin(struct kvt_pool *pool,
+					   const u64 *key,
+					   const struct iovec *iov,
+					   unsigned long nr_segs, u32 *addrp);
+int kvt_res_direct_end(struct kvt_pool *pool, struct kvt_direct_rd *rd,
+		       u32 addr);
+void kvt_res_direct_put(struct kvt_pool *pool, struct kvt_direct_rd *rd,
+			u32 addr);
 int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e,
 		  struct kvt_umeta **um);
 
@@ -640,6 +664,7 @@ int kvt_ev_open(struct kvt_pool *pool, struct kvtier_events *e,
 #ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
 bool kvt_should_fail_writer(size_t size);
 bool kvt_should_fail_compress(void);
+void kvt_fault_direct_delay(void);
 void kvt_fault_init(void);
 void kvt_fault_exit(void);
 #else
@@ -651,6 +676,10 @@ static inline bool kvt_should_fail_writer(size_t size)
 static inline bool kvt_should_fail_compress(void)
 {
 	return false;
+}
+
+static inline void kvt_fault_direct_delay(void)
+{
 }
 
 static inline void kvt_fault_init(void)

@@ -48,7 +48,7 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
 			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | \
 			 KVTIER_F_META | KVTIER_F_PARTS | KVTIER_F_EVENTS | \
-			 KVTIER_F_COMPRESS)
+			 KVTIER_F_COMPRESS | KVTIER_F_DIRECT)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))

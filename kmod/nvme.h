@@ -26,6 +26,8 @@ struct kvt_region {
 	u64 seq;		/* its write sequence, 0 when free */
 	u64 nonce;		/* in each of its segments' summaries */
 	u32 used;		/* pages taken by its segments */
+	u32 chain;		/* pages of its durable segments, in a row */
+	atomic_t readers;	/* reads into user memory (nvme_direct.c) */
 	u8 state;		/* enum kvt_region_state */
 };
 
@@ -76,6 +78,11 @@ struct kvt_nvme {
 	u8 index;			/* in kvt_nvmes[] */
 	bool closing;			/* no new writes: being detached */
 	bool detaching;			/* kvt_nvme_lock: a detach owns it */
+	/*
+	 * Reclaim could not read a summary: blocks may still name regions
+	 * written since, so no more reads go straight to user memory.
+	 */
+	bool direct_off;
 	u8 uuid[16];
 	u64 dev_bytes;
 	u64 region_bytes;
@@ -197,6 +204,44 @@ int kvt_nvme_writer_init(struct kvt_nvme *nvme);
 void kvt_nvme_writer_exit(struct kvt_nvme *nvme);
 void kvt_tomb_end(struct kvt_tomb *t, int status);
 
+/**
+ * struct kvt_crd - a read made for a caller that may give it up
+ * @nvme: its device, counted in its inflight
+ * @pool: its pool, referenced
+ * @pending: bios in flight, +1 while submitting
+ * @status: the errno of a bio that failed, else 0
+ * @bytes: bytes the bios read
+ * @done: the bios ended (complete_all())
+ * @refs: the caller's, and the bios'
+ * @free_work: the bios' reference was the last
+ * @ended: called when the last bio ended, or NULL
+ * @free: frees what holds it
+ *
+ * Embedded in struct kvt_part_rd and struct kvt_direct_rd (nvme_read.c).
+ */
+struct kvt_crd {
+	struct kvt_nvme *nvme;
+	struct kvt_pool *pool;
+	atomic_t pending;
+	int status;
+	u64 bytes;
+	struct completion done;
+	refcount_t refs;
+	struct work_struct free_work;
+	void (*ended)(struct kvt_crd *crd);
+	void (*free)(struct kvt_crd *crd);
+};
+
+/* nvme_read.c */
+void kvt_crd_init(struct kvt_crd *crd, struct kvt_nvme *nvme,
+		  struct kvt_pool *pool, void (*ended)(struct kvt_crd *crd),
+		  void (*free)(struct kvt_crd *crd));
+void kvt_crd_submit(struct kvt_crd *crd, u64 off, struct page **pages,
+		    u32 nr);
+void kvt_crd_submitted(struct kvt_crd *crd);
+int kvt_crd_wait(struct kvt_crd *crd);
+void kvt_crd_put(struct kvt_crd *crd);
+
 /* nvme_part.c */
 bool kvt_parts_build(struct kvt_pool *pool, struct kvt_block *blk,
 		     void *page);
@@ -205,6 +250,15 @@ struct kvt_part_rd *kvt_nvme_read_part(struct kvt_pool *pool, u32 addr,
 int kvt_nvme_part_end(struct kvt_part_rd *rd, struct iov_iter *to);
 void kvt_nvme_part_free(struct kvt_part_rd *rd);
 void kvt_parts_trim(struct kvt_pool *pool);
+
+/* nvme_direct.c */
+struct kvt_direct_rd *kvt_nvme_read_user(struct kvt_pool *pool, u32 addr,
+					 const struct iovec *iov,
+					 unsigned long nr_segs);
+int kvt_nvme_user_end(struct kvt_direct_rd *rd);
+void kvt_nvme_user_free(struct kvt_direct_rd *rd);
+void kvt_nvme_readers_drain(struct kvt_nvme *nvme, u32 r, int ret,
+			    u32 page);
 
 /* compress.c */
 int kvt_z_compress(struct kvt_pool *pool, struct kvt_block *blk,

@@ -185,8 +185,7 @@ void kvt_parts_trim(struct kvt_pool *pool)
 
 /* struct kvt_part_rd - a read of some parts of one block's copy */
 struct kvt_part_rd {
-	struct kvt_nvme *nvme;		/* counted in its inflight */
-	struct kvt_pool *pool;		/* referenced */
+	struct kvt_crd crd;		/* its lifetime (nvme_read.c) */
 	u64 key[2];
 	u32 ncrc;			/* the block's crc */
 	u32 first;			/* first part read */
@@ -194,11 +193,6 @@ struct kvt_part_rd {
 	u32 start;			/* where the range starts, past the table */
 	u32 len;			/* its bytes */
 	u32 npages;			/* the table's page, then the parts' */
-	atomic_t pending;		/* bios in flight, +1 while submitting */
-	int status;
-	struct completion done;		/* the bios ended (complete_all) */
-	refcount_t refs;		/* the caller's, and the bios' */
-	struct work_struct free_work;	/* the bios' was the last */
 	struct page *pages[];
 };
 
@@ -207,80 +201,13 @@ static void kvt_part_rd_free(struct kvt_part_rd *rd)
 	u32 i;
 
 	for (i = 0; i < rd->npages && rd->pages[i]; i++)
-		kvt_part_page_put(rd->pool, rd->pages[i]);
+		kvt_part_page_put(rd->crd.pool, rd->pages[i]);
 	kfree(rd);
 }
 
-/* The last reference went: the pages, the pool and the device go. */
-static void kvt_part_release(struct kvt_part_rd *rd)
+static void kvt_part_crd_free(struct kvt_crd *crd)
 {
-	struct kvt_nvme *nvme = rd->nvme;
-	struct kvt_pool *pool = rd->pool;
-
-	kvt_part_rd_free(rd);
-	kvt_pool_put(pool);
-	/* Detach flushes nvme->wq after this, so nvme outlives the wake. */
-	if (atomic_dec_and_test(&nvme->inflight))
-		wake_up_all(&nvme->idle);
-}
-
-static void kvt_part_free_work(struct work_struct *work)
-{
-	kvt_part_release(container_of(work, struct kvt_part_rd, free_work));
-}
-
-/* All bios ended: wake the caller; free the read if it gave it up. */
-static void kvt_part_io_put(struct kvt_part_rd *rd)
-{
-	if (!atomic_dec_and_test(&rd->pending))
-		return;
-	complete_all(&rd->done);
-	if (refcount_dec_and_test(&rd->refs))
-		queue_work(rd->nvme->wq, &rd->free_work);
-}
-
-static void kvt_part_end_io(struct bio *bio)
-{
-	struct kvt_part_rd *rd = bio->bi_private;
-
-	if (bio->bi_status) {
-		WRITE_ONCE(rd->status, blk_status_to_errno(bio->bi_status));
-		atomic64_inc(&rd->nvme->io_errors);
-	}
-	bio_put(bio);
-	kvt_part_io_put(rd);
-}
-
-/* Read @nr pages at device byte @off into rd->pages[@first...]. */
-static void kvt_part_submit(struct kvt_part_rd *rd, u64 off, u32 first,
-			    u32 nr)
-{
-	struct bio *bio = NULL;
-	u32 i = 0;
-
-	while (i < nr) {
-		if (!bio) {
-			bio = bio_alloc(rd->nvme->bdev,
-					min_t(u32, BIO_MAX_VECS, nr - i),
-					REQ_OP_READ, GFP_KERNEL);
-			bio->bi_iter.bi_sector = KVT_SECTORS(off +
-						((u64)i << PAGE_SHIFT));
-			bio->bi_private = rd;
-			bio->bi_end_io = kvt_part_end_io;
-		}
-		if (bio_add_page(bio, rd->pages[first + i], PAGE_SIZE, 0) ==
-		    PAGE_SIZE) {
-			i++;
-			continue;
-		}
-		atomic_inc(&rd->pending);
-		submit_bio(bio);
-		bio = NULL;
-	}
-	if (bio) {
-		atomic_inc(&rd->pending);
-		submit_bio(bio);
-	}
+	kvt_part_rd_free(container_of(crd, struct kvt_part_rd, crd));
 }
 
 /**
@@ -310,7 +237,7 @@ struct kvt_part_rd *kvt_nvme_read_part(struct kvt_pool *pool, u32 addr,
 	rd = kzalloc(struct_size(rd, pages, pages + 1), GFP_KERNEL);
 	if (!rd)
 		return ERR_PTR(-ENOMEM);
-	rd->pool = pool;
+	rd->crd.pool = pool;
 	rd->first = first;
 	rd->nr = last - first + 1;
 	rd->npages = pages + 1;
@@ -341,21 +268,18 @@ struct kvt_part_rd *kvt_nvme_read_part(struct kvt_pool *pool, u32 addr,
 		return ERR_PTR(-ENOENT);
 	}
 
-	rd->nvme = nvme;
-	kref_get(&pool->ref);
-	atomic_set(&rd->pending, 1);
-	init_completion(&rd->done);
-	refcount_set(&rd->refs, 2);
-	INIT_WORK(&rd->free_work, kvt_part_free_work);
+	kvt_crd_init(&rd->crd, nvme, pool, NULL, kvt_part_crd_free);
 	/* The table is the page before the data: one read with part 0. */
 	if (!first) {
-		kvt_part_submit(rd, kvt_loc_bytes(nloc - 1), 0, rd->npages);
+		kvt_crd_submit(&rd->crd, kvt_loc_bytes(nloc - 1), rd->pages,
+			       rd->npages);
 	} else {
-		kvt_part_submit(rd, kvt_loc_bytes(nloc - 1), 0, 1);
-		kvt_part_submit(rd, kvt_loc_bytes(nloc + first * pp), 1,
-				pages);
+		kvt_crd_submit(&rd->crd, kvt_loc_bytes(nloc - 1), rd->pages,
+			       1);
+		kvt_crd_submit(&rd->crd, kvt_loc_bytes(nloc + first * pp),
+			       rd->pages + 1, pages);
 	}
-	kvt_part_io_put(rd);
+	kvt_crd_submitted(&rd->crd);
 	return rd;
 }
 
@@ -370,7 +294,7 @@ struct kvt_part_rd *kvt_nvme_read_part(struct kvt_pool *pool, u32 addr,
 static bool kvt_parts_trusted(struct kvt_part_rd *rd,
 			      struct kvt_disk_parts *t)
 {
-	struct kvt_pool *pool = rd->pool;
+	struct kvt_pool *pool = rd->crd.pool;
 	u32 nr = kvt_parts_nr(pool);
 
 	return le64_to_cpu(t->magic) == KVT_PARTS_MAGIC &&
@@ -387,7 +311,7 @@ static bool kvt_parts_trusted(struct kvt_part_rd *rd,
 static bool kvt_parts_verify(struct kvt_part_rd *rd,
 			     const struct kvt_disk_parts *t)
 {
-	struct kvt_pool *pool = rd->pool;
+	struct kvt_pool *pool = rd->crd.pool;
 	u32 i, j, n, pg = 1;
 	u32 crc;
 
@@ -422,12 +346,11 @@ int kvt_nvme_part_end(struct kvt_part_rd *rd, struct iov_iter *to)
 	u32 pg = 1 + (rd->start >> PAGE_SHIFT);
 	u32 off = offset_in_page(rd->start);
 	u32 left = rd->len, n;
+	int ret;
 
-	if (wait_for_completion_killable(&rd->done))
-		return -EINTR;
-	if (rd->status)
-		return -EIO;
-	atomic64_add((u64)rd->npages << PAGE_SHIFT, &rd->nvme->bytes_read);
+	ret = kvt_crd_wait(&rd->crd);
+	if (ret)
+		return ret;
 	if (!kvt_parts_trusted(rd, t) || !kvt_parts_verify(rd, t))
 		return -EBADMSG;
 	for (; left; left -= n, pg++, off = 0) {
@@ -448,6 +371,5 @@ int kvt_nvme_part_end(struct kvt_part_rd *rd, struct iov_iter *to)
  */
 void kvt_nvme_part_free(struct kvt_part_rd *rd)
 {
-	if (refcount_dec_and_test(&rd->refs))
-		kvt_part_release(rd);
+	kvt_crd_put(&rd->crd);
 }

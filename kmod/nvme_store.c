@@ -533,6 +533,7 @@ static int kvt_nvme_rebuild(struct kvt_nvme *nvme)
 			continue;	/* changed under us: not a region now */
 		nvme->regions[r].seq = order[i].seq;
 		nvme->regions[r].used = nvme->region_pages;
+		nvme->regions[r].chain = page;
 		nvme->regions[r].state = KVT_REGION_FULL;
 		nvme->next_seq = order[i].seq + 1;
 		nvme->head = (r + 1) % nvme->nr_regions;

@@ -716,6 +716,30 @@ void kvt_res_load_ahead(struct kvt_pool *pool, const u64 *key)
 		spin_unlock(&pool->lock);
 }
 
+/*
+ * The READY block of @key if it is only on NVMe (no DRAM copy, none being
+ * loaded) and its copy can be reached now, held as a user; else KVT_NIL.
+ * For the reads that leave a block where it is.
+ */
+static u32 kvt_res_nvme_only_get(struct kvt_pool *pool, const u64 *key)
+{
+	struct kvt_block *blk;
+	u32 addr;
+
+	if (fatal_signal_pending(current))
+		return KVT_NIL;
+	spin_lock(&pool->lock);
+	addr = kvt_block_find(pool, key);
+	blk = addr == KVT_NIL ? NULL : &pool->blocks[addr];
+	if (!blk || kvt_in_dram(blk) || blk->flags || blk->nloc == KVT_NIL ||
+	    blk->users == U16_MAX || !kvt_nvme_tier.reachable(pool, addr))
+		addr = KVT_NIL;
+	else
+		blk->users++;
+	spin_unlock(&pool->lock);
+	return addr;
+}
+
 /**
  * kvt_res_part_begin() - start reading a range of a block straight from NVMe
  * @pool: the pool
@@ -735,22 +759,13 @@ struct kvt_part_rd *kvt_res_part_begin(struct kvt_pool *pool, const u64 *key,
 				       u32 off, u32 len, u32 *addrp)
 {
 	struct kvt_part_rd *rd;
-	struct kvt_block *blk;
 	u32 addr;
 
-	if (!pool->parts || fatal_signal_pending(current))
+	if (!pool->parts)
 		return NULL;
-	spin_lock(&pool->lock);
-	addr = kvt_block_find(pool, key);
-	blk = addr == KVT_NIL ? NULL : &pool->blocks[addr];
-	if (!blk || kvt_in_dram(blk) || blk->flags || blk->nloc == KVT_NIL ||
-	    blk->users == U16_MAX || !kvt_nvme_tier.reachable(pool, addr)) {
-		spin_unlock(&pool->lock);
+	addr = kvt_res_nvme_only_get(pool, key);
+	if (addr == KVT_NIL)
 		return NULL;
-	}
-	blk->users++;
-	spin_unlock(&pool->lock);
-
 	rd = kvt_nvme_tier.read_part(pool, addr, off, len);
 	if (IS_ERR(rd)) {
 		spin_lock(&pool->lock);
@@ -786,6 +801,81 @@ void kvt_res_part_put(struct kvt_pool *pool, struct kvt_part_rd *rd,
 		      u32 addr)
 {
 	kvt_nvme_tier.part_free(rd);
+	spin_lock(&pool->lock);
+	kvt_res_put_user(pool, addr);
+}
+
+/**
+ * kvt_res_direct_begin() - start reading a block only on NVMe into user memory
+ * @pool: the pool
+ * @key: the block's key
+ * @iov: the memory: segments of whole pages, the block size in all
+ * @nr_segs: how many
+ * @addrp: out: the block's address; it is held as a user
+ *
+ * For a block READY without a DRAM copy (none being loaded either) whose
+ * NVMe copy can be reached now. The block stays where it is.
+ *
+ * Return: the read, to end with kvt_res_direct_end() and put with
+ * kvt_res_direct_put(); NULL when the block is not such a block, or its
+ * copy or the memory cannot be read so: the caller reads the usual way.
+ */
+struct kvt_direct_rd *kvt_res_direct_begin(struct kvt_pool *pool,
+					   const u64 *key,
+					   const struct iovec *iov,
+					   unsigned long nr_segs, u32 *addrp)
+{
+	struct kvt_direct_rd *rd;
+	u32 addr;
+
+	addr = kvt_res_nvme_only_get(pool, key);
+	if (addr == KVT_NIL)
+		return NULL;
+	rd = kvt_nvme_tier.read_user(pool, addr, iov, nr_segs);
+	if (IS_ERR(rd)) {
+		spin_lock(&pool->lock);
+		kvt_res_put_user(pool, addr);
+		return NULL;
+	}
+	*addrp = addr;
+	return rd;
+}
+
+/**
+ * kvt_res_direct_end() - end a read kvt_res_direct_begin() started
+ * @pool: the pool
+ * @rd: the read
+ * @addr: its block
+ *
+ * A block read so was used: the policy learns it, though it stays on NVMe.
+ *
+ * Return: 0 with the block's bytes in the caller's memory; -EINTR when
+ * killed; else -errno, and the caller reads the block the usual way.
+ */
+int kvt_res_direct_end(struct kvt_pool *pool, struct kvt_direct_rd *rd,
+		       u32 addr)
+{
+	int ret = kvt_nvme_tier.user_end(rd);
+
+	if (!ret) {
+		spin_lock(&pool->lock);
+		if (pool->blocks[addr].state == KVT_BLK_READY)
+			kvt_res_touch(pool, addr, false);
+		spin_unlock(&pool->lock);
+	}
+	return ret;
+}
+
+/**
+ * kvt_res_direct_put() - free a read kvt_res_direct_begin() started
+ * @pool: the pool
+ * @rd: the read, ended or not
+ * @addr: its block, whose user reference goes
+ */
+void kvt_res_direct_put(struct kvt_pool *pool, struct kvt_direct_rd *rd,
+			u32 addr)
+{
+	kvt_nvme_tier.user_free(rd);
 	spin_lock(&pool->lock);
 	kvt_res_put_user(pool, addr);
 }

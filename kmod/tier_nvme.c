@@ -462,11 +462,19 @@ static void kvt_region_reclaim(struct kvt_nvme *nvme, u32 r,
 			       struct kvt_disk_region *dr)
 {
 	u32 page = 0;
+	int ret;
 
-	while (!kvt_segment_read(nvme, r, &page, nvme->regions[r].seq, dr))
+	for (;;) {
+		ret = kvt_segment_read(nvme, r, &page, nvme->regions[r].seq,
+				       dr);
+		if (ret)
+			break;
 		kvt_segment_reclaim(nvme, r, dr);
+	}
+	kvt_nvme_readers_drain(nvme, r, ret, page);
 	nvme->regions[r].seq = 0;
 	nvme->regions[r].used = 0;
+	nvme->regions[r].chain = 0;
 	nvme->regions[r].state = KVT_REGION_FREE;
 	atomic64_inc(&nvme->reclaimed);
 }
@@ -816,6 +824,7 @@ static void kvt_wbr_done(struct work_struct *work)
 	} else {
 		rg->state = nvme->open == wbr->region ? KVT_REGION_OPEN :
 							KVT_REGION_FULL;
+		rg->chain = wbr->page + wbr->pages;
 		atomic64_add(wbr->bytes + wbr->tables + wbr->data,
 			     &nvme->bytes_written);
 		atomic64_add(wbr->demoted, &nvme->bytes_demoted);
@@ -1860,4 +1869,7 @@ const struct kvt_tier_ops kvt_nvme_tier = {
 	.read_part	= kvt_nvme_read_part,
 	.part_end	= kvt_nvme_part_end,
 	.part_free	= kvt_nvme_part_free,
+	.read_user	= kvt_nvme_read_user,
+	.user_end	= kvt_nvme_user_end,
+	.user_free	= kvt_nvme_user_free,
 };

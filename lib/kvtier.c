@@ -125,6 +125,8 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "events";
 	case KVTIER_F_COMPRESS:
 		return "compress";
+	case KVTIER_F_DIRECT:
+		return "direct";
 	}
 	return NULL;
 }

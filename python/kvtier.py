@@ -101,6 +101,7 @@ F_META = 1 << 11
 F_PARTS = 1 << 12
 F_EVENTS = 1 << 13
 F_COMPRESS = 1 << 14
+F_DIRECT = 1 << 15
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -127,6 +128,7 @@ ADDR_NONE = (1 << 64) - 1
 SLOT_NONE = (1 << 32) - 1
 
 PUT_REPLACE = 1 << 0
+GET_DIRECT = 1 << 1
 LOOKUP_TOUCH = 1 << 0
 LOOKUP_LOAD = 1 << 1
 LOOKUP_PIN = 1 << 2
@@ -1188,12 +1190,16 @@ class Pool:
         return self._batch("put", keys, buffers,
                            PUT_REPLACE if replace else 0, meta_in=meta)
 
-    def get(self, keys, buffers, meta=False):
+    def get(self, keys, buffers, meta=False, direct=False):
         """Copy blocks out of the pool into writable buffers (blocks only
         on NVMe are read back first). Per-entry status: -ENOENT (miss),
         -ENOSPC, -EIO, -EINTR. meta=True (needs F_META): Batch.meta holds
-        each block's record, read with its bytes."""
-        return self._batch("get", keys, buffers, writable=True,
+        each block's record, read with its bytes. direct=True (needs
+        F_DIRECT): a block only on NVMe whose buffer is page-aligned is
+        read by the device straight into it and stays on NVMe
+        (Batch.tier TIER_NVME)."""
+        return self._batch("get", keys, buffers,
+                           GET_DIRECT if direct else 0, writable=True,
                            meta_out=meta)
 
     def get_part(self, keys, buffers, offset, length, meta=False):

@@ -45,6 +45,12 @@
  *			the same fio jobs doing the tier's checksum work too
  *			(verify=crc32c every 256 KiB, written, then checked
  *			on every read; goal >= 0.9)
+ *   nvme_read_direct_gbps  the same GET passes with KVTIER_GET_DIRECT (the
+ *			device reads into the buffers, the blocks stay on
+ *			NVMe), best of 3; nvme_read_direct_vs_read (against
+ *			the promoting GETs just before), _vs_fio and
+ *			_vs_fio_verify beside it, and its CPU passes
+ *			(nvme_read_direct_cpu_passes_per_byte: crc32c only)
  *   nvme_write_busy_share, nvme_read_busy_share  share of each phase the
  *			drive had I/O in flight (io_ticks of /sys/block/DEV/
  *			stat over the phase's time; goal >= 0.9), with fio's
@@ -52,7 +58,9 @@
  *   nvme_cpu_passes_per_byte  bytes of blocks the CPU copied, checksummed
  *			and had zeroed (/sys/kernel/kvtier/cpu_bytes) over
  *			the bytes the write and the read phase moved (goal
- *			<= 2); each phase's own beside it, with its parts
+ *			<= 2); each phase's own beside it, with its parts;
+ *			nvme_cpu_passes_per_byte_direct the same with the
+ *			direct reads' phase as the read phase
  *   nvme_host_waf	NVME_STAT.bytes_written / bytes_demoted
  *   nvme_attach_seconds_1gib  NVME_STAT.attach_ns of a re-attach of the
  *			full 1 GiB drive (index rebuilt from every region)
@@ -1504,7 +1512,7 @@ int64_t nvme_only(struct kvtier_pool *pool, uint64_t n, uint64_t *idx,
  * or came back with wrong bytes.
  */
 static int nvme_get(struct kvtier_pool *pool, const uint64_t *idx, uint64_t n,
-		    char *buf, uint64_t *miss, uint64_t *bad)
+		    char *buf, uint32_t flags, uint64_t *miss, uint64_t *bad)
 {
 	struct kvtier_block b[NVME_QD];
 	uint64_t i;
@@ -1518,7 +1526,7 @@ static int nvme_get(struct kvtier_pool *pool, const uint64_t *idx, uint64_t n,
 
 			kvtier_block_set(&b[j], &k, buf + j * NVME_BLOCK);
 		}
-		ret = kvtier_get(pool, b, m, 0, NULL);
+		ret = kvtier_get(pool, b, m, flags, NULL);
 		if (ret)
 			return ret;
 		for (j = 0; j < m; j++)
@@ -1694,6 +1702,50 @@ static void fio_best(const char *job, const char *opt, const char *dir,
 		busy_share(busy, dev, ticks, (now_ns() - t) / 1e9);
 }
 
+/*
+ * Phase 4 of bench_nvme(): NVME_TRIALS GET passes with @flags, each over
+ * the blocks only on NVMe by then (a pass that promotes leaves the last
+ * few in DRAM). The best pass's rate in *@rate, the device's over it in
+ * *@dev_rate, its blocks in *@best; the bytes all passes moved in *@moved.
+ */
+static int nvme_read_passes(struct kvtier_pool *pool, uint64_t nw, uint64_t nr,
+			    uint64_t *idx, uint64_t *rng, char *gbuf,
+			    uint32_t flags, double *rate, double *dev_rate,
+			    double *moved, uint64_t *best, uint64_t *miss,
+			    uint64_t *bad)
+{
+	struct kvtier_nvme_stat s0, s1;
+	double secs;
+	uint64_t t;
+	int64_t m;
+	int i, ret;
+
+	*rate = *dev_rate = *moved = 0;
+	for (i = 0, ret = 0; i < NVME_TRIALS && !ret; i++) {
+		uint64_t n = nr;
+
+		m = nvme_only(pool, nw, idx, rng);
+		if (m < 0)
+			return warn("LOOKUP", m);
+		if ((uint64_t)m < n)
+			n = m - m % NVME_QD;
+		if (!n)
+			break;
+		kvtier_nvme_stat(ctx, &s0);
+		t = now_ns();
+		ret = nvme_get(pool, idx, n, gbuf, flags, miss, bad);
+		secs = (now_ns() - t) / 1e9;
+		kvtier_nvme_stat(ctx, &s1);
+		*moved += n * NVME_BLOCK;
+		if (!ret && n * NVME_BLOCK / secs > *rate) {
+			*rate = n * NVME_BLOCK / secs;
+			*dev_rate = (s1.bytes_read - s0.bytes_read) / secs;
+			*best = n;
+		}
+	}
+	return ret;
+}
+
 static int bench_nvme(void)
 {
 	const uint64_t put_bytes = NVME_PUT_BATCH * NVME_BLOCK;
@@ -1707,7 +1759,8 @@ static int bench_nvme(void)
 	double put_best, dev_r, moved;
 	uint64_t t0, nr_best = 0;
 	int i;
-	double cb0[3], cb1[3], passes = 0;
+	double cb0[3], cb1[3], passes = 0, passes_w = 0;
+	struct kvtier_api api;
 	int cpu_ok;
 	uint64_t dev_bytes, nw, nr, next, cap, bad = 0, miss = 0, rng = 0x2545f4914f6cdd1dULL;
 	uint64_t *idx = NULL;
@@ -1813,7 +1866,8 @@ static int bench_nvme(void)
 	if (!ret)
 		busy_share("nvme_write_busy_share", dev, ticks, secs);
 	if (!ret && cpu_ok)
-		passes = cpu_passes("write", cb0, cb1, nw * NVME_BLOCK);
+		passes = passes_w = cpu_passes("write", cb0, cb1,
+					       nw * NVME_BLOCK);
 	if (ret) {
 		warn("PUT/SYNC through the NVMe tier", ret);
 		goto out;
@@ -1851,32 +1905,8 @@ static int bench_nvme(void)
 	cpu_ok = cpu_ok && !cpu_bytes(cb0);
 	ticks = io_ticks_ms(dev);
 	t0 = now_ns();
-	kv_r = dev_r = 0;
-	moved = 0;
-	for (i = 0, ret = 0; i < NVME_TRIALS && !ret; i++) {
-		uint64_t n = nr;
-
-		m = nvme_only(pool, nw, idx, &rng);
-		if (m < 0) {
-			ret = warn("LOOKUP", m);
-			goto out;
-		}
-		if ((uint64_t)m < n)
-			n = m - m % NVME_QD;
-		if (!n)
-			break;
-		kvtier_nvme_stat(ctx, &s0);
-		t = now_ns();
-		ret = nvme_get(pool, idx, n, gbuf, &miss, &bad);
-		secs = (now_ns() - t) / 1e9;
-		kvtier_nvme_stat(ctx, &s1);
-		moved += n * NVME_BLOCK;
-		if (!ret && n * NVME_BLOCK / secs > kv_r) {
-			kv_r = n * NVME_BLOCK / secs;
-			dev_r = (s1.bytes_read - s0.bytes_read) / secs;
-			nr_best = n;
-		}
-	}
+	ret = nvme_read_passes(pool, nw, nr, idx, &rng, gbuf, 0, &kv_r, &dev_r,
+			       &moved, &nr_best, &miss, &bad);
 	secs = (now_ns() - t0) / 1e9;
 	cpu_ok = cpu_ok && !cpu_bytes(cb1);
 	if (!ret && moved)
@@ -1902,6 +1932,44 @@ static int bench_nvme(void)
 	}
 	figure("nvme_read_device_gbps", "%.3f", dev_r / 1e9);
 	figure("nvme_read_blocks", "%.0f", (double)nr_best);
+
+	/*
+	 * 4b. The same GETs read straight into the buffers
+	 * (KVTIER_GET_DIRECT): no DRAM, no copy; the blocks stay on NVMe.
+	 */
+	kvtier_api_info(ctx, &api);
+	if (!(api.features & KVTIER_F_DIRECT)) {
+		printf("nvme_read_direct_gbps: n/a (no KVTIER_F_DIRECT)\n");
+	} else {
+		double kv_d, dev_d, moved_d;
+		uint64_t nr_d = 0;
+
+		cpu_ok = !cpu_bytes(cb0);
+		ticks = io_ticks_ms(dev);
+		t0 = now_ns();
+		ret = nvme_read_passes(pool, nw, nr, idx, &rng, gbuf,
+				       KVTIER_GET_DIRECT, &kv_d, &dev_d,
+				       &moved_d, &nr_d, &miss, &bad);
+		secs = (now_ns() - t0) / 1e9;
+		cpu_ok = cpu_ok && !cpu_bytes(cb1);
+		if (ret || !moved_d) {
+			warn("GET with KVTIER_GET_DIRECT", ret ? ret : -ENOENT);
+			goto out;
+		}
+		busy_share("nvme_read_direct_busy_share", dev, ticks, secs);
+		if (cpu_ok && passes_w > 0)
+			figure("nvme_cpu_passes_per_byte_direct", "%.2f",
+			       (passes_w + cpu_passes("read_direct", cb0, cb1,
+						      moved_d)) /
+			       (nw * NVME_BLOCK + moved_d));
+		figure("nvme_read_direct_gbps", "%.3f", kv_d / 1e9);
+		figure("nvme_read_direct_vs_read", "%.3f", kv_d / kv_r);
+		if (fio_r > 0)
+			figure("nvme_read_direct_vs_fio", "%.3f", kv_d / fio_r);
+		if (fio_rv > 0)
+			figure("nvme_read_direct_vs_fio_verify", "%.3f",
+			       kv_d / fio_rv);
+	}
 
 	/* 5. Fill the device, SYNC, detach, attach: the index rebuild. */
 	for (next = nw; ; next += NVME_DRAM) {
@@ -1964,8 +2032,8 @@ out_verify:
 		goto out;
 	}
 	miss = 0;
-	ret = nvme_get(pool, idx, m < NVME_VERIFY ? m : NVME_VERIFY, gbuf, &miss,
-		       &bad);
+	ret = nvme_get(pool, idx, m < NVME_VERIFY ? m : NVME_VERIFY, gbuf, 0,
+		       &miss, &bad);
 	if (ret)
 		warn("GET after re-attach", ret);
 	/*

@@ -26,17 +26,18 @@ declare -A layer=(
 	[index.c]=1							# key hash
 	[block.c]=2 [policy.c]=2					# index
 	[tier_dram.c]=3							# tiers: DRAM pages
-	[nvme_part.c]=4 [compress.c]=4					# tiers: NVMe parts, compression
-	[tier_nvme.c]=5 [tier_hbm.c]=5					# tiers
-	[hbm_emul.c]=6 [hbm_user.c]=6					# HBM backends
-	[residency.c]=7							# residency
-	[cmd.c]=8 [prefetch.c]=8 [mmap.c]=8 [shrinker.c]=8 [reserve.c]=8		# commands
-	[pool.c]=8 [sysfs.c]=8 [main.c]=8 [uring.c]=8 [nvme_store.c]=8
-	[census.c]=8
+	[nvme_read.c]=4							# tiers: NVMe reads for a caller
+	[nvme_part.c]=5 [nvme_direct.c]=5 [compress.c]=5		# tiers: NVMe parts, reads to user, compression
+	[tier_nvme.c]=6 [tier_hbm.c]=6					# tiers
+	[hbm_emul.c]=7 [hbm_user.c]=7					# HBM backends
+	[residency.c]=8							# residency
+	[cmd.c]=9 [prefetch.c]=9 [mmap.c]=9 [shrinker.c]=9 [reserve.c]=9		# commands
+	[pool.c]=9 [sysfs.c]=9 [main.c]=9 [uring.c]=9 [nvme_store.c]=9
+	[census.c]=9
 )
-top=8
+top=9
 declare -A name=([0]=base [1]="key hash" [2]=index [3]=tier [4]=tier
-		 [5]=tier [6]="tier backend" [7]=residency [8]=command)
+		 [5]=tier [6]=tier [7]="tier backend" [8]=residency [9]=command)
 
 verbose=0
 [[ ${1:-} == -v ]] && verbose=1

@@ -512,13 +512,19 @@ int kvtier_put(struct kvtier_pool *pool, struct kvtier_block *blk, uint32_t n,
  * @pool:	the pool handle.
  * @blk:	entries: key and buf in.
  * @n:		number of entries.
- * @flags:	0.
+ * @flags:	0, or KVTIER_GET_DIRECT (KVTIER_F_DIRECT).
  * @done:	out (optional): entries copied.
  *
  * A block that is only on NVMe is read back into DRAM first (the reads of
  * a batch are issued ahead of the copies, so a batch is also the queue
  * depth); it then counts in kvtier_pool_stat.promotions. A copy that fails
  * its checksum is never served: the entry is a miss and bad_reads counts it.
+ *
+ * With KVTIER_GET_DIRECT, a block only on NVMe whose buffer (or each
+ * segment) is page-aligned and whole pages long is read by the device
+ * straight into it, verified there, and stays on NVMe (entry tier
+ * KVTIER_TIER_NVME): no DRAM, no copy. Other blocks are read as without
+ * the flag. -EOPNOTSUPP for the batch without KVTIER_F_DIRECT.
  *
  * Per-entry status: -ENOENT (miss), -EFAULT (bad buf), -ENOSPC (no DRAM
  * could be freed for a block on NVMe), -EIO, -EINTR.

@@ -189,6 +189,7 @@ static void test_names(void)
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_SG), "sg"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_LOOKUP_PIN), "lookup_pin"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_META), "meta"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_DIRECT), "direct"));
 	CHECK(kvtier_feature_name(1ULL << 63) == NULL);
 	CHECK(kvtier_feature_name(0) == NULL);
 	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_API)), "API"));

@@ -18,6 +18,7 @@ import array
 import collections
 import errno
 import json
+import mmap
 import os
 import select
 import shutil
@@ -784,6 +785,23 @@ class TestPrefetchNvme(NvmeCase):
             for i, k in enumerate(ks):
                 self.assertTrue(out[i * NV_BS:(i + 1) * NV_BS] ==
                                 pattern(k, NV_BS), "block %d" % (j + i))
+
+    def test_get_direct_stays_on_nvme(self):
+        if not self.ctx.api["supported"] & kvtier.F_DIRECT:
+            self.skipTest("no KVTIER_F_DIRECT")
+        ks = self.keys[:8]
+        out = mmap.mmap(-1, len(ks) * NV_BS)    # page-aligned
+        before = self.pool.stat()["promotions"]
+        res = self.pool.get(ks, out, direct=True)
+        self.assertEqual(res.status, [0] * len(ks))
+        self.assertEqual(res.tier, [kvtier.TIER_NVME] * len(ks))
+        for i, k in enumerate(ks):
+            self.assertTrue(out[i * NV_BS:(i + 1) * NV_BS] ==
+                            pattern(k, NV_BS), "block %d" % i)
+        self.assertEqual(self.pool.stat()["promotions"], before)
+        self.assertEqual(self.pool.lookup(ks).tier,
+                         [kvtier.TIER_NVME] * len(ks))
+        out.close()
 
     def test_events_moved_between_tiers(self):
         if not self.ctx.api["supported"] & kvtier.F_EVENTS:

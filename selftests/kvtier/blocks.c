@@ -669,7 +669,7 @@ FIXTURE_VARIANT_ADD(reject, put) {
 	.meta = KST_META_IN,
 };
 FIXTURE_VARIANT_ADD(reject, get) {
-	.cmd = KVTIER_IOC_GET, .known_flags = KVTIER_GET_PART, .buf = true,
+	.cmd = KVTIER_IOC_GET, .known_flags = KST_GET_FLAGS, .buf = true,
 	.meta = KST_META_OUT,
 };
 FIXTURE_VARIANT_ADD(reject, lookup) {

@@ -261,6 +261,185 @@ TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 	EXPECT_LT(0U, t.exact);
 }
 
+/* A reader of one pool's blocks, straight into its buffer (GET_DIRECT). */
+struct direct_reader {
+	int pfd;
+	__u64 n;		/* keys 0..n-1, generation 1 */
+	volatile int stop;
+	unsigned int served, nvme, zeroed, untouched, wrong;
+};
+
+static void *direct_reader_fn(void *arg)
+{
+	struct direct_reader *r = arg;
+	char *buf = kst_alloc(WRAP_BS);
+	__u64 x = 0x9e3779b97f4a7c15ULL, i;
+	struct kvtier_block b;
+	__u64 k;
+
+	if (!buf) {
+		r->wrong++;
+		return NULL;
+	}
+	while (!r->stop) {
+		x = kst_mix(x);
+		k = x % r->n;
+		memset(buf, 0x5a, WRAP_BS);
+		kst_blk(&b, K0, k, buf);
+		if (kst_batch(r->pfd, KVTIER_IOC_GET, &b, 1, KVTIER_GET_DIRECT,
+			      NULL)) {
+			r->wrong++;
+			continue;
+		}
+		if (!b.status) {
+			if (kst_check_gen(buf, WRAP_BS, K0, k, GEN(1)) != -1) {
+				r->wrong++;
+				continue;
+			}
+			r->served++;
+			r->nvme += b.tier == KVTIER_TIER_NVME;
+			continue;
+		}
+		/* A failed entry: its buffer untouched, or zeroed. */
+		for (i = 1; i < WRAP_BS && buf[i] == buf[0]; i++)
+			;
+		if (i == WRAP_BS && buf[0] == 0x5a)
+			r->untouched++;
+		else if (i == WRAP_BS && !buf[0])
+			r->zeroed++;
+		else
+			r->wrong++;
+	}
+	kst_free(buf, WRAP_BS);
+	return NULL;
+}
+
+/*
+ * Reads into the caller's memory while the log wraps round under another
+ * pool's writes: each region is reclaimed and rewritten with the other
+ * pool's blocks while this pool's blocks there are being read. A read is
+ * this block's exact bytes, or a miss whose buffer holds nothing (left
+ * as it was, or zeroed); never the other pool's bytes.
+ */
+TEST_F_TIMEOUT(wrap, direct_gets_while_log_wraps, 300)
+{
+	long long nr = nvme_nr_regions(self->ctl), r0;
+	struct direct_reader rd = { .pfd = self->pfd, .n = 256 };
+	char name[KVTIER_NAME_MAX];
+	__u64 total, k;
+	pthread_t th;
+	int pfd2;
+
+	ASSERT_LT(0, nr);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, 0, rd.n, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	kst_name(name, "wrap2");
+	pfd2 = kst_pool_create(self->ctl, name, WRAP_BS, 4096, WRAP_DRAM);
+	ASSERT_LE(0, pfd2);
+	r0 = NSTAT(self->ctl, reclaimed);
+	ASSERT_EQ(0, pthread_create(&th, NULL, direct_reader_fn, &rd));
+	/* Twice round the log: every region reclaimed and rewritten. */
+	total = nr * (1024 * KST_KIB / WRAP_BS) * 2;
+	for (k = 0; k < total; k += 16)
+		ASSERT_EQ(0, put_range(pfd2, self->buf, WRAP_BS, 1000 + k, 16,
+				       2, 0));
+	rd.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("%u served (%u from NVMe), %u misses (%u zeroed), %u wrong; %lld regions reclaimed",
+	       rd.served, rd.nvme, rd.untouched + rd.zeroed, rd.zeroed,
+	       rd.wrong, NSTAT(self->ctl, reclaimed) - r0);
+	EXPECT_EQ(0U, rd.wrong);
+	EXPECT_LT(0U, rd.nvme);
+	EXPECT_LT(nr, NSTAT(self->ctl, reclaimed) - r0);
+	close(pfd2);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
+#define DIRECT_DELAY	"/sys/kernel/debug/kvtier/direct_delay_ms"
+#define DIRECT_DELAY_MS	1500
+
+struct slow_get {
+	int pfd;
+	char *buf;
+	struct kvtier_block b;
+	int ret;
+};
+
+static void *slow_get_fn(void *arg)
+{
+	struct slow_get *g = arg;
+
+	kst_blk(&g->b, K0, 0, g->buf);
+	g->ret = kst_batch(g->pfd, KVTIER_IOC_GET, &g->b, 1, KVTIER_GET_DIRECT,
+			   NULL);
+	return NULL;
+}
+
+/*
+ * Reclaim waits for a read into user memory of the region it reclaims. Key
+ * 0 sits in the log's first region; the log is filled by another pool up
+ * to that region's turn; a GET of key 0 straight into a buffer takes the
+ * block's location and then waits DIRECT_DELAY_MS before its bios go
+ * (direct_delay_ms); meanwhile more writes make the log reclaim that
+ * region. The GET must still read key 0's exact bytes: the region was not
+ * written again until the read was done. Without the wait, the read would
+ * fetch the other pool's bytes into the buffer, which the check then
+ * turns into a miss. Needs the debug kernel's direct_delay_ms.
+ */
+TEST_F_TIMEOUT(wrap, reclaim_waits_for_direct_read, 300)
+{
+	struct slow_get g = { .pfd = self->pfd };
+	char name[KVTIER_NAME_MAX];
+	long long r0;
+	pthread_t th;
+	__u64 next = 1000;
+	int pfd2, i;
+
+	if (access(DIRECT_DELAY, W_OK))
+		SKIP(return, "no %s: kernel without CONFIG_FAULT_INJECTION_DEBUG_FS",
+		     DIRECT_DELAY);
+	g.buf = kst_alloc(WRAP_BS);
+	ASSERT_NE(NULL, g.buf);
+	/* Keys 0..15 leave DRAM, written first: the first region. */
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, WRAP_BS, 0,
+			       WRAP_DRAM + 16, 1, 0));
+	ASSERT_EQ(0, nvt_sync(self->pfd, NULL));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	kst_name(name, "wrap2");
+	pfd2 = kst_pool_create(self->ctl, name, WRAP_BS, 4096, WRAP_DRAM);
+	ASSERT_LE(0, pfd2);
+	/* Every region used: the next one opened is the first, reclaimed. */
+	while (nvme_free_regions(self->ctl) > 0) {
+		ASSERT_EQ(0, put_range(pfd2, self->buf, WRAP_BS, next, 8, 2, 0));
+		ASSERT_EQ(0, nvt_sync(pfd2, NULL));
+		next += 8;
+	}
+	r0 = NSTAT(self->ctl, reclaimed);
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+
+	ASSERT_EQ(0, kst_write_num(DIRECT_DELAY, DIRECT_DELAY_MS));
+	ASSERT_EQ(0, pthread_create(&th, NULL, slow_get_fn, &g));
+	usleep(300 * 1000);
+	/* Write until the log reclaims a region: the first. */
+	for (i = 0; i < 64 && NSTAT(self->ctl, reclaimed) == r0; i++) {
+		ASSERT_EQ(0, put_range(pfd2, self->buf, WRAP_BS, next, 8, 2, 0));
+		ASSERT_EQ(0, nvt_sync(pfd2, NULL));
+		next += 8;
+	}
+	pthread_join(th, NULL);
+	kst_write_num(DIRECT_DELAY, 0);
+	EXPECT_LT(r0, NSTAT(self->ctl, reclaimed));
+	ASSERT_EQ(0, g.ret);
+	EXPECT_EQ(0, g.b.status);
+	EXPECT_EQ((__u32)KVTIER_TIER_NVME, g.b.tier);
+	EXPECT_EQ(-1, kst_check_gen(g.buf, WRAP_BS, K0, 0, GEN(1)));
+	/* And its region is gone now: so is key 0. */
+	EXPECT_EQ(-ENOENT, key_tier(self->pfd, 0));
+	close(pfd2);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+	kst_free(g.buf, WRAP_BS);
+}
+
 /* ==== discard: what the log frees, the device is told ==================== */
 
 /*

@@ -193,6 +193,14 @@ static inline long long nvme_nr_regions(int ctl)
 	return ret ? ret : (long long)st.nr_regions;
 }
 
+static inline long long nvme_free_regions(int ctl)
+{
+	struct kvtier_nvme_stat st;
+	int ret = nvt_nstat(ctl, &st);
+
+	return ret ? ret : (long long)st.free_regions;
+}
+
 /* Sectors of a block device, for dm tables; or -errno. */
 static inline long long dev_sectors(const char *path)
 {

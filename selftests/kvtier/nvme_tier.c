@@ -11,6 +11,7 @@
  * Runs as root on /dev/nvme0n1 (or $KVTIER_NVME_DEV), whose content it
  * destroys; the cases are skipped when the device is missing.
  */
+#include <liburing.h>
 #include "nvme_fixture.h"
 
 /* ==== the tier: demotion, promotion, SYNC, detach and attach =========== */
@@ -103,6 +104,214 @@ TEST_F(tier, full_pool_reads_back)
 		TH_LOG("first error: %d", t.first_other);
 	close(pfd);
 	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
+/* ==== GET with KVTIER_GET_DIRECT: NVMe straight to the caller ========== */
+
+#define DIRECT_N	8U	/* entries a batch */
+
+/* /sys/kernel/kvtier/cpu_bytes: bytes copied, checksummed, zeroed. */
+static int cpu_bytes(long long v[3])
+{
+	return kst_read_cols(KST_SYSFS_DIR "/cpu_bytes", v, 3, 0) == 3 ?
+	       0 : -EIO;
+}
+
+/*
+ * GET keys @first.. with KVTIER_GET_DIRECT, DIRECT_N a batch, into @bufs
+ * (DIRECT_N blocks, each filled with 0x5a first); count entries served
+ * from NVMe and exact ones. Return: the batch's result, or -EILSEQ when a
+ * served entry is not exact.
+ */
+static int direct_get(int pfd, char *bufs, __u64 bs, __u64 first, __u32 n,
+		      __u64 gen, __u32 *nvme, __u32 *exact)
+{
+	struct kvtier_block b[DIRECT_N];
+	__u32 i, done;
+	int ret;
+
+	memset(bufs, 0x5a, DIRECT_N * bs);
+	for (i = 0; i < n; i++)
+		kst_blk(&b[i], K0, first + i, bufs + i * bs);
+	ret = kst_batch(pfd, KVTIER_IOC_GET, b, n, KVTIER_GET_DIRECT, &done);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		if (b[i].status)
+			continue;
+		if (kst_check_gen(bufs + i * bs, bs, K0, first + i,
+				  GEN(gen)) != -1)
+			return -EILSEQ;
+		*exact += 1;
+		*nvme += b[i].tier == KVTIER_TIER_NVME;
+	}
+	return 0;
+}
+
+/*
+ * PUT keys 0..NPUT-1 (generation 1) and SYNC: the number of keys from 0 on
+ * that are only on NVMe then, 0 if a command failed.
+ */
+static __u32 put_cold(int pfd, void *buf, __u64 bs)
+{
+	__u32 cold = 0;
+
+	if (put_range(pfd, buf, bs, 0, NPUT, 1, 0) || nvt_sync(pfd, NULL))
+		return 0;
+	while (cold < NPUT && key_tier(pfd, cold) == KVTIER_TIER_NVME)
+		cold++;
+	return cold;
+}
+
+/*
+ * Blocks only on NVMe are read into the caller's buffers and stay there:
+ * no promotion, no CPU copy; blocks in DRAM are served from DRAM.
+ */
+TEST_F(tier, direct_get_stays_on_nvme)
+{
+	__u32 nvme = 0, exact = 0, k, cold;
+	long long c0[3], c1[3], hits;
+	char *bufs;
+
+	bufs = kst_alloc(DIRECT_N * self->bs);
+	ASSERT_NE(NULL, bufs);
+	cold = put_cold(self->pfd, self->buf, self->bs);
+	ASSERT_LE(2 * DIRECT_N, cold);
+	cold -= cold % DIRECT_N;
+
+	/* The coldest keys first: only on NVMe. */
+	hits = PSTAT(self->pfd, hits);
+	ASSERT_EQ(0, cpu_bytes(c0));
+	for (k = 0; k < cold; k += DIRECT_N)
+		ASSERT_EQ(0, direct_get(self->pfd, bufs, self->bs, k, DIRECT_N,
+					1, &nvme, &exact));
+	ASSERT_EQ(0, cpu_bytes(c1));
+	EXPECT_EQ(cold, exact);
+	EXPECT_EQ(cold, nvme);
+	EXPECT_EQ(0, c1[0] - c0[0]);	/* nothing copied */
+	EXPECT_LE((long long)(cold * self->bs), c1[1] - c0[1]);
+	EXPECT_EQ(0, PSTAT(self->pfd, promotions));
+	EXPECT_EQ(0, PSTAT(self->pfd, bad_reads));
+	EXPECT_EQ((long long)cold, PSTAT(self->pfd, hits) - hits);
+	for (k = 0; k < cold; k++)
+		ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, k));
+
+	/* All of them: those in DRAM come from DRAM. */
+	nvme = exact = 0;
+	for (k = 0; k < NPUT; k += DIRECT_N)
+		ASSERT_EQ(0, direct_get(self->pfd, bufs, self->bs, k,
+					NPUT - k < DIRECT_N ? NPUT - k :
+					DIRECT_N, 1, &nvme,
+					&exact));
+	EXPECT_EQ(NPUT, exact);
+	EXPECT_LE(cold, nvme);
+	EXPECT_GT(NPUT, nvme);
+	EXPECT_EQ(0, PSTAT(self->pfd, promotions));
+	kst_free(bufs, DIRECT_N * self->bs);
+}
+
+/*
+ * The same through io_uring: two batches queued at once, run by the
+ * ring's workers, whose reads go into this process's pages.
+ */
+TEST_F(tier, direct_get_through_uring)
+{
+	struct kvtier_block e[2][DIRECT_N];
+	struct kvtier_batch b[2];
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	__u32 i, j;
+	char *bufs;
+
+	bufs = kst_alloc(2 * DIRECT_N * self->bs);
+	ASSERT_NE(NULL, bufs);
+	ASSERT_LE(2 * DIRECT_N, put_cold(self->pfd, self->buf, self->bs));
+
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	for (i = 0; i < 2; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+		struct kvtier_uring_cmd *c;
+
+		ASSERT_NE(NULL, sqe);
+		for (j = 0; j < DIRECT_N; j++)
+			kst_blk(&e[i][j], K0, i * DIRECT_N + j,
+				bufs + (i * DIRECT_N + j) * self->bs);
+		memset(&b[i], 0, sizeof(b[i]));
+		b[i].blocks = (__u64)(uintptr_t)e[i];
+		b[i].count = DIRECT_N;
+		b[i].flags = KVTIER_GET_DIRECT;
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, self->pfd, NULL, 0,
+				 0);
+		sqe->cmd_op = KVTIER_IOC_GET;
+		sqe->user_data = i;
+		c = (struct kvtier_uring_cmd *)sqe->cmd;
+		memset(c, 0, sizeof(*c));
+		c->arg = (__u64)(uintptr_t)&b[i];
+	}
+	ASSERT_EQ(2, io_uring_submit(&ring));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+		EXPECT_EQ(0, cqe->res);
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	io_uring_queue_exit(&ring);
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(DIRECT_N, b[i].done);
+		for (j = 0; j < DIRECT_N; j++) {
+			__u64 k = i * DIRECT_N + j;
+
+			EXPECT_EQ(0, e[i][j].status);
+			EXPECT_EQ((__u32)KVTIER_TIER_NVME, e[i][j].tier);
+			EXPECT_EQ(-1, kst_check_gen(bufs + k * self->bs,
+						    self->bs, K0, k, GEN(1)));
+		}
+	}
+	EXPECT_EQ(0, PSTAT(self->pfd, promotions));
+	kst_free(bufs, 2 * DIRECT_N * self->bs);
+}
+
+/*
+ * A buffer the device cannot be given (not on a page boundary), and a
+ * segment list with one that is not whole pages: read through DRAM, exact.
+ * With KVTIER_GET_PART: -EINVAL.
+ */
+TEST_F(tier, direct_get_unaligned_reads_dram)
+{
+	struct kvtier_seg seg[2];
+	struct kvtier_block b;
+	char *raw;
+
+	raw = kst_alloc(self->bs + KST_PAGE);
+	ASSERT_NE(NULL, raw);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, NPUT, 1, 0));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 0));
+	ASSERT_EQ(KVTIER_TIER_NVME, key_tier(self->pfd, 1));
+
+	kst_blk(&b, K0, 0, raw + 512);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, &b, 1,
+			       KVTIER_GET_DIRECT, NULL));
+	ASSERT_EQ(0, b.status);
+	EXPECT_EQ(KVTIER_TIER_DRAM, (int)b.tier);
+	EXPECT_EQ(-1, kst_check_gen(raw + 512, self->bs, K0, 0, GEN(1)));
+	EXPECT_EQ(1, PSTAT(self->pfd, promotions));
+
+	seg[0].addr = (__u64)(uintptr_t)raw;
+	seg[0].len = 512;
+	seg[1].addr = (__u64)(uintptr_t)(raw + KST_PAGE);
+	seg[1].len = self->bs - seg[0].len;
+	kst_blk(&b, K0, 1, seg);
+	b.nsegs = 2;
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, &b, 1,
+			       KVTIER_GET_DIRECT, NULL));
+	ASSERT_EQ(0, b.status);
+	EXPECT_EQ(KVTIER_TIER_DRAM, (int)b.tier);
+	EXPECT_EQ(2, PSTAT(self->pfd, promotions));
+
+	kst_blk(&b, K0, 2, self->out);
+	EXPECT_EQ(-EINVAL, kst_batch(self->pfd, KVTIER_IOC_GET, &b, 1,
+				     KVTIER_GET_DIRECT | KVTIER_GET_PART,
+				     NULL));
+	kst_free(raw, self->bs + KST_PAGE);
 }
 
 /* PIN of a block only on NVMe loads it and keeps it in DRAM. */
@@ -988,6 +1197,43 @@ TEST_F(tier, corrupt_data_is_miss)
 	tally_range(self->pfd, self->buf, self->bs, 1, NPUT - 1, 1, &t, NULL);
 	EXPECT_EQ(NPUT - 1, t.exact);
 	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+}
+
+/*
+ * The same read straight into the caller's buffer: the bytes that landed
+ * there do not verify, the block is read again through DRAM, which drops
+ * it; the buffer is left zeroed, not with the bad bytes.
+ */
+TEST_F(tier, direct_get_corrupt_is_miss)
+{
+	struct kvtier_block b;
+	struct nvt_loc loc;
+	__u64 i;
+
+	ASSERT_EQ(0, cold_and_detached(self));
+	ASSERT_EQ(0, nvt_find_block(nvt_dev(), K0, 0, &loc));
+	ASSERT_EQ(0, nvt_raw_flip(nvt_dev(), loc.data_off + self->bs / 2 + 5,
+				  0x10));
+	ASSERT_EQ(0, nvt_attach(self->ctl, nvt_dev(), 0, 0));
+
+	memset(self->out, 0x5a, self->bs);
+	kst_blk(&b, K0, 0, self->out);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, &b, 1,
+			       KVTIER_GET_DIRECT, NULL));
+	ASSERT_EQ(-ENOENT, b.status);
+	for (i = 0; i < self->bs && !self->out[i]; i++)
+		;
+	EXPECT_EQ(self->bs, i);
+	EXPECT_EQ(1, PSTAT(self->pfd, bad_reads));
+	ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, K0, 0, NULL));
+
+	/* The others come straight from NVMe, exact. */
+	kst_blk(&b, K0, 1, self->out);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_GET, &b, 1,
+			       KVTIER_GET_DIRECT, NULL));
+	ASSERT_EQ(0, b.status);
+	EXPECT_EQ(KVTIER_TIER_NVME, (int)b.tier);
+	EXPECT_EQ(-1, kst_check_gen(self->out, self->bs, K0, 1, GEN(1)));
 }
 
 /* The same through LOOKUP with LOAD and through an mmap fault. */

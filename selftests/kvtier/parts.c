@@ -604,8 +604,14 @@ D_REJECT(reject_len_over_block, D_GET, D_PART, 0, D_BS + 1, -EINVAL)
 D_REJECT(reject_off_wraps, D_GET, D_PART, 0xffffffffU, 2, -EINVAL)
 D_REJECT(reject_len_wraps, D_GET, D_PART, 1, 0xffffffffU, -EINVAL)
 /* unknown GET flags, with a valid range or without */
-D_REJECT(reject_flag_bit1, D_GET, D_PART | 2, 0, 8, -EINVAL)
-D_REJECT(reject_flag_bit1_alone, D_GET, 2, 0, 0, -EINVAL)
+D_REJECT(reject_flag_unknown, D_GET, D_PART | kst_unknown_bit(KST_GET_FLAGS),
+	 0, 8, -EINVAL)
+D_REJECT(reject_flag_unknown_alone, D_GET, kst_unknown_bit(KST_GET_FLAGS), 0,
+	 0, -EINVAL)
+#ifdef KVTIER_GET_DIRECT
+/* a range and a read into the caller's memory do not go together */
+D_REJECT(reject_part_direct, D_GET, D_PART | KVTIER_GET_DIRECT, 0, 8, -EINVAL)
+#endif
 D_REJECT(reject_flag_bit31, D_GET, D_PART | 1U << 31, 0, 8, -EINVAL)
 /* the range without the flag */
 D_REJECT(reject_get_len_no_flag, D_GET, 0, 0, 8, -EINVAL)

@@ -130,6 +130,12 @@
  * shrink by a page is stored as it is. Each compressed copy is checked
  * twice on its way back, its stored bytes and the block they give, so a
  * bad copy or a bad decompression is a miss, never wrong bytes.
+ *
+ * KVTIER_F_DIRECT: reads straight into the caller's memory. GET with
+ * KVTIER_GET_DIRECT reads a block only on NVMe by DMA into the entry's
+ * buffer, verifies it there, and leaves it on NVMe: no DRAM is taken, no
+ * block is evicted for it, no CPU copies it. For a runtime that keeps what
+ * it loads (in HBM) and would not read it from kvtier again soon.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -146,6 +152,7 @@
 #define KVTIER_F_PARTS		_BITULL(12)
 #define KVTIER_F_EVENTS		_BITULL(13)
 #define KVTIER_F_COMPRESS	_BITULL(14)
+#define KVTIER_F_DIRECT		_BITULL(15)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -368,6 +375,7 @@ struct kvtier_seg {
 
 /* GET flags. */
 #define KVTIER_GET_PART		_BITUL(0)	/* a range of each block */
+#define KVTIER_GET_DIRECT	_BITUL(1)	/* NVMe to buffer (F_DIRECT) */
 
 /* LOOKUP flags. */
 #define KVTIER_LOOKUP_TOUCH	_BITUL(0)	/* count resident ones as used */
@@ -406,6 +414,17 @@ struct kvtier_seg {
  * the range, each verified against its copy's table, and stays on NVMe; a
  * copy without a table (written before, or by a pool without parts) is
  * read whole into DRAM first, as a plain GET does.
+ *
+ * A GET with KVTIER_GET_DIRECT (needs KVTIER_F_DIRECT, else -EOPNOTSUPP;
+ * not with KVTIER_GET_PART: -EINVAL) serves blocks in DRAM from DRAM. A
+ * block only on NVMe whose entry's buffer (or each of its segments) starts
+ * on a page boundary and is a whole number of pages long is read by the
+ * device straight into that memory, verified there against the block's
+ * checksum, and stays only on NVMe: the entry's tier says
+ * KVTIER_TIER_NVME. Any other block (a compressed copy, a buffer not so
+ * aligned, a copy that did not verify in place) is read as a plain GET
+ * reads it. An entry that fails after its buffer was written has its
+ * buffer zeroed; the buffer never holds another block's bytes.
  *
  * The command returns 0 once every entry has its status; a failure of
  * the whole batch (bad struct, bad @blocks pointer) returns -errno and
