@@ -51,6 +51,12 @@
  *			the promoting GETs just before), _vs_fio and
  *			_vs_fio_verify beside it, and its CPU passes
  *			(nvme_read_direct_cpu_passes_per_byte: crc32c only)
+ *   nvme_write_commit_gbps  demotion write throughput of blocks stored the
+ *			zero-copy way (RESERVE, fill in place, COMMIT, then
+ *			SYNC; 256 MiB in three timed parts, the best),
+ *			after the read phases; nvme_write_commit_vs_put
+ *			(against the PUT phase) and _vs_fio_verify beside
+ *			it, and its CPU passes (crc32c only)
  *   nvme_write_busy_share, nvme_read_busy_share  share of each phase the
  *			drive had I/O in flight (io_ticks of /sys/block/DEV/
  *			stat over the phase's time; goal >= 0.9), with fio's
@@ -1471,6 +1477,46 @@ static int nvme_put(struct kvtier_pool *pool, uint64_t from, uint64_t to,
 	return 0;
 }
 
+/* Keys of the blocks stored by RESERVE and COMMIT: past every other. */
+#define NVME_RESV_KEYS	(1ULL << 40)
+
+/*
+ * Store keys NVME_RESV_KEYS + [from, to) the zero-copy way: RESERVE a
+ * batch, write each block in place (the bytes nvme_put() gives key i),
+ * COMMIT. Returns 0 or -errno.
+ */
+static int nvme_commit(struct kvtier_pool *pool, struct kvtier_map *win,
+		       uint64_t from, uint64_t to)
+{
+	struct kvtier_block b[NVME_PUT_BATCH];
+	uint32_t n, j, done;
+	uint64_t i, first;
+	int ret;
+
+	for (i = from; i < to; ) {
+		first = i;
+		for (n = 0; i < to && n < NVME_PUT_BATCH; i++, n++) {
+			struct kvtier_key k = bench_key(NVME_RESV_KEYS + i);
+
+			kvtier_block_set(&b[n], &k, NULL);
+		}
+		ret = kvtier_reserve(pool, b, n, 0, &done);
+		if (!ret && done != n)
+			ret = b[done].status ?: -ENOSPC;
+		if (ret)
+			return ret;
+		for (j = 0; j < n; j++)
+			page_stamp(kvtier_reserved_ptr(win, b[j].addr),
+				   NVME_BLOCK, NVME_RESV_KEYS + first + j);
+		ret = kvtier_commit(pool, b, n, 0, &done);
+		if (!ret && done != n)
+			ret = -EIO;
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /*
  * The indexes among [0, n) of the blocks that are only on NVMe, in random
  * order. Returns how many, or -errno.
@@ -1760,6 +1806,7 @@ static int bench_nvme(void)
 	uint64_t t0, nr_best = 0;
 	int i;
 	double cb0[3], cb1[3], passes = 0, passes_w = 0;
+	struct kvtier_map *win = NULL;
 	struct kvtier_api api;
 	int cpu_ok;
 	uint64_t dev_bytes, nw, nr, next, cap, bad = 0, miss = 0, rng = 0x2545f4914f6cdd1dULL;
@@ -1971,6 +2018,51 @@ static int bench_nvme(void)
 			       kv_d / fio_rv);
 	}
 
+	/*
+	 * 4c. Demotion of blocks stored with no copy in the kernel: RESERVE,
+	 * fill in place, COMMIT, SYNC; half of phase 3's bytes, in
+	 * NVME_TRIALS parts, each timed: the best part's write rate.
+	 */
+	ret = kvtier_map_reserved(pool, &win);
+	if (ret == -EOPNOTSUPP) {
+		printf("nvme_write_commit_gbps: n/a (no KVTIER_F_RESERVE)\n");
+		ret = 0;
+	} else if (ret) {
+		warn("map the reservation window", ret);
+		goto out;
+	} else {
+		uint64_t part = nw / 2 / NVME_TRIALS;
+		double kv_c = 0;
+
+		cpu_ok = !cpu_bytes(cb0);
+		for (i = 0; i < NVME_TRIALS && !ret; i++) {
+			kvtier_nvme_stat(ctx, &s0);
+			t = now_ns();
+			ret = nvme_commit(pool, win, part * i, part * (i + 1));
+			if (!ret)
+				ret = kvtier_sync(pool, NULL);
+			secs = (now_ns() - t) / 1e9;
+			kvtier_nvme_stat(ctx, &s1);
+			if (!ret && (s1.bytes_written - s0.bytes_written) /
+				    secs > kv_c)
+				kv_c = (s1.bytes_written - s0.bytes_written) /
+				       secs;
+		}
+		cpu_ok = cpu_ok && !cpu_bytes(cb1);
+		if (ret) {
+			warn("RESERVE/COMMIT/SYNC through the NVMe tier", ret);
+			goto out;
+		}
+		if (cpu_ok)
+			cpu_passes("write_commit", cb0, cb1,
+				   part * NVME_TRIALS * NVME_BLOCK);
+		figure("nvme_write_commit_gbps", "%.3f", kv_c / 1e9);
+		figure("nvme_write_commit_vs_put", "%.3f", kv_c / kv_w);
+		if (fio_wv > 0)
+			figure("nvme_write_commit_vs_fio_verify", "%.3f",
+			       kv_c / fio_wv);
+	}
+
 	/* 5. Fill the device, SYNC, detach, attach: the index rebuild. */
 	for (next = nw; ; next += NVME_DRAM) {
 		kvtier_nvme_stat(ctx, &s1);
@@ -2049,6 +2141,7 @@ out_verify:
 			prog, (unsigned long long)bad);
 out:
 	free(idx);
+	kvtier_unmap(win);
 	if (pool) {
 		kvtier_free_staging(pool, pbuf, put_bytes);
 		kvtier_free_staging(pool, gbuf, get_bytes);
