@@ -341,54 +341,6 @@ static int kvt_get_one(struct kvt_pool *pool, struct kvtier_block *e,
 	return ret;
 }
 
-/* Serve a range from a part read; -errno: read the block the usual way. */
-static int kvt_get_part_read(struct kvt_pool *pool, struct kvtier_block *e,
-			     struct kvtier_meta *meta, u32 len,
-			     struct kvt_part_rd *rd, u32 addr,
-			     struct iov_iter *to)
-{
-	int ret;
-
-	ret = kvt_res_part_end(pool, rd, to);
-	if (ret)
-		return ret;
-
-	/* Held as a user: the block's record is fixed (struct kvt_block). */
-	spin_lock(&pool->lock);
-	pool->stats.part_reads++;
-	pool->stats.hits++;
-	pool->stats.gets++;
-	pool->stats.bytes_out += len;
-	if (meta)
-		kvt_block_umeta_out(pool, addr, meta);
-	spin_unlock(&pool->lock);
-	kvt_entry_set(e, 0, addr, KVTIER_TIER_NVME);
-	return 0;
-}
-
-static int kvt_get_part_one(struct kvt_pool *pool, struct kvtier_block *e,
-			    struct kvtier_meta *meta, u32 off, u32 len,
-			    struct kvt_part_rd *rd, u32 addr)
-{
-	struct kvt_umem m;
-	int ret;
-
-	ret = kvt_umem_get(e, ITER_DEST, len, &m);
-	if (ret)
-		goto out;
-	ret = -EAGAIN;
-	if (rd)
-		ret = kvt_get_part_read(pool, e, meta, len, rd, addr, &m.iter);
-	/* A copy without a table, or one that did not verify: whole. */
-	if (ret && ret != -EFAULT && ret != -EINTR)
-		ret = kvt_get_iter(pool, e, meta, off, len, &m.iter);
-	kvt_umem_put(&m);
-out:
-	if (ret && meta)
-		memset(meta, 0, sizeof(*meta));
-	return ret;
-}
-
 /* Bytes of parts read ahead of the copies, for queue depth. */
 #define KVT_PART_AHEAD		(32U << 20)
 
@@ -410,17 +362,58 @@ static u64 kvt_part_rd_bytes(struct kvt_pool *pool, u32 len)
  * its entries by reads that leave them there: part reads
  * (KVTIER_GET_PART) or reads into the caller's memory (KVTIER_GET_DIRECT)
  * @begin: start entry @e's read; NULL: the entry is read the usual way
- * @one: serve entry @e, from @rd when not NULL, of range [@off, @off + @len)
+ * @end: end a read @begin started, with the range in @to's memory: 0;
+ *	 -EFAULT or -EINTR, the entry's status; else -errno, and the entry
+ *	 is read the usual way
  * @put: free a read @begin started, and its block's user reference
+ * @part_reads: count the entries served so in part_reads
  */
 struct kvt_ahead_ops {
 	void *(*begin)(struct kvt_pool *pool, struct kvtier_block *e, u32 off,
 		       u32 len, u32 *addrp);
-	int (*one)(struct kvt_pool *pool, struct kvtier_block *e,
-		   struct kvtier_meta *meta, u32 off, u32 len, void *rd,
-		   u32 addr);
+	int (*end)(struct kvt_pool *pool, void *rd, u32 addr,
+		   struct iov_iter *to);
 	void (*put)(struct kvt_pool *pool, void *rd, u32 addr);
+	bool part_reads;
 };
+
+/*
+ * Serve entry @e, the range [@off, @off + @len) of its block: from @rd, the
+ * read @ops->begin started (NULL if none), else the usual way.
+ */
+static int kvt_get_ahead_one(struct kvt_pool *pool, struct kvtier_block *e,
+			     struct kvtier_meta *meta, u32 off, u32 len,
+			     const struct kvt_ahead_ops *ops, void *rd,
+			     u32 addr)
+{
+	struct kvt_umem m;
+	int ret;
+
+	ret = kvt_umem_get(e, ITER_DEST, len, &m);
+	if (ret)
+		goto out;
+	ret = rd ? ops->end(pool, rd, addr, &m.iter) : -EAGAIN;
+	if (!ret) {
+		/* Held as a user: the block's record is fixed. */
+		spin_lock(&pool->lock);
+		pool->stats.part_reads += ops->part_reads;
+		pool->stats.hits++;
+		pool->stats.gets++;
+		pool->stats.bytes_out += len;
+		if (meta)
+			kvt_block_umeta_out(pool, addr, meta);
+		spin_unlock(&pool->lock);
+		kvt_entry_set(e, 0, addr, KVTIER_TIER_NVME);
+	} else if (ret != -EFAULT && ret != -EINTR) {
+		/* Not read so, or what was read did not verify. */
+		ret = kvt_get_iter(pool, e, meta, off, len, &m.iter);
+	}
+	kvt_umem_put(&m);
+out:
+	if (ret && meta)
+		memset(meta, 0, sizeof(*meta));
+	return ret;
+}
 
 /*
  * Run such a GET: reads start up to @ahead entries ahead of the entry
@@ -451,9 +444,9 @@ static u32 kvt_get_ahead(struct kvt_pool *pool, struct kvtier_block *ents,
 			rds[next] = ops->begin(pool, &ents[next], off, len,
 					       &addrs[next]);
 		status = killed ? -EINTR :
-			 ops->one(pool, e, meta ? &meta[i] : NULL, off, len,
-				  rds ? rds[i] : NULL,
-				  addrs ? addrs[i] : KVT_NIL);
+			 kvt_get_ahead_one(pool, e, meta ? &meta[i] : NULL,
+					   off, len, ops, rds ? rds[i] : NULL,
+					   addrs ? addrs[i] : KVT_NIL);
 		if (killed && meta)
 			memset(&meta[i], 0, sizeof(*meta));
 		if (rds && rds[i])
@@ -476,12 +469,10 @@ static void *kvt_get_part_begin(struct kvt_pool *pool, struct kvtier_block *e,
 	return kvt_res_part_begin(pool, e->key, off, len, addrp);
 }
 
-static int kvt_get_part_ahead_one(struct kvt_pool *pool,
-				  struct kvtier_block *e,
-				  struct kvtier_meta *meta, u32 off, u32 len,
-				  void *rd, u32 addr)
+static int kvt_get_part_end(struct kvt_pool *pool, void *rd, u32 addr,
+			    struct iov_iter *to)
 {
-	return kvt_get_part_one(pool, e, meta, off, len, rd, addr);
+	return kvt_res_part_end(pool, rd, to);
 }
 
 static void kvt_get_part_put(struct kvt_pool *pool, void *rd, u32 addr)
@@ -490,9 +481,10 @@ static void kvt_get_part_put(struct kvt_pool *pool, void *rd, u32 addr)
 }
 
 static const struct kvt_ahead_ops kvt_part_ahead_ops = {
-	.begin	= kvt_get_part_begin,
-	.one	= kvt_get_part_ahead_one,
-	.put	= kvt_get_part_put,
+	.begin		= kvt_get_part_begin,
+	.end		= kvt_get_part_end,
+	.put		= kvt_get_part_put,
+	.part_reads	= true,
 };
 
 /*
@@ -523,63 +515,18 @@ static void *kvt_get_direct_begin(struct kvt_pool *pool,
 	struct kvt_direct_rd *rd;
 	struct kvt_umem m;
 
-	if (kvt_umem_get(e, ITER_DEST, pool->block_size, &m))
+	if (kvt_umem_get(e, ITER_DEST, len, &m))
 		return NULL;
 	rd = kvt_res_direct_begin(pool, e->key, m.iov, m.iter.nr_segs, addrp);
 	kvt_umem_put(&m);
 	return rd;
 }
 
-/* Serve an entry from a read into its buffer; -errno: read the usual way. */
-static int kvt_get_direct_read(struct kvt_pool *pool, struct kvtier_block *e,
-			       struct kvtier_meta *meta,
-			       struct kvt_direct_rd *rd, u32 addr)
+/* The bytes are in the memory the read pinned: @to is not used. */
+static int kvt_get_direct_end(struct kvt_pool *pool, void *rd, u32 addr,
+			      struct iov_iter *to)
 {
-	int ret;
-
-	ret = kvt_res_direct_end(pool, rd, addr);
-	if (ret)
-		return ret;
-
-	/* Held as a user: the block's record is fixed (struct kvt_block). */
-	spin_lock(&pool->lock);
-	pool->stats.hits++;
-	pool->stats.gets++;
-	pool->stats.bytes_out += pool->block_size;
-	if (meta)
-		kvt_block_umeta_out(pool, addr, meta);
-	spin_unlock(&pool->lock);
-	kvt_entry_set(e, 0, addr, KVTIER_TIER_NVME);
-	return 0;
-}
-
-static int kvt_get_direct_one(struct kvt_pool *pool, struct kvtier_block *e,
-			      struct kvtier_meta *meta, u32 off, u32 len,
-			      void *rd, u32 addr)
-{
-	struct iov_iter to;
-	struct kvt_umem m;
-	int ret;
-
-	ret = kvt_umem_get(e, ITER_DEST, pool->block_size, &m);
-	if (ret)
-		goto out;
-	to = m.iter;
-	ret = -EAGAIN;
-	if (rd)
-		ret = kvt_get_direct_read(pool, e, meta, rd, addr);
-	/* Not read so, or the bytes did not verify where they landed. */
-	if (ret && ret != -EINTR)
-		ret = kvt_get_iter(pool, e, meta, 0, pool->block_size,
-				   &m.iter);
-	/* What the device wrote there is not served. */
-	if (ret && rd && ret != -EINTR)
-		iov_iter_zero(pool->block_size, &to);
-	kvt_umem_put(&m);
-out:
-	if (ret && meta)
-		memset(meta, 0, sizeof(*meta));
-	return ret;
+	return kvt_res_direct_end(pool, rd, addr);
 }
 
 static void kvt_get_direct_put(struct kvt_pool *pool, void *rd, u32 addr)
@@ -589,7 +536,7 @@ static void kvt_get_direct_put(struct kvt_pool *pool, void *rd, u32 addr)
 
 static const struct kvt_ahead_ops kvt_direct_ahead_ops = {
 	.begin	= kvt_get_direct_begin,
-	.one	= kvt_get_direct_one,
+	.end	= kvt_get_direct_end,
 	.put	= kvt_get_direct_put,
 };
 

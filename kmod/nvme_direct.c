@@ -45,16 +45,16 @@ struct kvt_direct_rd {
 	struct page *pages[];
 };
 
-static void kvt_direct_unpin(struct kvt_direct_rd *rd)
+/* Unpin the pages, marked dirty if the device may have written any. */
+static void kvt_direct_unpin(struct kvt_direct_rd *rd, bool written)
 {
-	/* The device may have written any of them. */
-	unpin_user_pages_dirty_lock(rd->pages, rd->npages, true);
+	unpin_user_pages_dirty_lock(rd->pages, rd->npages, written);
 	kfree(rd);
 }
 
 static void kvt_direct_free(struct kvt_crd *crd)
 {
-	kvt_direct_unpin(container_of(crd, struct kvt_direct_rd, crd));
+	kvt_direct_unpin(container_of(crd, struct kvt_direct_rd, crd), true);
 }
 
 /*
@@ -76,20 +76,22 @@ static void kvt_direct_ended(struct kvt_crd *crd)
 }
 
 /*
- * Pin the pages of @iov for the device to write: every segment must start
- * on a page and be whole pages long. Return: 0, -EINVAL, or -EFAULT.
+ * Pin the pages of @iov for the device to write, @max at most: every
+ * segment must start on a page and be whole pages long. Return: 0,
+ * -EINVAL, or -EFAULT.
  */
-static int kvt_direct_pin(struct kvt_direct_rd *rd, const struct iovec *iov,
-			  unsigned long nr_segs)
+static int kvt_direct_pin(struct kvt_direct_rd *rd, u32 max,
+			  const struct iovec *iov, unsigned long nr_segs)
 {
 	unsigned long s;
 	int got;
 
 	for (s = 0; s < nr_segs; s++) {
 		unsigned long start = (unsigned long)iov[s].iov_base;
-		u32 left = iov[s].iov_len >> PAGE_SHIFT;
+		size_t left = iov[s].iov_len >> PAGE_SHIFT;
 
-		if (!PAGE_ALIGNED(start) || !PAGE_ALIGNED(iov[s].iov_len))
+		if (!PAGE_ALIGNED(start) || !PAGE_ALIGNED(iov[s].iov_len) ||
+		    left > max - rd->npages)
 			return -EINVAL;
 		while (left) {
 			got = pin_user_pages_fast(start, left, FOLL_WRITE,
@@ -129,9 +131,9 @@ static int kvt_direct_claim(struct kvt_direct_rd *rd, struct kvt_pool *pool,
 	ret = -ENOENT;
 	spin_lock(&kvt_nvme_qlock);
 	nvme = kvt_nvmes[blk->ndev];
-	if (nvme && kvt_loc_bytes(blk->nloc) >= KVT_DATA_OFF &&
-	    kvt_loc_region(nvme, blk->nloc) < nvme->nr_regions) {
-		r = kvt_loc_region(nvme, blk->nloc);
+	r = nvme && kvt_loc_bytes(blk->nloc) >= KVT_DATA_OFF ?
+	    kvt_loc_region(nvme, blk->nloc) : U32_MAX;
+	if (nvme && r < nvme->nr_regions) {
 		atomic_inc(&nvme->regions[r].readers);
 		/* Pairs with the barrier of kvt_nvme_readers_drain(). */
 		smp_mb__after_atomic();
@@ -177,13 +179,13 @@ struct kvt_direct_rd *kvt_nvme_read_user(struct kvt_pool *pool, u32 addr,
 		     GFP_KERNEL);
 	if (!rd)
 		return ERR_PTR(-ENOMEM);
-	ret = kvt_direct_pin(rd, iov, nr_segs);
+	ret = kvt_direct_pin(rd, pool->pages_per_block, iov, nr_segs);
 	if (!ret && rd->npages != pool->pages_per_block)
 		ret = -EINVAL;
 	if (!ret)
 		ret = kvt_direct_claim(rd, pool, addr, &nvme, &off);
 	if (ret) {
-		kvt_direct_unpin(rd);
+		kvt_direct_unpin(rd, false);
 		return ERR_PTR(ret);
 	}
 
@@ -200,6 +202,9 @@ struct kvt_direct_rd *kvt_nvme_read_user(struct kvt_pool *pool, u32 addr,
  *
  * A fatal signal ends the wait: the read is then freed when its bios end.
  *
+ * What the device wrote that is not served is zeroed, in the very pages it
+ * went to.
+ *
  * Return: 0 with the block's bytes in the caller's memory; -EINTR
  * (killed); -EIO for an I/O error, -EBADMSG when the bytes do not verify:
  * the caller then reads the block the usual way, which decides what the
@@ -211,19 +216,28 @@ int kvt_nvme_user_end(struct kvt_direct_rd *rd)
 	int ret;
 
 	ret = kvt_crd_wait(&rd->crd);
-	if (ret)
+	if (ret == -EINTR)
 		return ret;
-	for (i = 0; i < rd->npages; i++) {
-		void *p = kmap_local_page(rd->pages[i]);
+	if (!ret) {
+		for (i = 0; i < rd->npages; i++) {
+			void *p = kmap_local_page(rd->pages[i]);
 
-		crc = crc32c(crc, p, PAGE_SIZE);
-		kunmap_local(p);
-		if (!(i % 64))
-			cond_resched();
+			crc = crc32c(crc, p, PAGE_SIZE);
+			kunmap_local(p);
+			if (!(i % 64))
+				cond_resched();
+		}
+		atomic64_add((u64)rd->npages << PAGE_SHIFT,
+			     &kvt_cpu_bytes[KVT_CPU_CRC]);
+		if (crc == rd->ncrc)
+			return 0;
+		ret = -EBADMSG;
 	}
+	for (i = 0; i < rd->npages; i++)
+		memzero_page(rd->pages[i], 0, PAGE_SIZE);
 	atomic64_add((u64)rd->npages << PAGE_SHIFT,
-		     &kvt_cpu_bytes[KVT_CPU_CRC]);
-	return crc == rd->ncrc ? 0 : -EBADMSG;
+		     &kvt_cpu_bytes[KVT_CPU_ZERO]);
+	return ret;
 }
 
 /**

@@ -211,6 +211,35 @@ TEST_F(tier, direct_get_stays_on_nvme)
 }
 
 /*
+ * GET with KVTIER_GET_DIRECT through a pool fd of a control fd that did
+ * not negotiate KVTIER_F_DIRECT: the batch fails with -EOPNOTSUPP, and a
+ * plain GET works there.
+ */
+TEST_F(tier, direct_get_needs_feature)
+{
+	struct kvtier_api api;
+	struct kvtier_block b;
+	int ctl = kst_ctl_open_raw(), fd;
+
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, kst_api(ctl, KST_F_KNOWN & ~KVTIER_F_DIRECT, &api));
+	ASSERT_EQ(0ULL, api.features & KVTIER_F_DIRECT);
+	ASSERT_NE(0ULL, api.supported & KVTIER_F_DIRECT);
+	fd = kst_pool_open(ctl, self->name, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, put_range(self->pfd, self->buf, self->bs, 0, 1, 1, 0));
+	kst_blk(&b, K0, 0, self->out);
+	EXPECT_EQ(-EOPNOTSUPP, kst_batch(fd, KVTIER_IOC_GET, &b, 1,
+					 KVTIER_GET_DIRECT, NULL));
+	kst_blk(&b, K0, 0, self->out);
+	EXPECT_EQ(0, kst_batch(fd, KVTIER_IOC_GET, &b, 1, 0, NULL));
+	EXPECT_EQ(0, b.status);
+	EXPECT_EQ(-1, kst_check_gen(self->out, self->bs, K0, 0, GEN(1)));
+	close(fd);
+	close(ctl);
+}
+
+/*
  * The same through io_uring: two batches queued at once, run by the
  * ring's workers, whose reads go into this process's pages.
  */
