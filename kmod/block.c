@@ -13,6 +13,7 @@
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
+#include <linux/prefetch.h>
 #include <linux/vmalloc.h>
 #include "kvt.h"
 #include "trace.h"
@@ -23,6 +24,24 @@
  * the module walks them: a change here goes there too (KVT_BLOCK_BYTES).
  */
 static_assert(sizeof(struct kvt_block) == 64);
+
+/**
+ * kvt_block_prefetch() - start fetching the records of blocks
+ * @pool: the pool, its lock held
+ * @addrs: block addresses, KVT_NIL ones skipped
+ * @n: how many
+ *
+ * For a batch about to read them one after the other: their memory comes
+ * in together instead of one wait each.
+ */
+void kvt_block_prefetch(struct kvt_pool *pool, const u32 *addrs, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		if (addrs[i] != KVT_NIL)
+			prefetch(&pool->blocks[addrs[i]]);
+}
 
 /* Link a block into the key hash; lock held. */
 static void kvt_block_link(struct kvt_pool *pool, u32 addr)
@@ -318,7 +337,7 @@ u64 kvt_block_index_bytes(u32 capacity, bool z)
 {
 	return (u64)capacity * (sizeof(struct kvt_block) +
 				(z ? sizeof(struct kvt_zloc) : 0)) +
-	       (sizeof(u32) << kvt_index_bits(capacity));
+	       (u64)kvt_index_buckets(capacity) * sizeof(struct kvt_bucket);
 }
 
 /**
@@ -329,17 +348,15 @@ u64 kvt_block_index_bytes(u32 capacity, bool z)
  */
 int kvt_block_index_init(struct kvt_pool *pool)
 {
-	size_t nbuckets;
 	u32 i;
 
-	pool->hash_bits = kvt_index_bits(pool->capacity);
-	nbuckets = 1UL << pool->hash_bits;
+	pool->nbuckets = kvt_index_buckets(pool->capacity);
 
 	pool->blocks = kvt_index_alloc(array_size(pool->capacity,
 						  sizeof(*pool->blocks)));
 	if (!pool->blocks)
 		return -ENOMEM;
-	pool->buckets = kvt_index_alloc(array_size(nbuckets,
+	pool->buckets = kvt_index_alloc(array_size(pool->nbuckets,
 						   sizeof(*pool->buckets)));
 	if (!pool->buckets) {
 		kvfree(pool->blocks);

@@ -806,20 +806,30 @@ static void kvt_lookup_pin(struct kvt_handle *h, struct kvtier_block *ents,
 	spin_unlock(&pool->lock);
 }
 
+/* Keys of a LOOKUP found at once (kvt_index_find_many()). */
+#define KVT_LOOKUP_AHEAD	64
+
 static void kvt_lookup(struct kvt_handle *h, struct kvtier_block *ents,
 		       u32 count, u32 flags, u32 *prefix)
 {
 	bool pin = flags & KVTIER_LOOKUP_PIN;
 	struct kvt_pool *pool = h->pool;
+	u32 i, addr, slot, window, n = 0;
+	u32 addrs[KVT_LOOKUP_AHEAD];
 	bool in_prefix = true;
-	u32 i, addr, slot, window;
 
 	*prefix = 0;
 	spin_lock(&pool->lock);
 	for (i = 0; i < count; i++) {
 		struct kvtier_block *e = &ents[i];
 
-		addr = kvt_block_find(pool, e->key);
+		/* The keys ahead are found together, their records fetched. */
+		if (i % KVT_LOOKUP_AHEAD == 0) {
+			n = min(count - i, KVT_LOOKUP_AHEAD);
+			kvt_index_find_many(pool, e->key, sizeof(*e), n, addrs);
+			kvt_block_prefetch(pool, addrs, n);
+		}
+		addr = addrs[i % KVT_LOOKUP_AHEAD];
 		/* One that a GET could not read now is a miss here too. */
 		if (addr == KVT_NIL || kvt_res_out_of_reach(pool, addr)) {
 			kvt_entry_set(e, -ENOENT, KVTIER_ADDR_NONE,

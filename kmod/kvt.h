@@ -83,7 +83,6 @@ struct kvt_block {
 	u64 key[2];
 	union kvt_mem mem;
 	struct kvt_umeta *umeta;	/* the runtime's record, or NULL */
-	u32 hnext;		/* next address in the key hash chain */
 	u32 prev;		/* replacement list, or free list (next only) */
 	u32 next;
 	u32 nloc;		/* NVMe copy: device page of its data, or NIL */
@@ -215,7 +214,7 @@ struct kvt_pool {
 	/* Entry in each NVMe device's pool table, or -1; kvt_nvme_lock. */
 	s16 table_slot[KVTIER_NVME_MAX];
 	bool persistent;	/* recorded on every device attached */
-	u32 hash_bits;
+	u32 nbuckets;
 	struct mem_cgroup *memcg;	/* charged for the pool's memory */
 	struct inode *inode;	/* address_space shared by all fds */
 
@@ -239,7 +238,7 @@ struct kvt_pool {
 	spinlock_t lock;
 	struct kvt_block *blocks;	/* capacity entries, by address */
 	struct kvt_zloc *zloc;		/* by address, if it compresses */
-	u32 *buckets;			/* key hash heads, 1 << hash_bits */
+	struct kvt_bucket *buckets;	/* the key hash (index.c) */
 	struct kvt_list lru;		/* READY, unpinned blocks */
 	struct kvt_policy pol;		/* the policy's state (policy.h) */
 	struct kvt_hbm *hbm;		/* the device tier, or NULL */
@@ -393,6 +392,7 @@ void kvt_reserve_release(struct kvt_handle *h);
 /* block.c: addresses, free list, block state machine (keys: index.c) */
 u32 kvt_block_alloc(struct kvt_pool *pool, const u64 *key);
 bool kvt_block_has_free(struct kvt_pool *pool);
+void kvt_block_prefetch(struct kvt_pool *pool, const u32 *addrs, u32 n);
 void kvt_block_free(struct kvt_pool *pool, u32 addr);
 void kvt_block_hash_add(struct kvt_pool *pool, u32 addr);
 int kvt_block_index_init(struct kvt_pool *pool);

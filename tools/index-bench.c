@@ -5,16 +5,21 @@
  *
  *   index-bench		lookups of random resident keys in a full index
  *				of 1e3 and of 1e6 block addresses, best of 3
- *				trials each, in one run:
+ *				trials each, in one run, in batches of 64 as
+ *				LOOKUP makes them (kvt_index_find_many()):
  *     lookup_native_ns_per_key_1e3, lookup_native_ns_per_key_1e6
  *     lookup_native_1e6_vs_1e3	their ratio (goal <= 1.5: a lookup in a
  *				large pool costs about what one in a small
  *				pool does)
+ *     lookup_native_one_*	the same, one key at a time (kvt_block_find())
  *   index-bench --selftest	every key found at its address, absent keys
  *				and removed ones not found, keys alike but
- *				for one word told apart, long chains, a
- *				removal of no entry warned of (the one
- *				WARNING it prints); exit status 0 or 1
+ *				for one word told apart, every slot taken
+ *				(keys far from their home buckets), random
+ *				adds and removals against the truth, batches
+ *				of every length finding what single lookups
+ *				find, a removal of no entry warned of (the
+ *				one WARNING it prints); exit status 0 or 1
  *
  * The block records are padded to the module's record size (see
  * tools/index-shim.h), so a lookup walks memory laid out as the module's.
@@ -22,6 +27,7 @@
  * the entries' copies and the tier of each block; this is the index alone.
  */
 #include <errno.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +41,7 @@ unsigned long shim_warnings;
 
 #define TRIALS		3
 #define LOOKUPS		(1U << 20)
+#define BATCH		64	/* keys of a LOOKUP resolved at once */
 
 /* An index of block addresses. */
 struct bench_index {
@@ -55,12 +62,35 @@ static void key_of(u64 i, u64 *key)
 	key[1] = mix64(i * 2 + 2);
 }
 
-static int index_init(struct bench_index *x, u32 cap, u32 bits)
+/*
+ * Zeroed memory laid out as the module's kvt_index_alloc() gives it: in
+ * huge pages when it is 2 MiB or more (vmalloc_huge()), so that a lookup
+ * meets the TLB misses the module's lookups meet.
+ */
+static void *index_alloc(size_t bytes)
+{
+	size_t huge = 2UL << 20;
+	void *p;
+
+	if (bytes < huge)
+		return calloc(1, bytes ? bytes : 1);
+	bytes = (bytes + huge - 1) & ~(huge - 1);
+	p = aligned_alloc(huge, bytes);
+	if (p) {
+		madvise(p, bytes, MADV_HUGEPAGE);
+		memset(p, 0, bytes);
+	}
+	return p;
+}
+
+/* @nbuckets: 0 for the module's count */
+static int index_init(struct bench_index *x, u32 cap, u32 nbuckets)
 {
 	memset(x, 0, sizeof(*x));
-	x->pool.hash_bits = bits ? bits : kvt_index_bits(cap);
-	x->pool.blocks = calloc(cap, sizeof(struct kvt_block));
-	x->pool.buckets = calloc((size_t)1 << x->pool.hash_bits, sizeof(u32));
+	x->pool.nbuckets = nbuckets ? nbuckets : kvt_index_buckets(cap);
+	x->pool.blocks = index_alloc((size_t)cap * sizeof(struct kvt_block));
+	x->pool.buckets = index_alloc((size_t)x->pool.nbuckets *
+				      sizeof(struct kvt_bucket));
 	if (!x->pool.blocks || !x->pool.buckets) {
 		free(x->pool.blocks);
 		free(x->pool.buckets);
@@ -86,8 +116,9 @@ static void index_add(struct bench_index *x, u32 a, u64 i)
 /* ---- the bench ---------------------------------------------------------- */
 
 /* ns per lookup of random resident keys in a full index of @cap. */
-static int bench_one(u32 cap, double *ns)
+static int bench_one(u32 cap, bool many, double *ns)
 {
+	u32 got[BATCH], b;
 	u64 *keys = malloc((size_t)LOOKUPS * 2 * sizeof(u64));
 	u32 *want = malloc((size_t)LOOKUPS * sizeof(u32));
 	u64 rng = 0x9e3779b97f4a7c15ULL, t, best = 0;
@@ -112,8 +143,19 @@ static int bench_one(u32 cap, double *ns)
 	}
 	for (trial = -1; trial < TRIALS; trial++) {	/* -1: warm-up */
 		t = now_ns();
-		for (i = 0; i < LOOKUPS; i++)
-			bad += kvt_block_find(&x.pool, &keys[2 * i]) != want[i];
+		if (many) {
+			for (i = 0; i < LOOKUPS; i += BATCH) {
+				kvt_index_find_many(&x.pool, &keys[2 * i],
+						    2 * sizeof(u64), BATCH,
+						    got);
+				for (b = 0; b < BATCH; b++)
+					bad += got[b] != want[i + b];
+			}
+		} else {
+			for (i = 0; i < LOOKUPS; i++)
+				bad += kvt_block_find(&x.pool,
+						      &keys[2 * i]) != want[i];
+		}
 		t = now_ns() - t;
 		if (trial >= 0 && (!best || t < best))
 			best = t;
@@ -132,13 +174,19 @@ static int bench_one(u32 cap, double *ns)
 
 static int bench(void)
 {
-	double small, large;
+	double small, large, one_small, one_large;
 
-	if (bench_one(1000, &small) || bench_one(1000000, &large))
+	if (bench_one(1000, true, &small) ||
+	    bench_one(1000000, true, &large) ||
+	    bench_one(1000, false, &one_small) ||
+	    bench_one(1000000, false, &one_large))
 		return 1;
 	printf("lookup_native_ns_per_key_1e3: %.1f\n", small);
 	printf("lookup_native_ns_per_key_1e6: %.1f\n", large);
 	printf("lookup_native_1e6_vs_1e3: %.3f\n", large / small);
+	printf("lookup_native_one_ns_per_key_1e3: %.1f\n", one_small);
+	printf("lookup_native_one_ns_per_key_1e6: %.1f\n", one_large);
+	printf("lookup_native_one_1e6_vs_1e3: %.3f\n", one_large / one_small);
 	return 0;
 }
 
@@ -154,14 +202,27 @@ static int fails;
 	}								\
 } while (0)
 
-/* @cap addresses in buckets of order @bits (0: the module's). */
-static void st_fill_empty(u32 cap, u32 bits)
+/* Keys left in the buckets, and overflow counts not back to 0. */
+static u32 st_left(const struct bench_index *x)
+{
+	u32 b, s, n = 0;
+
+	for (b = 0; b < x->pool.nbuckets; b++) {
+		n += x->pool.buckets[b].overflow != 0;
+		for (s = 0; s < KVT_BUCKET_SLOTS; s++)
+			n += x->pool.buckets[b].addr[s] != KVT_NIL;
+	}
+	return n;
+}
+
+/* @cap addresses in @nbuckets buckets (0: the module's count). */
+static void st_fill_empty(u32 cap, u32 nbuckets)
 {
 	struct bench_index x;
 	u64 key[2];
 	u32 a, n;
 
-	if (index_init(&x, cap, bits)) {
+	if (index_init(&x, cap, nbuckets)) {
 		CHECK(0, "no memory for %u", cap);
 		return;
 	}
@@ -170,8 +231,8 @@ static void st_fill_empty(u32 cap, u32 bits)
 	for (a = 0; a < cap; a++) {
 		key_of(a, key);
 		CHECK(kvt_block_find(&x.pool, key) == a,
-		      "cap %u bits %u: key %u not at its address", cap,
-		      x.pool.hash_bits, a);
+		      "cap %u buckets %u: key %u not at its address", cap,
+		      x.pool.nbuckets, a);
 	}
 	for (a = cap; a < cap + 64; a++) {
 		key_of(a, key);
@@ -189,9 +250,8 @@ static void st_fill_empty(u32 cap, u32 bits)
 	for (a = cap; a-- > 0; )
 		if (a & 1)
 			kvt_index_del(&x.pool, a);
-	for (n = 0, a = 0; a < 1U << x.pool.hash_bits; a++)
-		n += x.pool.buckets[a] != KVT_NIL;
-	CHECK(!n, "cap %u: %u buckets not empty at the end", cap, n);
+	n = st_left(&x);
+	CHECK(!n, "cap %u: %u slots or overflows left at the end", cap, n);
 	/* A key comes back at another address. */
 	if (cap > 1) {
 		index_add(&x, cap - 1, 0);
@@ -209,7 +269,7 @@ static void st_second_word(void)
 	u64 key[2];
 	u32 a;
 
-	if (index_init(&x, 64, 1)) {
+	if (index_init(&x, 64, 22)) {
 		CHECK(0, "no memory");
 		return;
 	}
@@ -230,22 +290,96 @@ static void st_second_word(void)
 	index_free(&x);
 }
 
+/*
+ * Random adds and removals at every load up to full, against the truth;
+ * a batch of lookups finds what lookups one at a time find.
+ */
+static void st_random(u32 cap, u32 nbuckets)
+{
+	struct kvtier_like { u64 key[2]; u32 pad[3]; } *ents;
+	u64 rng = 0x2545f4914f6cdd1dULL, key[2];
+	u32 *in, *got, a, i, n;
+	struct bench_index x;
+
+	ents = calloc(2 * cap, sizeof(*ents));
+	in = calloc(cap, sizeof(*in));
+	got = calloc(2 * cap, sizeof(*got));
+	if (!ents || !in || !got || index_init(&x, cap, nbuckets)) {
+		CHECK(0, "no memory for %u", cap);
+		goto out_free;
+	}
+	for (i = 0; i < 40 * cap; i++) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		a = rng % cap;
+		if (in[a]) {
+			kvt_index_del(&x.pool, a);
+			in[a] = 0;
+		} else {
+			/* A new key each time an address comes back. */
+			index_add(&x, a, (u64)i * cap + a);
+			in[a] = i + 1;
+		}
+	}
+	for (a = 0, n = 0; a < cap; a++) {
+		key_of(in[a] ? (u64)(in[a] - 1) * cap + a : ~(u64)a,
+		       ents[n].key);
+		n++;
+		key_of(((u64)a + 1) << 40, ents[n++].key);	/* absent */
+	}
+	kvt_index_find_many(&x.pool, ents, sizeof(*ents), n, got);
+	for (a = 0; a < cap; a++) {
+		memcpy(key, ents[2 * a].key, sizeof(key));
+		CHECK(kvt_block_find(&x.pool, key) == (in[a] ? a : KVT_NIL),
+		      "cap %u buckets %u: address %u after random changes",
+		      cap, x.pool.nbuckets, a);
+		CHECK(got[2 * a] == (in[a] ? a : KVT_NIL) &&
+		      got[2 * a + 1] == KVT_NIL,
+		      "cap %u: the batch found %u, %u for address %u", cap,
+		      got[2 * a], got[2 * a + 1], a);
+	}
+	/* Batches of every length up to the read-ahead and past it. */
+	for (n = 0; n <= 40 && n <= 2 * cap; n++) {
+		memset(got, 0x55, 2 * cap * sizeof(*got));
+		kvt_index_find_many(&x.pool, ents, sizeof(*ents), n, got);
+		for (i = 0; i < n; i++)
+			CHECK(got[i] == (i & 1 || !in[i / 2] ? KVT_NIL : i / 2),
+			      "cap %u: a batch of %u: entry %u", cap, n, i);
+	}
+	for (a = 0; a < cap; a++)
+		if (in[a])
+			kvt_index_del(&x.pool, a);
+	n = st_left(&x);
+	CHECK(!n, "cap %u: %u slots or overflows left at the end", cap, n);
+	index_free(&x);
+out_free:
+	free(ents);
+	free(in);
+	free(got);
+}
+
 static int selftest(void)
 {
 	static const u32 caps[] = { 1, 2, 3, 17, 1000, 4096, 65537 };
 	struct bench_index x;
 	size_t i;
 
-	CHECK(kvt_index_bits(1) == 4 && kvt_index_bits(16) == 4 &&
-	      kvt_index_bits(17) == 5 && kvt_index_bits(1000000) == 20,
-	      "kvt_index_bits: 1 %u, 16 %u, 17 %u, 1e6 %u",
-	      kvt_index_bits(1), kvt_index_bits(16), kvt_index_bits(17),
-	      kvt_index_bits(1000000));
+	CHECK(kvt_index_buckets(1) == 1 && kvt_index_buckets(2) == 1 &&
+	      kvt_index_buckets(3) == 2 && kvt_index_buckets(1000000) == 500000,
+	      "kvt_index_buckets: 1 %u, 2 %u, 3 %u, 1e6 %u",
+	      kvt_index_buckets(1), kvt_index_buckets(2),
+	      kvt_index_buckets(3), kvt_index_buckets(1000000));
 	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		st_fill_empty(caps[i], 0);
-		st_fill_empty(caps[i], 1);	/* long chains, two buckets */
+		/* Every slot taken: keys far from their home buckets. */
+		st_fill_empty(caps[i], (caps[i] + KVT_BUCKET_SLOTS - 1) /
+				       KVT_BUCKET_SLOTS);
 	}
 	st_second_word();
+	st_random(1000, 0);
+	st_random(1000, (1000 + KVT_BUCKET_SLOTS - 1) / KVT_BUCKET_SLOTS);
+	st_random(7, 3);
 	CHECK(!shim_warnings, "%lu warnings", shim_warnings);
 
 	/* Removing an address that is not in the hash warns, changes nothing. */

@@ -4,31 +4,26 @@
  *
  * tools/index-bench compiles kmod/index.c, unchanged, against this header
  * instead of <linux/...> and kmod/kvt.h: kshim.h's stand-ins, a no-op
- * cond_resched(), hash_64() and order_base_2() as the kernel defines them,
- * and stand-ins for the parts of struct kvt_pool and struct kvt_block the
+ * cond_resched(), prefetch() as the compiler's, the kernel's
+ * GOLDEN_RATIO_64 and DIV_ROUND_UP(), and stand-ins for the parts of struct kvt_pool and struct kvt_block the
  * key hash reads and writes (same names, same types). kmod/index.h lists
  * them; nothing else may be used.
  */
 #ifndef KVTIER_INDEX_SHIM_H
 #define KVTIER_INDEX_SHIM_H
 
+#include <assert.h>
+
 #include "kshim.h"
 
 #define KVT_NIL			U32_MAX
 #define cond_resched()		do { } while (0)
+#define prefetch(x)		__builtin_prefetch(x)
+#define __ffs(x)		((unsigned long)__builtin_ctzl(x))
 
-/* include/linux/hash.h */
+/* include/linux/hash.h, include/linux/math.h */
 #define GOLDEN_RATIO_64		0x61C8864680B583EBull
-static inline u32 hash_64(u64 val, unsigned int bits)
-{
-	return (u32)(val * GOLDEN_RATIO_64 >> (64 - bits));
-}
-
-/* include/linux/log2.h, for n >= 1 */
-static inline u32 order_base_2(u64 n)
-{
-	return n > 1 ? 64 - __builtin_clzll(n - 1) : 0;
-}
+#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
 
 #include "../kmod/index.h"
 
@@ -40,16 +35,15 @@ static inline u32 order_base_2(u64 n)
 #define KVT_BLOCK_BYTES		64
 struct kvt_block {
 	u64 key[2];
-	u32 hnext;
-	char rest[KVT_BLOCK_BYTES - 20];
+	char rest[KVT_BLOCK_BYTES - 16];
 };
 
 /* And of struct kvt_pool. */
 struct kvt_pool {
 	spinlock_t lock;
 	struct kvt_block *blocks;
-	u32 *buckets;
-	u32 hash_bits;
+	struct kvt_bucket *buckets;
+	u32 nbuckets;
 	u64 seed;
 };
 

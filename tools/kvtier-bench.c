@@ -851,7 +851,7 @@ static int bench_lookup(void)
 	budget = free_dram_budget(api.dram_bytes);
 	/* Room for the blocks, leaving the VM some memory for itself. */
 	fit = budget < avail * 3 / 4 ? budget : avail * 3 / 4;
-	/* The budget also holds the pool's index, about 70 bytes an address. */
+	/* The budget also holds the pool's index, about 100 bytes an address. */
 	large = fit / (LOOKUP_BLOCK + 128);
 	if (large > LOOKUP_LARGE)
 		large = LOOKUP_LARGE;

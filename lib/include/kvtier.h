@@ -199,8 +199,8 @@ void kvtier_pool_params_init(struct kvtier_pool_params *p, const char *name,
  * Return: 0; -EINVAL for a bad name, size, capacity, mode, node or flag;
  * -EEXIST if the name is taken; -EMFILE at max_pools; -ENOSPC if the DRAM
  * budget (dram_mb) cannot hold the DRAM share and the index of @p->capacity
- * addresses (about 70 bytes each), or the device's pool table is full; -EIO if the pool
- * could not be recorded on the device; -ENAMETOOLONG if @p->name does not
+ * addresses (about 100 bytes each), or the device's pool table is full;
+ * -EIO if the pool could not be recorded on the device; -ENAMETOOLONG if @p->name does not
  * fit; -ENOMEM.
  */
 int kvtier_pool_create(struct kvtier_ctx *ctx,

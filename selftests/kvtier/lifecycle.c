@@ -385,14 +385,13 @@ static int cg_setup(char *dir, size_t len)
 	return kst_cg_make(dir, len, "life", "16M");
 }
 
-/* What kvt_block_index_bytes() charges for @capacity blocks. */
+/*
+ * What kvt_block_index_bytes() charges for @capacity blocks: a 64-byte
+ * record each, and a 64-byte bucket of the key hash for every two.
+ */
 static long long index_bytes(__u32 capacity)
 {
-	unsigned int bits = 4;
-
-	while ((1ULL << bits) < capacity)
-		bits++;
-	return (long long)capacity * 56 + (4LL << bits);
+	return (long long)capacity * 64 + ((long long)capacity + 1) / 2 * 64;
 }
 
 /*

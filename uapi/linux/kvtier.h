@@ -220,7 +220,7 @@ struct kvtier_api {
  *		<= KVTIER_BLOCK_SIZE_MAX.
  * @capacity:	block addresses in the pool, 1..KVTIER_CAPACITY_MAX.
  * @dram_blocks: blocks the pool may keep in DRAM (0: @capacity). These
- *		and the index of @capacity addresses (about 70 bytes each)
+ *		and the index of @capacity addresses (about 100 bytes each)
  *		are reserved against the dram_mb budget at create time
  *		(-ENOSPC if short).
  * @flags:	KVTIER_POOL_OPEN_EXISTING, KVTIER_POOL_RDONLY.
