@@ -333,6 +333,50 @@ TEST_F(blocks, lookup_batch_max)
 	free(l);
 }
 
+/*
+ * A batch longer than the keys LOOKUP finds at once, present and absent
+ * keys mixed, some of them dropped and stored again (at other addresses):
+ * every entry gets its own key's answer.
+ */
+TEST_F(blocks, lookup_batch_each_entry)
+{
+	struct kvtier_block p[CAP], d, *l;
+	__u32 done, i, j, prefix;
+	const __u32 n = 300;
+
+	l = calloc(n, sizeof(*l));
+	ASSERT_NE(NULL, l);
+	ASSERT_EQ(0, put_range(self, 18, 0, CAP, 1, p));
+	for (j = 5; j < CAP; j += 9) {
+		kst_blk(&d, 18, j, NULL);
+		ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_DROP, &d, 1, 0,
+				       &done));
+	}
+	for (j = 5; j < CAP; j += 18)
+		ASSERT_EQ(0, put_range(self, 18, j, 1, 2, &p[j]));
+	for (i = 0; i < n; i++)
+		kst_blk(&l[i], 18, (i * 37 + 11) % 150, NULL);
+	ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, l, n, 0, &done));
+	for (i = 0, prefix = 0; i < n; i++) {
+		bool in;
+
+		j = (i * 37 + 11) % 150;
+		in = j < CAP && (j < 5 || (j - 5) % 9 || !((j - 5) % 18));
+		if (in && prefix == i)
+			prefix++;
+		if (!in) {
+			EXPECT_EQ(-ENOENT, l[i].status) TH_LOG("entry %u", i);
+			EXPECT_EQ(KVTIER_ADDR_NONE, l[i].addr);
+			continue;
+		}
+		EXPECT_EQ(0, l[i].status) TH_LOG("entry %u, key %u", i, j);
+		EXPECT_EQ(p[j].addr, l[i].addr) TH_LOG("entry %u, key %u", i,
+						       j);
+	}
+	EXPECT_EQ(prefix, done);
+	free(l);
+}
+
 /* ---- DROP -------------------------------------------------------------- */
 
 TEST_F(blocks, drop)
