@@ -377,6 +377,60 @@ TEST_F(blocks, lookup_batch_each_entry)
 	free(l);
 }
 
+/*
+ * The key hash kept full: every address holds a block while one key at a
+ * time is dropped and a new one stored, many times over the capacity, so
+ * that keys sit past their home buckets and leave them again. Each live
+ * key is found at its address with its bytes, each dropped one misses.
+ */
+TEST_F(blocks, index_churn_full_pool)
+{
+	static unsigned char isl[41 * CAP];
+	struct kvtier_block l[CAP], b;
+	__u32 live[CAP], addr[CAP], done, i, round, next = CAP;
+	__u64 rng = 0x853c49e6748fea9bULL, gen;
+
+	for (i = 0; i < CAP; i++) {
+		kst_fill(BLK(self, 0), BS, 19, i, 1);
+		ASSERT_EQ(0, kst_put1(self->pfd, 19, i, BLK(self, 0), &b));
+		live[i] = i;
+		addr[i] = b.addr;
+	}
+	for (round = 0; round < 40 * CAP; round++) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		i = rng % CAP;
+		ASSERT_EQ(0, kst_drop1(self->pfd, 19, live[i]));
+		ASSERT_EQ(-ENOENT, kst_lookup1(self->pfd, 19, live[i], &b));
+		kst_fill(BLK(self, 0), BS, 19, next, 1);
+		ASSERT_EQ(0, kst_put1(self->pfd, 19, next, BLK(self, 0), &b));
+		live[i] = next++;
+		addr[i] = b.addr;
+		if (round % CAP)
+			continue;
+		for (i = 0; i < CAP; i++)
+			kst_blk(&l[i], 19, live[i], NULL);
+		ASSERT_EQ(0, kst_batch(self->pfd, KVTIER_IOC_LOOKUP, l, CAP, 0,
+				       &done));
+		ASSERT_EQ((__u32)CAP, done) TH_LOG("round %u", round);
+		for (i = 0; i < CAP; i++)
+			ASSERT_EQ(addr[i], l[i].addr);
+	}
+	for (i = 0; i < CAP; i++) {
+		ASSERT_EQ(0, kst_get1(self->pfd, 19, live[i], BLK(self, 0),
+				      NULL));
+		ASSERT_EQ(-1, kst_check(BLK(self, 0), BS, 19, live[i], &gen));
+	}
+	/* Every key ever stored: found if and only if it is live. */
+	memset(isl, 0, sizeof(isl));
+	for (i = 0; i < CAP; i++)
+		isl[live[i]] = 1;
+	for (i = 0; i < next; i++)
+		ASSERT_EQ(isl[i] ? 0 : -ENOENT,
+			  kst_lookup1(self->pfd, 19, i, &b)) TH_LOG("key %u", i);
+}
+
 /* ---- DROP -------------------------------------------------------------- */
 
 TEST_F(blocks, drop)
