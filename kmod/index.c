@@ -169,25 +169,28 @@ void kvt_index_find_many(struct kvt_pool *pool, const void *keys,
 void kvt_index_add(struct kvt_pool *pool, u32 addr)
 {
 	const u64 *key = pool->blocks[addr].key;
-	u32 b = kvt_key_hash(pool, key), n, s;
+	u32 home = kvt_key_hash(pool, key);
+	u32 b = home, n, s;
 
 	lockdep_assert_held(&pool->lock);
 	for (n = 0; n < pool->nbuckets; n++) {
 		struct kvt_bucket *bk = &pool->buckets[b];
 
-		for (s = 0; s < KVT_BUCKET_SLOTS; s++) {
-			if (bk->addr[s] != KVT_NIL)
-				continue;
-			bk->key[s][0] = key[0];
-			bk->key[s][1] = key[1];
-			bk->addr[s] = addr;
-			return;
-		}
-		bk->overflow++;
+		for (s = 0; s < KVT_BUCKET_SLOTS; s++)
+			if (bk->addr[s] == KVT_NIL)
+				goto found;
 		b = kvt_bucket_next(pool, b);
 	}
-	/* More keys than addresses: cannot be. */
+	/* More keys than slots: cannot be (kvt_index_buckets()). */
 	WARN_ON_ONCE(1);
+	return;
+found:
+	pool->buckets[b].key[s][0] = key[0];
+	pool->buckets[b].key[s][1] = key[1];
+	pool->buckets[b].addr[s] = addr;
+	/* The full buckets it passed count it. */
+	for (b = home; n--; b = kvt_bucket_next(pool, b))
+		pool->buckets[b].overflow++;
 }
 
 /**

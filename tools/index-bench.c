@@ -18,8 +18,9 @@
  *				(keys far from their home buckets), random
  *				adds and removals against the truth, batches
  *				of every length finding what single lookups
- *				find, a removal of no entry warned of (the
- *				one WARNING it prints); exit status 0 or 1
+ *				find, a removal of no entry and a key added
+ *				to a full hash warned of (the first prints
+ *				the one WARNING line); exit status 0 or 1
  *
  * The block records are padded to the module's record size (see
  * tools/index-shim.h), so a lookup walks memory laid out as the module's.
@@ -393,6 +394,23 @@ static int selftest(void)
 		CHECK(shim_warnings == 1, "a removal of no entry did not warn");
 		CHECK(kvt_block_find(&x.pool, key) == 0,
 		      "a removal of no entry changed the hash");
+		index_free(&x);
+	}
+	/* A key more than there are slots warns, changes nothing. */
+	if (!index_init(&x, 4, 1)) {
+		u64 key[2];
+		u32 a;
+
+		for (a = 0; a < 4; a++)
+			index_add(&x, a, a);
+		CHECK(shim_warnings == 2, "adding to a full hash did not warn");
+		CHECK(!x.pool.buckets[0].overflow,
+		      "adding to a full hash counted an overflow");
+		for (a = 0; a < 3; a++) {
+			key_of(a, key);
+			CHECK(kvt_block_find(&x.pool, key) == a,
+			      "key %u lost adding to a full hash", a);
+		}
 		index_free(&x);
 	}
 	if (fails) {
