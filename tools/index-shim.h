@@ -4,10 +4,11 @@
  *
  * tools/index-bench compiles kmod/index.c, unchanged, against this header
  * instead of <linux/...> and kmod/kvt.h: kshim.h's stand-ins, a no-op
- * cond_resched(), prefetch() as the compiler's, the kernel's
- * GOLDEN_RATIO_64 and DIV_ROUND_UP(), and stand-ins for the parts of struct kvt_pool and struct kvt_block the
- * key hash reads and writes (same names, same types). kmod/index.h lists
- * them; nothing else may be used.
+ * cond_resched(), prefetch() and __ffs() as the compiler's builtins, the
+ * kernel's GOLDEN_RATIO_64 and DIV_ROUND_UP(), and stand-ins for the parts
+ * of struct kvt_pool and struct kvt_block the key hash reads and writes
+ * (same names, same types). kmod/index.h lists them; nothing else may be
+ * used.
  */
 #ifndef KVTIER_INDEX_SHIM_H
 #define KVTIER_INDEX_SHIM_H
