@@ -731,8 +731,6 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 	thr = mmap(NULL, nthr * sizeof(*thr), PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, thr);
-	fz_thr_all = thr;
-	fz_nthr = nthr;
 	for (i = 0; i < nthr; i++) {
 		ASSERT_EQ(0, thr_init(&thr[i], i));
 		thr[i].ncalls = calls / nthr + (i < calls % nthr);
@@ -803,12 +801,13 @@ TEST_F_TIMEOUT(fuzz, burst, 300)
 	secs = (double)(t1.tv_sec - t0.tv_sec) +
 	       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	fprintf(stderr,
-		"# fuzz: %ld calls (%ld in %ld children, %ld killed) in %.1f s, %.0f calls/s; oracle %ld ops, %ld hits; nvme %ld attaches, %ld detaches\n",
+		"# fuzz: %ld calls (%ld in %ld children, %ld killed) in %.1f s, %.0f calls/s; oracle %ld ops, %ld hits; nvme %ld attaches, %ld detaches; %ld pointers moved into mapped memory made to fault\n",
 		atomic_load(&fz->calls), atomic_load(&fz->child_calls),
 		atomic_load(&fz->forks), atomic_load(&fz->kills), secs,
 		(double)atomic_load(&fz->calls) / secs,
 		atomic_load(&fz->oracle_ops), atomic_load(&fz->oracle_hits),
-		atomic_load(&fz->attaches), atomic_load(&fz->detaches));
+		atomic_load(&fz->attaches), atomic_load(&fz->detaches),
+		atomic_load(&fz->ptrs_moved));
 	fz_time_report(thr, nthr);
 
 	/* Nothing left pinned on the oracle pool once its pins went. */

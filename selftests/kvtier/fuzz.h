@@ -63,6 +63,7 @@ struct fz_shared {
 	 */
 	atomic_long detaching;
 	atomic_long oracle_ops, oracle_hits;
+	atomic_long ptrs_moved;		/* mutated pointers made to fault */
 	atomic_bool stop;		/* the time is up: threads end now */
 	struct fz_fail fail[FZ_FAILS];
 };
@@ -135,8 +136,6 @@ enum fz_fdkind { FD_CTL, FD_RAW, FD_POOL, FD_OTHER };
 
 /* Run-wide state, in fuzz_gen.c. */
 extern struct fz_shared *fz;
-extern struct fz_thr *fz_thr_all;
-extern int fz_nthr;
 extern unsigned long long fz_seed;
 extern const char *fz_dev;
 extern char fz_names[FZ_NAMES][KVTIER_NAME_MAX];

@@ -18,9 +18,6 @@
 
 struct fz_shared *fz;
 
-/* Every thread, for telling their memory apart (see fz_own_blocks()). */
-struct fz_thr *fz_thr_all;
-int fz_nthr;
 unsigned long long fz_seed;
 const char *fz_dev;		/* NVMe drive, or NULL */
 char fz_names[FZ_NAMES][KVTIER_NAME_MAX];
@@ -509,38 +506,63 @@ void fz_mutate(struct fz_thr *t, void *p, size_t size)
 	}
 }
 
-/*
- * A mutated batch whose array pointer lands in another thread's entries
- * would have the kernel act on that thread's valid entries: storing its
- * buffers' bytes, whatever they hold now, under its keys, or writing
- * blocks into buffers it is about to check. The kernel does what it is
- * told there, and the byte checks would blame it. Such a pointer is made
- * one that faults.
- */
-static void fz_own_blocks(struct fz_thr *t, unsigned long cmd, void *arg,
-			  size_t size)
+/* Whether the page of @a or the one after it is mapped in this process. */
+static bool fz_mapped(__u64 a)
 {
-	unsigned int nr = _IOC_NR(cmd);
-	__u64 ptr;
+	unsigned char v;
 	int i;
 
-	if (_IOC_TYPE(cmd) != KVTIER_IOC_MAGIC || nr < 0x10 || nr > 0x15 ||
-	    size < sizeof(ptr))
-		return;
-	memcpy(&ptr, arg, sizeof(ptr));
-	for (i = 0; i < fz_nthr; i++) {
-		__u64 lo = (__u64)(uintptr_t)fz_thr_all[i].ents;
-		__u64 bl = (__u64)(uintptr_t)fz_thr_all[i].bufs;
-
-		if (&fz_thr_all[i] == t && !t->child)
+	for (i = 0; i < 2; i++, a += KST_PAGE) {
+		if (a < KST_PAGE || a >= 0x800000000000ULL)
 			continue;
-		if ((ptr + 4096 > lo && ptr < lo + fz_ents_bytes() + 4096) ||
-		    (ptr + 4096 > bl &&
-		     ptr < bl + (__u64)FZ_NBUF * FZ_BS_MAX + 4096)) {
-			ptr = 8;
-			memcpy(arg, &ptr, sizeof(ptr));
-			return;
-		}
+		if (!mincore((void *)(uintptr_t)(a & ~(__u64)(KST_PAGE - 1)),
+			     KST_PAGE, &v))
+			return true;
+	}
+	return false;
+}
+
+/* Whether @a is in (or a page below) the thread's own entries or buffers. */
+static bool fz_own_window(const struct fz_thr *t, __u64 a)
+{
+	__u64 lo = (__u64)(uintptr_t)t->ents;
+	__u64 bl = (__u64)(uintptr_t)t->bufs;
+
+	/* a forked child's copies hold what its parent's threads wrote */
+	if (t->child)
+		return false;
+	return (a + KST_PAGE > lo && a < lo + fz_ents_bytes() + KST_PAGE) ||
+	       (a + KST_PAGE > bl &&
+		a < bl + (__u64)FZ_NBUF * FZ_BS_MAX + KST_PAGE);
+}
+
+/*
+ * A mutation that moved a pointer of the struct into memory this process
+ * has mapped would have the kernel act there as told: take another
+ * thread's valid entries (storing its buffers' bytes under its keys, or
+ * writing blocks into buffers it is about to check, which the byte checks
+ * blame on the kernel), or read entries out of a stack or the heap and
+ * write blocks, records and results wherever the pointers found there
+ * lead, so that the process corrupts itself (glibc's "munmap_chunk():
+ * invalid pointer" at exit). Such a pointer is made the thread's gap page,
+ * which faults. A pointer into the thread's own entries or buffers stays:
+ * the thread checks what lands there.
+ */
+static void fz_own_ptrs(struct fz_thr *t, const void *in, void *arg,
+			size_t size)
+{
+	__u64 gap = (__u64)(uintptr_t)t->gap;
+	__u64 was, now;
+	size_t off;
+
+	for (off = 0; off + sizeof(now) <= size; off += sizeof(now)) {
+		memcpy(&was, (const char *)in + off, sizeof(was));
+		memcpy(&now, (char *)arg + off, sizeof(now));
+		if (now == was || now == gap || !fz_mapped(now) ||
+		    fz_own_window(t, now))
+			continue;
+		memcpy((char *)arg + off, &gap, sizeof(gap));
+		atomic_fetch_add(&fz->ptrs_moved, 1);
 	}
 }
 
@@ -606,10 +628,9 @@ int fz_issue(struct fz_thr *t, enum fz_fdkind kind, int fd,
 	*normal = true;
 	if (fz_pct(t, 15)) {
 		fz_mutate(t, t->arg, ksize);
-		if (kind == FD_POOL) {
-			fz_own_blocks(t, cmd, t->arg, ksize);
+		if (kind == FD_POOL)
 			fz_own_meta(t, cmd, in, t->arg, ksize);
-		}
+		fz_own_ptrs(t, in, t->arg, ksize);
 		*normal = false;
 	}
 	if (fz_pct(t, 6)) {
