@@ -240,6 +240,7 @@ struct kvt_pool {
 	struct kvt_zloc *zloc;		/* by address, if it compresses */
 	struct kvt_bucket *buckets;	/* the key hash (index.c) */
 	struct kvt_list lru;		/* READY, unpinned blocks */
+	struct kvt_list clean;		/* the same with an NVMe copy (policy.h) */
 	struct kvt_policy pol;		/* the policy's state (policy.h) */
 	struct kvt_hbm *hbm;		/* the device tier, or NULL */
 	const struct kvt_res_hooks *res;	/* the residency layer's */

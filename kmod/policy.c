@@ -29,6 +29,12 @@
  *	capacities, at most 4.4% below and up to 16% above
  *	(Documentation/design.rst, "Placement policy").
  *
+ * A pool may also keep its blocks that have an NVMe copy on a list of
+ * their own, pool->clean, and evict those first: their eviction writes
+ * nothing and loses nothing (pol->clean_list; kvt_policy_clean() and
+ * kvt_policy_dirty() move blocks between the lists). tools/policy-sim's
+ * kvtier-clock runs it; the module does not set it yet.
+ *
  * This file also builds in userspace (tools/policy-sim), on
  * tools/policy-shim.h instead of the kernel headers: see policy.h for
  * what it may use.
@@ -92,34 +98,45 @@ static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
 	return pol;
 }
 
-static bool kvt_lru_linked(struct kvt_pool *pool, u32 addr)
+/* The list a block is on, or would be on: pool->clean or pool->lru. */
+static struct kvt_list *kvt_list_of(struct kvt_pool *pool,
+				    const struct kvt_block *blk)
 {
-	return pool->lru.head == addr || pool->blocks[addr].prev != KVT_NIL;
+	return blk->pol & KVT_PB_CLEAN ? &pool->clean : &pool->lru;
 }
 
-/* Link @addr after @after, or at the head if @after is KVT_NIL. */
-static void kvt_link_after(struct kvt_pool *pool, u32 after, u32 addr)
+static bool kvt_lru_linked(struct kvt_pool *pool, u32 addr)
+{
+	const struct kvt_block *blk = &pool->blocks[addr];
+
+	return kvt_list_of(pool, blk)->head == addr || blk->prev != KVT_NIL;
+}
+
+/* Link @addr into @list after @after, or at its head if @after is KVT_NIL. */
+static void kvt_link_after(struct kvt_pool *pool, struct kvt_list *list,
+			   u32 after, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
-	u32 next = after == KVT_NIL ? pool->lru.head : pool->blocks[after].next;
+	u32 next = after == KVT_NIL ? list->head : pool->blocks[after].next;
 
 	blk->prev = after;
 	blk->next = next;
 	if (after == KVT_NIL)
-		pool->lru.head = addr;
+		list->head = addr;
 	else
 		pool->blocks[after].next = addr;
 	if (next == KVT_NIL)
-		pool->lru.tail = addr;
+		list->tail = addr;
 	else
 		pool->blocks[next].prev = addr;
-	pool->lru.nr++;
+	list->nr++;
 }
 
 static void kvt_unlink(struct kvt_pool *pool, struct kvt_policy *pol,
 		       u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
+	struct kvt_list *list = kvt_list_of(pool, blk);
 
 	if (blk->pol & KVT_PB_MAIN) {
 		if (pol->last_main == addr)
@@ -130,14 +147,15 @@ static void kvt_unlink(struct kvt_pool *pool, struct kvt_policy *pol,
 	if (blk->prev != KVT_NIL)
 		pool->blocks[blk->prev].next = blk->next;
 	else
-		pool->lru.head = blk->next;
+		list->head = blk->next;
 	if (blk->next != KVT_NIL)
 		pool->blocks[blk->next].prev = blk->prev;
 	else
-		pool->lru.tail = blk->prev;
+		list->tail = blk->prev;
 	blk->prev = KVT_NIL;
 	blk->next = KVT_NIL;
-	pool->lru.nr--;
+	blk->pol &= ~KVT_PB_CLEAN;
+	list->nr--;
 }
 
 /* Hold main to its share: its coldest blocks become probation's hottest. */
@@ -159,7 +177,7 @@ static void kvt_balance(struct kvt_pool *pool, struct kvt_policy *pol)
 static void kvt_link_main(struct kvt_pool *pool, struct kvt_policy *pol,
 			  u32 addr)
 {
-	kvt_link_after(pool, KVT_NIL, addr);
+	kvt_link_after(pool, &pool->lru, KVT_NIL, addr);
 	pool->blocks[addr].pol |= KVT_PB_MAIN;
 	if (!pol->nr_main++)
 		pol->last_main = addr;
@@ -169,7 +187,28 @@ static void kvt_link_main(struct kvt_pool *pool, struct kvt_policy *pol,
 static void kvt_link_probation(struct kvt_pool *pool, struct kvt_policy *pol,
 			       u32 addr)
 {
-	kvt_link_after(pool, pol->nr_main ? pol->last_main : KVT_NIL, addr);
+	kvt_link_after(pool, &pool->lru, pol->nr_main ? pol->last_main : KVT_NIL,
+		       addr);
+}
+
+/* Onto pool->clean: at its head (just used), else at its tail. */
+static void kvt_link_clean(struct kvt_pool *pool, u32 addr, bool hot)
+{
+	kvt_link_after(pool, &pool->clean, hot ? KVT_NIL : pool->clean.tail,
+		       addr);
+	pool->blocks[addr].pol |= KVT_PB_CLEAN;
+}
+
+/* Onto pool->lru, where a block of its history goes (no NVMe copy). */
+static void kvt_link_dirty(struct kvt_pool *pool, struct kvt_policy *pol,
+			   u32 addr)
+{
+	if (pol->kind == KVT_POLICY_LRU)
+		kvt_link_after(pool, &pool->lru, KVT_NIL, addr);
+	else if (pool->blocks[addr].pol & KVT_PB_REF)
+		kvt_link_main(pool, pol, addr);
+	else
+		kvt_link_probation(pool, pol, addr);
 }
 
 /* A block is back in DRAM after leaving it: grow the segment it left. */
@@ -193,7 +232,8 @@ static void kvt_adapt(struct kvt_policy *pol, struct kvt_block *blk)
  * @addr: a READY block without pins, not in the list
  *
  * A new block goes to the head of probation; one used since it came in
- * (a promoted or unpinned one) to the head of main.
+ * (a promoted or unpinned one) to the head of main. With a clean list, a
+ * block that has an NVMe copy goes to its head instead.
  */
 void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
 {
@@ -203,19 +243,15 @@ void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	if (WARN_ON_ONCE(kvt_lru_linked(pool, addr)))
 		return;
-	blk->pol &= ~KVT_PB_MAIN;
-	if (pol->kind == KVT_POLICY_LRU) {
-		kvt_link_after(pool, KVT_NIL, addr);
-		return;
-	}
-	if (blk->pol & KVT_PB_OUT) {
+	blk->pol &= ~(KVT_PB_MAIN | KVT_PB_CLEAN);
+	if (pol->kind != KVT_POLICY_LRU && (blk->pol & KVT_PB_OUT)) {
 		kvt_adapt(pol, blk);
 		blk->pol |= KVT_PB_REF;
 	}
-	if (blk->pol & KVT_PB_REF)
-		kvt_link_main(pool, pol, addr);
+	if (pol->clean_list && blk->nloc != KVT_NIL)
+		kvt_link_clean(pool, addr, true);
 	else
-		kvt_link_probation(pool, pol, addr);
+		kvt_link_dirty(pool, pol, addr);
 }
 
 /**
@@ -262,14 +298,59 @@ void kvt_policy_touch(struct kvt_pool *pool, u32 addr)
 	blk->pol |= KVT_PB_REF;
 	if (!kvt_lru_linked(pool, addr))
 		return;
+	if (blk->pol & KVT_PB_CLEAN) {
+		if (pool->clean.head != addr) {
+			kvt_unlink(pool, pol, addr);
+			kvt_link_clean(pool, addr, true);
+		}
+		return;
+	}
 	if (pool->lru.head == addr &&
 	    (pol->kind == KVT_POLICY_LRU || (blk->pol & KVT_PB_MAIN)))
 		return;
 	kvt_unlink(pool, pol, addr);
-	if (pol->kind == KVT_POLICY_LRU)
-		kvt_link_after(pool, KVT_NIL, addr);
-	else
-		kvt_link_main(pool, pol, addr);
+	kvt_link_dirty(pool, pol, addr);
+}
+
+/**
+ * kvt_policy_clean() - a block gained an NVMe copy
+ * @pool: the pool, its lock held
+ * @addr: the block; a no-op if it is not listed, already on the clean
+ *	list, or the pool keeps none
+ *
+ * It was written as a victim: to the clean list's cold end, the first to
+ * go.
+ */
+void kvt_policy_clean(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_policy *pol = kvt_pol(pool);
+
+	lockdep_assert_held(&pool->lock);
+	if (!pol->clean_list || !kvt_lru_linked(pool, addr) ||
+	    (pool->blocks[addr].pol & KVT_PB_CLEAN))
+		return;
+	kvt_unlink(pool, pol, addr);
+	kvt_link_clean(pool, addr, false);
+}
+
+/**
+ * kvt_policy_dirty() - a block lost its NVMe copy
+ * @pool: the pool, its lock held
+ * @addr: the block; a no-op unless it is on the clean list
+ *
+ * Reclaim, rescue or a detach took the copy: evicting the block now
+ * needs a write, so it goes where kvt_policy_insert() puts a block of
+ * its history without one.
+ */
+void kvt_policy_dirty(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_policy *pol = kvt_pol(pool);
+
+	lockdep_assert_held(&pool->lock);
+	if (!(pool->blocks[addr].pol & KVT_PB_CLEAN))
+		return;
+	kvt_unlink(pool, pol, addr);
+	kvt_link_dirty(pool, pol, addr);
 }
 
 /**
@@ -281,6 +362,7 @@ void kvt_policy_init(struct kvt_pool *pool)
 	pool->lru.head = KVT_NIL;
 	pool->lru.tail = KVT_NIL;
 	pool->lru.nr = 0;
+	pool->clean = pool->lru;
 }
 
 /**
@@ -290,7 +372,9 @@ void kvt_policy_init(struct kvt_pool *pool)
  *
  * For the writer (which cleans from where eviction will take) and the
  * shrinker. The walk may skip and come back; it stays valid while the
- * lock is held and the list is not changed.
+ * lock is held and the list is not changed. It walks pool->lru, which
+ * with a clean list holds only blocks without an NVMe copy: those are
+ * what the writer wants, and kvt_policy_next_clean() walks the others.
  *
  * Return: the coldest block to start, else the next hotter one; KVT_NIL
  * at the end.
@@ -304,19 +388,29 @@ u32 kvt_policy_next(struct kvt_pool *pool, u32 addr)
 }
 
 /**
- * kvt_policy_victim() - the block to evict next
+ * kvt_policy_next_clean() - walk the clean list from the cold end
  * @pool: the pool, its lock held
+ * @addr: KVT_NIL to start, else the block the walk is at (still listed)
  *
- * Skips blocks in use: copied out by a GET, or being written to NVMe.
+ * As kvt_policy_next(), over the blocks that have an NVMe copy.
  *
- * Return: a block address, or KVT_NIL if nothing can be evicted.
+ * Return: the coldest clean block to start, else the next hotter one;
+ * KVT_NIL at the end.
  */
-u32 kvt_policy_victim(struct kvt_pool *pool)
+u32 kvt_policy_next_clean(struct kvt_pool *pool, u32 addr)
 {
-	u32 addr = pool->lru.tail;
+	lockdep_assert_held(&pool->lock);
+	if (addr == KVT_NIL)
+		return pool->clean.tail;
+	return pool->blocks[addr].prev;
+}
+
+/* The coldest block of @list not in use, within KVT_VICTIM_SCAN. */
+static u32 kvt_victim_of(struct kvt_pool *pool, const struct kvt_list *list)
+{
+	u32 addr = list->tail;
 	unsigned int scanned = 0;
 
-	lockdep_assert_held(&pool->lock);
 	while (addr != KVT_NIL && scanned++ < KVT_VICTIM_SCAN) {
 		const struct kvt_block *blk = &pool->blocks[addr];
 
@@ -325,6 +419,25 @@ u32 kvt_policy_victim(struct kvt_pool *pool)
 		addr = pool->blocks[addr].prev;
 	}
 	return KVT_NIL;
+}
+
+/**
+ * kvt_policy_victim() - the block to evict next
+ * @pool: the pool, its lock held
+ *
+ * Skips blocks in use: copied out by a GET, or being written to NVMe.
+ * A clean block goes before any other.
+ *
+ * Return: a block address, or KVT_NIL if nothing can be evicted.
+ */
+u32 kvt_policy_victim(struct kvt_pool *pool)
+{
+	u32 addr = KVT_NIL;
+
+	lockdep_assert_held(&pool->lock);
+	if (pool->clean.nr)
+		addr = kvt_victim_of(pool, &pool->clean);
+	return addr != KVT_NIL ? addr : kvt_victim_of(pool, &pool->lru);
 }
 
 /**
@@ -345,7 +458,7 @@ bool kvt_policy_demote(struct kvt_pool *pool, u32 addr)
  * kvt_policy_check() - check the list against the policy's counts
  * @pool: the pool, its lock held
  *
- * For tests: walks the whole list.
+ * For tests: walks both lists.
  *
  * Return: 0, or -EINVAL if a link, a count or a segment is wrong.
  */
@@ -360,7 +473,8 @@ int kvt_policy_check(struct kvt_pool *pool)
 	     prev = addr, addr = pool->blocks[addr].next) {
 		const struct kvt_block *blk = &pool->blocks[addr];
 
-		if (blk->prev != prev || nr++ > pool->lru.nr)
+		if (blk->prev != prev || nr++ > pool->lru.nr ||
+		    (blk->pol & KVT_PB_CLEAN))
 			return -EINVAL;
 		if (blk->pol & KVT_PB_MAIN) {
 			if (!in_main)
@@ -374,6 +488,17 @@ int kvt_policy_check(struct kvt_pool *pool)
 	}
 	if (prev != pool->lru.tail || nr != pool->lru.nr ||
 	    nr_main != pol->nr_main)
+		return -EINVAL;
+	for (prev = KVT_NIL, nr = 0, addr = pool->clean.head; addr != KVT_NIL;
+	     prev = addr, addr = pool->blocks[addr].next) {
+		const struct kvt_block *blk = &pool->blocks[addr];
+
+		if (blk->prev != prev || nr++ > pool->clean.nr ||
+		    (blk->pol & (KVT_PB_CLEAN | KVT_PB_MAIN)) != KVT_PB_CLEAN ||
+		    !pol->clean_list)
+			return -EINVAL;
+	}
+	if (prev != pool->clean.tail || nr != pool->clean.nr)
 		return -EINVAL;
 	return 0;
 }

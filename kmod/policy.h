@@ -10,7 +10,8 @@
  *  struct kvt_block	prev, next (list links by address), users, flags
  *			(KVT_BF_*), pol (KVT_PB_*), nloc (KVT_NIL: no NVMe
  *			copy)
- *  struct kvt_pool	blocks[], lru (struct kvt_list), pol (below), lock
+ *  struct kvt_pool	blocks[], lru and clean (struct kvt_list), pol (below),
+ *			lock
  *
  * Everything else about blocks and pools stays out of the policy.
  */
@@ -37,6 +38,7 @@ enum kvt_policy_kind {
 #define KVT_PB_OUT_PROB		BIT(2)	/* left DRAM seen once */
 #define KVT_PB_OUT_MAIN		BIT(3)	/* left DRAM used again (main's) */
 #define KVT_PB_OUT		(KVT_PB_OUT_PROB | KVT_PB_OUT_MAIN)
+#define KVT_PB_CLEAN		BIT(4)	/* on pool->clean */
 
 /* Probation share of the list, in 1/KVT_POL_SCALE: start, and bounds. */
 #define KVT_POL_SCALE		1024U
@@ -49,6 +51,11 @@ enum kvt_policy_kind {
  * struct kvt_policy - per-pool state of the policy (zero is valid)
  * @kind: enum kvt_policy_kind; taken from the parameter at first use.
  * @ready: @kind and @prob_share are set.
+ * @clean_list: blocks with an NVMe copy are kept on pool->clean, and
+ *	evicted first. Set by tools/policy-sim's kvtier-clock only: the
+ *	module sets it once its residency layer calls kvt_policy_clean()
+ *	and kvt_policy_dirty() (Documentation/design.rst, "The log run as
+ *	a CLOCK").
  * @nr_main: blocks of pool->lru in the main segment (the head side).
  * @last_main: the coldest main block; meaningful while @nr_main.
  * @prob_share: probation's share of the list, in 1/KVT_POL_SCALE; moved
@@ -60,12 +67,16 @@ enum kvt_policy_kind {
  * segment (blocks used again since they came in), then probation (blocks
  * come in once). kvt_policy_victim() takes the tail, so probation goes
  * first, and the NVMe writer cleans from the same tail (kvt_policy_next()).
- * Only policy.c reads or links the list.
+ * With @clean_list, the blocks that have an NVMe copy are on pool->clean
+ * instead, hottest first, and go before any of pool->lru: their eviction
+ * writes nothing and loses nothing. Only policy.c reads or links the
+ * lists.
  */
 struct kvt_policy {
 	u8 kind;
 	u8 ready;
 	u16 prob_share;
+	u8 clean_list;
 	u32 nr_main;
 	u32 last_main;
 	u32 back_prob;
@@ -74,9 +85,12 @@ struct kvt_policy {
 
 void kvt_policy_init(struct kvt_pool *pool);
 u32 kvt_policy_next(struct kvt_pool *pool, u32 addr);
+u32 kvt_policy_next_clean(struct kvt_pool *pool, u32 addr);
 void kvt_policy_insert(struct kvt_pool *pool, u32 addr);
 void kvt_policy_touch(struct kvt_pool *pool, u32 addr);
 void kvt_policy_remove(struct kvt_pool *pool, u32 addr);
+void kvt_policy_clean(struct kvt_pool *pool, u32 addr);
+void kvt_policy_dirty(struct kvt_pool *pool, u32 addr);
 u32 kvt_policy_victim(struct kvt_pool *pool);
 bool kvt_policy_demote(struct kvt_pool *pool, u32 addr);
 int kvt_policy_check(struct kvt_pool *pool);

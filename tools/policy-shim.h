@@ -46,6 +46,7 @@ struct kvt_pool {
 	spinlock_t lock;
 	struct kvt_block *blocks;
 	struct kvt_list lru;
+	struct kvt_list clean;
 	struct kvt_policy pol;
 };
 

@@ -20,7 +20,8 @@
  *		oldest first, hot clean victims rescued
  *  kvtier-lru	the same with policy=lru
  *  kvtier-clock	what-if, not in the module: the kvtier hierarchy with
- *		clean DRAM blocks evicted first and the log run as a CLOCK
+ *		clean DRAM blocks evicted first (kmod/policy.c's clean
+ *		list) and the log run as a CLOCK
  *		(a block read back since it was written is written again
  *		when its region is reclaimed, for a read and a write)
  *  slru, 2q, arc, s3fifo, lfu
@@ -718,8 +719,9 @@ static int hier_init(struct hier *h, const struct trace_set *t, u32 cap,
 	}
 	for (i = 0; i < h->nslots; i++)
 		h->slot[i] = NIL;
-	h->pool.lru.head = h->pool.lru.tail = NIL;
+	kvt_policy_init(&h->pool);
 	memset(&h->pool.pol, 0, sizeof(h->pool.pol));
+	h->pool.pol.clean_list = clock;
 	kvt_policy_param = kind;
 	return 0;
 }
@@ -779,6 +781,8 @@ static void hier_next_region(struct hier *h)
 		h->pool.blocks[a].nloc = NIL;
 		if (!h->dram[a])
 			hier_drop(h, a);
+		else
+			kvt_policy_dirty(&h->pool, a);
 	}
 	h->fill = keep;
 }
@@ -795,6 +799,7 @@ static void hier_write(struct hier *h, u32 a)
 	h->pool.blocks[a].nloc = s;
 	h->ref[a] = 0;
 	h->res->writes++;
+	kvt_policy_clean(&h->pool, a);
 }
 
 /*
@@ -814,24 +819,32 @@ static bool hier_rescue(struct hier *h, u32 a)
 		return false;
 	h->slot[nloc] = NIL;
 	h->pool.blocks[a].nloc = NIL;
+	kvt_policy_dirty(&h->pool, a);
 	return true;
 }
 
 /*
- * The victim. kvtier-clock takes the coldest clean block that no queued
- * request was hinted for, if there is one: its copy stays on NVMe, so
- * evicting it loses nothing. (A walk of the list: the module would keep
- * clean blocks on a list of their own.)
+ * The victim. kvtier-clock keeps the blocks with an NVMe copy on the
+ * policy's clean list and takes the coldest of them that no queued
+ * request was hinted for: its copy stays on NVMe, so evicting it loses
+ * nothing. The module holds prefetched blocks off the lists until they
+ * are used, which is what skipping the hinted ones stands for; so when
+ * only hinted clean blocks are left, the victim is the coldest block
+ * without a copy, as it is in the module.
  */
 static u32 hier_victim(struct hier *h)
 {
 	u32 a;
 
-	if (h->clock)
-		for (a = kvt_policy_next(&h->pool, NIL); a != NIL;
-		     a = kvt_policy_next(&h->pool, a))
-			if (h->pool.blocks[a].nloc != NIL && !h->want[a])
+	if (h->clock) {
+		for (a = kvt_policy_next_clean(&h->pool, NIL); a != NIL;
+		     a = kvt_policy_next_clean(&h->pool, a))
+			if (!h->want[a])
 				return a;
+		a = kvt_policy_next(&h->pool, NIL);
+		if (a != NIL)
+			return a;
+	}
 	return kvt_policy_victim(&h->pool);
 }
 
@@ -1100,8 +1113,7 @@ static int dec_init(struct dec *d, u32 dram, u32 nops, int kind)
 		d->pool.blocks[i].nloc = NIL;
 		d->free[d->nfree++] = naddr - 1 - i;
 	}
-	d->pool.lru.head = NIL;
-	d->pool.lru.tail = NIL;
+	kvt_policy_init(&d->pool);
 	kvt_policy_param = kind;
 	return 0;
 }
@@ -1544,7 +1556,7 @@ static void st_pool(struct kvt_pool *pool, struct kvt_block *blocks, u32 n,
 		blocks[a].users = blocks[a].flags = blocks[a].pol = 0;
 	}
 	pool->blocks = blocks;
-	pool->lru.head = pool->lru.tail = NIL;
+	kvt_policy_init(pool);
 	kvt_policy_param = kind;
 }
 
@@ -1652,47 +1664,69 @@ static void st_online(void)
 			}
 }
 
-/* Random calls into kmod/policy.c, its list checked after each. */
+/*
+ * Random calls into kmod/policy.c, its lists checked after each: with and
+ * without a clean list, blocks gaining and losing NVMe copies. A block
+ * with a copy is on the clean list exactly when the pool keeps one, and
+ * the victim is a clean block while there is one.
+ */
 static void st_policy_lists(void)
 {
 	struct kvt_block blocks[64];
 	struct kvt_pool pool;
 	u64 rng = 42;
 	u8 linked[64];
-	int kind, n;
+	int kind, clean, n;
 
-	for (kind = 0; kind < KVT_POLICY_NR; kind++) {
-		memset(linked, 0, sizeof(linked));
-		st_pool(&pool, blocks, 64, kind);
-		for (n = 0; n < 20000; n++) {
-			u32 a, op;
+	for (kind = 0; kind < KVT_POLICY_NR; kind++)
+		for (clean = 0; clean < 2; clean++) {
+			memset(linked, 0, sizeof(linked));
+			st_pool(&pool, blocks, 64, kind);
+			pool.pol.clean_list = clean;
+			for (n = 0; n < 20000; n++) {
+				u32 a, op;
 
-			rng = mix64(rng + n);
-			a = rng % 64;
-			op = (rng >> 8) % 4;
-			if (op == 0 && !linked[a]) {
-				kvt_policy_insert(&pool, a);
-				linked[a] = 1;
-			} else if (op == 1) {
-				kvt_policy_touch(&pool, a);
-			} else if (op == 2 && linked[a]) {
-				if (rng & BIT(20))
-					blocks[a].flags = KVT_BF_EVICTING;
-				kvt_policy_remove(&pool, a);
-				blocks[a].flags = 0;
-				linked[a] = 0;
-			} else if (op == 3) {
-				a = kvt_policy_victim(&pool);
-				ST_CHECK(a == NIL ? !pool.lru.nr : linked[a],
-					 "victim %u", a);
-			}
-			if (kvt_policy_check(&pool)) {
-				ST_CHECK(0, "kind %d: list broken at op %d",
-					 kind, n);
-				break;
+				rng = mix64(rng + n);
+				a = rng % 64;
+				op = (rng >> 8) % 6;
+				if (op == 0 && !linked[a]) {
+					blocks[a].nloc = rng & BIT(21) ? a : NIL;
+					kvt_policy_insert(&pool, a);
+					linked[a] = 1;
+				} else if (op == 1) {
+					kvt_policy_touch(&pool, a);
+				} else if (op == 2 && linked[a]) {
+					if (rng & BIT(20))
+						blocks[a].flags = KVT_BF_EVICTING;
+					kvt_policy_remove(&pool, a);
+					blocks[a].flags = 0;
+					linked[a] = 0;
+				} else if (op == 3) {
+					a = kvt_policy_victim(&pool);
+					ST_CHECK(a == NIL ?
+						 !pool.lru.nr && !pool.clean.nr :
+						 linked[a] && (!pool.clean.nr ||
+						 (blocks[a].pol & KVT_PB_CLEAN)),
+						 "victim %u", a);
+				} else if (op == 4 && blocks[a].nloc == NIL) {
+					blocks[a].nloc = a;
+					kvt_policy_clean(&pool, a);
+				} else if (op == 5 && blocks[a].nloc != NIL) {
+					blocks[a].nloc = NIL;
+					kvt_policy_dirty(&pool, a);
+				}
+				for (a = 0; a < 64; a++)
+					if (linked[a] &&
+					    !(blocks[a].pol & KVT_PB_CLEAN) !=
+					    !(clean && blocks[a].nloc != NIL))
+						break;
+				if (a < 64 || kvt_policy_check(&pool)) {
+					ST_CHECK(0, "kind %d clean %d: list broken at op %d (block %u)",
+						 kind, clean, n, a);
+					break;
+				}
 			}
 		}
-	}
 	ST_CHECK(!shim_warnings, "%lu warnings", shim_warnings);
 }
 
