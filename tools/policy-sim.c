@@ -1665,68 +1665,73 @@ static void st_online(void)
 }
 
 /*
- * Random calls into kmod/policy.c, its lists checked after each: with and
- * without a clean list, blocks gaining and losing NVMe copies. A block
- * with a copy is on the clean list exactly when the pool keeps one, and
- * the victim is a clean block while there is one.
+ * Random calls into kmod/policy.c for a pool of policy @kind, with or
+ * without a clean list, its lists checked after each: blocks gaining and
+ * losing NVMe copies too. A block with a copy is on the clean list exactly
+ * when the pool keeps one, and the victim is a clean block while there is
+ * one.
  */
-static void st_policy_lists(void)
+static void st_policy_run(int kind, bool clean, u64 *rng)
 {
 	struct kvt_block blocks[64];
 	struct kvt_pool pool;
-	u64 rng = 42;
-	u8 linked[64];
-	int kind, clean, n;
+	u8 linked[64] = { 0 };
+	int n;
 
-	for (kind = 0; kind < KVT_POLICY_NR; kind++)
-		for (clean = 0; clean < 2; clean++) {
-			memset(linked, 0, sizeof(linked));
-			st_pool(&pool, blocks, 64, kind);
-			pool.pol.clean_list = clean;
-			for (n = 0; n < 20000; n++) {
-				u32 a, op;
+	st_pool(&pool, blocks, 64, kind);
+	pool.pol.clean_list = clean;
+	for (n = 0; n < 20000; n++) {
+		u32 a, op;
 
-				rng = mix64(rng + n);
-				a = rng % 64;
-				op = (rng >> 8) % 6;
-				if (op == 0 && !linked[a]) {
-					blocks[a].nloc = rng & BIT(21) ? a : NIL;
-					kvt_policy_insert(&pool, a);
-					linked[a] = 1;
-				} else if (op == 1) {
-					kvt_policy_touch(&pool, a);
-				} else if (op == 2 && linked[a]) {
-					if (rng & BIT(20))
-						blocks[a].flags = KVT_BF_EVICTING;
-					kvt_policy_remove(&pool, a);
-					blocks[a].flags = 0;
-					linked[a] = 0;
-				} else if (op == 3) {
-					a = kvt_policy_victim(&pool);
-					ST_CHECK(a == NIL ?
-						 !pool.lru.nr && !pool.clean.nr :
-						 linked[a] && (!pool.clean.nr ||
-						 (blocks[a].pol & KVT_PB_CLEAN)),
-						 "victim %u", a);
-				} else if (op == 4 && blocks[a].nloc == NIL) {
-					blocks[a].nloc = a;
-					kvt_policy_clean(&pool, a);
-				} else if (op == 5 && blocks[a].nloc != NIL) {
-					blocks[a].nloc = NIL;
-					kvt_policy_dirty(&pool, a);
-				}
-				for (a = 0; a < 64; a++)
-					if (linked[a] &&
-					    !(blocks[a].pol & KVT_PB_CLEAN) !=
-					    !(clean && blocks[a].nloc != NIL))
-						break;
-				if (a < 64 || kvt_policy_check(&pool)) {
-					ST_CHECK(0, "kind %d clean %d: list broken at op %d (block %u)",
-						 kind, clean, n, a);
-					break;
-				}
-			}
+		*rng = mix64(*rng + n);
+		a = *rng % 64;
+		op = (*rng >> 8) % 6;
+		if (op == 0 && !linked[a]) {
+			blocks[a].nloc = *rng & BIT(21) ? a : NIL;
+			kvt_policy_insert(&pool, a);
+			linked[a] = 1;
+		} else if (op == 1) {
+			kvt_policy_touch(&pool, a);
+		} else if (op == 2 && linked[a]) {
+			if (*rng & BIT(20))
+				blocks[a].flags = KVT_BF_EVICTING;
+			kvt_policy_remove(&pool, a);
+			blocks[a].flags = 0;
+			linked[a] = 0;
+		} else if (op == 3) {
+			a = kvt_policy_victim(&pool);
+			ST_CHECK(a == NIL ? !pool.lru.nr && !pool.clean.nr :
+				 linked[a] && (!pool.clean.nr ||
+					       (blocks[a].pol & KVT_PB_CLEAN)),
+				 "victim %u", a);
+		} else if (op == 4 && blocks[a].nloc == NIL) {
+			blocks[a].nloc = a;
+			kvt_policy_clean(&pool, a);
+		} else if (op == 5 && blocks[a].nloc != NIL) {
+			blocks[a].nloc = NIL;
+			kvt_policy_dirty(&pool, a);
 		}
+		for (a = 0; a < 64; a++)
+			if (linked[a] && !(blocks[a].pol & KVT_PB_CLEAN) !=
+			    !(clean && blocks[a].nloc != NIL))
+				break;
+		if (a < 64 || kvt_policy_check(&pool)) {
+			ST_CHECK(0, "kind %d clean %d: list broken at op %d (block %u)",
+				 kind, clean, n, a);
+			break;
+		}
+	}
+}
+
+static void st_policy_lists(void)
+{
+	u64 rng = 42;
+	int kind;
+
+	for (kind = 0; kind < KVT_POLICY_NR; kind++) {
+		st_policy_run(kind, false, &rng);
+		st_policy_run(kind, true, &rng);
+	}
 	ST_CHECK(!shim_warnings, "%lu warnings", shim_warnings);
 }
 
