@@ -142,6 +142,8 @@ struct iov_iter;
  * @unlink: the block's only good copy is gone: it leaves the pool, for
  *	    the reason given (KVTIER_EVR_BAD_READ, KVTIER_EVR_IO_ERROR)
  * @landed: its DRAM copy arrived and is whole: it may be evicted again
+ * @cleaned: its NVMe copy was written and it is still in DRAM: evicting
+ *	     it writes nothing now
  * @forget_nvme: its NVMe copy is gone (the region was reclaimed)
  * @moved: the tier took a block in or gave it back (HBM: a slot filled,
  *	   or given back), for the reason given: its tier may have changed
@@ -154,6 +156,7 @@ struct iov_iter;
 struct kvt_res_hooks {
 	void (*unlink)(struct kvt_pool *pool, u32 addr, u16 why);
 	void (*landed)(struct kvt_pool *pool, u32 addr);
+	void (*cleaned)(struct kvt_pool *pool, u32 addr);
 	void (*forget_nvme)(struct kvt_pool *pool, u32 addr);
 	void (*moved)(struct kvt_pool *pool, u32 addr, u16 why);
 	void (*put)(struct kvt_pool *pool, u32 addr);
@@ -533,6 +536,7 @@ void kvt_res_evict_begin(struct kvt_pool *pool, u32 addr);
 void kvt_res_evict_dram_locked(struct kvt_pool *pool, u32 addr);
 bool kvt_res_rescue(struct kvt_pool *pool, u32 addr);
 void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr, u16 why);
+void kvt_res_cleaned(struct kvt_pool *pool, u32 addr);
 int kvt_res_sync(struct kvt_pool *pool, u64 *written);
 int kvt_res_stage(struct kvt_pool *pool, u32 addr, bool start);
 struct kvt_part_rd *kvt_res_part_begin(struct kvt_pool *pool, const u64 *key,

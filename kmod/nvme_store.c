@@ -300,6 +300,7 @@ static void kvt_replay_adopt(struct kvt_pool *pool, u32 addr, u8 ndev,
 			pool->zloc[addr] = *zl;
 		pool->nr_nvme++;
 		pool->nr_dirty--;
+		kvt_res_cleaned(pool, addr);
 	}
 	spin_unlock(&pool->lock);
 }

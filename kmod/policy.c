@@ -52,6 +52,7 @@
 #define KVT_BALANCE_MAX		4	/* main blocks moved per call at most */
 
 int kvt_policy_param = KVT_POLICY_SEG;
+bool kvt_policy_clean_param;
 
 #ifdef __KERNEL__
 static const char * const kvt_policy_names[KVT_POLICY_NR] = {
@@ -83,6 +84,10 @@ static const struct kernel_param_ops kvt_policy_param_ops = {
 module_param_cb(policy, &kvt_policy_param_ops, NULL, 0644);
 MODULE_PARM_DESC(policy,
 		 "Replacement policy of the DRAM tier: seg (two segments, adaptive), or lru; a pool takes the one in force when it first stores a block. Default: seg");
+
+module_param_named(policy_clean_first, kvt_policy_clean_param, bool, 0644);
+MODULE_PARM_DESC(policy_clean_first,
+		 "Evict DRAM blocks that have an NVMe copy before the others (their eviction writes nothing); a pool takes the value in force when it first stores a block. Default: N");
 #endif
 
 static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
@@ -92,6 +97,7 @@ static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
 	/* The parameter may change: each pool keeps what it found first. */
 	if (!pol->ready) {
 		pol->kind = READ_ONCE(kvt_policy_param);
+		pol->clean_list = READ_ONCE(kvt_policy_clean_param);
 		pol->prob_share = KVT_POL_PROB_INIT;
 		pol->ready = 1;
 	}

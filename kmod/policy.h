@@ -52,10 +52,9 @@ enum kvt_policy_kind {
  * @kind: enum kvt_policy_kind; taken from the parameter at first use.
  * @ready: @kind and @prob_share are set.
  * @clean_list: blocks with an NVMe copy are kept on pool->clean, and
- *	evicted first. Set by tools/policy-sim's kvtier-clock only: the
- *	module sets it once its residency layer calls kvt_policy_clean()
- *	and kvt_policy_dirty() (Documentation/design.rst, "The log run as
- *	a CLOCK").
+ *	evicted first; taken from the parameter "policy_clean_first" at
+ *	first use (tools/policy-sim's kvtier-clean and kvtier-clock set
+ *	it).
  * @nr_main: blocks of pool->lru in the main segment (the head side).
  * @last_main: the coldest main block; meaningful while @nr_main.
  * @prob_share: probation's share of the list, in 1/KVT_POL_SCALE; moved
@@ -95,5 +94,6 @@ u32 kvt_policy_victim(struct kvt_pool *pool);
 bool kvt_policy_demote(struct kvt_pool *pool, u32 addr);
 int kvt_policy_check(struct kvt_pool *pool);
 extern int kvt_policy_param;
+extern bool kvt_policy_clean_param;
 
 #endif /* _KVT_POLICY_H */

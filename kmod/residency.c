@@ -228,6 +228,7 @@ void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr, u16 why)
 		blk->nloc = KVT_NIL;
 		pool->nr_nvme--;
 		pool->nr_dirty++;
+		kvt_policy_dirty(pool, addr);
 		return;
 	}
 	/*
@@ -238,6 +239,20 @@ void kvt_res_forget_nvme(struct kvt_pool *pool, u32 addr, u16 why)
 	/* Nothing in DRAM: freeing it takes no sleeping lock. */
 	if (!blk->users)
 		kvt_block_free(pool, addr);
+}
+
+/**
+ * kvt_res_cleaned() - a block in DRAM gained an NVMe copy
+ * @pool: the pool, its lock held
+ * @addr: a READY block in DRAM whose nloc was just set (written, or a
+ *	  copy adopted at attach)
+ *
+ * Its eviction writes nothing now: the policy may put it first.
+ */
+void kvt_res_cleaned(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	kvt_policy_clean(pool, addr);
 }
 
 /* ---- what the tiers tell ------------------------------------------------ */
@@ -269,6 +284,7 @@ static void kvt_res_io_put(struct kvt_pool *pool, u32 addr)
 static const struct kvt_res_hooks kvt_res_hooks = {
 	.unlink		= kvt_res_unlink,
 	.landed		= kvt_res_landed,
+	.cleaned	= kvt_res_cleaned,
 	.forget_nvme	= kvt_res_reclaimed,
 	.moved		= kvt_res_moved,
 	.put		= kvt_res_io_put,

@@ -88,16 +88,18 @@ struct kvt_shrink {
 	bool contended;		/* a pool's map_sem was busy */
 };
 
-/* The coldest shrinkable block of a pool, or KVT_NIL. */
-static u32 kvt_shrink_victim(struct kvt_pool *pool, struct kvt_shrink *sk)
+/* A walk of one of the policy's lists, from its cold end. */
+typedef u32 (*kvt_shrink_next_t)(struct kvt_pool *pool, u32 addr);
+
+static u32 kvt_shrink_walk(struct kvt_pool *pool, struct kvt_shrink *sk,
+			   kvt_shrink_next_t next, unsigned int *skipped)
 	__must_hold(&pool->lock)
 {
-	u32 addr = kvt_policy_next(pool, KVT_NIL);
-	unsigned int skipped = 0;
+	u32 addr = next(pool, KVT_NIL);
 
-	while (addr != KVT_NIL && skipped++ < KVT_SHRINK_SKIP) {
+	while (addr != KVT_NIL && (*skipped)++ < KVT_SHRINK_SKIP) {
 		struct kvt_block *blk = &pool->blocks[addr];
-		u32 prev = kvt_policy_next(pool, addr);
+		u32 prev = next(pool, addr);
 
 		sk->scanned += pool->pages_per_block;
 		if (kvt_shrinkable(blk) && !kvt_res_rescue(pool, addr))
@@ -105,6 +107,23 @@ static u32 kvt_shrink_victim(struct kvt_pool *pool, struct kvt_shrink *sk)
 		addr = prev;
 	}
 	return KVT_NIL;
+}
+
+/*
+ * The coldest shrinkable block of a pool, or KVT_NIL: from the clean list
+ * first, where a pool keeps one (policy_clean_first), which holds only
+ * blocks with an NVMe copy; the other list holds the rest.
+ */
+static u32 kvt_shrink_victim(struct kvt_pool *pool, struct kvt_shrink *sk)
+	__must_hold(&pool->lock)
+{
+	unsigned int skipped = 0;
+	u32 addr;
+
+	addr = kvt_shrink_walk(pool, sk, kvt_policy_next_clean, &skipped);
+	if (addr == KVT_NIL)
+		addr = kvt_shrink_walk(pool, sk, kvt_policy_next, &skipped);
+	return addr;
 }
 
 /*

@@ -722,6 +722,7 @@ static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
 			pool->stats.demotions++;
 			kvt_wb_zloc(pool, e);
 			trace_kvtier_block_written(pool, e->addr);
+			pool->res->cleaned(pool, e->addr);
 		}
 		if (status)
 			pool->wb_errors++;

@@ -4,7 +4,8 @@
 # The body of `make bench-policy`: replay each trace through
 # tools/policy-sim at each capacity, every policy side by side (lru, opt,
 # the module's hierarchy as kvtier (policy=seg, the default) and
-# kvtier-lru, the kvtier-clock what-if, the online slru, 2q, arc, s3fifo
+# kvtier-lru, kvtier-clean (policy_clean_first=Y), the kvtier-clock
+# what-if, the online slru, 2q, arc, s3fifo
 # and lfu, and sched, which knows the runtime's queue), write build/policy/NAME.csv, print one table
 # per trace, plot usable hit ratio vs capacity to build/policy/NAME.svg
 # (gnuplot), and end with the minimum ratios over all traces and
@@ -14,6 +15,7 @@
 #   policy_vs_best_online_min	kvtier / the best of lru, slru, 2q, arc,
 #				s3fifo and lfu at that trace and capacity
 #   policy_vs_opt_min		kvtier / opt
+#   clean_vs_*_min		the same for kvtier-clean
 #   clock_vs_*_min		the same for kvtier-clock
 #
 # Traces: each Mooncake-format *.jsonl in KVTIER_TRACES (default
@@ -118,7 +120,7 @@ awk -F, '
 			for (i = 1; i <= n; i++)
 				if (u[k, online[i]] > best)
 					best = u[k, online[i]]
-			split("kvtier:policy kvtier-clock:clock", pp, " ")
+			split("kvtier:policy kvtier-clean:clean kvtier-clock:clock", pp, " ")
 			for (j in pp) {
 				split(pp[j], q, ":")
 				v = u[k, q[1]]
@@ -130,8 +132,8 @@ awk -F, '
 					lowest(q[2] "_vs_opt_min", q[1], v / u[k, "opt"], k)
 			}
 		}
-		split("policy_vs_lru_min policy_vs_best_online_min policy_vs_opt_min clock_vs_lru_min clock_vs_best_online_min clock_vs_opt_min", names, " ")
-		for (i = 1; i <= 6; i++) {
+		n = split("policy_vs_lru_min policy_vs_best_online_min policy_vs_opt_min clean_vs_lru_min clean_vs_best_online_min clean_vs_opt_min clock_vs_lru_min clock_vs_best_online_min clock_vs_opt_min", names, " ")
+		for (i = 1; i <= n; i++) {
 			w = at[names[i]]
 			sub(/.*\//, "", w)
 			sub(/\.csv,/, " at ", w)

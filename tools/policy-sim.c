@@ -19,9 +19,10 @@
  *		demoting to an NVMe log of the rest, in regions reclaimed
  *		oldest first, hot clean victims rescued
  *  kvtier-lru	the same with policy=lru
- *  kvtier-clock	what-if, not in the module: the kvtier hierarchy with
- *		clean DRAM blocks evicted first (kmod/policy.c's clean
- *		list) and the log run as a CLOCK
+ *  kvtier-clean	the same with policy_clean_first=Y: clean DRAM blocks
+ *		evicted first (kmod/policy.c's clean list)
+ *  kvtier-clock	what-if, not in the module: kvtier-clean with the log
+ *		run as a CLOCK
  *		(a block read back since it was written is written again
  *		when its region is reclaimed, for a read and a write)
  *  slru, 2q, arc, s3fifo, lfu
@@ -471,7 +472,8 @@ static int opt1_access(struct opt1 *o, u32 k, u32 nu, u32 *evicted,
 /* ---- single-level runs: all of it, and its DRAM share on top -------------- */
 
 enum {
-	POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_LRU, POL_KVTIER_CLOCK,
+	POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_LRU, POL_KVTIER_CLEAN,
+	POL_KVTIER_CLOCK,
 	POL_ONLINE,	/* + enum online_kind */
 	POL_SCHED = POL_ONLINE + ONL_NR,
 	POL_NR
@@ -482,6 +484,7 @@ static const char * const pol_names[POL_NR] = {
 	[POL_OPT] = "opt",
 	[POL_KVTIER] = "kvtier",
 	[POL_KVTIER_LRU] = "kvtier-lru",
+	[POL_KVTIER_CLEAN] = "kvtier-clean",
 	[POL_KVTIER_CLOCK] = "kvtier-clock",
 	[POL_ONLINE + ONL_SLRU] = "slru",
 	[POL_ONLINE + ONL_2Q] = "2q",
@@ -661,8 +664,10 @@ struct hier {
 	u32 *slot;		/* slot -> block address, or NIL */
 	u8 *used;		/* region -> holds data (written since) */
 	struct result *res;
-	/* kvtier-clock: clean victims first, referenced copies rewritten. */
+	/* kvtier-clean and -clock: clean victims first. */
 	bool clock;
+	/* kvtier-clock: referenced copies rewritten at reclaim. */
+	bool relocate;
 	u8 *ref;		/* block address -> read back since written */
 	u8 *want;		/* block address -> hinted, not used since */
 };
@@ -721,8 +726,9 @@ static int hier_init(struct hier *h, const struct trace_set *t, u32 cap,
 		h->slot[i] = NIL;
 	kvt_policy_init(&h->pool);
 	memset(&h->pool.pol, 0, sizeof(h->pool.pol));
-	h->pool.pol.clean_list = clock;
+	/* The pool takes both at first use, as the module's pools do. */
 	kvt_policy_param = kind;
+	kvt_policy_clean_param = clock;
 	return 0;
 }
 
@@ -768,7 +774,7 @@ static void hier_next_region(struct hier *h)
 		if (a == NIL)
 			continue;
 		h->slot[s] = NIL;
-		if (!h->dram[a] && h->clock && h->ref[a] &&
+		if (!h->dram[a] && h->relocate && h->ref[a] &&
 		    keep + 1 < h->rblocks) {
 			h->ref[a] = 0;
 			h->slot[first + keep] = a;
@@ -970,7 +976,9 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 
 	memset(res, 0, sizeof(*res));
 	ret = hier_init(&h, t, cap, pol == POL_KVTIER_LRU ? KVT_POLICY_LRU :
-			KVT_POLICY_SEG, pol == POL_KVTIER_CLOCK, so, res);
+			KVT_POLICY_SEG, pol == POL_KVTIER_CLEAN ||
+			pol == POL_KVTIER_CLOCK, so, res);
+	h.relocate = pol == POL_KVTIER_CLOCK;
 	for (r = 0; !ret && r < t->nreq; r++) {
 		bool prefix = true;
 
@@ -1558,6 +1566,7 @@ static void st_pool(struct kvt_pool *pool, struct kvt_block *blocks, u32 n,
 	pool->blocks = blocks;
 	kvt_policy_init(pool);
 	kvt_policy_param = kind;
+	kvt_policy_clean_param = false;
 }
 
 /*
@@ -1679,7 +1688,7 @@ static void st_policy_run(int kind, bool clean, u64 *rng)
 	int n;
 
 	st_pool(&pool, blocks, 64, kind);
-	pool.pol.clean_list = clean;
+	kvt_policy_clean_param = clean;
 	for (n = 0; n < 20000; n++) {
 		u32 a, op;
 
@@ -1788,8 +1797,9 @@ static void usage(FILE *f)
 		"\n"
 		"  --trace FILE|generated  the requests ('-' for stdin)\n"
 		"  --capacities N,N,...    total capacities in blocks\n"
-		"  --policies P,P,...      of lru, opt, kvtier, kvtier-lru, kvtier-clock,\n"
-		"                          slru, 2q, arc, s3fifo, lfu, sched [all]\n"
+		"  --policies P,P,...      of lru, opt, kvtier, kvtier-lru, kvtier-clean,\n"
+		"                          kvtier-clock, slru, 2q, arc, s3fifo, lfu,\n"
+		"                          sched [all]\n"
 		"  --dram-share F          DRAM's share of each capacity, the rest NVMe\n"
 		"                          [0.25]; 1 for DRAM only\n"
 		"  --region-blocks N       blocks per NVMe log region [64: 4 MiB regions\n"

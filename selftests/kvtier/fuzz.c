@@ -9,7 +9,8 @@
  * number, counts, flags, and the user pointers (NULL, unaligned, kernel,
  * read-only, straddling an unmapped page). Pool fds are closed, dup'ed,
  * inherited, mmapped, unmapped and their mappings touched; an NVMe drive,
- * when the VM has one, is attached and detached now and then.
+ * when the VM has one, is attached and detached now and then, and the
+ * parameter policy_clean_first flipped before pools are made.
  *
  * Oracles, so that the fuzzer can fail:
  *  - every return is 0 or an errno of the documented set of the command
@@ -601,6 +602,7 @@ FIXTURE(fuzz) {
 	int nbefore;
 	long long counted_before;
 	char (*before)[KVTIER_NAME_MAX];
+	char clean_first[8];	/* the parameter, put back at the end */
 };
 
 FIXTURE_SETUP(fuzz)
@@ -647,6 +649,10 @@ FIXTURE_SETUP(fuzz)
 	ASSERT_LE(0, self->nbefore);
 	self->counted_before = pools_counted();
 	ASSERT_LE(0, self->counted_before);
+	/* fz_op_create() flips it: pools with and without a clean list. */
+	if (kst_read_file(KST_PARAM_DIR "/policy_clean_first",
+			  self->clean_first, sizeof(self->clean_first)) <= 0)
+		self->clean_first[0] = 0;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = fz_sigbus;
@@ -656,6 +662,9 @@ FIXTURE_SETUP(fuzz)
 
 FIXTURE_TEARDOWN(fuzz)
 {
+	if (self->clean_first[0])
+		kst_write_str(KST_PARAM_DIR "/policy_clean_first",
+			      self->clean_first);
 	free(self->before);
 	close(self->ctl);
 	munmap(fz, sizeof(*fz));

@@ -123,6 +123,13 @@ void fz_op_create(struct fz_thr *t)
 	/* Layer-wise pools (KVTIER_F_PARTS), and parts it refuses. */
 	if (fz_pct(t, 20))
 		c.parts = fz_rn(t, 4) ? 2 + fz_rn(t, 15) : fz_rn(t, 300);
+	/*
+	 * An admin's switch: the pools that store their first block from
+	 * now on keep their blocks with an NVMe copy on a list of their own.
+	 */
+	if (fz_pct(t, 25))
+		kst_write_str(KST_PARAM_DIR "/policy_clean_first",
+			      fz_rn(t, 2) ? "Y" : "N");
 	ret = fz_issue(t, FD_CTL, fz_pct(t, 90) ? t->ctl : t->ctl2,
 		       KVTIER_IOC_POOL_CREATE, &c, sizeof(c), &out, &normal);
 	if (ret)

@@ -692,6 +692,99 @@ TEST_F(tier, sync_clears_dirty)
 	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
+/* Which block left DRAM for one more, and what it cost. */
+struct clean_first {
+	int victim;		/* the key that left DRAM, or -1 */
+	long long dirty;	/* blocks in DRAM without a copy after */
+};
+
+/*
+ * The pool's dirty count once it is @want, else after @secs: writes
+ * queued by an eviction end in the background.
+ */
+static long long dirty_settles(int pfd, long long want, double secs)
+{
+	double until = kst_mono() + secs;
+	long long dirty;
+
+	while ((dirty = PSTAT(pfd, dirty)) != want && kst_mono() < until)
+		usleep(10000);
+	return dirty;
+}
+
+/*
+ * Four blocks written by SYNC and used again since, four PUT after them
+ * and not written, then one more PUT in a DRAM of 8.
+ */
+static void clean_first_run(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(tier) *self, const char *param,
+			    double secs, struct clean_first *cf)
+{
+	char name[KVTIER_NAME_MAX];
+	int pfd;
+	__u64 k;
+
+	cf->victim = -1;
+	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy_clean_first",
+				   param));
+	kst_name(name, "cleanfirst");
+	pfd = kst_pool_create(self->ctl, name, self->bs, 32, DRAM);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 0, 4, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 4, 4, 1, 0));
+	for (k = 0; k < 4; k++)
+		ASSERT_EQ(0, get_check(pfd, self->buf, self->bs, k, 1));
+	/* Nothing written ahead: too few dirty blocks for a region. */
+	ASSERT_EQ(4, PSTAT(pfd, dirty));
+	ASSERT_EQ(0, put_range(pfd, self->buf, self->bs, 8, 1, 1, 0));
+	/*
+	 * 4 to 8 are dirty; 1 once the eviction's writes of 4 to 7 end,
+	 * which takes well under the 2 s given where none is expected.
+	 */
+	cf->dirty = dirty_settles(pfd, 1, secs);
+	for (k = 0; k < 9; k++) {
+		int tier = key_tier(pfd, k);
+
+		ASSERT_LE(KVTIER_TIER_DRAM, tier);
+		if (tier == KVTIER_TIER_DRAM)
+			continue;
+		ASSERT_EQ(-1, cf->victim);
+		cf->victim = k;
+	}
+	/* Every block still reads back exact. */
+	for (k = 0; k < 9; k++)
+		ASSERT_EQ(0, get_check(pfd, self->buf, self->bs, k, 1));
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
+/*
+ * Parameter policy_clean_first: a pool that takes it evicts the coldest
+ * block with an NVMe copy, and writes nothing, though colder blocks have
+ * none. A pool without it evicts from the cold end, whose dirty blocks it
+ * writes first (then takes a clean one while they are being written).
+ * Blocks 4 to 8 are dirty after the PUT; without the parameter 4 to 7
+ * are written.
+ */
+TEST_F(tier, clean_first_evicts_written)
+{
+	struct clean_first on, off;
+	char was[8];
+
+	ASSERT_LT(0, kst_read_file(KST_PARAM_DIR "/policy_clean_first", was,
+				   sizeof(was)));
+	clean_first_run(_metadata, self, "Y", 2, &on);
+	clean_first_run(_metadata, self, "N", 20, &off);
+	kst_write_str(KST_PARAM_DIR "/policy_clean_first", was);
+	/* The coldest of the four written, and nothing more written. */
+	EXPECT_EQ(0, on.victim);
+	EXPECT_EQ(5, on.dirty);
+	/* The four dirty ones written. */
+	EXPECT_NE(-1, off.victim);
+	EXPECT_EQ(1, off.dirty);
+}
+
 struct writer {
 	int pfd;
 	__u64 bs;

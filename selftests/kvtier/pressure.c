@@ -58,6 +58,7 @@ FIXTURE(press) {
 	int pfd;
 	char name[KVTIER_NAME_MAX];
 	char *buf;
+	char clean_first[8];	/* the parameter to put back, if set */
 };
 
 FIXTURE_SETUP(press)
@@ -79,6 +80,9 @@ FIXTURE_SETUP(press)
 
 FIXTURE_TEARDOWN(press)
 {
+	if (self->clean_first[0])
+		kst_write_str(KST_PARAM_DIR "/policy_clean_first",
+			      self->clean_first);
 	if (self->pfd >= 0)
 		close(self->pfd);
 	kst_pool_destroy(self->ctl, self->name);
@@ -139,7 +143,8 @@ static void verify(struct __test_metadata *_metadata, int pfd, char *buf)
 }
 
 /* drop_caches runs the shrinker: clean DRAM goes, nothing else does. */
-TEST_F(press, drop_caches_sheds_clean_only)
+static void drop_caches_sheds(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(press) *self)
 {
 	struct kvtier_pool_stat st;
 	long long before[5], after[5];
@@ -173,6 +178,25 @@ TEST_F(press, drop_caches_sheds_clean_only)
 	EXPECT_LE(before[4] + (long long)((NCLEAN - NPIN) * (BS / KST_PAGE)),
 		  after[4]);
 	verify(_metadata, self->pfd, self->buf);
+}
+
+TEST_F(press, drop_caches_sheds_clean_only)
+{
+	drop_caches_sheds(_metadata, self);
+}
+
+/*
+ * The same for a pool with parameter policy_clean_first, which keeps its
+ * blocks with an NVMe copy on a list of their own: the shrinker finds
+ * them there. The pool takes the parameter at its first PUT.
+ */
+TEST_F(press, drop_caches_clean_list)
+{
+	ASSERT_LT(0, kst_read_file(KST_PARAM_DIR "/policy_clean_first",
+				   self->clean_first,
+				   sizeof(self->clean_first)));
+	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy_clean_first", "Y"));
+	drop_caches_sheds(_metadata, self);
 }
 
 /*
