@@ -112,7 +112,9 @@ struct kvt_umeta {
 #define KVT_BF_WB		BIT(0)	/* being written to NVMe */
 #define KVT_BF_LOADING		BIT(1)	/* being read from NVMe */
 #define KVT_BF_EVICTING		BIT(2)	/* its DRAM copy is going */
-#define KVT_BF_BUSY		(KVT_BF_LOADING | KVT_BF_EVICTING)
+#define KVT_BF_MOVING		BIT(3)	/* its only copy is being relocated */
+#define KVT_BF_BUSY		(KVT_BF_LOADING | KVT_BF_EVICTING | \
+				 KVT_BF_MOVING)
 
 /* The block has DRAM pages (maybe still being read into, or going). */
 static inline bool kvt_in_dram(const struct kvt_block *blk)

@@ -54,6 +54,12 @@ struct kvt_wb_entry {
 	struct kvt_zcopy z;	/* its compressed copy (KVTIER_F_COMPRESS) */
 	u32 zcrc;		/* the keyed crc of z's bytes */
 	bool victim;		/* chosen for eviction, not by SYNC */
+	/*
+	 * The bytes of a block only on NVMe relocated at reclaim (verified,
+	 * kvmalloc'ed; the block is KVT_BF_MOVING), or NULL: the writer
+	 * writes them instead of the block's DRAM pages, and frees them.
+	 */
+	void *moved;
 };
 
 /*

@@ -87,7 +87,7 @@ MODULE_PARM_DESC(policy,
 
 module_param_named(policy_clean_first, kvt_policy_clean_param, bool, 0644);
 MODULE_PARM_DESC(policy_clean_first,
-		 "Evict DRAM blocks that have an NVMe copy before the others (their eviction writes nothing); a pool takes the value in force when it first stores a block. Default: N");
+		 "Run the NVMe log as a CLOCK: evict DRAM blocks that have an NVMe copy first, and keep blocks read back since written when the log reclaims their region; a pool takes the value in force when it first stores a block. Default: N");
 #endif
 
 static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
@@ -99,6 +99,7 @@ static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
 		pol->kind = READ_ONCE(kvt_policy_param);
 		pol->clean_list = READ_ONCE(kvt_policy_clean_param);
 		pol->prob_share = KVT_POL_PROB_INIT;
+		pol->last_clean = KVT_NIL;
 		pol->ready = 1;
 	}
 	return pol;
@@ -162,6 +163,8 @@ static void kvt_unlink(struct kvt_pool *pool, struct kvt_policy *pol,
 	blk->next = KVT_NIL;
 	blk->pol &= ~KVT_PB_CLEAN;
 	list->nr--;
+	if (pol->last_clean == addr)
+		pol->last_clean = KVT_NIL;
 }
 
 /* Hold main to its share: its coldest blocks become probation's hottest. */
@@ -197,11 +200,10 @@ static void kvt_link_probation(struct kvt_pool *pool, struct kvt_policy *pol,
 		       addr);
 }
 
-/* Onto pool->clean: at its head (just used), else at its tail. */
-static void kvt_link_clean(struct kvt_pool *pool, u32 addr, bool hot)
+/* Onto pool->clean, after @after (KVT_NIL: at its head, just used). */
+static void kvt_link_clean(struct kvt_pool *pool, u32 after, u32 addr)
 {
-	kvt_link_after(pool, &pool->clean, hot ? KVT_NIL : pool->clean.tail,
-		       addr);
+	kvt_link_after(pool, &pool->clean, after, addr);
 	pool->blocks[addr].pol |= KVT_PB_CLEAN;
 }
 
@@ -255,7 +257,7 @@ void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
 		blk->pol |= KVT_PB_REF;
 	}
 	if (pol->clean_list && blk->nloc != KVT_NIL)
-		kvt_link_clean(pool, addr, true);
+		kvt_link_clean(pool, KVT_NIL, addr);
 	else
 		kvt_link_dirty(pool, pol, addr);
 }
@@ -307,7 +309,7 @@ void kvt_policy_touch(struct kvt_pool *pool, u32 addr)
 	if (blk->pol & KVT_PB_CLEAN) {
 		if (pool->clean.head != addr) {
 			kvt_unlink(pool, pol, addr);
-			kvt_link_clean(pool, addr, true);
+			kvt_link_clean(pool, KVT_NIL, addr);
 		}
 		return;
 	}
@@ -324,19 +326,32 @@ void kvt_policy_touch(struct kvt_pool *pool, u32 addr)
  * @addr: the block; a no-op if it is not listed, already on the clean
  *	list, or the pool keeps none
  *
- * It was written as a victim: to the clean list's cold end, the first to
- * go.
+ * It was written as a victim, or cleaned ahead from the cold end: to the
+ * clean list's cold end, the first to go.
  */
 void kvt_policy_clean(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_policy *pol = kvt_pol(pool);
+	u32 after;
 
 	lockdep_assert_held(&pool->lock);
+	/* A fresh copy: reclaim keeps it only if it is read back again. */
+	pool->blocks[addr].pol &= ~KVT_PB_READ;
 	if (!pol->clean_list || !kvt_lru_linked(pool, addr) ||
 	    (pool->blocks[addr].pol & KVT_PB_CLEAN))
 		return;
 	kvt_unlink(pool, pol, addr);
-	kvt_link_clean(pool, addr, false);
+	/*
+	 * The writer takes its batches from the dirty list's cold end,
+	 * coldest first, and they end in that order: each goes just before
+	 * the block cleaned last while that one is still listed, so that
+	 * the batch keeps its order and its coldest goes first.
+	 */
+	after = pool->clean.tail;
+	if (pol->last_clean != KVT_NIL)
+		after = pool->blocks[pol->last_clean].prev;
+	kvt_link_clean(pool, after, addr);
+	pol->last_clean = addr;
 }
 
 /**
@@ -357,6 +372,43 @@ void kvt_policy_dirty(struct kvt_pool *pool, u32 addr)
 		return;
 	kvt_unlink(pool, pol, addr);
 	kvt_link_dirty(pool, pol, addr);
+}
+
+/**
+ * kvt_policy_read_back() - a block was read from its NVMe copy
+ * @pool: the pool, its lock held
+ * @addr: the block, loaded into DRAM or read straight to a caller
+ *
+ * The copy has been used since it was written: a CLOCK's reference bit,
+ * which kvt_policy_relocate() tests and kvt_policy_clean() clears.
+ */
+void kvt_policy_read_back(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	pool->blocks[addr].pol |= KVT_PB_READ;
+}
+
+/**
+ * kvt_policy_relocate() - keep a block whose only copy is being reclaimed
+ * @pool: the pool, its lock held
+ * @addr: a block only on NVMe, its copy in the region the log reclaims
+ *
+ * With a clean list, the log runs as a CLOCK (Documentation/design.rst,
+ * "The log run as a CLOCK"): a copy read back since it was written gets
+ * a second chance, written again at the head of the log, and loses its
+ * bit; any other goes.
+ *
+ * Return: true to relocate the block, false to let it go.
+ */
+bool kvt_policy_relocate(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (!kvt_pol(pool)->clean_list || !(blk->pol & KVT_PB_READ))
+		return false;
+	blk->pol &= ~KVT_PB_READ;
+	return true;
 }
 
 /**
@@ -505,6 +557,9 @@ int kvt_policy_check(struct kvt_pool *pool)
 			return -EINVAL;
 	}
 	if (prev != pool->clean.tail || nr != pool->clean.nr)
+		return -EINVAL;
+	if (pol->last_clean != KVT_NIL &&
+	    !(pool->blocks[pol->last_clean].pol & KVT_PB_CLEAN))
 		return -EINVAL;
 	return 0;
 }

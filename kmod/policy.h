@@ -39,6 +39,7 @@ enum kvt_policy_kind {
 #define KVT_PB_OUT_MAIN		BIT(3)	/* left DRAM used again (main's) */
 #define KVT_PB_OUT		(KVT_PB_OUT_PROB | KVT_PB_OUT_MAIN)
 #define KVT_PB_CLEAN		BIT(4)	/* on pool->clean */
+#define KVT_PB_READ		BIT(5)	/* read from NVMe since written there */
 
 /* Probation share of the list, in 1/KVT_POL_SCALE: start, and bounds. */
 #define KVT_POL_SCALE		1024U
@@ -52,9 +53,13 @@ enum kvt_policy_kind {
  * @kind: enum kvt_policy_kind; taken from the parameter at first use.
  * @ready: @kind and @prob_share are set.
  * @clean_list: blocks with an NVMe copy are kept on pool->clean, and
- *	evicted first; taken from the parameter "policy_clean_first" at
- *	first use (tools/policy-sim's kvtier-clean and kvtier-clock set
- *	it).
+ *	evicted first, and a block read back from NVMe since its copy was
+ *	written is relocated when the log reclaims that copy's region
+ *	(kvt_policy_relocate()); taken from the parameter
+ *	"policy_clean_first" at first use (tools/policy-sim's kvtier-clean
+ *	and kvtier-clock set it).
+ * @last_clean: the block kvt_policy_clean() linked last, while it is on
+ *	pool->clean; else KVT_NIL.
  * @nr_main: blocks of pool->lru in the main segment (the head side).
  * @last_main: the coldest main block; meaningful while @nr_main.
  * @prob_share: probation's share of the list, in 1/KVT_POL_SCALE; moved
@@ -76,6 +81,7 @@ struct kvt_policy {
 	u8 ready;
 	u16 prob_share;
 	u8 clean_list;
+	u32 last_clean;
 	u32 nr_main;
 	u32 last_main;
 	u32 back_prob;
@@ -90,6 +96,8 @@ void kvt_policy_touch(struct kvt_pool *pool, u32 addr);
 void kvt_policy_remove(struct kvt_pool *pool, u32 addr);
 void kvt_policy_clean(struct kvt_pool *pool, u32 addr);
 void kvt_policy_dirty(struct kvt_pool *pool, u32 addr);
+void kvt_policy_read_back(struct kvt_pool *pool, u32 addr);
+bool kvt_policy_relocate(struct kvt_pool *pool, u32 addr);
 u32 kvt_policy_victim(struct kvt_pool *pool);
 bool kvt_policy_demote(struct kvt_pool *pool, u32 addr);
 int kvt_policy_check(struct kvt_pool *pool);

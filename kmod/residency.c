@@ -875,8 +875,10 @@ int kvt_res_direct_end(struct kvt_pool *pool, struct kvt_direct_rd *rd,
 
 	if (!ret) {
 		spin_lock(&pool->lock);
-		if (pool->blocks[addr].state == KVT_BLK_READY)
+		if (pool->blocks[addr].state == KVT_BLK_READY) {
+			kvt_policy_read_back(pool, addr);
 			kvt_res_touch(pool, addr, false);
+		}
 		spin_unlock(&pool->lock);
 	}
 	return ret;

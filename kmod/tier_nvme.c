@@ -42,6 +42,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include "nvme.h"
 #include "trace.h"
@@ -407,8 +408,102 @@ static void kvt_tomb_reclaim(struct kvt_nvme *nvme, u32 r,
 }
 
 /*
- * Forget the blocks of one segment whose only copy is there; carry its
- * tombstones forward where they still matter.
+ * Relocation, its first half: whether a block only on NVMe, its copy in
+ * the region being reclaimed, is to be kept (kvt_policy_relocate(): read
+ * back since it was written). If so it is KVT_BF_MOVING, which readers
+ * wait for as for a load, and held as a user, until kvt_relocate() is
+ * done with it. Pools with parts or compression are not relocated (their
+ * copies carry a table, or bytes that are not the block's). pool->lock
+ * held.
+ */
+static bool kvt_relocate_take(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+
+	lockdep_assert_held(&pool->lock);
+	if (blk->flags || blk->users || kvt_in_dram(blk) || pool->parts ||
+	    pool->zloc || !kvt_policy_relocate(pool, addr))
+		return false;
+	blk->flags |= KVT_BF_WB | KVT_BF_MOVING;
+	blk->users++;
+	pool->nr_wb++;
+	return true;
+}
+
+/*
+ * Relocation, its second half, for a block kvt_relocate_take() took: its
+ * bytes are read now, while the region still holds them, and checked
+ * against the block's crc before anything else: a corrupted copy is
+ * never written again under a fresh record. Then they are queued at the
+ * head of the write queue, so that the first segment written into the
+ * region takes them; the write's end (kvt_wb_finish()) gives the block
+ * its new place. No memory, a read that fails or does not verify, a full
+ * queue: the block goes, as reclaim lets blocks go. nvme->lock held,
+ * pool->lock not.
+ */
+static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
+			 u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	struct kvt_wb_entry *e;
+	unsigned int noio;
+	bool ok = false;
+	u32 nloc, ncrc;
+	void *buf;
+
+	lockdep_assert_held(&nvme->lock);
+	/* Where it was taken: a drop meanwhile may forget the copy. */
+	spin_lock(&pool->lock);
+	nloc = blk->nloc;
+	ncrc = blk->ncrc;
+	spin_unlock(&pool->lock);
+	noio = memalloc_noio_save();
+	buf = kvmalloc(pool->block_size,
+		       GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN);
+	memalloc_noio_restore(noio);
+	if (buf && nloc != KVT_NIL &&
+	    !kvt_nvme_rw(nvme, REQ_OP_READ, kvt_loc_bytes(nloc), buf,
+			 pool->block_size))
+		ok = crc32c(0, buf, pool->block_size) == ncrc;
+
+	spin_lock(&pool->lock);
+	if (ok && blk->state == KVT_BLK_READY) {
+		ok = false;
+		spin_lock(&kvt_nvme_qlock);
+		if (nvme->qlen < nvme->qcap && !nvme->closing) {
+			nvme->qhead = (nvme->qhead + nvme->qcap - 1) %
+				      nvme->qcap;
+			e = &nvme->queue[nvme->qhead];
+			e->pool = pool;
+			e->addr = addr;
+			e->victim = false;
+			e->moved = buf;
+			nvme->qlen++;
+			kref_get(&pool->ref);
+			ok = true;
+		}
+		spin_unlock(&kvt_nvme_qlock);
+		if (ok) {
+			spin_unlock(&pool->lock);
+			return;
+		}
+	}
+	kvfree(buf);
+	blk->flags &= ~(KVT_BF_WB | KVT_BF_MOVING);
+	pool->nr_wb--;
+	pool->io_events++;
+	if (blk->state == KVT_BLK_READY) {
+		atomic64_inc(&nvme->lost_blocks);
+		pool->stats.lost_blocks++;
+		pool->res->forget_nvme(pool, addr);
+	}
+	/* Drops pool->lock; frees the block if it was unlinked. */
+	kvt_res_hook_put(pool, addr);
+}
+
+/*
+ * Forget the blocks of one segment whose only copy is there, but those
+ * relocated; carry its tombstones forward where they still matter.
  */
 static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 				struct kvt_disk_region *dr)
@@ -434,6 +529,12 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 		addr = kvt_block_find(pool, key);
 		if (addr != KVT_NIL && pool->blocks[addr].ndev == nvme->index &&
 		    pool->blocks[addr].nloc == first + le32_to_cpu(rec->page)) {
+			if (kvt_relocate_take(pool, addr)) {
+				spin_unlock(&pool->lock);
+				kvt_relocate(nvme, pool, addr);
+				kvt_pool_put(pool);
+				continue;
+			}
 			/*
 			 * Its only copy goes: the device evicts it like a
 			 * cache, synced or not. SYNC does not report it (it
@@ -551,6 +652,22 @@ static struct bio *kvt_io_add_block(struct kvt_io *io, struct bio *bio,
 	     chunk += 1U << blk->order)
 		bio = kvt_io_add(io, bio, kvt_dram_page(pool, blk, chunk),
 				 PAGE_SIZE << blk->order);
+	return bio;
+}
+
+/* Add a kvmalloc'ed buffer of whole pages. */
+static struct bio *kvt_io_add_buf(struct kvt_io *io, struct bio *bio,
+				  void *buf, u64 len)
+{
+	u64 off;
+
+	for (off = 0; off < len; off += PAGE_SIZE) {
+		void *p = buf + off;
+
+		bio = kvt_io_add(io, bio, is_vmalloc_addr(p) ?
+				 vmalloc_to_page(p) : virt_to_page(p),
+				 PAGE_SIZE);
+	}
 	return bio;
 }
 
@@ -710,10 +827,20 @@ static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	struct kvt_tomb *t;
 
 	spin_lock(&pool->lock);
-	blk->flags &= ~KVT_BF_WB;
+	blk->flags &= ~(KVT_BF_WB | KVT_BF_MOVING);
 	pool->nr_wb--;
 	pool->io_events++;
-	if (blk->state == KVT_BLK_READY) {
+	if (blk->state == KVT_BLK_READY && e->moved) {
+		/* Relocated: its old copy is gone, the new one is its only. */
+		if (!status && nloc != KVT_NIL) {
+			blk->nloc = nloc;
+			atomic64_inc(&nvme->rescued);
+		} else {
+			atomic64_inc(&nvme->lost_blocks);
+			pool->stats.lost_blocks++;
+			pool->res->forget_nvme(pool, e->addr);
+		}
+	} else if (blk->state == KVT_BLK_READY) {
 		if (!status && nloc != KVT_NIL) {
 			blk->ndev = nvme->index;
 			blk->nloc = nloc;
@@ -844,6 +971,7 @@ static void kvt_wbr_done(struct work_struct *work)
 		kvt_wb_finish(nvme, e->pool, e, nloc, wbr->seq,
 			      wbr->io.status);
 		kvt_z_release(&e->z);
+		kvfree(e->moved);
 		kvt_pool_put(e->pool);
 	}
 	list_for_each_entry_safe(t, tn, &wbr->tombs, node) {
@@ -1077,7 +1205,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		memset(&e->z, 0, sizeof(e->z));
 		spin_lock(&pool->lock);
 		if (pool->blocks[e->addr].state == KVT_BLK_READY &&
-		    !WARN_ON_ONCE(!kvt_in_dram(&pool->blocks[e->addr]))) {
+		    (e->moved ||
+		     !WARN_ON_ONCE(!kvt_in_dram(&pool->blocks[e->addr])))) {
 			e->rec = n++;
 			nr_meta += !!pool->blocks[e->addr].umeta;
 		}
@@ -1118,7 +1247,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		}
 		rec->page = cpu_to_le32(page);
 		seed = kvt_rec_seed(pool->id, blk->key, wbr->seq);
-		demoted += pool->block_size;
+		if (!e->moved)
+			demoted += pool->block_size;
 		if (e->z.pages) {
 			/* Its stored bytes, keyed; the block's crc beside. */
 			e->zcrc = kvt_rec_crc(seed, e->z.crc, e->z.bytes);
@@ -1196,6 +1326,11 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 			for (j = 0; j < e->z.nr_pages; j++)
 				bio = kvt_io_add(&wbr->io, bio, e->z.pages[j],
 						 PAGE_SIZE);
+			continue;
+		}
+		if (e->moved) {
+			bio = kvt_io_add_buf(&wbr->io, bio, e->moved,
+					     e->pool->block_size);
 			continue;
 		}
 		bio = kvt_io_add_block(&wbr->io, bio, e->pool,
@@ -1279,6 +1414,7 @@ static void kvt_wb_queue(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	e->pool = pool;
 	e->addr = addr;
 	e->victim = victim;
+	e->moved = NULL;
 	nvme->qlen++;
 }
 
@@ -1575,6 +1711,7 @@ static void kvt_rd_done(struct work_struct *work)
 	if (blk->state == KVT_BLK_READY) {
 		if (ok && blk->nloc == rd->nloc && blk->ndev == rd->ndev) {
 			pool->stats.promotions++;
+			kvt_policy_read_back(pool, rd->addr);
 			pool->res->landed(pool, rd->addr);
 			trace_kvtier_block_promote(pool, rd->addr);
 		} else {

@@ -4,8 +4,8 @@
 # The body of `make bench-policy`: replay each trace through
 # tools/policy-sim at each capacity, every policy side by side (lru, opt,
 # the module's hierarchy as kvtier (policy=seg, the default) and
-# kvtier-lru, kvtier-clean (policy_clean_first=Y), the kvtier-clock
-# what-if, the online slru, 2q, arc, s3fifo
+# kvtier-lru, the kvtier-clean what-if (the clean list alone), kvtier-clock
+# (policy_clean_first=Y), the online slru, 2q, arc, s3fifo
 # and lfu, and sched, which knows the runtime's queue), write build/policy/NAME.csv, print one table
 # per trace, plot usable hit ratio vs capacity to build/policy/NAME.svg
 # (gnuplot), and end with the minimum ratios over all traces and

@@ -19,10 +19,10 @@
  *		demoting to an NVMe log of the rest, in regions reclaimed
  *		oldest first, hot clean victims rescued
  *  kvtier-lru	the same with policy=lru
- *  kvtier-clean	the same with policy_clean_first=Y: clean DRAM blocks
- *		evicted first (kmod/policy.c's clean list)
- *  kvtier-clock	what-if, not in the module: kvtier-clean with the log
- *		run as a CLOCK
+ *  kvtier-clean	what-if: clean DRAM blocks evicted first (kmod/policy.c's
+ *		clean list), without relocation
+ *  kvtier-clock	the module with policy_clean_first=Y: kvtier-clean with
+ *		the log run as a CLOCK
  *		(a block read back since it was written is written again
  *		when its region is reclaimed, for a read and a write)
  *  slru, 2q, arc, s3fifo, lfu
@@ -1732,6 +1732,43 @@ static void st_policy_run(int kind, bool clean, u64 *rng)
 	}
 }
 
+/*
+ * Batches written from the dirty list's cold end, coldest first, end in
+ * that order: the clean list gives them back as victims in the same
+ * order, a later batch after what is left of an earlier one, both before
+ * a clean block used since (12, promoted), then the dirty list's.
+ */
+static void st_policy_batches(int kind)
+{
+	static const u32 want[] = { 0, 1, 2, 3, 4, 5, 6, 7, 12, 8 };
+	struct kvt_block blocks[16];
+	struct kvt_pool pool;
+	unsigned int i, b;
+	u32 a, v;
+
+	st_pool(&pool, blocks, 16, kind);
+	kvt_policy_clean_param = true;
+	blocks[12].nloc = 12;
+	kvt_policy_insert(&pool, 12);
+	for (a = 0; a < 12; a++)
+		kvt_policy_insert(&pool, a);
+	for (i = 0, b = 0; b < 2; b++) {
+		for (a = 0; a < 4; a++) {
+			v = kvt_policy_next(&pool, NIL);
+			blocks[v].nloc = v;
+			kvt_policy_clean(&pool, v);
+		}
+		/* The first batch's two coldest go before the second ends. */
+		for (; i < sizeof(want) / sizeof(want[0]) && (b || i < 2); i++) {
+			v = kvt_policy_victim(&pool);
+			ST_CHECK(v == want[i], "kind %d: victim %u, not %u",
+				 kind, v, want[i]);
+			kvt_policy_remove(&pool, v);
+		}
+	}
+	ST_CHECK(!kvt_policy_check(&pool), "kind %d: lists broken", kind);
+}
+
 static void st_policy_lists(void)
 {
 	u64 rng = 42;
@@ -1740,6 +1777,7 @@ static void st_policy_lists(void)
 	for (kind = 0; kind < KVT_POLICY_NR; kind++) {
 		st_policy_run(kind, false, &rng);
 		st_policy_run(kind, true, &rng);
+		st_policy_batches(kind);
 	}
 	ST_CHECK(!shim_warnings, "%lu warnings", shim_warnings);
 }

@@ -177,6 +177,7 @@ TEST_F(multi, device_limit)
 FIXTURE(wrap) {
 	struct nvt_fix;
 	char policy[16];	/* the parameter to put back, if changed */
+	char clean_first[8];	/* policy_clean_first to put back, if read */
 };
 
 #define WRAP_MIB	64	/* device size */
@@ -201,6 +202,9 @@ FIXTURE_TEARDOWN(wrap)
 	nvt_teardown(NVT_FIX(self));
 	if (self->policy[0])
 		kst_write_str(KST_PARAM_DIR "/policy", self->policy);
+	if (self->clean_first[0])
+		kst_write_str(KST_PARAM_DIR "/policy_clean_first",
+			      self->clean_first);
 }
 
 /*
@@ -259,6 +263,153 @@ TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 	EXPECT_EQ(0U, t.wrong);
 	EXPECT_EQ(0U, t.eio);
 	EXPECT_LT(0U, t.exact);
+}
+
+/*
+ * For the relocation cases (policy_clean_first): a pool of the test's
+ * own, named @name, which takes the parameter at its first PUT. Set A
+ * (keys 0..15) and, with @b, set B (100..115) are pushed out to NVMe
+ * only; A is read back, and given back by the shrinker (drop_caches): a
+ * stream of cold PUTs would not push it out, blocks cleaned ahead go
+ * first. Returns the pool's fd; *@next is the next cold key.
+ */
+static int reloc_setup(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(wrap) *self, char *name, bool b,
+		       __u64 *next)
+{
+	struct tally a;
+	int pfd = -1, i;
+	__u64 k;
+
+	*next = 1000;
+	ASSERT_LT(0, kst_read_file(KST_PARAM_DIR "/policy_clean_first",
+				   self->clean_first,
+				   sizeof(self->clean_first))) return -1;
+	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy_clean_first",
+				   "Y")) return -1;
+	kst_name(name, "reloc");
+	pfd = kst_pool_create(self->ctl, name, WRAP_BS, 4096, WRAP_DRAM);
+	ASSERT_LE(0, pfd) return -1;
+	ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1, 0))
+		return -1;
+	if (b)
+		ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, 100, WRAP_HOT,
+				       1, 0)) return -1;
+	for (k = 0; k < WRAP_HOT; k++) {
+		ASSERT_EQ(0, push_out(pfd, self->buf, WRAP_BS, k, next))
+			return -1;
+		if (b)
+			ASSERT_EQ(0, push_out(pfd, self->buf, WRAP_BS,
+					      100 + k, next)) return -1;
+	}
+	tally_range(pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1, &a, NULL);
+	ASSERT_EQ(WRAP_HOT, a.exact) return -1;
+	for (i = 0, k = 0; i < 5 && k < WRAP_HOT; i++) {
+		ASSERT_EQ(0, kst_write_str("/proc/sys/vm/drop_caches", "2"))
+			return -1;
+		for (k = 0; k < WRAP_HOT; k++)
+			if (key_tier(pfd, k) != KVTIER_TIER_NVME)
+				break;
+	}
+	ASSERT_EQ(WRAP_HOT, k) return -1;
+	return pfd;
+}
+
+/*
+ * Relocation at reclaim (policy_clean_first): the log runs as a CLOCK.
+ * After reloc_setup(), with set B, cold blocks are written for 1.3 times
+ * the log: the regions of A and B are reclaimed once, and A, written
+ * again then at the head of the log, is not reclaimed again. Every block
+ * of A (read back) reads back exact; none of B (never read) does.
+ */
+TEST_F_TIMEOUT(wrap, read_back_blocks_relocated, 300)
+{
+	long long nr = nvme_nr_regions(self->ctl), r0, rescued;
+	__u64 next, cold, per_region;
+	char name[KVTIER_NAME_MAX];
+	struct tally a, b;
+	int pfd;
+
+	ASSERT_LT(0, nr);
+	pfd = reloc_setup(_metadata, self, name, true, &next);
+	ASSERT_LE(0, pfd);
+	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
+	cold = nr * per_region * 13 / 10;
+	r0 = NSTAT(self->ctl, reclaimed);
+	rescued = NSTAT(self->ctl, rescued);
+	ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, next, cold, 1, 0));
+	r0 = NSTAT(self->ctl, reclaimed) - r0;
+	rescued = NSTAT(self->ctl, rescued) - rescued;
+	tally_range(pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1, &a, NULL);
+	tally_range(pfd, self->buf, WRAP_BS, 100, WRAP_HOT, 1, &b, NULL);
+	TH_LOG("read back: %u/%u exact; not read: %u/%u; %lld of %lld regions reclaimed, %lld blocks rescued",
+	       a.exact, WRAP_HOT, b.exact, WRAP_HOT, r0, nr, rescued);
+	EXPECT_EQ(WRAP_HOT, a.exact);
+	EXPECT_EQ(0U, b.exact);
+	EXPECT_LE((long long)WRAP_HOT, rescued);
+	EXPECT_EQ(0U, a.wrong + b.wrong);
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
+/*
+ * Relocation reads the copy and checks it before it writes it again: a
+ * copy that does not verify is dropped, never relocated under a fresh
+ * record. After reloc_setup(), reads of A0's data are corrupted
+ * (dm-flakey over its pages alone, summaries untouched) until relocation
+ * has dropped it.
+ */
+TEST_F_TIMEOUT(wrap, relocation_checks_the_copy, 300)
+{
+	long long nr = nvme_nr_regions(self->ctl), lost;
+	__u64 next, cold, per_region, put;
+	char name[KVTIER_NAME_MAX], table[1024];
+	long long s0, n0 = WRAP_BS / 512;
+	struct nvt_loc loc;
+	bool healed = false;
+	struct tally a;
+	int pfd;
+
+	if (!nvt_dm_target(NVT_DM_FLAKEY))
+		SKIP(return, "no dm-flakey");
+	ASSERT_LT(0, nr);
+	pfd = reloc_setup(_metadata, self, name, false, &next);
+	ASSERT_LE(0, pfd);
+
+	ASSERT_EQ(0, nvt_find_block("/dev/mapper/" DM_SMALL, K0, 0, &loc));
+	s0 = loc.data_off / 512;
+	ASSERT_GT((int)sizeof(table),
+		  snprintf(table, sizeof(table),
+			   "0 %lld linear %s 0\n"
+			   "%lld %lld flakey %s %lld 0 1 5 corrupt_bio_byte 64 r 1 0\n"
+			   "%lld %lld linear %s %lld",
+			   s0, nvt_dev(), s0, n0, nvt_dev(), s0, s0 + n0,
+			   self->sectors - s0 - n0, nvt_dev(), s0 + n0));
+	ASSERT_EQ(0, nvt_dm_reload(DM_SMALL, table));
+	lost = NSTAT(self->ctl, lost_blocks);
+	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
+	cold = nr * per_region * 13 / 10;
+	/* A region at a time; healed once A0 is gone. */
+	for (put = 0; put < cold; put += per_region) {
+		ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, next + put,
+				       per_region, 1, 0));
+		if (!healed && kst_lookup1(pfd, K0, 0, NULL) == -ENOENT) {
+			ASSERT_EQ(0, nvt_dm_reload(DM_SMALL, self->linear));
+			healed = true;
+		}
+	}
+	if (!healed)
+		ASSERT_EQ(0, nvt_dm_reload(DM_SMALL, self->linear));
+	lost = NSTAT(self->ctl, lost_blocks) - lost;
+	EXPECT_TRUE(healed);
+	EXPECT_EQ(-ENOENT, get_check(pfd, self->buf, WRAP_BS, 0, 1));
+	tally_range(pfd, self->buf, WRAP_BS, 1, WRAP_HOT - 1, 1, &a, NULL);
+	TH_LOG("A0 dropped: %s; A1..A15: %u exact, %u wrong; %lld blocks lost",
+	       healed ? "yes" : "no", a.exact, a.wrong, lost);
+	EXPECT_EQ(WRAP_HOT - 1, a.exact);
+	EXPECT_EQ(0U, a.wrong);
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
 /* A reader of one pool's blocks, straight into its buffer (GET_DIRECT). */

@@ -658,7 +658,9 @@ struct kvtier_nvme_detach {
  * @reclaimed:	out: regions reclaimed.
  * @lost_blocks: out: blocks dropped because their region was reclaimed.
  * @rescued:	out: blocks written again, ahead of the reclaim of the
- *		region holding their copy, because they were in use.
+ *		region holding their copy, because they were in use: from
+ *		DRAM, or (module parameter policy_clean_first) read from
+ *		that region because they were read back since written.
  * @io_errors:	out: failed bios.
  * @attach_ns:	out: how long the attach took (index rebuild included).
  * @uuid:	out: the store's uuid (the first device's for the sum).
