@@ -1103,6 +1103,11 @@ static int kvt_batch(struct kvt_handle *h, unsigned int nr,
 	u32 i, window, done = 0;
 	int status;
 
+	/* A weight pool is the file's: nothing is stored or dropped. */
+	if (pool->file && (nr == _IOC_NR(KVTIER_IOC_PUT) ||
+			   nr == _IOC_NR(KVTIER_IOC_DROP) ||
+			   nr == _IOC_NR(KVTIER_IOC_ADOPT) || resv))
+		return -EROFS;
 	if (h->rdonly && (nr == _IOC_NR(KVTIER_IOC_PUT) ||
 			  nr == _IOC_NR(KVTIER_IOC_DROP) ||
 			  nr == _IOC_NR(KVTIER_IOC_ADOPT) || resv))

@@ -248,6 +248,7 @@ struct kvt_pool {
 	struct kvt_list clean;		/* the same with an NVMe copy (policy.h) */
 	struct kvt_policy pol;		/* the policy's state (policy.h) */
 	struct kvt_hbm *hbm;		/* the device tier, or NULL */
+	struct kvt_file *file;		/* a weight pool's file, or NULL */
 	const struct kvt_res_hooks *res;	/* the residency layer's */
 	struct kvt_evlog *events;	/* told under this lock (events.c) */
 	u32 free;			/* first FREE address */
@@ -469,8 +470,10 @@ struct iovec;
  *	      block the usual way (NVMe)
  * @user_free: free a @read_user, ended or not (NVMe)
  *
- * One instance a tier: kvt_dram_tier, kvt_nvme_tier, kvt_hbm_tier. Only
- * residency.c calls them; an op a tier does not have is NULL.
+ * One instance a tier: kvt_dram_tier, kvt_nvme_tier, kvt_hbm_tier, and
+ * kvt_file_tier, which stands in for the NVMe tier below the DRAM of a
+ * weight pool. Only residency.c calls them; an op a tier does not have is
+ * NULL.
  */
 struct kvt_tier_ops {
 	const char *name;
@@ -506,6 +509,7 @@ struct kvt_tier_ops {
 extern const struct kvt_tier_ops kvt_dram_tier;
 extern const struct kvt_tier_ops kvt_nvme_tier;
 extern const struct kvt_tier_ops kvt_hbm_tier;
+extern const struct kvt_tier_ops kvt_file_tier;
 
 /* residency.c: which tier holds a block, and moving it */
 void kvt_res_pool_init(struct kvt_pool *pool);
@@ -632,6 +636,17 @@ void kvt_prefetch_used(struct kvt_pool *pool, u32 addr);
 void kvt_prefetch_kick(void);
 ssize_t kvt_prefetch_show(char *buf);
 void kvt_prefetch_exit(void);
+
+/* tier_file.c: weight pools (KVTIER_POOL_WEIGHTS) */
+/* struct kvt_block.ndev of a weight pool's blocks: their copy is the file. */
+#define KVT_FILE_DEV	U8_MAX
+struct kvt_file;
+int kvt_file_check(const struct kvtier_pool_create *pc);
+int kvt_file_open(struct kvt_pool *pool, const struct kvtier_pool_create *pc);
+void kvt_file_close(struct kvt_pool *pool);
+int kvt_file_mode(struct kvt_pool *pool);
+int kvt_file_init(void);
+void kvt_file_exit(void);
 
 /* tier_hbm.c */
 struct kvt_hbm;

@@ -48,7 +48,8 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
 			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | \
 			 KVTIER_F_META | KVTIER_F_PARTS | KVTIER_F_EVENTS | \
-			 KVTIER_F_COMPRESS | KVTIER_F_DIRECT)
+			 KVTIER_F_COMPRESS | KVTIER_F_DIRECT | \
+			 KVTIER_F_WEIGHTS)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))
@@ -371,8 +372,20 @@ static long kvt_ctl_ioctl(struct file *file, unsigned int cmd,
 	    (nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) && u.create.parts &&
 	     !(ctl->features & KVTIER_F_PARTS)) ||
 	    (nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) && u.create.compress &&
-	     !(ctl->features & KVTIER_F_COMPRESS))) {
+	     !(ctl->features & KVTIER_F_COMPRESS)) ||
+	    (nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) &&
+	     u.create.flags & KVTIER_POOL_WEIGHTS &&
+	     !(ctl->features & KVTIER_F_WEIGHTS))) {
 		ret = -EOPNOTSUPP;
+		goto out_unlock;
+	}
+
+	/* A weight pool's fields are not zeros a smaller struct stood for. */
+	if (nr == _IOC_NR(KVTIER_IOC_POOL_CREATE) &&
+	    u.create.flags & KVTIER_POOL_WEIGHTS &&
+	    _IOC_SIZE(cmd) < offsetofend(struct kvtier_pool_create,
+					 file_reserved)) {
+		ret = -EINVAL;
 		goto out_unlock;
 	}
 
@@ -459,11 +472,14 @@ static int __init kvt_init(void)
 	if (ret)
 		return ret;
 
+	ret = kvt_file_init();
+	if (ret)
+		return ret;
 	/* Reads and copies that end let the prefetch engine look. */
 	kvt_res_set_notify(kvt_prefetch_kick);
 	ret = kvt_pool_fs_init();
 	if (ret)
-		return ret;
+		goto out_file_exit;
 
 	ret = kvt_sysfs_init();
 	if (ret)
@@ -497,6 +513,9 @@ out_nvme_detach:
 	kvt_sysfs_exit();
 out_fs_exit:
 	kvt_pool_fs_exit();
+out_file_exit:
+	kvt_res_set_notify(NULL);
+	kvt_file_exit();
 	return ret;
 }
 
@@ -510,6 +529,8 @@ static void __exit kvt_exit(void)
 	kvt_res_set_notify(NULL);
 	kvt_prefetch_exit();
 	kvt_pools_destroy_all();
+	/* Reads of weight pools hold their pools: the last ones go here. */
+	kvt_file_exit();
 	kvt_sysfs_exit();
 	kvt_pool_fs_exit();
 	if (atomic64_read(&kvt_dram_used))

@@ -154,6 +154,8 @@ int kvt_pool_mmap(struct file *file, struct vm_area_struct *vma)
 		/* The reservation window: writable, shared, not inherited. */
 		if (!(h->features & KVTIER_F_RESERVE))
 			return -EINVAL;	/* past the last block, as ever */
+		if (h->pool->file)
+			return -EROFS;	/* a weight pool takes no blocks */
 		first -= end;
 		if (!(vma->vm_flags & VM_SHARED))
 			return -EINVAL;

@@ -642,6 +642,9 @@ int kvt_nvme_pool_record(struct kvt_pool *pool)
 	int i, ret;
 
 	lockdep_assert_held(&kvt_nvme_lock);
+	/* A weight pool's blocks are its file's: it comes back from there. */
+	if (pool->file)
+		return 0;
 	for (i = 0; i < KVTIER_NVME_MAX; i++) {
 		if (!kvt_nvmes[i])
 			continue;

@@ -159,6 +159,7 @@ static void kvt_pool_free(struct kref *ref)
 
 	kvt_hbm_pool_free(pool);
 	kvt_res_pool_free(pool);
+	kvt_file_close(pool);
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);
@@ -288,7 +289,7 @@ static int kvt_pool_create_check(const struct kvtier_pool_create *pc)
 	    (!pc->compress && pc->compress_flags) ||
 	    (pc->compress && pc->parts))
 		return -EINVAL;
-	return 0;
+	return kvt_file_check(pc);
 }
 
 static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
@@ -355,8 +356,15 @@ static struct kvt_pool *kvt_pool_alloc(const struct kvtier_pool_create *pc)
 	}
 	pool->inode->i_size = (loff_t)pool->capacity * pool->block_size;
 	pool->inode->i_op = &kvt_pool_iops;
+	if (pc->flags & KVTIER_POOL_WEIGHTS) {
+		ret = kvt_file_open(pool, pc);
+		if (ret)
+			goto out_iput;
+	}
 	return pool;
 
+out_iput:
+	iput(pool->inode);
 out_index_free:
 	kvt_block_index_free(pool);
 out_z_put:
@@ -377,6 +385,7 @@ static void kvt_pool_discard(struct kvt_pool *pool)
 					       pool->capacity,
 					       pool->compress));
 	kvt_res_pool_free(pool);
+	kvt_file_close(pool);
 	kvt_block_index_free(pool);
 	iput(pool->inode);
 	mem_cgroup_put(pool->memcg);

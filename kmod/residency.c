@@ -59,6 +59,15 @@ static void kvt_res_stored(struct kvt_pool *pool, u32 addr, u8 from, u16 why)
 	kvt_ev_block(pool, addr, KVTIER_EVENT_STORED, blk->evtier, from, why);
 }
 
+/*
+ * The tier below DRAM that holds a pool's copies: the NVMe log, or the
+ * file a weight pool was made from.
+ */
+static const struct kvt_tier_ops *kvt_res_below(struct kvt_pool *pool)
+{
+	return pool->file ? &kvt_file_tier : &kvt_nvme_tier;
+}
+
 /* A block's tier may have changed: tell the log if it did. */
 static void kvt_res_moved(struct kvt_pool *pool, u32 addr, u16 why)
 {
@@ -130,7 +139,7 @@ void kvt_res_drop(struct kvt_pool *pool, u32 addr)
 {
 	lockdep_assert_held(&pool->lock);
 	if (pool->blocks[addr].nloc != KVT_NIL)
-		kvt_nvme_tier.drop(pool, addr);
+		kvt_res_below(pool)->drop(pool, addr);
 	kvt_res_unlink(pool, addr, KVTIER_EVR_DROP);
 }
 
@@ -359,7 +368,7 @@ bool kvt_res_out_of_reach(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	return !kvt_in_dram(&pool->blocks[addr]) &&
 	       kvt_hbm_tier.where(pool, addr) == KVT_NIL &&
-	       !kvt_nvme_tier.reachable(pool, addr);
+	       !kvt_res_below(pool)->reachable(pool, addr);
 }
 
 /**
@@ -387,7 +396,7 @@ bool kvt_res_live(struct kvt_pool *pool, u32 tier)
 {
 	if (tier == KVTIER_TIER_HBM)
 		return kvt_hbm_tier.live(pool);
-	return kvt_nvme_tier.live(pool);
+	return kvt_res_below(pool)->live(pool);
 }
 
 /**
@@ -520,7 +529,7 @@ void kvt_res_evict_dram_locked(struct kvt_pool *pool, u32 addr)
 bool kvt_res_rescue(struct kvt_pool *pool, u32 addr)
 {
 	lockdep_assert_held(&pool->lock);
-	if (!kvt_nvme_tier.doomed(pool, addr))
+	if (!kvt_res_below(pool)->doomed(pool, addr))
 		return false;
 	/* In DRAM, it stays: no reason is told. */
 	kvt_res_forget_nvme(pool, addr, KVTIER_EVR_LOG_RECLAIM);
@@ -583,7 +592,7 @@ int kvt_res_make_room(struct kvt_pool *pool, bool addr)
 		}
 		if (victim != KVT_NIL && !pool->nr_wb) {
 			/* Dirty: write a batch, or drop it if NVMe can't. */
-			if (kvt_nvme_tier.clean(pool, 0, true) <= 0)
+			if (kvt_res_below(pool)->clean(pool, 0, true) <= 0)
 				kvt_res_evict_one(pool, victim);
 			continue;
 		}
@@ -628,7 +637,7 @@ int kvt_res_load(struct kvt_pool *pool, u32 addr)
 	 * No room is made for it either: that may drop a dirty block while
 	 * no device can take it.
 	 */
-	if (!kvt_nvme_tier.reachable(pool, addr)) {
+	if (!kvt_res_below(pool)->reachable(pool, addr)) {
 		spin_unlock(&pool->lock);
 		return -ENOENT;
 	}
@@ -651,7 +660,7 @@ int kvt_res_load(struct kvt_pool *pool, u32 addr)
 	ret = kvt_dram_tier.alloc(pool, blk);
 	if (ret)
 		goto out_undo_dram;
-	ret = kvt_nvme_tier.load(pool, addr);
+	ret = kvt_res_below(pool)->load(pool, addr);
 	if (!ret)
 		return 0;
 	kvt_dram_tier.free(pool, blk);
@@ -735,7 +744,8 @@ void kvt_res_load_ahead(struct kvt_pool *pool, const u64 *key)
 /*
  * The READY block of @key if it is only on NVMe (no DRAM copy, none being
  * loaded) and its copy can be reached now, held as a user; else KVT_NIL.
- * For the reads that leave a block where it is.
+ * For the reads that leave a block where it is; a weight pool's blocks
+ * are read whole into DRAM, as their file tier reads.
  */
 static u32 kvt_res_nvme_only_get(struct kvt_pool *pool, const u64 *key)
 {
@@ -748,7 +758,8 @@ static u32 kvt_res_nvme_only_get(struct kvt_pool *pool, const u64 *key)
 	addr = kvt_block_find(pool, key);
 	blk = addr == KVT_NIL ? NULL : &pool->blocks[addr];
 	if (!blk || kvt_in_dram(blk) || blk->flags || blk->nloc == KVT_NIL ||
-	    blk->users == U16_MAX || !kvt_nvme_tier.reachable(pool, addr))
+	    blk->users == U16_MAX || pool->file ||
+	    !kvt_nvme_tier.reachable(pool, addr))
 		addr = KVT_NIL;
 	else
 		blk->users++;
@@ -988,8 +999,8 @@ void kvt_res_publish(struct kvt_pool *pool, u32 addr, u32 old)
 	kvt_res_stored(pool, addr, from,
 		       old != KVT_NIL ? KVTIER_EVR_REPLACE : KVTIER_EVR_PUT);
 	if (!pool->nr_wb && pool->nr_dram + pool->dram_blocks / 8 >=
-	    pool->dram_blocks && kvt_nvme_tier.live(pool))
-		kvt_nvme_tier.clean(pool, 0, false);
+	    pool->dram_blocks && kvt_res_below(pool)->live(pool))
+		kvt_res_below(pool)->clean(pool, 0, false);
 }
 
 /* Whether an ADOPT entry can be taken now: its slot, and a new key. */
@@ -1089,5 +1100,5 @@ int kvt_res_adopt(struct kvt_pool *pool, struct kvtier_adopt *e,
  */
 int kvt_res_sync(struct kvt_pool *pool, u64 *written)
 {
-	return kvt_nvme_tier.sync(pool, written);
+	return kvt_res_below(pool)->sync(pool, written);
 }

@@ -110,12 +110,13 @@ static ssize_t pool_config_show(struct kobject *kobj,
 {
 	struct kvt_pool *pool = kvt_kobj_pool(kobj);
 
-	return sysfs_emit(buf, "%llu %u %u %d %o %u %u %u %u %u\n",
+	return sysfs_emit(buf, "%llu %u %u %d %o %u %u %u %u %u %d\n",
 			  pool->block_size, pool->capacity, pool->dram_blocks,
 			  pool->nid, pool->mode,
 			  from_kuid_munged(&init_user_ns, pool->uid),
 			  from_kgid_munged(&init_user_ns, pool->gid),
-			  pool->parts, pool->compress, pool->compress_flags);
+			  pool->parts, pool->compress, pool->compress_flags,
+			  kvt_file_mode(pool));
 }
 
 static ssize_t pool_events_show(struct kobject *kobj,

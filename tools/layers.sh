@@ -28,7 +28,7 @@ declare -A layer=(
 	[tier_dram.c]=3							# tiers: DRAM pages
 	[nvme_read.c]=4							# tiers: NVMe reads for a caller
 	[nvme_part.c]=5 [nvme_direct.c]=5 [compress.c]=5		# tiers: NVMe parts, reads to user, compression
-	[tier_nvme.c]=6 [tier_hbm.c]=6					# tiers
+	[tier_nvme.c]=6 [tier_hbm.c]=6 [tier_file.c]=6			# tiers
 	[hbm_emul.c]=7 [hbm_user.c]=7					# HBM backends
 	[residency.c]=8							# residency
 	[cmd.c]=9 [prefetch.c]=9 [mmap.c]=9 [shrinker.c]=9 [reserve.c]=9		# commands

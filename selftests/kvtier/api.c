@@ -481,8 +481,15 @@ TEST_F(api, create_size_smaller)
 	kst_create_init(&c, self->name, KST_PAGE, 4, 4);
 	ASSERT_EQ(-EINVAL,
 		  kst_ioctl(self->ctl, kst_resize(KVTIER_IOC_POOL_CREATE,
-						  sizeof(c) - 8), &c));
+						  KVTIER_POOL_CREATE_SIZE_VER0 -
+						  8), &c));
 	ASSERT_EQ(-ENOENT, kst_pool_open(self->ctl, self->name, 0));
+	/* The first version's struct, without the weight pool's fields. */
+	ASSERT_LE(0, kst_ioctl(self->ctl,
+			       kst_resize(KVTIER_IOC_POOL_CREATE,
+					  KVTIER_POOL_CREATE_SIZE_VER0), &c));
+	close(c.fd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, self->name));
 }
 
 TEST_F(api, create_size_larger_nonzero_tail)

@@ -72,7 +72,13 @@
  */
 #define KST_F_V1	(KVTIER_F_POOLS | KVTIER_F_MMAP | KVTIER_F_NUMA | \
 			 KVTIER_F_REPLACE)
-#if defined(KVTIER_F_DIRECT)
+#if defined(KVTIER_F_WEIGHTS)
+#define KST_F_KNOWN	(KST_F_V1 | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
+			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
+			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | KVTIER_F_META | \
+			 KVTIER_F_PARTS | KVTIER_F_EVENTS | KVTIER_F_COMPRESS | \
+			 KVTIER_F_DIRECT | KVTIER_F_WEIGHTS)
+#elif defined(KVTIER_F_DIRECT)
 #define KST_F_KNOWN	(KST_F_V1 | KVTIER_F_NVME | KVTIER_F_PREFETCH | \
 			 KVTIER_F_URING | KVTIER_F_HBM | KVTIER_F_SG | \
 			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | KVTIER_F_META | \
@@ -177,20 +183,26 @@ static inline int kst_api(int ctl, __u64 features, struct kvtier_api *out)
 	return ret;
 }
 
-/* A control fd that has done the handshake, or -errno. */
-static inline int kst_ctl_open(void)
+/* A control fd that has done the handshake for @features, or -errno. */
+static inline int kst_ctl_open_with(__u64 features)
 {
 	int fd = kst_ctl_open_raw();
 	int ret;
 
 	if (fd < 0)
 		return fd;
-	ret = kst_api(fd, KST_F_KNOWN, NULL);
+	ret = kst_api(fd, features, NULL);
 	if (ret) {
 		close(fd);
 		return ret;
 	}
 	return fd;
+}
+
+/* A control fd that has done the handshake, or -errno. */
+static inline int kst_ctl_open(void)
+{
+	return kst_ctl_open_with(KST_F_KNOWN);
 }
 
 /* Whether this kernel supports feature @bit (a handshake of its own). */

@@ -655,7 +655,10 @@ static inline int nvt_dm_create(const char *name, const char *table)
 		      name, path, name, name);
 }
 
-/* Swap the live table of @name (suspend, load, resume). */
+/*
+ * Swap the live table of @name (suspend, load, resume). A file system on
+ * it is not frozen for the swap: freezing one on an "error" table fails.
+ */
 static inline int nvt_dm_reload(const char *name, const char *table)
 {
 	char path[128];
@@ -663,7 +666,7 @@ static inline int nvt_dm_reload(const char *name, const char *table)
 
 	if (ret)
 		return ret;
-	return nvt_sh("dmsetup suspend %s && dmsetup load %s %s && "
+	return nvt_sh("dmsetup suspend --nolockfs %s && dmsetup load %s %s && "
 		      "dmsetup resume %s", name, name, path, name);
 }
 

@@ -19,10 +19,10 @@ enum {
 	P_Z_BYTES_IN, P_Z_BYTES_STORED
 };
 
-#define C_COLS	10
+#define C_COLS	11
 enum {
 	C_BS, C_CAP, C_DRAM, C_NODE, C_MODE, C_UID, C_GID, C_PARTS,
-	C_COMPRESS, C_COMPRESS_FLAGS
+	C_COMPRESS, C_COMPRESS_FLAGS, C_FILE
 };
 
 #define BS	KST_PAGE
@@ -319,6 +319,7 @@ TEST_F(sysfs, pool_config)
 	ASSERT_EQ(0, v[C_PARTS]);
 	ASSERT_EQ(0, v[C_COMPRESS]);
 	ASSERT_EQ(0, v[C_COMPRESS_FLAGS]);
+	ASSERT_EQ(0, v[C_FILE]);	/* not a weight pool */
 }
 
 /* A pool that compresses shows its compressor and flags last. */

@@ -136,6 +136,18 @@
  * buffer, verifies it there, and leaves it on NVMe: no DRAM is taken, no
  * block is evicted for it, no CPU copies it. For a runtime that keeps what
  * it loads (in HBM) and would not read it from kvtier again soon.
+ *
+ * KVTIER_F_WEIGHTS: weight pools. A pool created with KVTIER_POOL_WEIGHTS
+ * is read-only and holds the bytes of a file (model weights): block i is
+ * the file's bytes from struct kvtier_pool_create.file_off + i * block_size,
+ * under the key { file_key, i }. Blocks load on use, or ahead of use from
+ * PREFETCH hints, from the file by direct I/O into DRAM (and the HBM tier,
+ * where attached), and are never written back. While the pool lives, the
+ * file cannot be opened for writing or truncated (-ETXTBSY, as a running
+ * executable); renaming or unlinking it leaves the pool its bytes. Its
+ * size and mtime are taken at create too: a load that finds them changed
+ * (a writer the kernel could not stop) is a miss and the block leaves the
+ * pool, so a pool never mixes a file's new bytes with its old.
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -153,6 +165,7 @@
 #define KVTIER_F_EVENTS		_BITULL(13)
 #define KVTIER_F_COMPRESS	_BITULL(14)
 #define KVTIER_F_DIRECT		_BITULL(15)
+#define KVTIER_F_WEIGHTS	_BITULL(16)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -201,13 +214,20 @@ struct kvtier_api {
 /* Pool create flags: if the pool exists, open it instead of -EEXIST. */
 #define KVTIER_POOL_OPEN_EXISTING	_BITUL(0)
 #define KVTIER_POOL_CREATE_FLAGS	(KVTIER_POOL_OPEN_EXISTING | \
-					 KVTIER_POOL_FAULT_NOLOAD)
+					 KVTIER_POOL_FAULT_NOLOAD | \
+					 KVTIER_POOL_WEIGHTS)
 
 /*
  * Pool create flag: an mmap fault on a block that is not in DRAM raises
  * SIGBUS instead of loading it from NVMe.
  */
 #define KVTIER_POOL_FAULT_NOLOAD	_BITUL(1)
+
+/*
+ * Pool create flag (KVTIER_F_WEIGHTS, else -EOPNOTSUPP): a read-only pool
+ * of the blocks of the file struct kvtier_pool_create.file_fd names.
+ */
+#define KVTIER_POOL_WEIGHTS		_BITUL(2)
 
 /* Pool open/create access flags (the returned pool fd). */
 #define KVTIER_POOL_RDONLY	_BITUL(8)	/* no PUT, DROP, SYNC */
@@ -246,6 +266,32 @@ struct kvtier_api {
  *		(else -EINVAL).
  * @__pad:	must be 0.
  * @reserved:	must be 0.
+ * @file_fd:	with KVTIER_POOL_WEIGHTS: an fd of a regular file open for
+ *		reading (else -EBADF; not a regular file: -EINVAL) and open
+ *		for writing nowhere (else -ETXTBSY); else 0.
+ *		The pool reads the file through its own open of it, by direct
+ *		I/O where the file system has it (else through the page
+ *		cache), and keeps it open while the pool lives.
+ * @file_flags:	must be 0.
+ * @file_off:	with KVTIER_POOL_WEIGHTS: the file offset of block 0, a
+ *		multiple of the page size below the file's size; @capacity must be
+ *		the blocks from there to the end of the file (the last one
+ *		read short and zero-filled), else -EINVAL. Else 0.
+ * @file_key:	with KVTIER_POOL_WEIGHTS: key[0] of every block (a digest
+ *		of the file's tensor table, say); block i is { @file_key, i }
+ *		at address i. Else 0.
+ * @file_reserved: must be 0.
+ *
+ * A weight pool (KVTIER_POOL_WEIGHTS) takes none of @parts, @compress and
+ * KVTIER_POOL_FAULT_NOLOAD, nor a struct without @file_reserved (-EINVAL);
+ * it is not recorded on NVMe devices.
+ * PUT, DROP, RESERVE, COMMIT, ADOPT and ABORT on it fail with -EROFS, as
+ * does a mapping of its reservation window; GET, LOOKUP, PIN, PREFETCH,
+ * SYNC (nothing to write), mmap and the HBM tier work as on any pool; a
+ * block only in the file is in KVTIER_TIER_NVME for LOOKUP and STAT. A
+ * block whose load fails (an I/O error, a file changed since create) is a
+ * miss and leaves the pool (-ENOENT), as a block of the NVMe tier that
+ * does not verify; it counts in bad_reads.
  */
 struct kvtier_pool_create {
 	__u8 name[KVTIER_NAME_MAX];
@@ -261,6 +307,12 @@ struct kvtier_pool_create {
 	__u8 compress_flags;
 	__u16 __pad;
 	__u64 reserved[3];
+	/* KVTIER_POOL_CREATE_SIZE_VER0 ends here */
+	__s32 file_fd;
+	__u32 file_flags;
+	__u64 file_off;
+	__u64 file_key;
+	__u64 file_reserved[2];
 };
 
 /* struct kvtier_pool_create.compress */
@@ -487,9 +539,11 @@ struct kvtier_meta {
  * @meta_bytes:	out: kernel memory the pool uses for block metadata (its
  *		index, and the blocks' records of KVTIER_F_META).
  * @demotions:	out: blocks written to NVMe.
- * @promotions:	out: blocks read back from NVMe into DRAM.
+ * @promotions:	out: blocks read back from NVMe into DRAM (a weight
+ *		pool: from its file).
  * @bad_reads:	out: NVMe reads that failed or did not verify (served as
- *		misses).
+ *		misses); a weight pool: reads of its file that failed or
+ *		found it changed.
  * @dirty:	out: DRAM blocks without a durable NVMe copy.
  * @dram_reserved: out: bytes of the dram_mb budget the pool holds: its
  *		DRAM share and its index.
