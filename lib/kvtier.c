@@ -127,6 +127,8 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "compress";
 	case KVTIER_F_DIRECT:
 		return "direct";
+	case KVTIER_F_WEIGHTS:
+		return "weights";
 	}
 	return NULL;
 }
@@ -247,6 +249,21 @@ int kvtier_pool_create(struct kvtier_ctx *ctx,
 	return kvtier_pool_create_parts(ctx, p, 0, poolp);
 }
 
+int kvtier_pool_create_cmd(struct kvtier_ctx *ctx, const char *name,
+			   struct kvtier_pool_create *c,
+			   struct kvtier_pool **poolp)
+{
+	int ret;
+
+	ret = kvtier_copy_name(c->name, name);
+	if (ret)
+		return ret;
+	ret = kvtier_ioctl(ctx->fd, KVTIER_IOC_POOL_CREATE, c);
+	if (ret)
+		return ret;
+	return kvtier_pool_new(ctx, c->fd, name, poolp);
+}
+
 /* POOL_CREATE with what struct kvtier_pool_params has no room for. */
 static int kvtier_pool_create_ext(struct kvtier_ctx *ctx,
 				  const struct kvtier_pool_params *p,
@@ -255,14 +272,10 @@ static int kvtier_pool_create_ext(struct kvtier_ctx *ctx,
 				  struct kvtier_pool **poolp)
 {
 	struct kvtier_pool_create c;
-	int ret;
 
 	if (compress > UINT8_MAX || compress_flags > UINT8_MAX)
 		return -EINVAL;
 	memset(&c, 0, sizeof(c));
-	ret = kvtier_copy_name(c.name, p->name);
-	if (ret)
-		return ret;
 	c.block_size = p->block_size;
 	c.capacity = p->capacity;
 	c.dram_blocks = p->dram_blocks;
@@ -272,10 +285,7 @@ static int kvtier_pool_create_ext(struct kvtier_ctx *ctx,
 	c.parts = parts;
 	c.compress = compress;
 	c.compress_flags = compress_flags;
-	ret = kvtier_ioctl(ctx->fd, KVTIER_IOC_POOL_CREATE, &c);
-	if (ret)
-		return ret;
-	return kvtier_pool_new(ctx, c.fd, p->name, poolp);
+	return kvtier_pool_create_cmd(ctx, p->name, &c, poolp);
 }
 
 int kvtier_pool_create_parts(struct kvtier_ctx *ctx,

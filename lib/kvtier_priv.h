@@ -49,6 +49,16 @@ struct kvtier_pool {
 	uint64_t next_group;	/* kvtier_request_ready()'s group ids */
 };
 
+/*
+ * POOL_CREATE of @c (its name set from @name here), the new pool fd
+ * wrapped in a handle (kvtier.c). For the create paths that fill more of
+ * struct kvtier_pool_create than struct kvtier_pool_params has: parts,
+ * compression, a weight pool's file (weights.c).
+ */
+int kvtier_pool_create_cmd(struct kvtier_ctx *ctx, const char *name,
+			   struct kvtier_pool_create *c,
+			   struct kvtier_pool **poolp);
+
 /**
  * struct kvtier_ring - an io_uring for pool commands (ring.c)
  */

@@ -1544,6 +1544,172 @@ int kvtier_ring_submit(struct kvtier_ring *ring);
 int kvtier_ring_reap(struct kvtier_ring *ring, struct kvtier_ring_cqe *out,
 		     unsigned int max, unsigned int wait_nr);
 
+/* ---- weight pools (KVTIER_F_WEIGHTS) ------------------------------------- */
+
+struct kvtier_weights;
+
+#define KVTIER_TENSOR_NAME_MAX	256
+#define KVTIER_TENSOR_DIMS_MAX	8
+
+/**
+ * struct kvtier_tensor - one tensor of a weight pool's file
+ * @name:	its name in the tensor table (NUL-terminated).
+ * @dtype:	its safetensors dtype ("F16", "BF16", "F32", "I8", ...).
+ * @ndim:	dimensions in @shape, 0..KVTIER_TENSOR_DIMS_MAX.
+ * @shape:	its shape.
+ * @offset:	where its bytes start in the pool's address space: block
+ *		@offset / block_size, byte @offset % block_size of it (and in
+ *		a mapping of the pool, kvtier_map(), at @offset).
+ * @bytes:	its length in bytes.
+ * @layer:	the layer its name names ("layers.L.", "layer.L.", "h.L.",
+ *		"blk.L."), or -1 (embeddings, final norm, head).
+ * @expert:	the expert its name names within the layer ("experts.E."),
+ *		or -1.
+ */
+struct kvtier_tensor {
+	char name[KVTIER_TENSOR_NAME_MAX];
+	char dtype[8];
+	uint32_t ndim;
+	uint64_t shape[KVTIER_TENSOR_DIMS_MAX];
+	uint64_t offset;
+	uint64_t bytes;
+	int32_t layer;
+	int32_t expert;
+};
+
+/**
+ * kvtier_weights_open() - a weight pool of a safetensors file
+ * @ctx:	the context (KVTIER_F_WEIGHTS).
+ * @path:	the model file (safetensors: an 8-byte little-endian header
+ *		length, a JSON tensor table, the tensors' bytes).
+ * @name:	the pool's name.
+ * @block_size:	bytes per block, a multiple of 4096.
+ * @dram_blocks: the pool's DRAM share in blocks; 0: the whole file.
+ * @wp:		out: the weight pool.
+ *
+ * Reads and checks the tensor table: every tensor's dtype is known, its
+ * byte range is its shape times its dtype's size, lies in the file, and
+ * overlaps no other. Then creates the pool (or opens the one of that name
+ * made from the same file: the same tensor table, size and file, unchanged
+ * since, else -ESTALE), block 0 at the file's page that holds
+ * the first tensor byte, its capacity the blocks from there to the end of
+ * the file, keyed by a digest of the file's size, tensor table and
+ * identity (device, inode, mtime): a pool made from another file,
+ * or from another version of this one, never answers for it. The pool's
+ * mode is 0600 (kvtier_pool_open() by name for other handles).
+ *
+ * Return: 0; -EBADMSG for a malformed file or a table that lies (offsets
+ * past the end, overlapping, a size that does not match the shape, a file
+ * shorter than its header says, no tensor with a byte); -ESTALE for a pool
+ * of that name made from another file; -EINVAL for a @block_size that is
+ * 0 or not a multiple of 4096, or a @path that is not a regular file;
+ * -EFBIG for more than KVTIER_CAPACITY_MAX blocks (a larger @block_size
+ * fits); -ETXTBSY when the file is open for writing (the pool keeps
+ * writers out while it lives); -EOPNOTSUPP without KVTIER_F_WEIGHTS; as
+ * open(2) and kvtier_pool_create() else.
+ */
+int kvtier_weights_open(struct kvtier_ctx *ctx, const char *path,
+			const char *name, uint64_t block_size,
+			uint32_t dram_blocks, struct kvtier_weights **wp);
+
+/**
+ * kvtier_weights_close() - close a weight pool handle
+ * @w:		the handle; NULL is a no-op.
+ *
+ * The pool stays, with its name, until kvtier_pool_destroy().
+ */
+void kvtier_weights_close(struct kvtier_weights *w);
+
+/**
+ * kvtier_weights_pool() - the pool of a weight pool handle
+ * @w:		the handle.
+ *
+ * Return: the pool (for kvtier_stat(), kvtier_map(), kvtier_hbm_attach()),
+ * owned by @w.
+ */
+struct kvtier_pool *kvtier_weights_pool(const struct kvtier_weights *w);
+
+/**
+ * kvtier_weights_count() - tensors, layers and experts of a weight pool
+ * @w:		the handle.
+ * @layers:	out (optional): 1 + the highest layer named, or 0.
+ * @experts:	out (optional): 1 + the highest expert named, or 0.
+ *
+ * Return: the number of tensors.
+ */
+uint32_t kvtier_weights_count(const struct kvtier_weights *w,
+			      uint32_t *layers, uint32_t *experts);
+
+/**
+ * kvtier_weights_tensor() - one tensor, by index or by name
+ * @w:		the handle.
+ * @index:	0..kvtier_weights_count() - 1, in the order of the tensors'
+ *		bytes in the file (the table's among empty ones); ignored
+ *		when @name is set.
+ * @name:	the tensor's name, or NULL.
+ * @t:		out.
+ *
+ * Return: 0; -ENOENT for an index past the end or an unknown name.
+ */
+int kvtier_weights_tensor(const struct kvtier_weights *w, uint32_t index,
+			  const char *name, struct kvtier_tensor *t);
+
+/* kvtier_weights_blocks() @expert: every tensor of the layer. */
+#define KVTIER_WEIGHTS_ALL	(-2)
+
+/**
+ * kvtier_weights_blocks() - the block addresses of a layer or an expert
+ * @w:		the handle.
+ * @layer:	a layer, or -1 for the tensors of no layer.
+ * @expert:	an expert of @layer, -1 for every tensor of the layer but
+ *		its experts', or KVTIER_WEIGHTS_ALL for the whole layer.
+ * @addrs:	out: the addresses, ascending, each once.
+ * @max:	room in @addrs.
+ *
+ * Return: the number of addresses (which may exceed @max: only @max are
+ * written; 0 when the tensors are all empty); -ENOENT when no tensor is
+ * of that layer and expert.
+ */
+int kvtier_weights_blocks(const struct kvtier_weights *w, int32_t layer,
+			  int32_t expert, uint64_t *addrs, uint32_t max);
+
+/**
+ * kvtier_weights_prefetch() - hint a layer or an expert by a deadline
+ * @w:		the handle.
+ * @layer:	as kvtier_weights_blocks().
+ * @expert:	as kvtier_weights_blocks().
+ * @a:		the group (KVTIER_PREFETCH_ADDR is added): one deadline and
+ *		priority for the blocks, queued with every other hint of the
+ *		pool's, KV or weights, in one deadline order.
+ *
+ * The blocks go in one group, in one PREFETCH: more of them than the
+ * handshake's batch_max (a layer of a large model in small blocks) is
+ * -E2BIG, for the caller to hint it by expert, or to use larger blocks.
+ *
+ * Return: as kvtier_prefetch(); -ENOENT when no tensor is of that layer
+ * and expert, or none of them has a byte; -E2BIG as above; -EINVAL for
+ * @a NULL.
+ */
+int kvtier_weights_prefetch(struct kvtier_weights *w, int32_t layer,
+			    int32_t expert,
+			    const struct kvtier_prefetch_args *a);
+
+/**
+ * kvtier_weights_read() - copy a tensor's bytes out of the pool
+ * @w:		the handle.
+ * @t:		the tensor (kvtier_weights_tensor()).
+ * @buf:	@t->bytes of memory.
+ *
+ * GETs the tensor's blocks (loading those not in DRAM) and copies its
+ * range of them.
+ *
+ * Return: 0; -ENOENT when a block of it is gone (the file changed, a read
+ * failed); -EINVAL for a tensor past the end of the pool; as kvtier_get()
+ * else. On an error @buf may hold part of the bytes.
+ */
+int kvtier_weights_read(struct kvtier_weights *w,
+			const struct kvtier_tensor *t, void *buf);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,7 +12,10 @@
  * test needs io_uring only; hbm_mover_memcpy attaches a user HBM arena
  * moved by the reference memcpy mover in a thread; the events_* tests
  * rebuild a pool's key set from a census and the events after it, and
- * overflow the events ring (events_ring, read from sysfs). Exit status: 0 all
+ * overflow the events ring (events_ring, read from sysfs). The safetensors_*
+ * tests check the tensor table parser (lib/safetensors.h) with no module;
+ * the weights test needs KVTIER_F_WEIGHTS and writes its model file in
+ * /tmp. Exit status: 0 all
  * passed, 1 a failure, 4 (kselftest skip) when nothing could run against
  * the module and nothing failed.
  */
@@ -25,10 +28,13 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <numa.h>
 #include <numaif.h>
 
 #include <kvtier.h>
+#define KVTIER_LIB_TESTS
+#include "safetensors.h"
 
 #define KSFT_SKIP	4
 
@@ -58,7 +64,8 @@ static struct kvtier_ctx *ctx;
 static const char *nvme_skip;
 static const char *nvme_dev;
 
-enum { NO_DEV, NEEDS_DEV, NEEDS_NVME, NEEDS_META, NEEDS_EVENTS };
+enum { NO_DEV, NEEDS_DEV, NEEDS_NVME, NEEDS_META, NEEDS_EVENTS,
+       NEEDS_WEIGHTS };
 
 /* Whether the context negotiated @bit. */
 static int has_feature(uint64_t bit)
@@ -85,6 +92,12 @@ static void run(const char *name, void (*fn)(void), int needs)
 	if (needs == NEEDS_EVENTS && !has_feature(KVTIER_F_EVENTS)) {
 		printf("ok %d %s # SKIP kvtier without KVTIER_F_EVENTS\n", ntest,
 		       name);
+		skipped++;
+		return;
+	}
+	if (needs == NEEDS_WEIGHTS && !has_feature(KVTIER_F_WEIGHTS)) {
+		printf("ok %d %s # SKIP kvtier without KVTIER_F_WEIGHTS\n",
+		       ntest, name);
 		skipped++;
 		return;
 	}
@@ -190,6 +203,7 @@ static void test_names(void)
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_LOOKUP_PIN), "lookup_pin"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_META), "meta"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_DIRECT), "direct"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_WEIGHTS), "weights"));
 	CHECK(kvtier_feature_name(1ULL << 63) == NULL);
 	CHECK(kvtier_feature_name(0) == NULL);
 	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_API)), "API"));
@@ -2453,6 +2467,440 @@ static void test_events_need_feature(void)
 	kvtier_close(c);
 }
 
+/* ---- safetensors tensor tables and weight pools ------------------------ */
+
+/* A safetensors header in @buf: the little-endian length, then @json. */
+static size_t st_header(char *buf, const char *json)
+{
+	uint64_t n = strlen(json);
+	int i;
+
+	for (i = 0; i < 8; i++)
+		buf[i] = n >> (8 * i);
+	memcpy(buf + 8, json, n);
+	return 8 + n;
+}
+
+static char st_buf[64 << 10];
+
+/* Parse @json as a file with @data bytes of tensors after the header. */
+static int st_parse_json(const char *json, uint64_t data,
+			 struct kvtier_st_table *tab)
+{
+	size_t len = st_header(st_buf, json);
+
+	return kvtier_st_parse(st_buf, len, len + data, tab);
+}
+
+static const char st_good[] =
+	"{\"__metadata__\":{\"format\":\"pt\",\"q\":\"a\\\"b\\u00e9\"},\n"
+	" \"model.embed_tokens.weight\":{\"dtype\":\"BF16\",\"shape\":[16,8],"
+	"\"data_offsets\":[0,256]},\n"
+	" \"model.layers.1.block_sparse_moe.experts.3.w1.weight\":"
+	"{\"data_offsets\":[640,704],\"shape\":[4,4],\"dtype\":\"F32\"},\n"
+	" \"model.layers.0.self_attn.q_proj.weight\":{\"dtype\":\"F16\","
+	"\"shape\":[8,8],\"data_offsets\":[256,384]},\n"
+	" \"model.layers.1.mlp.shared_experts.w\":{\"dtype\":\"I8\","
+	"\"shape\":[64],\"data_offsets\":[384,448]},\n"
+	" \"transformer.h.12.attn.bias\":{\"dtype\":\"F64\",\"shape\":[8],"
+	"\"data_offsets\":[448,512]},\n"
+	" \"blk.7.ffn_gate_exps.weight\":{\"dtype\":\"U8\",\"shape\":[128],"
+	"\"data_offsets\":[512,640]},\n"
+	" \"lm_head.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[],"
+	"\"data_offsets\":[704,705]},\n"
+	" \"empty\":{\"dtype\":\"BOOL\",\"shape\":[0,3],\"data_offsets\":[705,705]},\n"
+	" \"model.nolayers.3.w\":{\"dtype\":\"U8\",\"shape\":[1],"
+	"\"data_offsets\":[705,706]},\n"
+	" \"na\\u00efve.layer.5.x\":{\"dtype\":\"I64\",\"shape\":[1],"
+	"\"data_offsets\":[1024,1032]}\n"
+	"}      ";
+
+static void st_expect(const struct kvtier_tensor *t, const char *name,
+		      uint64_t offset, uint64_t bytes, int32_t layer,
+		      int32_t expert)
+{
+	if (strcmp(t->name, name) || t->offset != offset || t->bytes != bytes ||
+	    t->layer != layer || t->expert != expert) {
+		printf("#   got %s @%llu +%llu layer %d expert %d, expected %s @%llu +%llu layer %d expert %d\n",
+		       t->name, (unsigned long long)t->offset,
+		       (unsigned long long)t->bytes, t->layer, t->expert, name,
+		       (unsigned long long)offset, (unsigned long long)bytes,
+		       layer, expert);
+		case_failed = 1;
+	}
+}
+
+static void test_safetensors_parse(void)
+{
+	struct kvtier_st_table tab, again;
+	const struct kvtier_tensor *t;
+	uint64_t n, digest;
+
+	CHECK_EQ(st_parse_json(st_good, 2048, &tab), 0);
+	CHECK_EQ(tab.count, 10);
+	CHECK_EQ(tab.header_len, strlen(st_good));
+	CHECK_EQ(tab.data_off, 8 + strlen(st_good));
+	CHECK(tab.digest != 0);
+	/* In data order; the empty tensor before its neighbour, as listed */
+	t = tab.t;
+	st_expect(&t[0], "model.embed_tokens.weight", 0, 256, -1, -1);
+	st_expect(&t[1], "model.layers.0.self_attn.q_proj.weight", 256, 128, 0, -1);
+	st_expect(&t[2], "model.layers.1.mlp.shared_experts.w", 384, 64, 1, -1);
+	st_expect(&t[3], "transformer.h.12.attn.bias", 448, 64, 12, -1);
+	st_expect(&t[4], "blk.7.ffn_gate_exps.weight", 512, 128, 7, -1);
+	st_expect(&t[5], "model.layers.1.block_sparse_moe.experts.3.w1.weight",
+		  640, 64, 1, 3);
+	st_expect(&t[6], "lm_head.weight", 704, 1, -1, -1);
+	st_expect(&t[7], "empty", 705, 0, -1, -1);
+	st_expect(&t[8], "model.nolayers.3.w", 705, 1, -1, -1);
+	st_expect(&t[9], "na\xc3\xafve.layer.5.x", 1024, 8, 5, -1);
+	CHECK(!case_failed);
+	CHECK(!strcmp(t[0].dtype, "BF16"));
+	CHECK_EQ(t[0].ndim, 2);
+	CHECK_EQ(t[0].shape[0], 16);
+	CHECK_EQ(t[0].shape[1], 8);
+	CHECK(!strcmp(t[5].dtype, "F32"));
+	CHECK_EQ(t[6].ndim, 0);
+	CHECK_EQ(t[7].ndim, 2);
+	CHECK_EQ(t[7].shape[0], 0);
+
+	/* The digest: the same bytes and size, the same; another size, not */
+	digest = tab.digest;
+	kvtier_st_free(&tab);
+	CHECK(tab.t == NULL && tab.count == 0);
+	CHECK_EQ(st_parse_json(st_good, 2048, &again), 0);
+	CHECK(again.digest == digest);
+	kvtier_st_free(&again);
+	CHECK_EQ(st_parse_json(st_good, 2049, &again), 0);
+	CHECK(again.digest != digest);
+	kvtier_st_free(&again);
+
+	/* Exactly the data it indexes, and a buffer longer than the header */
+	CHECK_EQ(st_parse_json(st_good, 1032, &again), 0);
+	kvtier_st_free(&again);
+	n = st_header(st_buf, st_good);
+	CHECK_EQ(kvtier_st_parse(st_buf, n + 100, n + 1032, &again), 0);
+	CHECK_EQ(again.count, 10);
+	kvtier_st_free(&again);
+
+	/* No tensors at all is a table (weights_open refuses it) */
+	CHECK_EQ(st_parse_json("{}", 0, &again), 0);
+	CHECK_EQ(again.count, 0);
+	kvtier_st_free(&again);
+
+	/* A name of KVTIER_TENSOR_NAME_MAX - 1 bytes fits */
+	{
+		static char json[2 * KVTIER_TENSOR_NAME_MAX];
+		char name[KVTIER_TENSOR_NAME_MAX];
+
+		memset(name, 'n', sizeof(name) - 1);
+		name[sizeof(name) - 1] = '\0';
+		snprintf(json, sizeof(json), "{\"%s\":{\"dtype\":\"U8\","
+			 "\"shape\":[1],\"data_offsets\":[0,1]}}", name);
+		CHECK_EQ(st_parse_json(json, 1, &again), 0);
+		CHECK(!strcmp(again.t[0].name, name));
+		kvtier_st_free(&again);
+	}
+}
+
+#define ST_T(name, dtype, shape, offs)					\
+	"\"" name "\":{\"dtype\":\"" dtype "\",\"shape\":" shape	\
+	",\"data_offsets\":" offs "}"
+/* A table of one tensor, "a". */
+#define ST_A(dtype, shape, offs)	"{" ST_T("a", dtype, shape, offs) "}"
+
+/* Every malformation, one a case: -EBADMSG and an empty table. */
+static void test_safetensors_reject(void)
+{
+	static const struct {
+		const char *why;
+		const char *json;
+		uint64_t data;
+	} bad[] = {
+		{ "empty JSON", "", 64 },
+		{ "not an object", "[]", 64 },
+		{ "unclosed object", "{" ST_T("a", "U8", "[4]", "[0,4]"), 64 },
+		{ "trailing comma", "{" ST_T("a", "U8", "[4]", "[0,4]") ",}", 64 },
+		{ "trailing bytes", "{" ST_T("a", "U8", "[4]", "[0,4]") "}x", 64 },
+		{ "two objects", "{}{}", 64 },
+		{ "single quotes", "{'a':{}}", 64 },
+		{ "unterminated string", "{\"a", 64 },
+		{ "no colon", "{\"a\" {}}", 64 },
+		{ "bad escape", "{" ST_T("a\\x", "U8", "[4]", "[0,4]") "}", 64 },
+		{ "short \\u", "{" ST_T("a\\u12", "U8", "[4]", "[0,4]") "}", 64 },
+		{ "lone surrogate", "{" ST_T("a\\ud800", "U8", "[4]", "[0,4]") "}", 64 },
+		{ "low surrogate", "{" ST_T("a\\udc00b", "U8", "[4]", "[0,4]") "}", 64 },
+		{ "NUL in a name", "{" ST_T("a\\u0000", "U8", "[4]", "[0,4]") "}", 64 },
+		{ "control char", "{" ST_T("a\tb", "U8", "[4]", "[0,4]") "}", 64 },
+		{ "empty name", "{" ST_T("", "U8", "[4]", "[0,4]") "}", 64 },
+		{ "tensor not an object", "{\"a\":[0,4]}", 64 },
+		{ "unknown dtype", ST_A("F17", "[4]", "[0,4]"), 64 },
+		{ "lower-case dtype", ST_A("f32", "[1]", "[0,4]"), 64 },
+		{ "dtype not a string", "{\"a\":{\"dtype\":4,\"shape\":[4],\"data_offsets\":[0,4]}}", 64 },
+		{ "size mismatch", ST_A("F16", "[8,8]", "[0,100]"), 256 },
+		{ "size short by one", ST_A("F32", "[4]", "[0,15]"), 64 },
+		{ "shape overflow", ST_A("U8", "[4294967296,4294967296,16]", "[0,0]"), 64 },
+		{ "too many dims", ST_A("U8", "[1,1,1,1,1,1,1,1,4]", "[0,4]"), 64 },
+		{ "offsets past end", ST_A("U8", "[256]", "[0,256]"), 200 },
+		{ "begin past end", ST_A("U8", "[0]", "[300,300]"), 200 },
+		{ "begin after end", ST_A("U8", "[0]", "[10,5]"), 64 },
+		{ "one offset", ST_A("U8", "[4]", "[4]"), 64 },
+		{ "three offsets", ST_A("U8", "[4]", "[0,4,8]"), 64 },
+		{ "overlap", "{" ST_T("a", "U8", "[128]", "[0,128]") ","
+			     ST_T("b", "U8", "[128]", "[64,192]") "}", 256 },
+		{ "overlap, listed later", "{" ST_T("b", "U8", "[128]", "[64,192]") ","
+			     ST_T("c", "U8", "[16]", "[200,216]") ","
+			     ST_T("a", "U8", "[128]", "[0,128]") "}", 256 },
+		{ "same range", "{" ST_T("a", "U8", "[4]", "[0,4]") ","
+			     ST_T("b", "I8", "[4]", "[0,4]") "}", 64 },
+		{ "duplicate name", "{" ST_T("a", "U8", "[4]", "[0,4]") ","
+			     ST_T("a", "U8", "[0]", "[8,8]") "}", 64 },
+		{ "negative dim", ST_A("U8", "[-4]", "[0,4]"), 64 },
+		{ "negative offset", ST_A("U8", "[4]", "[-4,0]"), 64 },
+		{ "fraction", ST_A("U8", "[4.0]", "[0,4]"), 64 },
+		{ "exponent", ST_A("U8", "[4]", "[0,4e0]"), 64 },
+		{ "leading zero", ST_A("U8", "[04]", "[0,4]"), 64 },
+		{ "plus sign", ST_A("U8", "[+4]", "[0,4]"), 64 },
+		{ "string number", ST_A("U8", "[4]", "[0,\"4\"]"), 64 },
+		{ "u64 overflow", ST_A("U8", "[0]", "[18446744073709551616,18446744073709551616]"), 64 },
+		{ "missing shape", "{\"a\":{\"dtype\":\"U8\",\"data_offsets\":[0,4]}}", 64 },
+		{ "missing dtype", "{\"a\":{\"shape\":[4],\"data_offsets\":[0,4]}}", 64 },
+		{ "missing offsets", "{\"a\":{\"dtype\":\"U8\",\"shape\":[4]}}", 64 },
+		{ "unknown field", "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4],\"x\":1}}", 64 },
+		{ "duplicate field", "{\"a\":{\"dtype\":\"U8\",\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 64 },
+		{ "metadata not strings", "{\"__metadata__\":{\"a\":1}}", 64 },
+		{ "metadata not an object", "{\"__metadata__\":\"a\"}", 64 },
+		{ "metadata twice", "{\"__metadata__\":{},\"__metadata__\":{}}", 64 },
+	};
+	static char json[2 * KVTIER_TENSOR_NAME_MAX];
+	char name[KVTIER_TENSOR_NAME_MAX + 1];
+	struct kvtier_st_table tab;
+	uint8_t head[8] = { 0 };
+	uint64_t n;
+	size_t i, len;
+	int ret;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ret = st_parse_json(bad[i].json, bad[i].data, &tab);
+		if (ret != -EBADMSG || tab.t || tab.count) {
+			printf("#   %s: %d, expected -EBADMSG\n", bad[i].why, ret);
+			case_failed = 1;
+		}
+	}
+	CHECK(!case_failed);
+
+	/* Padded with a NUL, not a space */
+	len = st_header(st_buf, ST_A("U8", "[4]", "[0,4]"));
+	st_buf[len] = '\0';
+	st_buf[0]++;
+	CHECK_EQ(kvtier_st_parse(st_buf, len + 1, len + 1 + 64, &tab), -EBADMSG);
+
+	/* A name of KVTIER_TENSOR_NAME_MAX bytes: one too long */
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	CHECK_EQ(strlen(name), KVTIER_TENSOR_NAME_MAX);
+	snprintf(json, sizeof(json), "{" ST_T("%s", "U8", "[1]", "[0,1]") "}",
+		 name);
+	CHECK_EQ(st_parse_json(json, 1, &tab), -EBADMSG);
+
+	/* The length: truncated, 0, past the end of the file, too long */
+	len = st_header(st_buf, st_good);
+	CHECK_EQ(kvtier_st_parse(st_buf, 7, len + 2048, &tab), -EBADMSG);
+	CHECK_EQ(kvtier_st_parse(st_buf, len - 1, len + 2048, &tab), -EBADMSG);
+	CHECK_EQ(kvtier_st_parse(st_buf, len, len - 1, &tab), -EBADMSG);
+	CHECK_EQ(kvtier_st_parse(st_buf, len, 7, &tab), -EBADMSG);
+	/* the data section shorter than the table says */
+	CHECK_EQ(kvtier_st_parse(st_buf, len, len + 1031, &tab), -EBADMSG);
+	CHECK_EQ(kvtier_st_header_len(head, 1 << 20, &n), -EBADMSG);
+	head[0] = 16;
+	CHECK_EQ(kvtier_st_header_len(head, 24, &n), 0);
+	CHECK_EQ(n, 16);
+	CHECK_EQ(kvtier_st_header_len(head, 23, &n), -EBADMSG);
+	head[0] = 0;
+	head[3] = 0x06;		/* 96 MiB: under the bound */
+	CHECK_EQ(kvtier_st_header_len(head, 1ULL << 40, &n), 0);
+	CHECK_EQ(n, 96ULL << 20);
+	head[3] = 0x07;		/* 112 MiB: over it */
+	CHECK_EQ(kvtier_st_header_len(head, 1ULL << 40, &n), -EBADMSG);
+	head[3] = 0;
+	head[7] = 0x80;
+	CHECK_EQ(kvtier_st_header_len(head, UINT64_MAX, &n), -EBADMSG);
+}
+
+/* A weight pool's file: a table of @json, then @data bytes of pattern. */
+static int wt_file(char *path, const char *json, size_t data, char **bytes)
+{
+	size_t len = st_header(st_buf, json), i;
+	char *d = malloc(data);
+	int fd;
+
+	if (!d)
+		return -1;
+	for (i = 0; i < data; i++)
+		d[i] = (char)(i * 7 + i / 251);
+	strcpy(path, "/tmp/kvt-test-weights.XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0 || write(fd, st_buf, len) != (ssize_t)len ||
+	    write(fd, d, data) != (ssize_t)data) {
+		if (fd >= 0)
+			close(fd);
+		free(d);
+		return -1;
+	}
+	close(fd);
+	*bytes = d;
+	return len;
+}
+
+/* Addresses @lo..@hi (pool bytes, @hi exclusive) of @bs-byte blocks. */
+static uint32_t wt_range(uint64_t *a, uint32_t n, uint64_t lo, uint64_t hi,
+			 uint64_t bs)
+{
+	uint64_t b;
+
+	for (b = lo / bs; b <= (hi - 1) / bs; b++)
+		if (!n || a[n - 1] < b)
+			a[n++] = b;
+	return n;
+}
+
+static const char wt_json[] = "{"
+	ST_T("embed", "U8", "[5000]", "[0,5000]") ","
+	ST_T("model.layers.0.attn.w", "F16", "[3000]", "[5000,11000]") ","
+	ST_T("model.layers.0.mlp.experts.0.w", "F32", "[1000]", "[11000,15000]") ","
+	ST_T("model.layers.0.mlp.experts.1.w", "F32", "[10,100]", "[15000,19000]") ","
+	ST_T("model.layers.1.attn.w", "BF16", "[2048]", "[19000,23096]") ","
+	ST_T("lm_head", "U8", "[10]", "[23096,23106]") "}";
+
+static void test_weights(void)
+{
+	enum { BS = 4096, DATA = 23106 };
+	uint64_t want[16], got[16], d;
+	struct kvtier_weights *w, *w2;
+	struct kvtier_tensor t;
+	struct kvtier_pool *pool;
+	struct kvtier_key k;
+	uint32_t i, n, layers, experts;
+	char path[64], *bytes, *buf;
+	struct timespec ts[2];
+	int hlen;
+
+	hlen = wt_file(path, wt_json, DATA, &bytes);
+	CHECK(hlen > 0);
+	d = hlen;
+	buf = calloc(1, DATA);
+	CHECK(buf);
+	CHECK_EQ(kvtier_weights_open(ctx, path, pname("wt"), 1000, 0, &w),
+		 -EINVAL);
+	CHECK_EQ(kvtier_weights_open(ctx, "/nonexistent/x", pool_name, BS, 0,
+				     &w), -ENOENT);
+	CHECK_EQ(kvtier_weights_open(ctx, path, pname("wt"), BS, 3, &w), 0);
+	pool = kvtier_weights_pool(w);
+	/* The header is under 4096 bytes: block 0 at file offset 0 */
+	CHECK_EQ(kvtier_pool_block_size(pool), BS);
+	CHECK_EQ(kvtier_pool_capacity(pool), (d + DATA + BS - 1) / BS);
+	CHECK_EQ(kvtier_weights_count(w, &layers, &experts), 6);
+	CHECK_EQ(layers, 2);
+	CHECK_EQ(experts, 2);
+	CHECK_EQ(kvtier_weights_tensor(w, 1, NULL, &t), 0);
+	CHECK(!strcmp(t.name, "model.layers.0.attn.w"));
+	CHECK_EQ(t.offset, d + 5000);
+	CHECK_EQ(t.bytes, 6000);
+	CHECK_EQ(t.layer, 0);
+	CHECK_EQ(t.expert, -1);
+	CHECK_EQ(kvtier_weights_tensor(w, 0, "model.layers.0.mlp.experts.1.w",
+				       &t), 0);
+	CHECK_EQ(t.offset, d + 15000);
+	CHECK_EQ(t.expert, 1);
+	CHECK_EQ(t.ndim, 2);
+	CHECK_EQ(kvtier_weights_tensor(w, 6, NULL, &t), -ENOENT);
+	CHECK_EQ(kvtier_weights_tensor(w, 0, "nope", &t), -ENOENT);
+
+	/* Blocks: a layer, its experts, the rest; ascending, once each */
+	n = wt_range(want, 0, d + 5000, d + 19000, BS);
+	CHECK_EQ(kvtier_weights_blocks(w, 0, KVTIER_WEIGHTS_ALL, got, 16), n);
+	CHECK(!memcmp(got, want, n * sizeof(*got)));
+	CHECK_EQ(kvtier_weights_blocks(w, 0, KVTIER_WEIGHTS_ALL, got, 1), n);
+	n = wt_range(want, 0, d + 5000, d + 11000, BS);
+	CHECK_EQ(kvtier_weights_blocks(w, 0, -1, got, 16), n);
+	CHECK(!memcmp(got, want, n * sizeof(*got)));
+	n = wt_range(want, 0, d + 15000, d + 19000, BS);
+	CHECK_EQ(kvtier_weights_blocks(w, 0, 1, got, 16), n);
+	CHECK(!memcmp(got, want, n * sizeof(*got)));
+	n = wt_range(want, 0, d, d + 5000, BS);
+	n = wt_range(want, n, d + 23096, d + 23106, BS);
+	CHECK_EQ(kvtier_weights_blocks(w, -1, -1, got, 16), n);
+	CHECK(!memcmp(got, want, n * sizeof(*got)));
+	CHECK_EQ(kvtier_weights_blocks(w, 2, KVTIER_WEIGHTS_ALL, got, 16), -ENOENT);
+	CHECK_EQ(kvtier_weights_blocks(w, 0, 2, got, 16), -ENOENT);
+	CHECK_EQ(kvtier_weights_blocks(w, 1, 0, got, 16), -ENOENT);
+
+	/* Every tensor's bytes are the file's (DRAM holds 3 blocks of 6) */
+	for (i = 0; i < 6; i++) {
+		CHECK_EQ(kvtier_weights_tensor(w, i, NULL, &t), 0);
+		memset(buf, 0, DATA);
+		CHECK_EQ(kvtier_weights_read(w, &t, buf), 0);
+		CHECK(!memcmp(buf, bytes + (t.offset - d), t.bytes));
+	}
+	t.offset = (uint64_t)kvtier_pool_capacity(pool) * BS - 4;
+	t.bytes = 8;
+	CHECK_EQ(kvtier_weights_read(w, &t, buf), -EINVAL);
+
+	if (has_feature(KVTIER_F_PREFETCH)) {
+		struct kvtier_prefetch_args a = { .group = 77 };
+		struct kvtier_completion c;
+
+		CHECK_EQ(kvtier_weights_prefetch(w, 1, -1, &a), 0);
+		CHECK_EQ(kvtier_wait_group(pool, 77, &c, 5000), 0);
+		CHECK_EQ(c.status, 0);
+		CHECK_EQ(kvtier_weights_prefetch(w, 5, -1, &a), -ENOENT);
+		CHECK_EQ(kvtier_weights_prefetch(w, 1, -1, NULL), -EINVAL);
+	}
+
+	/* Read-only */
+	k.k[0] = 1;
+	k.k[1] = 2;
+	CHECK_EQ(kvtier_put1(pool, &k, buf, 0), -EROFS);
+
+	/* The same file opens the same pool; a changed one is refused */
+	CHECK_EQ(kvtier_weights_open(ctx, path, pool_name, BS, 0, &w2), 0);
+	CHECK_EQ(kvtier_weights_count(w2, NULL, NULL), 6);
+	kvtier_weights_close(w2);
+	CHECK_EQ(kvtier_weights_open(ctx, path, pool_name, 2 * BS, 0, &w2),
+		 -ESTALE);
+	/* (the pool denies writers the file: only its times change) */
+	ts[0].tv_sec = ts[1].tv_sec = 1000000;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	CHECK_EQ(utimensat(AT_FDCWD, path, ts, 0), 0);
+	CHECK_EQ(kvtier_weights_open(ctx, path, pool_name, BS, 0, &w2), -ESTALE);
+
+	kvtier_weights_close(w);
+	kvtier_weights_close(NULL);
+	CHECK_EQ(kvtier_pool_destroy(ctx, pool_name), 0);
+
+	/* A file that lies about its offsets */
+	unlink(path);
+	free(bytes);
+	hlen = wt_file(path, ST_A("U8", "[64]", "[0,64]"), 32, &bytes);
+	CHECK(hlen > 0);
+	CHECK_EQ(kvtier_weights_open(ctx, path, pool_name, BS, 0, &w), -EBADMSG);
+	unlink(path);
+	free(bytes);
+	free(buf);
+}
+
+/* A context without KVTIER_F_WEIGHTS is refused before any I/O. */
+static void test_weights_need_feature(void)
+{
+	struct kvtier_weights *w;
+	struct kvtier_ctx *c;
+
+	CHECK_EQ(kvtier_open(&c, KVTIER_F_POOLS), 0);
+	CHECK_EQ(kvtier_weights_open(c, "/nonexistent", "kvt-test.now", 4096,
+				     0, &w), -EOPNOTSUPP);
+	kvtier_close(c);
+}
+
 int main(void)
 {
 	int ret;
@@ -2471,6 +2919,8 @@ int main(void)
 	run("params_init", test_params_init, NO_DEV);
 	run("meta_set", test_meta_set, NO_DEV);
 	run("event_names", test_event_names, NO_DEV);
+	run("safetensors_parse", test_safetensors_parse, NO_DEV);
+	run("safetensors_reject", test_safetensors_reject, NO_DEV);
 	run("open", test_open, NEEDS_DEV);
 	run("pool_lifecycle", test_pool_lifecycle, NEEDS_DEV);
 	run("put_get_lookup", test_put_get_lookup, NEEDS_DEV);
@@ -2489,6 +2939,8 @@ int main(void)
 	run("events_overflow", test_events_overflow, NEEDS_EVENTS);
 	run("events_rdonly_meta", test_events_rdonly_meta, NEEDS_EVENTS);
 	run("events_need_feature", test_events_need_feature, NEEDS_EVENTS);
+	run("weights", test_weights, NEEDS_WEIGHTS);
+	run("weights_need_feature", test_weights_need_feature, NEEDS_DEV);
 	nvme_pick();
 	if (nvme_dev)
 		printf("# NVMe tests on %s (formatted)\n", nvme_dev);
