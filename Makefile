@@ -9,8 +9,9 @@
 #   make check      W=1/sparse module build, selftests in a VM, persistence
 #                   across reboots, checkpatch
 #   make check-crash power cuts during demotion, in the VM
-#   make bench      boot a VM, load the module, run tools/kvtier-bench and
-#                   the prefetch comparison (TRACE=FILE: a Mooncake trace);
+#   make bench      boot a VM, load the module, run tools/kvtier-bench,
+#                   the prefetch comparison (TRACE=FILE: a Mooncake trace)
+#                   and the weights demo;
 #                   build/bench.txt, and build/bench-latency.svg (gnuplot)
 #   make checkpatch checkpatch --strict and kernel-doc on the kernel sources
 #   make install    install (DESTDIR, PREFIX); make uninstall; make dkms-install

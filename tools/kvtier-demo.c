@@ -64,10 +64,12 @@ static void usage(FILE *f)
 		"usage: %s gen [generator options] > trace.jsonl\n"
 		"       %s replay [--trace FILE|generated] [replay options] [generator options]\n"
 		"       %s stats [--trace FILE|generated] [--max-requests N] [generator options]\n"
+		"       %s weights [weights options] (%s weights --help)\n"
 		"\n"
 		"gen writes the built-in workload as a Mooncake trace; replay plays a\n"
 		"trace through a kvtier pool and prints what the cache saved; stats\n"
-		"describes a trace without the module (size, infinite-cache hit ratio).\n"
+		"describes a trace without the module (size, infinite-cache hit ratio);\n"
+		"weights streams a generated model through a weight pool.\n"
 		"Exit status: 0, 1 failure (verify errors included), 2 bad usage.\n"
 		"\n"
 		"replay options:\n"
@@ -138,7 +140,7 @@ static void usage(FILE *f)
 		"                      a thread [emul]\n"
 		"  --hbm-gbps G        emul: write G to hbm_emul_gbps for the replay (0:\n"
 		"                      memcpy speed; needs root) [%d]\n"
-		"\n", prog, prog, prog, DEFAULT_HBM_GBPS);
+		"\n", prog, prog, prog, prog, prog, DEFAULT_HBM_GBPS);
 	gen_usage(f);
 }
 
@@ -158,7 +160,7 @@ static inline uint64_t pattern(const struct kvtier_key *k, uint64_t i)
 	return (k->k[0] ^ (i * GOLDEN)) + k->k[1];
 }
 
-static void fill_block(void *buf, uint64_t bytes, const struct kvtier_key *k)
+void fill_block(void *buf, uint64_t bytes, const struct kvtier_key *k)
 {
 	uint64_t *w = buf, i, n = bytes / 8;
 
@@ -167,7 +169,7 @@ static void fill_block(void *buf, uint64_t bytes, const struct kvtier_key *k)
 }
 
 /* Check every word (full) or the first word of each page; 0 if all match. */
-static int check_block(const void *buf, uint64_t bytes,
+int check_block(const void *buf, uint64_t bytes,
 		       const struct kvtier_key *k, int full)
 {
 	const uint64_t *w = buf;
@@ -735,10 +737,7 @@ computed:
 	return 0;
 }
 
-static void row(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void row(const char *name, const char *fmt, ...)
+void row(const char *name, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -749,7 +748,7 @@ static void row(const char *name, const char *fmt, ...)
 	putchar('\n');
 }
 
-static double ratio(uint64_t a, uint64_t b)
+double ratio(uint64_t a, uint64_t b)
 {
 	return b ? (double)a / b : 0;
 }
@@ -1733,6 +1732,31 @@ static const char *opt_value(int argc, char **argv, int *i, char **name)
 	return argv[++*i];
 }
 
+const char *opt_next(int argc, char **argv, int *i, char **name)
+{
+	const char *val;
+
+	if (strncmp(argv[*i], "--", 2)) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[*i]);
+		return NULL;
+	}
+	val = opt_value(argc, argv, i, name);
+	if (!val)
+		fprintf(stderr, "%s: --%s needs a value\n", prog, *name);
+	return val;
+}
+
+int opt_taken(int ret, const char *name, const char *val)
+{
+	if (ret > 0)
+		return 0;
+	if (ret < 0)
+		fprintf(stderr, "%s: bad value '%s' for --%s\n", prog, val, name);
+	else
+		fprintf(stderr, "%s: unknown option --%s\n", prog, name);
+	return EXIT_USAGE;
+}
+
 static int parse_replay_opt(struct replay_opts *o, const char *name,
 			    const char *val)
 {
@@ -1855,6 +1879,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "weights"))
+		return cmd_weights(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "gen")) {
 		cmd = GEN;
 	} else if (!strcmp(argv[1], "replay") || !strcmp(argv[1], "stats")) {
@@ -1894,29 +1920,17 @@ int main(int argc, char **argv)
 			o.nvme_format = 1;
 			continue;
 		}
-		if (strncmp(argv[i], "--", 2)) {
-			fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[i]);
+		val = opt_next(argc, argv, &i, &name);
+		if (!val)
 			return EXIT_USAGE;
-		}
-		val = opt_value(argc, argv, &i, &name);
-		if (!val) {
-			fprintf(stderr, "%s: --%s needs a value\n", prog, name);
-			return EXIT_USAGE;
-		}
 		ret = gen_parse_opt(&o.gen, name, val);
 		if (!ret && cmd == REPLAY)
 			ret = parse_replay_opt(&o, name, val);
 		if (!ret && cmd == STATS &&
 		    (!strcmp(name, "trace") || !strcmp(name, "max-requests")))
 			ret = parse_replay_opt(&o, name, val);
-		if (ret < 0) {
-			fprintf(stderr, "%s: bad value '%s' for --%s\n", prog, val, name);
+		if (opt_taken(ret, name, val))
 			return EXIT_USAGE;
-		}
-		if (!ret) {
-			fprintf(stderr, "%s: unknown option --%s\n", prog, name);
-			return EXIT_USAGE;
-		}
 	}
 
 	if (cmd == GEN)

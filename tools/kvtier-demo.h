@@ -137,6 +137,63 @@ void request_print(FILE *f, const struct request *r);
 /** request_free() - free a request's ids */
 void request_free(struct request *r);
 
+/* ---- shared by the commands (kvtier-demo.c) --------------------------- */
+
+struct kvtier_key;
+
+/**
+ * fill_block() - the bytes of a block (or a tensor) named by a key
+ * @buf:	out: @bytes bytes.
+ * @bytes:	a multiple of 8.
+ * @k:		the key: word i is (k0 ^ i * 0x9e3779b97f4a7c15) + k1.
+ */
+void fill_block(void *buf, uint64_t bytes, const struct kvtier_key *k);
+/**
+ * check_block() - whether @buf holds fill_block()'s bytes of @k
+ * @buf:	the bytes.
+ * @bytes:	a multiple of 8.
+ * @k:		the key.
+ * @full:	every word; 0: the first word of each page.
+ *
+ * Return: 0 if all match.
+ */
+int check_block(const void *buf, uint64_t bytes, const struct kvtier_key *k,
+		int full);
+/** row() - one "  name   value" line of a table */
+void row(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/** ratio() - @a / @b, 0 when @b is 0 */
+double ratio(uint64_t a, uint64_t b);
+/**
+ * opt_next() - the value of "--name value" or "--name=value" at argv[*i]
+ * @argc:	as main()'s.
+ * @argv:	as main()'s; a "--name=value" is split in place.
+ * @i:		in: the option's index; out: its value's.
+ * @name:	out: the name, without "--".
+ *
+ * Return: the value; NULL, said on stderr, for an argument that is not an
+ * option or an option without its value.
+ */
+const char *opt_next(int argc, char **argv, int *i, char **name);
+/**
+ * opt_taken() - what a parser said of an option
+ * @ret:	its answer: 1 taken, 0 not its option, -EINVAL a bad value.
+ * @name:	the option.
+ * @val:	its value.
+ *
+ * Return: 0 when taken; else 2 (bad usage), said on stderr.
+ */
+int opt_taken(int ret, const char *name, const char *val);
+
+/**
+ * cmd_weights() - `kvtier-demo weights` (kvtier-demo-weights.c)
+ * @argc:	arguments, "weights" first.
+ * @argv:	see @argc.
+ *
+ * Return: the exit status.
+ */
+int cmd_weights(int argc, char **argv);
+
 /* ---- the runtime model (kvtier-demo-runtime.c) ------------------------ */
 
 struct kvtier_pool;

@@ -12,7 +12,10 @@
 # (its kvtier-demo replay arguments), KVTIER_BENCH_LOAD=0 (skip the one
 # under load), KVTIER_BENCH_LOAD_ARGS (its arguments), KVTIER_BENCH_HBM=0 (skip the one to
 # HBM), KVTIER_BENCH_HBM_ARGS (its arguments), KVTIER_BENCH_LAYERS=0 (skip
-# the layer-wise one), KVTIER_BENCH_LAYER_ARGS (its arguments).
+# the layer-wise one), KVTIER_BENCH_LAYER_ARGS (its arguments),
+# KVTIER_BENCH_WEIGHTS=0 (skip the weight pools), KVTIER_BENCH_WEIGHTS_ARGS
+# and KVTIER_BENCH_EXPERT_ARGS (the dense and the MoE kvtier-demo weights
+# arguments).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -97,6 +100,72 @@ if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_LAYERS:-1} != 0 ]]; then
 	read -r -a layer_args <<<"${KVTIER_BENCH_LAYER_ARGS:---compare-layers 16 --block-bytes 1048576 --compute-us-per-token 20 --max-requests 200 --dram-blocks 64 --verify sample --nvme-format}"
 	echo "bench: kvtier-demo replay ${layer_args[*]}"
 	tools/kvtier-demo replay "${layer_args[@]}" 2>&1 | tee -a "$out/bench.log" || rc=$?
+fi
+
+# Weight pools: kvtier-demo weights streams a generated model twice the
+# pool's DRAM share from a file, without and with hints: layer streaming
+# (dense), then MoE (top-2 of 64, Zipf popularity, 80% of the experts
+# predicted). The file lives on a loop-mounted ext4 in the guest's /tmp,
+# which has O_DIRECT (the guest's tmpfs has not). Three runs of each; every
+# figure is the best of the three, with its run's absolute figures; the
+# runs' tables are in $out/weights-*.log.
+weights_bench() {
+	local dir mnt kind i r
+	local -a args
+
+	dir=$(mktemp -d /tmp/kvtier-weights.XXXXXX) || return 1
+	mnt=$dir/mnt
+	modprobe -a loop ext4 >/dev/null 2>&1 || true
+	if ! { mkdir "$mnt" && truncate -s 512M "$dir/img" &&
+		mkfs.ext4 -q -F -b 4096 "$dir/img" >/dev/null 2>&1 &&
+		mount -o loop,noatime "$dir/img" "$mnt"; }; then
+		echo "bench: kvtier-demo weights: skipped, no loop-mounted ext4 for the model file"
+		rm -rf "$dir"
+		return 0
+	fi
+	r=0
+	for kind in weights expert; do
+		if [[ $kind == weights ]]; then
+			read -r -a args <<<"${KVTIER_BENCH_WEIGHTS_ARGS:-}"
+		else
+			read -r -a args <<<"${KVTIER_BENCH_EXPERT_ARGS:---moe --modes none,expert}"
+		fi
+		echo "bench: kvtier-demo weights ${args[*]} (3 runs)"
+		for i in 1 2 3; do
+			tools/kvtier-demo weights --file "$mnt/model.safetensors" \
+				"${args[@]}" >"$out/weights-$kind-$i.log" 2>&1 || r=$?
+			sed -n "s/^\(${kind}_stall_hinted_vs_unhinted: \)/\1run $i: /p" \
+				"$out/weights-$kind-$i.log"
+			if ((r == 77)); then
+				grep -m1 skipped "$out/weights-$kind-$i.log" | sed 's/^/bench: /'
+				r=0
+				break 2
+			fi
+			((r == 0)) || { cat "$out/weights-$kind-$i.log"; break 2; }
+		done
+		# The best (lowest; highest for the hit share) of each figure.
+		awk -F': ' -v kind="$kind" '
+			$1 ~ "^" kind "_(stall_hinted_vs_unhinted|read_amplification)$" ||
+			$1 == "expert_hit_share" {
+				v = $2 + 0
+				if (!($1 in best) ||
+				    ($1 == "expert_hit_share" ? v > best[$1] : v < best[$1])) {
+					best[$1] = v; line[$1] = $0
+				}
+				if (!($1 in order)) { order[$1] = ++n; names[n] = $1 }
+			}
+			END { for (i = 1; i <= n; i++) print line[names[i]] }' \
+			"$out"/weights-"$kind"-[123].log | tee -a "$out/bench.log"
+	done
+	# The pool lets go of the file when its last fd closes.
+	umount "$mnt" 2>/dev/null || { sleep 1 && umount "$mnt"; } ||
+		umount -l "$mnt"
+	rm -rf "$dir"
+	return "$r"
+}
+
+if [[ -x tools/kvtier-demo && ${KVTIER_BENCH_WEIGHTS:-1} != 0 ]]; then
+	weights_bench || rc=$?
 fi
 
 grep -E '^[A-Za-z0-9_.]+: ' "$out/bench.log" >"$out/bench.txt" || true
