@@ -118,6 +118,12 @@ u32 kvt_rec_dcrc(u32 seed, u32 crc, u64 len)
 struct kvt_nvme *kvt_nvmes[KVTIER_NVME_MAX];
 DEFINE_SPINLOCK(kvt_nvme_qlock);
 
+/* The page of a kmalloc'ed or vmalloc'ed buffer's byte @p. */
+static struct page *kvt_buf_page(void *p)
+{
+	return is_vmalloc_addr(p) ? vmalloc_to_page(p) : virt_to_page(p);
+}
+
 /**
  * kvt_nvme_rw() - synchronous I/O on a kernel buffer (kmalloc or vmalloc)
  * @nvme: the device
@@ -139,8 +145,7 @@ int kvt_nvme_rw(struct kvt_nvme *nvme, blk_opf_t opf, u64 off, void *buf,
 	bio->bi_iter.bi_sector = KVT_SECTORS(off);
 	while (done < len) {
 		void *p = buf + done;
-		struct page *page = is_vmalloc_addr(p) ? vmalloc_to_page(p) :
-							 virt_to_page(p);
+		struct page *page = kvt_buf_page(p);
 		size_t n = min_t(size_t, len - done,
 				 PAGE_SIZE - offset_in_page(p));
 
@@ -452,7 +457,10 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	void *buf;
 
 	lockdep_assert_held(&nvme->lock);
-	/* Where it was taken: a drop meanwhile may forget the copy. */
+	/*
+	 * Its copy, as kvt_relocate_take() found it: an unlink meanwhile
+	 * leaves nloc as it is, and the block's state is looked at after.
+	 */
 	spin_lock(&pool->lock);
 	nloc = blk->nloc;
 	ncrc = blk->ncrc;
@@ -661,13 +669,8 @@ static struct bio *kvt_io_add_buf(struct kvt_io *io, struct bio *bio,
 {
 	u64 off;
 
-	for (off = 0; off < len; off += PAGE_SIZE) {
-		void *p = buf + off;
-
-		bio = kvt_io_add(io, bio, is_vmalloc_addr(p) ?
-				 vmalloc_to_page(p) : virt_to_page(p),
-				 PAGE_SIZE);
-	}
+	for (off = 0; off < len; off += PAGE_SIZE)
+		bio = kvt_io_add(io, bio, kvt_buf_page(buf + off), PAGE_SIZE);
 	return bio;
 }
 
@@ -885,7 +888,6 @@ static void kvt_wbr_write_summary(struct kvt_wbr *wbr)
 	struct kvt_nvme *nvme = wbr->io.nvme;
 	void *dr = wbr->summary;
 	struct bio *bio;
-	size_t off;
 
 	/*
 	 * The data went without FUA: the flush ahead of the summary makes it
@@ -898,10 +900,7 @@ static void kvt_wbr_write_summary(struct kvt_wbr *wbr)
 			 (wbr->demoted ? REQ_PREFLUSH : 0),
 			 KVT_SECTORS(kvt_region_bytes_off(nvme, wbr->region) +
 				     (u64)wbr->page * KVT_DISK_PAGE));
-	for (off = 0; off < wbr->bytes; off += PAGE_SIZE)
-		bio = kvt_io_add(&wbr->io, bio, is_vmalloc_addr(dr) ?
-				 vmalloc_to_page(dr + off) :
-				 virt_to_page(dr + off), PAGE_SIZE);
+	bio = kvt_io_add_buf(&wbr->io, bio, dr, wbr->bytes);
 	kvt_io_submit(&wbr->io, bio);
 }
 
