@@ -138,8 +138,8 @@ static int wt_sh_line(char *out, size_t len, const char *cmd)
 	return ret;
 }
 
-/* The sectors of ext4's image: 64 MiB. */
-#define WT_IMG_SECTORS	(64 * KST_MIB / 512)
+/* The sectors of ext4's image: 16 MiB (mkfs and mount once a case). */
+#define WT_IMG_SECTORS	(16 * KST_MIB / 512)
 
 /*
  * A fresh file system of kind @fs at @m->mnt: 0; -ENODEV when this
@@ -709,7 +709,6 @@ FIXTURE_VARIANT(wbytes) {
 FIXTURE_VARIANT_ADD(wbytes, tmpfs_off0) { .fs = WT_TMPFS, .off = 0 };
 FIXTURE_VARIANT_ADD(wbytes, tmpfs_off3p) { .fs = WT_TMPFS, .off = 3 * KST_PAGE };
 FIXTURE_VARIANT_ADD(wbytes, ext4_off0) { .fs = WT_EXT4, .off = 0 };
-FIXTURE_VARIANT_ADD(wbytes, ext4_off3p) { .fs = WT_EXT4, .off = 3 * KST_PAGE };
 FIXTURE_VARIANT_ADD(wbytes, ext4_off257p) { .fs = WT_EXT4, .off = 257 * KST_PAGE };
 
 FIXTURE_SETUP(wbytes)
