@@ -57,6 +57,16 @@ listing (Pool.events() has the whole recipe):
                     if e.seq > seq:
                         print(e.type_name, e.key, e.tier_name)
 
+Weight pools (F_WEIGHTS): a safetensors model file's bytes as a read-only
+pool, its blocks named by tensor, layer and expert (Weights has more):
+
+            with ctx.open_weights("model.safetensors", "llama-w",
+                                  block_size=2 << 20) as w:
+                pf = w.prefetch(3, group=7, deadline_ns=deadline)
+                t = w.tensor("model.layers.3.mlp.experts.5.w1.weight")
+                pf.wait(1000)                        # layer 3 in DRAM
+                b = w.read(t)                        # its bytes
+
 Errors of a whole call raise ``kvtier.Error``, an ``OSError`` whose
 ``errno`` is the kernel's (``e.errno == errno.EEXIST``). Batched commands
 do not raise for per-entry outcomes (a miss, an existing key): they return
@@ -77,6 +87,7 @@ import os
 __all__ = [
     "Error", "Context", "Pool", "Batch", "Key", "Prefetch", "Completion",
     "Mover", "Ready", "Event", "Events", "Census", "CensusEntry",
+    "Weights", "Tensor",
     "open", "key_chain", "now_ns", "tier_name", "feature_name",
     "event_name", "event_reason_name",
 ]
@@ -102,6 +113,7 @@ F_PARTS = 1 << 12
 F_EVENTS = 1 << 13
 F_COMPRESS = 1 << 14
 F_DIRECT = 1 << 15
+F_WEIGHTS = 1 << 16
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -109,6 +121,9 @@ BATCH_MAX = 4096
 SEGS_MAX = 1024
 META_MAX = 64                       # bytes of a block's metadata record
 PARTS_MAX = 256                     # parts a pool's blocks are read in
+TENSOR_NAME_MAX = 256               # a weight pool's tensor names (with NUL)
+TENSOR_DIMS_MAX = 8
+WEIGHTS_ALL = -2                    # Weights.blocks(): the whole layer
 COMPRESS_NONE = 0                   # a pool's NVMe copies' compressor
 COMPRESS_LZ4 = 1
 COMPRESS_LZ4HC = 2
@@ -307,6 +322,14 @@ class _CensusEntry(ctypes.Structure):
                 ("flags", _u32)]
 
 
+class _Tensor(ctypes.Structure):
+    """struct kvtier_tensor (lib/include/kvtier.h)"""
+    _fields_ = [("name", ctypes.c_char * TENSOR_NAME_MAX),
+                ("dtype", ctypes.c_char * 8), ("ndim", _u32),
+                ("shape", _u64 * TENSOR_DIMS_MAX), ("offset", _u64),
+                ("bytes", _u64), ("layer", _s32), ("expert", _s32)]
+
+
 assert ctypes.sizeof(_Block) == 48
 assert ctypes.sizeof(_Event) == 56
 assert ctypes.sizeof(_Events) == 48
@@ -320,6 +343,7 @@ assert ctypes.sizeof(_NvmeStat) == 152
 assert ctypes.sizeof(_Hint) == 48
 assert ctypes.sizeof(_Completion) == 48
 assert ctypes.sizeof(_PrefetchArgs) == 40
+assert ctypes.sizeof(_Tensor) == 360
 
 # ---- the library -----------------------------------------------------------
 
@@ -425,6 +449,23 @@ _kvtier_event_name = _proto("kvtier_event_name", ctypes.c_char_p,
                             ctypes.c_uint)
 _kvtier_event_reason_name = _proto("kvtier_event_reason_name",
                                    ctypes.c_char_p, ctypes.c_uint)
+_kvtier_weights_open = _proto("kvtier_weights_open", ctypes.c_int, _P,
+                              ctypes.c_char_p, ctypes.c_char_p, _u64, _u32,
+                              _PP)
+_kvtier_weights_close = _proto("kvtier_weights_close", None, _P)
+_kvtier_weights_pool = _proto("kvtier_weights_pool", _P, _P)
+_kvtier_weights_count = _proto("kvtier_weights_count", _u32, _P, _U32P,
+                               _U32P)
+_kvtier_weights_tensor = _proto("kvtier_weights_tensor", ctypes.c_int, _P,
+                                _u32, ctypes.c_char_p,
+                                ctypes.POINTER(_Tensor))
+_kvtier_weights_blocks = _proto("kvtier_weights_blocks", ctypes.c_int, _P,
+                                _s32, _s32, ctypes.POINTER(_u64), _u32)
+_kvtier_weights_prefetch = _proto("kvtier_weights_prefetch", ctypes.c_int,
+                                  _P, _s32, _s32,
+                                  ctypes.POINTER(_PrefetchArgs))
+_kvtier_weights_read = _proto("kvtier_weights_read", ctypes.c_int, _P,
+                              ctypes.POINTER(_Tensor), _P)
 _kvtier_key_chain_n = _proto("kvtier_key_chain_n", None,
                              ctypes.POINTER(_u64 * 2),
                              ctypes.POINTER(_u64), ctypes.c_size_t,
@@ -592,7 +633,8 @@ class Stat(dict):
 
 
 class Prefetch:
-    """What PREFETCH said about a group's hints (Pool.prefetch()).
+    """What PREFETCH said about a group's hints (Pool.prefetch(),
+    Weights.prefetch()).
 
     group:    the group id.
     queued:   hints whose blocks need staging (not in the target tier
@@ -603,26 +645,37 @@ class Prefetch:
     tier:     per hint, TIER_* where the block was (TIER_NONE if absent).
     addr:     per hint, the block address, or ADDR_NONE.
 
+    Of Weights.prefetch(), addr is the blocks hinted, and queued,
+    resident, status and tier are None: kvtier_weights_prefetch(3) does
+    not report them.
+
     wait(timeout_ms) waits for the group's Completion (Pool.wait_group()).
     """
     __slots__ = ("group", "queued", "resident", "status", "tier", "addr",
                  "_pool")
 
-    def __init__(self, pool, group, queued, resident, hints):
+    def __init__(self, pool, group, queued, resident, hints, addrs=None):
         self._pool = pool
         self.group = group
         self.queued = queued
         self.resident = resident
+        if hints is None:
+            self.status = self.tier = None
+            self.addr = list(addrs)
+            return
         self.status = [h.status for h in hints]
         self.tier = [h.tier for h in hints]
         self.addr = [h.addr for h in hints]
 
     def __len__(self):
-        return len(self.status)
+        return len(self.addr)
 
     @property
     def tiers(self):
-        """Tier names per hint: 'hbm', 'dram', 'nvme', 'none'."""
+        """Tier names per hint: 'hbm', 'dram', 'nvme', 'none' (None when
+        tier is)."""
+        if self.tier is None:
+            return None
         return [tier_name(t) for t in self.tier]
 
     def wait(self, timeout_ms=-1):
@@ -630,8 +683,8 @@ class Prefetch:
         return self._pool.wait_group(self.group, timeout_ms)
 
     def __repr__(self):
-        return "Prefetch(group=%d, queued=%d, resident=%d, hints=%d)" % (
-            self.group, self.queued, self.resident, len(self.status))
+        return "Prefetch(group=%d, queued=%s, resident=%s, hints=%d)" % (
+            self.group, self.queued, self.resident, len(self.addr))
 
 
 class Completion(collections.namedtuple(
@@ -886,6 +939,46 @@ class Census(collections.namedtuple("Census", "seq log_id entries")):
         return {e.key: e.tier for e in self.entries}
 
 
+class Tensor(collections.namedtuple(
+        "Tensor", "name dtype shape offset bytes layer expert")):
+    """One tensor of a weight pool (struct kvtier_tensor, Weights.tensor()).
+
+    name:   its name in the file's tensor table (a str).
+    dtype:  its safetensors dtype: 'F16', 'BF16', 'F32', 'I8', ...
+    shape:  its shape, a tuple of ints (() for a scalar).
+    offset: where its bytes start in the pool's address space: block
+            offset // block_size, byte offset % block_size of it.
+    bytes:  its length in bytes (the shape's product times the dtype's
+            size).
+    layer:  the layer its name names (the number after 'layers.',
+            'layer.', 'h.' or 'blk.'), or -1 (embeddings, final norm,
+            head).
+    expert: the expert its name names within the layer (the number after
+            'experts.'), or -1.
+    """
+    __slots__ = ()
+
+    @classmethod
+    def _of(cls, t):
+        return cls(t.name.decode("utf-8", "surrogateescape"),
+                   t.dtype.decode(), tuple(t.shape[:t.ndim]), t.offset,
+                   t.bytes, t.layer, t.expert)
+
+    def _raw(self):
+        """The struct kvtier_tensor of this tuple."""
+        t = _Tensor()
+        t.name = self.name.encode("utf-8", "surrogateescape")
+        t.dtype = self.dtype.encode()
+        t.ndim = len(self.shape)
+        for i, d in enumerate(self.shape):
+            t.shape[i] = d
+        t.offset = self.offset
+        t.bytes = self.bytes
+        t.layer = self.layer
+        t.expert = self.expert
+        return t
+
+
 # Statuses kvtier_request_ready() returns for a group that ended badly or a
 # wait that ran out: results, not errors of the call.
 _READY_STATUSES = (-_errno.ETIME, -_errno.EIO, -_errno.ENOSPC,
@@ -900,6 +993,14 @@ def _struct_dict(s):
         v = getattr(s, name)
         d[name] = v
     return d
+
+
+def _prefetch_args(group, deadline_ns, cookie, priority, cancel_late, tier,
+                   background):
+    """The struct kvtier_prefetch_args of Pool.prefetch()'s arguments."""
+    flags = ((PREFETCH_CANCEL_LATE if cancel_late else 0) |
+             (PREFETCH_BACKGROUND if background else 0))
+    return _PrefetchArgs(group, cookie, deadline_ns, flags, priority, tier)
 
 
 # ---- buffers ---------------------------------------------------------------
@@ -1062,6 +1163,32 @@ class Context:
         """Remove a pool's name; its data goes with its last fd
         (kvtier_pool_destroy(3)). Raises Error: ENOENT, EPERM."""
         _check(_kvtier_pool_destroy(self._h(), name.encode()), name)
+
+    def open_weights(self, path, name, block_size, dram_blocks=0):
+        """A weight pool of a safetensors model file, a Weights
+        (kvtier_weights_open(3), needs F_WEIGHTS).
+
+        Reads and checks the file's tensor table, then creates the pool
+        `name` of block_size bytes a block (a multiple of 4096) and
+        dram_blocks of DRAM (0: the whole file), mode 0600, or opens the
+        pool of that name made from the same file (unchanged since). The
+        kernel opens the file for itself; while the pool lives the file
+        cannot be opened for writing. The pool stays, by name, after
+        Weights.close(), until destroy_pool(name).
+
+        Raises Error: EBADMSG (a malformed file, or a table that lies),
+        ESTALE (the pool of that name is another file's, or this one's
+        before it changed), EINVAL (block_size, not a regular file),
+        EFBIG (too many blocks: use larger ones), ETXTBSY (the file is
+        open for writing), EOPNOTSUPP (no F_WEIGHTS), ENOENT, EACCES (as
+        open(2)), and as create_pool().
+        """
+        w = ctypes.c_void_p()
+        _check(_kvtier_weights_open(self._h(), os.fsencode(path),
+                                    name.encode(), block_size, dram_blocks,
+                                    ctypes.byref(w)),
+               "%s (%s)" % (name, os.fsdecode(path)))
+        return Weights(w, name, path)
 
     def nvme_attach(self, path, format=False, region_kib=0):
         # pylint: disable=redefined-builtin
@@ -1317,9 +1444,8 @@ class Pool:
             k = Key.of(k)
             hints[i].key[0] = k[0]
             hints[i].key[1] = k[1]
-        flags = ((PREFETCH_CANCEL_LATE if cancel_late else 0) |
-                 (PREFETCH_BACKGROUND if background else 0))
-        a = _PrefetchArgs(group, cookie, deadline_ns, flags, priority, tier)
+        a = _prefetch_args(group, deadline_ns, cookie, priority, cancel_late,
+                           tier, background)
         queued = _u32()
         resident = _u32()
         _check(_kvtier_prefetch(self._h(), hints, n, ctypes.byref(a),
@@ -1580,6 +1706,188 @@ class Pool:
     def __repr__(self):
         return "<kvtier.Pool %s block_size=%d capacity=%d%s>" % (
             self.name, self.block_size, self.capacity,
+            " closed" if self.closed else "")
+
+
+class _WeightsPool(Pool):
+    """The pool of a Weights (kvtier_weights_pool(3)): the Weights owns it,
+    so close() only forgets it here; Weights.close() closes it."""
+
+    def close(self):
+        self._p = None
+
+
+class Weights:
+    """A weight pool: a safetensors model file's bytes as a read-only pool
+    (Context.open_weights(), kvtier_weights_open(3); needs F_WEIGHTS),
+    its blocks named by tensor, layer and expert so that a runtime need
+    not know the file's layout:
+
+        with ctx.open_weights("model.safetensors", "llama-w",
+                              block_size=2 << 20) as w:
+            t = w.tensor("model.layers.0.self_attn.q_proj.weight")
+            q = w.read(t)                       # a bytearray of t.bytes
+            pf = w.prefetch(1, group=1,         # all of layer 1, by
+                            deadline_ns=kvtier.now_ns() + 20000000)  # 20 ms
+            ...                                 # layer 0's forward pass
+            c = pf.wait(1000)                   # layer 1 is in DRAM
+
+    Close it, or use it as a context manager; the pool stays, by name,
+    until Context.destroy_pool(name).
+
+    name:    the pool's name.
+    path:    the model file.
+    pool:    the pool, a Pool, for stat(), lookup(), wait_group(),
+             completions(), cancel(), hbm_attach(), fileno(), ...: owned
+             by this Weights (closing it only forgets it; close() closes
+             it). Its keys are the library's: address a is block a of the
+             file's bytes. It is read-only: put(), drop(), reserve(),
+             commit(), abort() and adopt() raise Error EROFS.
+    count:   the number of tensors (len() too; iterating yields them).
+    layers:  1 + the highest layer a tensor names, or 0.
+    experts: 1 + the highest expert a tensor names, or 0.
+    """
+
+    def __init__(self, handle, name, path):
+        self._w = handle
+        self.name = name
+        self.path = path
+        self.pool = _WeightsPool(ctypes.c_void_p(_kvtier_weights_pool(handle)),
+                                 name)
+        layers = _u32()
+        experts = _u32()
+        self.count = _kvtier_weights_count(handle, ctypes.byref(layers),
+                                           ctypes.byref(experts))
+        self.layers = layers.value
+        self.experts = experts.value
+
+    def _h(self):
+        if not self._w:
+            raise ValueError("kvtier weights %s are closed" % self.name)
+        return self._w
+
+    def _tensor(self, which):
+        """The struct kvtier_tensor of a name or an index."""
+        t = _Tensor()
+        if isinstance(which, str):
+            ret = _kvtier_weights_tensor(self._h(), 0, which.encode(),
+                                         ctypes.byref(t))
+        elif 0 <= which < 1 << 32:
+            ret = _kvtier_weights_tensor(self._h(), which, None,
+                                         ctypes.byref(t))
+        else:
+            ret = -_errno.ENOENT
+        _check(ret, "tensor %s %r" % (self.name, which))
+        return t
+
+    def tensor(self, which):
+        """One tensor, a Tensor: by name (a str), or by index (0..count - 1,
+        in the order of the tensors' bytes in the file). Raises Error:
+        ENOENT (no such name or index)."""
+        return Tensor._of(self._tensor(which))
+
+    def tensors(self):
+        """Every tensor, a list of Tensor, in the order of their bytes in
+        the file."""
+        return [self.tensor(i) for i in range(self.count)]
+
+    def blocks(self, layer, expert=WEIGHTS_ALL):
+        """The addresses of a layer's blocks, ascending, each once (a list;
+        kvtier_weights_blocks(3)): expert WEIGHTS_ALL those of every
+        tensor of the layer, -1 those of its tensors but its experts', E
+        those of expert E's; layer -1 those of the tensors of no layer
+        (embeddings, final norm, head). A block two tensors share is in
+        both their lists; [] when the tensors are all empty. Raises
+        Error: ENOENT (no tensor of that layer and expert)."""
+        what = "blocks %s layer %d expert %d" % (self.name, layer, expert)
+        n = _check(_kvtier_weights_blocks(self._h(), layer, expert, None, 0),
+                   what)
+        addrs = (_u64 * max(n, 1))()
+        n = _check(_kvtier_weights_blocks(self._h(), layer, expert, addrs, n),
+                   what)
+        return list(addrs[:n])
+
+    def prefetch(self, layer, expert=WEIGHTS_ALL, *, group, deadline_ns=0,
+                 cookie=0, priority=0, cancel_late=False, tier=TIER_DRAM,
+                 background=False):
+        """Ask for a layer's or an expert's blocks (those of blocks(layer,
+        expert)) to be in DRAM, or tier=TIER_HBM in the pool's device
+        tier, by a deadline: one prefetch group of address hints
+        (kvtier_weights_prefetch(3)), queued with the pool's other
+        groups, KV or weights, in one deadline order. The arguments from
+        group on are Pool.prefetch()'s (group: nonzero, unique among the
+        pool's live groups). Returns a Prefetch whose addr is the blocks
+        hinted (queued, resident, status and tier are None); its wait(),
+        or the pool's wait_group(), completions(), fileno(), gives the
+        group's Completion.
+
+        Raises Error: ENOENT (no tensor of that layer and expert, or none
+        with a byte), E2BIG (more blocks than the handshake's batch_max:
+        prefetch by expert, or use larger blocks), and as Pool.prefetch().
+        """
+        a = _prefetch_args(group, deadline_ns, cookie, priority, cancel_late,
+                           tier, background)
+        _check(_kvtier_weights_prefetch(self._h(), layer, expert,
+                                        ctypes.byref(a)),
+               "prefetch %s layer %d expert %d group %d"
+               % (self.name, layer, expert, group))
+        return Prefetch(self.pool, group, None, None, None,
+                        self.blocks(layer, expert))
+
+    def read(self, tensor, buf=None):
+        """Copy a tensor's bytes out of the pool (kvtier_weights_read(3)):
+        its blocks are GET (loaded from the file where not in DRAM) and its
+        range of them copied. tensor: a Tensor, a name or an index. buf: a
+        writable, C-contiguous buffer of exactly its bytes (a bytearray,
+        a memoryview slice of a larger arena, a numpy array, ...), else a
+        new bytearray; returns buf. Raises Error: ENOENT (no such tensor;
+        a block of it is gone: the file changed, a read failed), EINVAL
+        (a Tensor past the end of the pool), and as Pool.get(); on an
+        error buf may hold part of the bytes."""
+        if isinstance(tensor, Tensor):
+            t = tensor._raw()
+        else:
+            t = self._tensor(tensor)
+        if buf is None:
+            buf = bytearray(t.bytes)
+        keep = []
+        addr = _addr_of(buf, t.bytes, True, keep)
+        _check(_kvtier_weights_read(self._h(), ctypes.byref(t), addr),
+               "read %s %s" % (self.name, t.name.decode("utf-8", "replace")))
+        del keep
+        return buf
+
+    def close(self):
+        """Close the handle and its pool; the pool stays, by name, until
+        Context.destroy_pool()."""
+        if self._w:
+            self.pool.close()
+            _kvtier_weights_close(self._w)
+            self._w = None
+
+    @property
+    def closed(self):
+        return not self._w
+
+    def __len__(self):
+        return self.count
+
+    def __iter__(self):
+        return iter(self.tensors())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_w", None):
+            self.close()
+
+    def __repr__(self):
+        return "<kvtier.Weights %s %s tensors=%d layers=%d experts=%d%s>" % (
+            self.name, self.path, self.count, self.layers, self.experts,
             " closed" if self.closed else "")
 
 

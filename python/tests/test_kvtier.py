@@ -18,11 +18,13 @@ import array
 import collections
 import errno
 import json
+import math
 import mmap
 import os
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -139,6 +141,31 @@ class TestOffline(unittest.TestCase):
 
     def test_error_is_oserror(self):
         self.assertTrue(issubclass(kvtier.Error, OSError))
+
+    def test_tensor_marshalled(self):
+        # struct kvtier_tensor as the library fills it, and back as
+        # Weights.read() hands a Tensor to kvtier_weights_read().
+        self.assertEqual(kvtier.feature_name(kvtier.F_WEIGHTS), "weights")
+        self.assertEqual(kvtier.WEIGHTS_ALL, -2)
+        raw = kvtier._Tensor()
+        raw.name = b"model.layers.1.mlp.experts.3.w1.weight"
+        raw.dtype = b"BF16"
+        raw.ndim = 2
+        raw.shape[0], raw.shape[1], raw.shape[2] = 10, 100, 77
+        raw.offset = 1 << 40
+        raw.bytes = 2000
+        raw.layer, raw.expert = 1, 3
+        t = kvtier.Tensor._of(raw)
+        self.assertEqual(t, ("model.layers.1.mlp.experts.3.w1.weight",
+                             "BF16", (10, 100), 1 << 40, 2000, 1, 3))
+        back = t._raw()
+        self.assertEqual((back.name, back.dtype, back.ndim,
+                          list(back.shape), back.offset, back.bytes,
+                          back.layer, back.expert),
+                         (raw.name, raw.dtype, 2, [10, 100] + [0] * 6,
+                          1 << 40, 2000, 1, 3))
+        self.assertEqual(kvtier.Tensor._of(kvtier._Tensor()),
+                         ("", "", (), 0, 0, 0, 0))
 
 
 class PoolCase(unittest.TestCase):
@@ -1752,6 +1779,240 @@ class TestEventsPublisher(EventsPoolCase):
         self.assertEqual(held, want)
         self.assertIn("resync (overflow", self.run_.stderr)
         self.assertEqual(self.run_.sub.clears, 3)   # start, overflow, end
+
+
+# A model file of weights for a weight pool: (name, dtype, shape, layer,
+# expert), laid out in this order (the table is written sorted by name).
+WT_BS = 4096
+WT_TENSORS = [
+    ("model.embed_tokens.weight", "U8", (5000,), -1, -1),
+    ("model.layers.0.self_attn.q_proj.weight", "F16", (3000,), 0, -1),
+    ("model.layers.0.input_layernorm.weight", "F32", (16,), 0, -1),
+    ("model.layers.1.mlp.experts.0.w1.weight", "BF16", (2048,), 1, 0),
+    ("model.layers.1.mlp.experts.3.w1.weight", "F32", (10, 100), 1, 3),
+    ("model.layers.1.post_attention_layernorm.weight", "F32", (256,), 1,
+     -1),
+    ("model.norm.weight", "F16", (64,), -1, -1),
+    ("lm_head.weight", "I8", (10, 10), -1, -1),
+]
+DTYPE_SIZE = {"U8": 1, "I8": 1, "F16": 2, "BF16": 2, "F32": 4}
+
+
+def safetensors(specs):
+    """A safetensors file of WT_TENSORS-like specs: (its bytes, each
+    tensor's bytes, the end of its header)."""
+    table = {"__metadata__": {"format": "pt"}}
+    datas = []
+    off = 0
+    for i, (name, dtype, shape, _, _) in enumerate(specs):
+        n = DTYPE_SIZE[dtype] * math.prod(shape)
+        datas.append(bytes((j * 7 + j // 251 + i * 31) & 0xff
+                           for j in range(n)))
+        table[name] = {"dtype": dtype, "shape": list(shape),
+                       "data_offsets": [off, off + n]}
+        off += n
+    head = json.dumps(table, sort_keys=True, separators=(",", ":")).encode()
+    return (struct.pack("<Q", len(head)) + head + b"".join(datas), datas,
+            8 + len(head))
+
+
+def covered(tensors, bs):
+    """The block addresses the tensors' bytes lie in, ascending, once."""
+    return sorted({b for t in tensors
+                   for b in range(t.offset // bs,
+                                  (t.offset + t.bytes - 1) // bs + 1)})
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestWeights(unittest.TestCase):
+    """Context.open_weights(): a safetensors file as a read-only pool,
+    named by tensor, layer and expert (needs F_WEIGHTS). The file is in a
+    new directory of the tempfile module's (/tmp: the kernel reads it
+    too); it is written and closed before the pool opens it, as the pool
+    keeps writers out while it lives."""
+
+    def setUp(self):
+        self.ctx = kvtier.open()
+        if not self.ctx.api["supported"] & kvtier.F_WEIGHTS:
+            self.ctx.close()
+            self.skipTest("no KVTIER_F_WEIGHTS")
+        self.name = "pytest-%d-%s" % (os.getpid(), self._testMethodName[-20:])
+        self.dir = tempfile.mkdtemp(prefix="kvtier-pytest-w.")
+        self.path = os.path.join(self.dir, "model.safetensors")
+        self.w = None
+        blob, self.data, self.hdr_end = safetensors(WT_TENSORS)
+        self.size = len(blob)
+        with open(self.path, "wb") as f:
+            f.write(blob)
+        self.w = self.ctx.open_weights(self.path, self.name, WT_BS)
+
+    def tearDown(self):
+        if self.w:
+            self.w.close()
+        try:
+            self.ctx.destroy_pool(self.name)
+        except kvtier.Error:
+            pass
+        self.ctx.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def assertErrno(self, err, fn, *a, **kw):
+        with self.assertRaises(kvtier.Error) as cm:
+            fn(*a, **kw)
+        self.assertEqual(cm.exception.errno, err, (fn, a, kw))
+
+    def test_tensors_named_by_layer_and_expert(self):
+        w = self.w
+        self.assertIn("weights", self.ctx.features)
+        self.assertEqual((w.count, len(w), w.layers, w.experts),
+                         (len(WT_TENSORS), len(WT_TENSORS), 2, 4))
+        # Block 0 is the page of the first tensor byte; the capacity the
+        # blocks from there to the end of the file.
+        base = self.hdr_end // WT_BS * WT_BS
+        self.assertEqual(w.pool.block_size, WT_BS)
+        self.assertEqual(w.pool.capacity, -(-(self.size - base) // WT_BS))
+        self.assertEqual(w.pool.stat().capacity, w.pool.capacity)
+        ts = w.tensors()
+        self.assertEqual(list(w), ts)
+        off = self.hdr_end - base
+        for i, (t, spec) in enumerate(zip(ts, WT_TENSORS)):
+            name, dtype, shape, layer, expert = spec
+            self.assertEqual(t, kvtier.Tensor(name, dtype, shape, off,
+                                              len(self.data[i]), layer,
+                                              expert))
+            self.assertEqual(w.tensor(name), t)
+            self.assertEqual(w.tensor(i), t)
+            off += t.bytes
+        self.assertErrno(errno.ENOENT, w.tensor, "nope")
+        self.assertErrno(errno.ENOENT, w.tensor, len(WT_TENSORS))
+        self.assertErrno(errno.ENOENT, w.tensor, -1)
+
+    def test_blocks_of_layers_and_experts(self):
+        w = self.w
+        ts = w.tensors()
+
+        def want(layer, expert=kvtier.WEIGHTS_ALL):
+            return covered([t for t in ts if t.layer == layer and
+                            expert in (kvtier.WEIGHTS_ALL, t.expert)],
+                           WT_BS)
+        for layer, expert in ((0, kvtier.WEIGHTS_ALL), (1, -1), (1, 0),
+                              (1, 3), (-1, -1)):
+            got = w.blocks(layer, expert)
+            self.assertEqual(got, want(layer, expert), (layer, expert))
+            self.assertTrue(got)
+        self.assertEqual(w.blocks(1), want(1))
+        self.assertEqual(w.blocks(1), sorted(set(w.blocks(1, -1) +
+                                                 w.blocks(1, 0) +
+                                                 w.blocks(1, 3))))
+        self.assertErrno(errno.ENOENT, w.blocks, 2)
+        self.assertErrno(errno.ENOENT, w.blocks, 1, 1)
+        self.assertErrno(errno.ENOENT, w.blocks, 0, 0)
+
+    def test_read_every_tensor(self):
+        w = self.w
+        ts = w.tensors()
+        for i, t in enumerate(ts):
+            got = w.read(t)
+            self.assertIsInstance(got, bytearray)
+            self.assertEqual(got, self.data[i], t.name)
+            self.assertEqual(w.read(t.name), self.data[i])
+        # Into a given buffer: a memoryview slice of one arena.
+        arena = bytearray(sum(t.bytes for t in ts))
+        mv = memoryview(arena)
+        off = 0
+        for i, t in enumerate(ts):
+            self.assertIs(w.read(i, mv[off:off + t.bytes]).obj, arena)
+            off += t.bytes
+        self.assertEqual(arena, b"".join(self.data))
+        with self.assertRaises(ValueError):
+            w.read(ts[0], bytearray(ts[0].bytes - 1))
+        with self.assertRaises(ValueError):
+            w.read(ts[0], bytes(ts[0].bytes))       # not writable
+        # A Tensor past the end of the pool.
+        end = w.pool.capacity * WT_BS
+        self.assertErrno(errno.EINVAL, w.read, ts[0]._replace(offset=end - 4,
+                                                              bytes=8))
+        self.assertErrno(errno.ENOENT, w.read, "nope")
+
+    def test_prefetch_layer_completes(self):
+        if not self.ctx.api["supported"] & kvtier.F_PREFETCH:
+            self.skipTest("no KVTIER_F_PREFETCH")
+        w = self.w
+        pf = w.prefetch(1, group=77, cookie=0xbeef,
+                        deadline_ns=kvtier.now_ns() + NS_PER_S)
+        self.assertEqual(pf.group, 77)
+        self.assertEqual(pf.addr, w.blocks(1))
+        self.assertEqual(len(pf), len(w.blocks(1)))
+        c = pf.wait(10 * SEC_MS)
+        self.assertIsNotNone(c)
+        self.assertEqual((c.group, c.cookie, c.status, c.ready, c.count),
+                         (77, 0xbeef, 0, len(pf), len(pf)))
+        self.assertGreaterEqual(w.pool.stat().resident["dram"], len(pf))
+        # One expert, waited for through the pool.
+        pf = w.prefetch(1, 3, group=78)
+        self.assertEqual(pf.addr, w.blocks(1, 3))
+        self.assertEqual(w.pool.wait_group(78, 10 * SEC_MS).status, 0)
+        self.assertErrno(errno.ENOENT, w.prefetch, 5, group=79)
+        self.assertErrno(errno.EINVAL, w.prefetch, 1, group=0)
+
+    def test_read_only_and_file_held(self):
+        w = self.w
+        self.assertErrno(errno.EROFS, w.pool.put, [kvtier.Key(1, 2)],
+                         bytes(WT_BS))
+        # The pool keeps writers out of the file while it lives.
+        with self.assertRaises(OSError) as cm:
+            os.open(self.path, os.O_WRONLY)
+        self.assertEqual(cm.exception.errno, errno.ETXTBSY)
+        # The same file opens the same pool; other blocks are another's.
+        with self.ctx.open_weights(self.path, self.name, WT_BS) as w2:
+            self.assertEqual(w2.tensors(), w.tensors())
+            self.assertEqual(w2.read(3), self.data[3])
+        self.assertTrue(w2.closed and w2.pool.closed)
+        self.assertErrno(errno.ESTALE, self.ctx.open_weights, self.path,
+                         self.name, 2 * WT_BS)
+        # Closing the pool object leaves the weights usable; closing the
+        # weights closes the pool (once).
+        pool = w.pool
+        pool.close()
+        self.assertEqual(w.read(0), self.data[0])
+        w.close()
+        w.close()
+        self.assertTrue(w.closed)
+        with self.assertRaises(ValueError):
+            w.tensor(0)
+        with self.assertRaises(ValueError):
+            w.pool.stat()
+
+    def test_bad_files_and_arguments(self):
+        ctx = self.ctx
+        name = self.name + "-x"
+        bad = os.path.join(self.dir, "bad.safetensors")
+        head = b'{"a":{"dtype":"U8","shape":[64],"data_offsets":[0,64]}}'
+        for blob in (struct.pack("<Q", len(head)) + head + bytes(32),
+                     struct.pack("<Q", 5) + b"{bad}" + bytes(64),
+                     b"\x07"):
+            with open(bad, "wb") as f:
+                f.write(blob)
+            self.assertErrno(errno.EBADMSG, ctx.open_weights, bad, name,
+                             WT_BS)
+        self.assertErrno(errno.EINVAL, ctx.open_weights, self.path, name,
+                         1000)
+        self.assertErrno(errno.EINVAL, ctx.open_weights, self.dir, name,
+                         WT_BS)
+        self.assertErrno(errno.ENOENT, ctx.open_weights,
+                         os.path.join(self.dir, "none"), name, WT_BS)
+        # None of them made a pool.
+        self.assertErrno(errno.ENOENT, ctx.open_pool, name)
+
+
+@unittest.skipUnless(HAVE_DEV, "no /dev/kvtier (module not loaded)")
+class TestWeightsNeedFeature(unittest.TestCase):
+
+    def test_context_without_f_weights(self):
+        with kvtier.open(kvtier.F_POOLS) as ctx:
+            with self.assertRaises(kvtier.Error) as cm:
+                ctx.open_weights("/nonexistent", "pytest-nw", WT_BS)
+            self.assertEqual(cm.exception.errno, errno.EOPNOTSUPP)
 
 
 class TapResult(unittest.TextTestResult):
