@@ -174,8 +174,10 @@ static bool errno_ok(enum fz_fdkind kind, unsigned long cmd, int err)
 		case 0x00:
 			return err == EBUSY;
 		case 0x01:
+			/* EBADF, ETXTBSY: a weight pool's file_fd. */
 			return err == EEXIST || err == EACCES || err == EMFILE ||
-			       err == ENOSPC || err == ENOMEM || err == ENOPKG;
+			       err == ENOSPC || err == ENOMEM || err == ENOPKG ||
+			       err == EBADF || err == ETXTBSY;
 		case 0x02:
 			return err == ENOENT || err == EACCES || err == ENOMEM;
 		case 0x03:
