@@ -49,7 +49,7 @@ atomic64_t kvt_dram_used = ATOMIC64_INIT(0);
 			 KVTIER_F_LOOKUP_PIN | KVTIER_F_RESERVE | \
 			 KVTIER_F_META | KVTIER_F_PARTS | KVTIER_F_EVENTS | \
 			 KVTIER_F_COMPRESS | KVTIER_F_DIRECT | \
-			 KVTIER_F_WEIGHTS)
+			 KVTIER_F_WEIGHTS | KVTIER_F_HINT_PROB)
 
 /* Commands a control fd or a pool fd takes, reported by the handshake. */
 #define KVT_IOCTL_BIT(cmd)	(1ULL << _IOC_NR(cmd))

@@ -35,6 +35,9 @@
  * kvt_policy_dirty() move blocks between the lists). tools/policy-sim's
  * kvtier-clock runs it; the module does not set it yet.
  *
+ * The prefetch engine asks it too, of a hint that carries a probability
+ * (kvt_policy_hint()): read the block or leave it, hold it or not.
+ *
  * This file also builds in userspace (tools/policy-sim), on
  * tools/policy-shim.h instead of the kernel headers: see policy.h for
  * what it may use.
@@ -510,6 +513,48 @@ bool kvt_policy_demote(struct kvt_pool *pool, u32 addr)
 {
 	lockdep_assert_held(&pool->lock);
 	return true;
+}
+
+/**
+ * kvt_policy_hint() - what the prefetch engine does with a hinted block
+ * @prob: the chance the runtime uses the block, in 1/KVT_PROB_ONE
+ *	(KVT_PROB_ONE: a sure hint)
+ * @in_time: a read started now is expected to end before the group's
+ *	deadline (true when the group has none)
+ * @busy: the engine's reads in flight with this one, in 1/KVT_POL_SCALE of
+ *	its queue depth
+ * @held: the pool's prefetch holds, in 1/KVT_POL_SCALE of their bound
+ *
+ * From one half up a hint is as good as sure: read, late or not (a late
+ * read is a shorter wait than the demand read that follows a skip), and
+ * held. Below, a block is read only if it can arrive in time (a late
+ * unlikely block is bandwidth taken from the next group's), and only
+ * above a floor that rises with the queue: KVT_PROB_MIN when this read is
+ * the only one, a quarter when it fills the queue. The engine asks
+ * likeliest first, so under a tight budget the unlikely tail is what goes
+ * unread. It is held while holds are plentiful: the bar rises from
+ * KVT_PROB_MIN with no hold taken to one half at the bound, so that
+ * protection runs out for the unlikely before the likely. Pure: no pool,
+ * no lock; tools/policy-sim replays it (--experts).
+ *
+ * Return: KVT_HINT_READ and KVT_HINT_HOLD bits.
+ */
+u32 kvt_policy_hint(u32 prob, bool in_time, u32 busy, u32 held)
+{
+	u32 floor, bar, plan = 0;
+
+	if (prob >= KVT_PROB_ONE / 2)
+		return KVT_HINT_READ | KVT_HINT_HOLD;
+	busy = min_t(u32, busy, KVT_POL_SCALE);
+	held = min_t(u32, held, KVT_POL_SCALE);
+	floor = KVT_PROB_MIN + (KVT_PROB_ONE / 4 - KVT_PROB_MIN) * busy /
+			       KVT_POL_SCALE;
+	bar = max_t(u32, KVT_PROB_MIN, KVT_PROB_ONE / 2 * held / KVT_POL_SCALE);
+	if (in_time && prob >= floor)
+		plan |= KVT_HINT_READ;
+	if (prob >= bar)
+		plan |= KVT_HINT_HOLD;
+	return plan;
 }
 
 /**

@@ -88,6 +88,12 @@ struct kvt_policy {
 	u32 back_main;
 };
 
+/* kvt_policy_hint(): probabilities, and what to do with a hinted block. */
+#define KVT_PROB_ONE		65536U	/* KVTIER_PROB_ONE */
+#define KVT_PROB_MIN		(KVT_PROB_ONE / 32)
+#define KVT_HINT_READ		BIT(0)	/* read it if it is not in DRAM */
+#define KVT_HINT_HOLD		BIT(1)	/* protect it until it is used */
+
 void kvt_policy_init(struct kvt_pool *pool);
 u32 kvt_policy_next(struct kvt_pool *pool, u32 addr);
 u32 kvt_policy_next_clean(struct kvt_pool *pool, u32 addr);
@@ -100,6 +106,7 @@ void kvt_policy_read_back(struct kvt_pool *pool, u32 addr);
 bool kvt_policy_relocate(struct kvt_pool *pool, u32 addr);
 u32 kvt_policy_victim(struct kvt_pool *pool);
 bool kvt_policy_demote(struct kvt_pool *pool, u32 addr);
+u32 kvt_policy_hint(u32 prob, bool in_time, u32 busy, u32 held);
 int kvt_policy_check(struct kvt_pool *pool);
 extern int kvt_policy_param;
 extern bool kvt_policy_clean_param;

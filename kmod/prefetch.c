@@ -7,6 +7,11 @@
  * never runs twice at once) takes groups earliest deadline first, priority
  * breaking ties, and starts NVMe reads for their blocks with at most
  * prefetch_qd of its own reads in flight, in chain order within a group.
+ * Probable hints (KVTIER_HINT_PROB) come after a group's sure ones, the
+ * likeliest first, and kmod/policy.c says for each, when its read would
+ * start, whether to read it at all (kvt_policy_hint(): in time for the
+ * deadline, above a floor that rises with the engine's queue) and whether
+ * to hold it; a hint left unread is settled, not failed.
  * Background groups (KVTIER_PREFETCH_BACKGROUND) come after all others and
  * start reads only while fewer than half of prefetch_qd are in flight.
  * A block already in DRAM is taken as it is; one being read already (by a
@@ -19,7 +24,8 @@
  * (kvt_block.hold): they are out of the replacement list, as if pinned,
  * until used (GET, PIN, LOOKUP with TOUCH, a fault: kvt_prefetch_used()),
  * until the group is cancelled or its fd closed, or prefetch_hold_ms after
- * the group ended. A pool's held blocks never exceed prefetch_protect_pct
+ * the group ended; a probable hint's hold ends at the group's deadline
+ * too, if it has one. A pool's held blocks never exceed prefetch_protect_pct
  * of its DRAM share, so hints cannot take the cache; hints past the bound
  * still load, unprotected.
  *
@@ -49,6 +55,7 @@
 #include <linux/rbtree.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
 #include "kvt.h"
@@ -77,6 +84,7 @@ enum {
 	KVT_PFH_FAILED,		/* it could not be read, or went away */
 	KVT_PFH_NOSPC,		/* no room held it long enough */
 	KVT_PFH_DROPPED,	/* no such block at PREFETCH */
+	KVT_PFH_SKIPPED,	/* probable, and the policy left it unread */
 };
 
 /* Group states. */
@@ -93,7 +101,10 @@ enum {
 
 struct kvt_pf_hint {
 	u64 key[2];
+	u64 start_ns;		/* this group's read of the block started */
 	u32 addr;
+	u32 prob;		/* in 1/KVT_PROB_ONE */
+	u16 idx;		/* in the caller's array */
 	u8 state;
 	u8 held;		/* this group holds the block */
 	u8 loaded;		/* this group's read brought it in */
@@ -119,6 +130,7 @@ struct kvt_pf_group {
 	u32 count;
 	u32 next;			/* first hint not started */
 	u8 state;
+	u8 prob_held;			/* a probable hint holds its block */
 	struct kvt_pf_hint hints[];
 };
 
@@ -136,8 +148,15 @@ static DECLARE_DELAYED_WORK(kvt_pf_work, kvt_pf_run);
 static struct {
 	atomic64_t hints, merged, issued, dropped, ready_blocks, bytes;
 	atomic64_t groups, on_time, late, cancelled, expired, failed;
-	atomic64_t wasted, unprotected;
+	atomic64_t wasted, unprotected, skipped;
 } kvt_pf_stats;
+
+/* One run of the engine: what a hint's plan is made from. */
+struct kvt_pf_run {
+	u64 now;
+	u32 qd;
+	u32 inflight;		/* the engine's reads, as counted so far */
+};
 
 static void kvt_pf_kick_now(void)
 {
@@ -230,8 +249,11 @@ static bool kvt_pf_resident(struct kvt_pool *pool, struct kvt_pf_hint *ph,
 	return kvt_dram_ready(&pool->blocks[ph->addr]);
 }
 
-/* Give back what a group holds; kvt_pf_mutex held. */
-static void kvt_pf_release_holds(struct kvt_pf_group *g)
+/*
+ * Give back what a group holds (@probable: the holds of its probable hints
+ * only); kvt_pf_mutex held.
+ */
+static void kvt_pf_release_holds(struct kvt_pf_group *g, bool probable)
 {
 	struct kvt_pool *pool = g->pool;
 	u32 i;
@@ -241,7 +263,7 @@ static void kvt_pf_release_holds(struct kvt_pf_group *g)
 		struct kvt_pf_hint *ph = &g->hints[i];
 		struct kvt_block *blk;
 
-		if (!ph->held)
+		if (!ph->held || (probable && ph->prob >= KVT_PROB_ONE))
 			continue;
 		ph->held = 0;
 		blk = &pool->blocks[ph->addr];
@@ -405,23 +427,67 @@ static void kvt_pf_free(struct kvt_pf_group *g)
 		g->fd->nr_groups--;
 	spin_unlock(&kvt_pf_lock);
 	atomic_dec(&kvt_pf_live);
-	kvt_pf_release_holds(g);
+	kvt_pf_release_holds(g, false);
 	kvfree(g);
 }
 
 /* ---- the engine --------------------------------------------------------- */
 
 /*
+ * What the policy says of a hint now: KVT_HINT_READ, KVT_HINT_HOLD;
+ * pool->lock held.
+ */
+static u32 kvt_pf_plan(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
+		       const struct kvt_pf_run *r)
+{
+	struct kvt_pool *pool = g->pool;
+	bool in_time = !g->due || r->now + pool->pf_read_ns <= g->due;
+	u32 limit = kvt_pf_hold_limit(pool), plan;
+
+	if (ph->prob >= KVT_PROB_ONE)
+		return KVT_HINT_READ | KVT_HINT_HOLD;
+	plan = kvt_policy_hint(ph->prob, in_time,
+			       (r->inflight + 1) * KVT_POL_SCALE / r->qd,
+			       limit ? (u64)pool->nr_held * KVT_POL_SCALE / limit :
+				       KVT_POL_SCALE);
+	/* Past the deadline a probable block is not held (kvt_pf_run()). */
+	if (g->due && r->now >= g->due)
+		plan &= ~KVT_HINT_HOLD;
+	return plan;
+}
+
+/* A read the engine started ended: learn how long reads take. */
+static void kvt_pf_learn(struct kvt_pool *pool, struct kvt_pf_hint *ph,
+			 u64 now)
+{
+	u64 took = now - ph->start_ns, est = pool->pf_read_ns;
+
+	ph->start_ns = 0;
+	pool->pf_read_ns = est ? est - est / 8 + took / 8 : took;
+}
+
+/* Give back a hint's hold on its block; pool->lock held. */
+static void kvt_pf_hint_unhold(struct kvt_pool *pool, struct kvt_pf_hint *ph)
+{
+	struct kvt_block *blk = &pool->blocks[ph->addr];
+
+	lockdep_assert_held(&pool->lock);
+	ph->held = 0;
+	if (blk->hold && !--blk->hold)
+		kvt_pf_unhold(pool, ph->addr);
+}
+
+/*
  * Look at one hint and move it on: take blocks that are there, start a read
- * for blocks only on NVMe (when @issue), wait for reads under way. Returns
- * 1 if this group's read of the block is in flight.
+ * for blocks only on NVMe (if the policy reads them), wait for reads under
+ * way. Returns 1 if this group's read of the block is in flight.
  */
 static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
-		       bool issue)
+		       const struct kvt_pf_run *r)
 {
 	struct kvt_pool *pool = g->pool;
 	struct kvt_block *blk;
-	u32 slot;
+	u32 slot, plan;
 	int ret;
 
 	if (ph->state != KVT_PFH_NEW && ph->state != KVT_PFH_WAIT)
@@ -446,8 +512,13 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 	 * arrives then never enters the replacement list, so the group's
 	 * later reads cannot evict it before the engine sees it.
 	 */
-	if (!ph->held && kvt_pf_hold(pool, ph->addr))
+	plan = kvt_pf_plan(g, ph, r);
+	if (!ph->held && plan & KVT_HINT_HOLD && kvt_pf_hold(pool, ph->addr)) {
 		ph->held = 1;
+		g->prob_held |= ph->prob < KVT_PROB_ONE;
+	}
+	if (ph->start_ns && !(blk->flags & KVT_BF_LOADING))
+		kvt_pf_learn(pool, ph, r->now);
 	if (kvt_dram_ready(blk)) {
 		/* In DRAM; for HBM, then from DRAM to a slot. */
 		if (g->tier == KVTIER_TIER_HBM &&
@@ -469,7 +540,7 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 			atomic64_inc(&kvt_pf_stats.merged);
 		ph->state = KVT_PFH_READY;
 		atomic64_inc(&kvt_pf_stats.ready_blocks);
-		if (!ph->held)
+		if (!ph->held && plan & KVT_HINT_HOLD)
 			atomic64_inc(&kvt_pf_stats.unprotected);
 		trace_kvtier_prefetch_ready(pool, ph->addr);
 		spin_unlock(&pool->lock);
@@ -484,11 +555,22 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 		spin_unlock(&pool->lock);
 		return ph->loaded && (blk->flags & KVT_BF_LOADING);
 	}
-	/* Only on NVMe: never read, or read and evicted before we looked. */
-	if (!issue || ph->tries >= KVT_PF_TRIES) {
+	/*
+	 * Only on NVMe: never read, or read and evicted before we looked. An
+	 * unheld block read once is not read again: it had its chance.
+	 */
+	if (ph->tries >= KVT_PF_TRIES) {
 		spin_unlock(&pool->lock);
-		if (ph->tries >= KVT_PF_TRIES)
-			ph->state = KVT_PFH_NOSPC;
+		ph->state = KVT_PFH_NOSPC;
+		return 0;
+	}
+	if (!(plan & KVT_HINT_READ) || (ph->tries && !(plan & KVT_HINT_HOLD))) {
+		if (ph->held)
+			kvt_pf_hint_unhold(pool, ph);
+		spin_unlock(&pool->lock);
+		ph->state = KVT_PFH_SKIPPED;
+		atomic64_inc(&kvt_pf_stats.skipped);
+		trace_kvtier_hint_skipped(pool, g->id, ph->idx, ph->prob);
 		return 0;
 	}
 	ph->tries++;
@@ -500,6 +582,7 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 	}
 	ph->state = KVT_PFH_WAIT;
 	ph->loaded = 1;
+	ph->start_ns = r->now;
 	atomic64_inc(&kvt_pf_stats.issued);
 	atomic64_add(pool->block_size, &kvt_pf_stats.bytes);
 	return 1;
@@ -536,29 +619,30 @@ static void kvt_pf_wake_at(u64 *wake, u64 t)
 		*wake = t;
 }
 
-/* Move a waiting group on; returns this group's reads in flight. */
-static u32 kvt_pf_eval(struct kvt_pf_group *g, u64 now, u64 *wake)
+/* Move a waiting group on; its reads in flight count in @r->inflight. */
+static void kvt_pf_eval(struct kvt_pf_group *g, struct kvt_pf_run *r,
+			u64 *wake)
 {
-	u32 i, inflight = 0;
+	u64 now = r->now;
 	bool settled;
 	int status;
+	u32 i;
 
 	if (kvt_pf_expired(g, now)) {
 		kvt_pf_end(g, -ETIME, now);
-		return 0;
+		return;
 	}
 	for (i = 0; i < g->count; i++)
-		inflight += kvt_pf_step(g, &g->hints[i], true);
+		r->inflight += kvt_pf_step(g, &g->hints[i], r);
 	status = kvt_pf_group_status(g, &settled);
 	if (settled) {
 		kvt_pf_end(g, status, now);
-		return inflight;
+		return;
 	}
 	if (g->flags & KVTIER_PREFETCH_CANCEL_LATE && g->due)
 		kvt_pf_wake_at(wake, g->due);
 	/* Reads ending kick the engine; an eviction under way does not. */
 	kvt_pf_wake_at(wake, now + KVT_PF_SCAN_NS);
-	return inflight;
 }
 
 static void kvt_pf_run(struct work_struct *work)
@@ -566,14 +650,15 @@ static void kvt_pf_run(struct work_struct *work)
 	static u64 last_scan;
 	u64 now, wake = U64_MAX, hold_ns;
 	struct kvt_pf_group *g, *tmp;
+	struct kvt_pf_run r = { };
 	struct rb_node *rb;
-	u32 inflight = 0, qd;
 	bool scan;
 
 	mutex_lock(&kvt_pf_mutex);
 	now = ktime_get_ns();
+	r.now = now;
 	hold_ns = (u64)READ_ONCE(kvt_pf_hold_ms) * NSEC_PER_MSEC;
-	qd = clamp(READ_ONCE(kvt_pf_qd), 1U, 1024U);
+	r.qd = clamp(READ_ONCE(kvt_pf_qd), 1U, 1024U);
 
 	/* New groups into the queue. */
 	spin_lock(&kvt_pf_lock);
@@ -591,8 +676,17 @@ static void kvt_pf_run(struct work_struct *work)
 	if (scan)
 		last_scan = now;
 	list_for_each_entry_safe(g, tmp, &kvt_pf_active, node) {
+		/* A probable block unused by its deadline: the guess is over. */
+		if (g->prob_held && g->due) {
+			if (now < g->due) {
+				kvt_pf_wake_at(&wake, g->due);
+			} else {
+				kvt_pf_release_holds(g, true);
+				g->prob_held = 0;
+			}
+		}
 		if (g->state == KVT_PFG_WAITING)
-			inflight += kvt_pf_eval(g, now, &wake);
+			kvt_pf_eval(g, &r, &wake);
 		else if (now >= g->end_ns + hold_ns ||
 			 (scan && !kvt_pf_holding(g)))
 			kvt_pf_free(g);
@@ -616,7 +710,7 @@ static void kvt_pf_run(struct work_struct *work)
 			continue;
 		}
 		for (i = 0; i < g->next; i++)
-			inflight += kvt_pf_step(g, &g->hints[i], true);
+			r.inflight += kvt_pf_step(g, &g->hints[i], &r);
 		if (g->flags & KVTIER_PREFETCH_CANCEL_LATE && g->due)
 			kvt_pf_wake_at(&wake, g->due);
 	}
@@ -625,13 +719,13 @@ static void kvt_pf_run(struct work_struct *work)
 	 * Start reads, earliest deadline first; background groups last, with
 	 * half the depth at most, the rest kept for groups to come.
 	 */
-	while (inflight < qd && (rb = rb_first_cached(&kvt_pf_queue))) {
+	while (r.inflight < r.qd && (rb = rb_first_cached(&kvt_pf_queue))) {
 		u32 limit;
 
 		g = rb_entry(rb, struct kvt_pf_group, rb);
-		limit = kvt_pf_background(g) ? max(qd / 2, 1U) : qd;
-		while (g->next < g->count && inflight < limit)
-			inflight += kvt_pf_step(g, &g->hints[g->next++], true);
+		limit = kvt_pf_background(g) ? max(r.qd / 2, 1U) : r.qd;
+		while (g->next < g->count && r.inflight < limit)
+			r.inflight += kvt_pf_step(g, &g->hints[g->next++], &r);
 		if (g->next < g->count)
 			break;
 		spin_lock(&kvt_pf_lock);
@@ -639,7 +733,7 @@ static void kvt_pf_run(struct work_struct *work)
 		list_add_tail(&g->node, &kvt_pf_active);
 		g->state = KVT_PFG_WAITING;
 		spin_unlock(&kvt_pf_lock);
-		inflight += kvt_pf_eval(g, now, &wake);
+		kvt_pf_eval(g, &r, &wake);
 	}
 	mutex_unlock(&kvt_pf_mutex);
 
@@ -691,6 +785,8 @@ static u32 kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
 			addr = kvt_block_find(pool, h->key);
 		}
 		ph->addr = addr;
+		ph->idx = i;
+		ph->prob = h->flags & KVTIER_HINT_PROB ? h->prob : KVT_PROB_ONE;
 		if (addr == KVT_NIL) {
 			h->status = -ENOENT;
 			h->addr = KVTIER_ADDR_NONE;
@@ -716,6 +812,42 @@ static u32 kvt_pf_resolve(struct kvt_pool *pool, struct kvtier_prefetch *pf,
 	return dropped;
 }
 
+/* Sure hints first, in the caller's order, then the likeliest. */
+static int kvt_pf_hint_cmp(const void *a, const void *b)
+{
+	const struct kvt_pf_hint *x = a, *y = b;
+
+	if (x->prob != y->prob)
+		return x->prob > y->prob ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The hints' in fields: -EINVAL, -EOPNOTSUPP, or 0 and whether any is probable. */
+static int kvt_pf_check_hints(struct kvt_handle *h,
+			      const struct kvtier_hint *uh, u32 count,
+			      bool *probable)
+{
+	u32 i;
+
+	*probable = false;
+	for (i = 0; i < count; i++) {
+		const struct kvtier_hint *x = &uh[i];
+
+		if (x->flags & ~KVTIER_HINT_FLAGS ||
+		    (!(x->flags & KVTIER_HINT_PROB) && x->prob) ||
+		    x->prob > KVTIER_PROB_ONE ||
+		    memchr_inv(x->reserved, 0, sizeof(x->reserved)))
+			return -EINVAL;
+		if (x->flags & KVTIER_HINT_PROB && x->prob < KVTIER_PROB_ONE)
+			*probable = true;
+	}
+	for (i = 0; i < count; i++)
+		if (uh[i].flags & KVTIER_HINT_PROB &&
+		    !(h->features & KVTIER_F_HINT_PROB))
+			return -EOPNOTSUPP;
+	return 0;
+}
+
 /**
  * kvt_prefetch_cmd() - KVTIER_IOC_PREFETCH
  * @h: the pool file's handle
@@ -733,9 +865,12 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	struct kvt_pf_group *g, *o;
 	u64 now = ktime_get_ns();
 	u32 i, dropped;
+	bool probable;
 	size_t len;
 	int ret;
 
+	BUILD_BUG_ON(KVT_PROB_ONE != KVTIER_PROB_ONE);
+	BUILD_BUG_ON(KVTIER_BATCH_MAX > U16_MAX);
 	ret = kvt_pf_check(pf);
 	if (ret)
 		return ret;
@@ -746,13 +881,9 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 	uh = vmemdup_user(u64_to_user_ptr(pf->hints), len);
 	if (IS_ERR(uh))
 		return PTR_ERR(uh);
-	for (i = 0; i < pf->count; i++) {
-		if (uh[i].flags ||
-		    memchr_inv(uh[i].reserved, 0, sizeof(uh[i].reserved))) {
-			ret = -EINVAL;
-			goto out_free_hints;
-		}
-	}
+	ret = kvt_pf_check_hints(h, uh, pf->count, &probable);
+	if (ret)
+		goto out_free_hints;
 	ret = -ENOMEM;
 	g = kvzalloc(struct_size(g, hints, pf->count), GFP_KERNEL_ACCOUNT);
 	if (!g)
@@ -809,6 +940,10 @@ int kvt_prefetch_cmd(struct kvt_handle *h, struct kvtier_prefetch *pf)
 		goto out_free_ring;
 	}
 
+	/* The engine's order; the caller's was written back above. */
+	if (probable)
+		sort(g->hints, g->count, sizeof(g->hints[0]), kvt_pf_hint_cmp,
+		     NULL);
 	atomic64_add(pf->count, &kvt_pf_stats.hints);
 	atomic64_add(dropped, &kvt_pf_stats.dropped);
 	trace_kvtier_hint_queued(h->pool, g->id, g->count, g->due);
@@ -1027,7 +1162,7 @@ void kvt_prefetch_release_fd(struct kvt_handle *h)
 ssize_t kvt_prefetch_show(char *buf)
 {
 	return sysfs_emit(buf,
-			  "hints %lld\nmerged %lld\nissued %lld\ndropped %lld\nready_blocks %lld\nbytes %lld\ngroups %lld\non_time %lld\nlate %lld\ncancelled %lld\nexpired %lld\nfailed %lld\nwasted %lld\nunprotected %lld\nlive %d\n",
+			  "hints %lld\nmerged %lld\nissued %lld\ndropped %lld\nready_blocks %lld\nbytes %lld\ngroups %lld\non_time %lld\nlate %lld\ncancelled %lld\nexpired %lld\nfailed %lld\nwasted %lld\nunprotected %lld\nlive %d\nskipped %lld\n",
 			  atomic64_read(&kvt_pf_stats.hints),
 			  atomic64_read(&kvt_pf_stats.merged),
 			  atomic64_read(&kvt_pf_stats.issued),
@@ -1042,7 +1177,8 @@ ssize_t kvt_prefetch_show(char *buf)
 			  atomic64_read(&kvt_pf_stats.failed),
 			  atomic64_read(&kvt_pf_stats.wasted),
 			  atomic64_read(&kvt_pf_stats.unprotected),
-			  atomic_read(&kvt_pf_live));
+			  atomic_read(&kvt_pf_live),
+			  atomic64_read(&kvt_pf_stats.skipped));
 }
 
 /**

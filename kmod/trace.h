@@ -109,6 +109,22 @@ TRACE_EVENT(kvtier_hint_dropped,
 		      __entry->group, __entry->index)
 );
 
+/* Prefetch: the policy left a probable hint's block unread. */
+TRACE_EVENT(kvtier_hint_skipped,
+	    TP_PROTO(struct kvt_pool *pool, u64 group, u32 index, u32 prob),
+	    TP_ARGS(pool, group, index, prob),
+	    TP_STRUCT__entry(__string(pool, pool->name)
+			     __field(u64, group)
+			     __field(u32, index)
+			     __field(u32, prob)),
+	    TP_fast_assign(__assign_str(pool, pool->name);
+			   __entry->group = group;
+			   __entry->index = index;
+			   __entry->prob = prob;),
+	    TP_printk("pool=%s group=%llu index=%u prob=%u", __get_str(pool),
+		      __entry->group, __entry->index, __entry->prob)
+);
+
 /* Prefetch: a group ended (completed, expired, cancelled or failed). */
 TRACE_EVENT(kvtier_prefetch_end,
 	    TP_PROTO(struct kvt_pool *pool, u64 group, u32 count, u32 ready,

@@ -129,6 +129,8 @@ const char *kvtier_feature_name(uint64_t bit)
 		return "direct";
 	case KVTIER_F_WEIGHTS:
 		return "weights";
+	case KVTIER_F_HINT_PROB:
+		return "hint_prob";
 	}
 	return NULL;
 }

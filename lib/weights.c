@@ -41,6 +41,7 @@ struct kvtier_weights {
 	uint32_t count;
 	uint32_t layers;
 	uint32_t experts;
+	uint64_t features;	/* the handshake's */
 	struct kvtier_tensor *t;
 };
 
@@ -216,6 +217,7 @@ int kvtier_weights_open(struct kvtier_ctx *ctx, const char *path,
 	if (ret)
 		goto out_free_table;
 	w->key = tab.digest;
+	w->features = ctx->api.features;
 	ret = kvtier_weights_check(w, block_size, capacity);
 	if (ret)
 		goto out_close_pool;
@@ -307,11 +309,20 @@ int kvtier_weights_blocks(const struct kvtier_weights *w, int32_t layer,
 	return found ? (int)n : -ENOENT;
 }
 
+/* PREFETCH @n hints by address as the group @a describes. */
+static int kvtier_weights_send(struct kvtier_weights *w, struct kvtier_hint *h,
+			       uint32_t n, const struct kvtier_prefetch_args *a)
+{
+	struct kvtier_prefetch_args args = *a;
+
+	args.flags |= KVTIER_PREFETCH_ADDR;
+	return kvtier_prefetch(w->pool, h, n, &args, NULL, NULL);
+}
+
 int kvtier_weights_prefetch(struct kvtier_weights *w, int32_t layer,
 			    int32_t expert,
 			    const struct kvtier_prefetch_args *a)
 {
-	struct kvtier_prefetch_args args;
 	struct kvtier_hint *h;
 	uint64_t *addrs;
 	uint32_t i;
@@ -332,9 +343,76 @@ int kvtier_weights_prefetch(struct kvtier_weights *w, int32_t layer,
 	kvtier_weights_blocks(w, layer, expert, addrs, n);
 	for (i = 0; i < (uint32_t)n; i++)
 		h[i].addr = addrs[i];
-	args = *a;
-	args.flags |= KVTIER_PREFETCH_ADDR;
-	ret = kvtier_prefetch(w->pool, h, n, &args, NULL, NULL);
+	ret = kvtier_weights_send(w, h, n, a);
+out_free:
+	free(h);
+	free(addrs);
+	return ret;
+}
+
+/* Hints by address, then the likelier first. */
+static int kvtier_hint_cmp(const void *x, const void *y)
+{
+	const struct kvtier_hint *a = x, *b = y;
+
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return a->prob > b->prob ? -1 : a->prob < b->prob;
+}
+
+int kvtier_weights_prefetch_experts(struct kvtier_weights *w, int32_t layer,
+				    const int32_t *experts,
+				    const uint32_t *prob, uint32_t n,
+				    const struct kvtier_prefetch_args *a)
+{
+	uint32_t i, j, nh = 0, total = 0, max = w->pool->batch_max;
+	struct kvtier_hint *h;
+	uint64_t *addrs;
+	int ret, m;
+
+	if (!a || !experts || !n || n > KVTIER_BATCH_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (experts[i] < 0 || (prob && prob[i] > KVTIER_PROB_ONE))
+			return -EINVAL;
+	if (prob && !(w->features & KVTIER_F_HINT_PROB))
+		return -EOPNOTSUPP;
+	for (i = 0; i < n; i++) {
+		m = kvtier_weights_blocks(w, layer, experts[i], NULL, 0);
+		if (m < 0)
+			return m;
+		total += (uint32_t)m;
+		/* Before merging: a block twice still counts twice here. */
+		if (total > max)
+			return -E2BIG;
+	}
+	if (!total)
+		return -ENOENT;
+	addrs = calloc(total, sizeof(*addrs));
+	h = calloc(total, sizeof(*h));
+	ret = -ENOMEM;
+	if (!addrs || !h)
+		goto out_free;
+	for (i = 0; i < n; i++) {
+		m = kvtier_weights_blocks(w, layer, experts[i], addrs, total);
+		for (j = 0; j < (uint32_t)m; j++, nh++) {
+			h[nh].addr = addrs[j];
+			if (prob) {
+				h[nh].flags = KVTIER_HINT_PROB;
+				h[nh].prob = prob[i];
+			}
+		}
+	}
+	/*
+	 * One hint a block: a block two experts share (their tensors meet in
+	 * it, or the caller named an expert twice) goes once, with the
+	 * likelier's probability.
+	 */
+	qsort(h, nh, sizeof(*h), kvtier_hint_cmp);
+	for (i = 0, j = 0; i < nh; i++)
+		if (!j || h[i].addr != h[j - 1].addr)
+			h[j++] = h[i];
+	ret = kvtier_weights_send(w, h, j, a);
 out_free:
 	free(h);
 	free(addrs);

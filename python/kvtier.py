@@ -114,6 +114,7 @@ F_EVENTS = 1 << 13
 F_COMPRESS = 1 << 14
 F_DIRECT = 1 << 15
 F_WEIGHTS = 1 << 16
+F_HINT_PROB = 1 << 17
 FEATURES_ALL = (1 << 64) - 1        # KVTIER_FEATURES_ALL: what the kernel has
 
 NAME_MAX = 64
@@ -124,6 +125,7 @@ PARTS_MAX = 256                     # parts a pool's blocks are read in
 TENSOR_NAME_MAX = 256               # a weight pool's tensor names (with NUL)
 TENSOR_DIMS_MAX = 8
 WEIGHTS_ALL = -2                    # Weights.blocks(): the whole layer
+PROB_ONE = 65536                    # probability 1 in a hint's prob
 COMPRESS_NONE = 0                   # a pool's NVMe copies' compressor
 COMPRESS_LZ4 = 1
 COMPRESS_LZ4HC = 2
@@ -262,7 +264,8 @@ class _NvmeStat(ctypes.Structure):
 class _Hint(ctypes.Structure):
     """struct kvtier_hint"""
     _fields_ = [("key", _u64 * 2), ("addr", _u64), ("status", _s32),
-                ("tier", _u32), ("flags", _u32), ("reserved", _u32 * 3)]
+                ("tier", _u32), ("flags", _u32), ("prob", _u32),
+                ("reserved", _u32 * 2)]
 
 
 class _Completion(ctypes.Structure):
@@ -464,6 +467,10 @@ _kvtier_weights_blocks = _proto("kvtier_weights_blocks", ctypes.c_int, _P,
 _kvtier_weights_prefetch = _proto("kvtier_weights_prefetch", ctypes.c_int,
                                   _P, _s32, _s32,
                                   ctypes.POINTER(_PrefetchArgs))
+_kvtier_weights_prefetch_experts = _proto(
+    "kvtier_weights_prefetch_experts", ctypes.c_int, _P, _s32,
+    ctypes.POINTER(_s32), ctypes.POINTER(_u32), _u32,
+    ctypes.POINTER(_PrefetchArgs))
 _kvtier_weights_read = _proto("kvtier_weights_read", ctypes.c_int, _P,
                               ctypes.POINTER(_Tensor), _P)
 _kvtier_key_chain_n = _proto("kvtier_key_chain_n", None,
@@ -1833,6 +1840,48 @@ class Weights:
                % (self.name, layer, expert, group))
         return Prefetch(self.pool, group, None, None, None,
                         self.blocks(layer, expert))
+
+    def prefetch_experts(self, layer, experts, probs=None, *, group,
+                         deadline_ns=0, cookie=0, priority=0,
+                         cancel_late=False, tier=TIER_DRAM,
+                         background=False):
+        """Ask for the blocks of some experts of a layer, the ones its
+        router may pick, as one prefetch group, each block once
+        (kvtier_weights_prefetch_experts(3)). probs: None (every expert
+        needed for sure), or one probability per expert, a float in 0..1
+        (the router's score; needs F_HINT_PROB): the kernel reads the
+        likeliest first and leaves the unlikely unread when the deadline
+        or its queue leaves no room, and the group then ends with status
+        0 and fewer blocks ready than hinted. The other arguments are
+        prefetch()'s. Returns a Prefetch whose addr is the blocks of the
+        experts, ascending.
+
+        Raises Error: EINVAL (no expert, one below 0, a probability out of
+        0..1, group 0), ENOENT (no such layer or expert), E2BIG (more
+        blocks than batch_max), EOPNOTSUPP (probs without F_HINT_PROB),
+        and as Pool.prefetch().
+        """
+        experts = list(experts)
+        n = len(experts)
+        if probs is not None:
+            probs = list(probs)
+            if len(probs) != n or any(not 0 <= p <= 1 for p in probs):
+                raise Error(_errno.EINVAL, os.strerror(_errno.EINVAL),
+                            "prefetch_experts %s: %d probabilities in 0..1"
+                            % (self.name, n))
+        ex = (_s32 * max(n, 1))(*experts)
+        pr = None
+        if probs is not None:
+            pr = (_u32 * max(n, 1))(*[int(round(p * PROB_ONE))
+                                      for p in probs])
+        a = _prefetch_args(group, deadline_ns, cookie, priority, cancel_late,
+                           tier, background)
+        _check(_kvtier_weights_prefetch_experts(self._h(), layer, ex, pr, n,
+                                                ctypes.byref(a)),
+               "prefetch %s layer %d experts %s group %d"
+               % (self.name, layer, experts, group))
+        addrs = sorted({a for e in experts for a in self.blocks(layer, e)})
+        return Prefetch(self.pool, group, None, None, None, addrs)
 
     def read(self, tensor, buf=None):
         """Copy a tensor's bytes out of the pool (kvtier_weights_read(3)):

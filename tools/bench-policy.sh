@@ -18,6 +18,9 @@
 #   clean_vs_*_min		the same for kvtier-clean
 #   clock_vs_*_min		the same for kvtier-clock
 #
+# then tools/policy-sim --experts (MoE expert prefetch policies, default
+# workload) with its expert_prob_* ratios.
+#
 # Traces: each Mooncake-format *.jsonl in KVTIER_TRACES (default
 # ../shared/traces; none is fine), the built-in generator's, and every
 # shape of tools/trace-shapes.py. POLICY_CAPS (total capacities in
@@ -140,4 +143,8 @@ awk -F, '
 			printf "%s: %.3f (%s blocks)\n", names[i], min[names[i]], w
 		}
 	}' "$out"/*.csv
+
+# MoE experts streamed through kmod/policy.c's kvt_policy_hint().
+echo
+tools/policy-sim --experts | tee "$out/experts.txt"
 echo "bench-policy: CSV and plots in $out/"

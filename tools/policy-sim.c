@@ -4,6 +4,7 @@
  *
  *   policy-sim --trace FILE|generated --capacities N,N,... [options]
  *   policy-sim --decisions --dram-blocks C --ops N [--seed S] [--policy P]
+ *   policy-sim --experts [--qd N,N,...] [options]
  *   policy-sim --selftest
  *
  * For each total capacity N (blocks, over all tiers) and each policy, it
@@ -39,6 +40,12 @@
  * --decisions prints, command by command, what kmod/policy.c decides for a
  * pool without NVMe; selftests/kvtier/policy requires the module to decide
  * the same (see decisions() below).
+ *
+ * --experts replays a generated mixture-of-experts decode that streams its
+ * experts from NVMe, through kmod/policy.c's kvt_policy_hint() (what the
+ * prefetch engine does with a probable hint) and replacement: no hints,
+ * the predictor's top-k or all its candidates as sure hints, all with
+ * their probabilities, and the router's own choice (see ex_load_init()).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -1396,6 +1403,521 @@ static int decisions(FILE *f, u32 dram, u32 nops, u64 seed, int kind)
 	return 0;
 }
 
+/* ---- experts: MoE expert streaming through kvt_policy_hint() ------------- */
+
+/*
+ * --experts: a MoE decode streams its experts (B blocks each) from NVMe
+ * into a DRAM run by kmod/policy.c (seg); other weights are left out. Each
+ * layer ranks its experts at random, rank r weighing 1/(r+1)^zipf; the
+ * router draws a (token, layer)'s top-k by weight without replacement. The
+ * predictor names each of the k with probability --accuracy, else a wrong
+ * expert drawn by weight (guess slots), then the most popular not named
+ * (filler slots: they catch some missed ones). A slot's probability is the
+ * share of its names the router chose over the run (calibrated slot by
+ * slot, honest on average); the list goes likeliest first.
+ *
+ * A layer computes for --compute, due when the one before ends; a read
+ * takes --read-time, --qd at once, a due layer's first. As layer s starts,
+ * the runtime hints s + --lookahead, due at its start if nothing stalls.
+ * The engine goes earliest deadline first, a group's hints in list order,
+ * and asks kvt_policy_hint() about a block not in DRAM when a read could
+ * start (busy: servers busy over qd); one in DRAM or on its way is taken.
+ * Held blocks are off the replacement list until used or their layer ran,
+ * at most half of DRAM (prefetch_protect_pct=50); hints not started by
+ * then are dropped. A due layer pins its experts, reads those missing and
+ * waits: the stall. Printed: hit (expert blocks in DRAM when due), stall
+ * (over compute time), reads and wasted (read, then evicted or left at the
+ * end unused) per expert block used.
+ */
+
+#define EX_MAX_K	8
+#define EX_MAX_C	32
+#define EX_MAX_LA	16
+#define EX_MAX_H	256	/* hints of a group: candidates x blocks */
+#define EX_HOLD		BIT(0)	/* ex_blk.keep: a group holds it */
+#define EX_PIN		BIT(1)	/* its layer is due */
+
+enum { EXP_NONE, EXP_TOPK, EXP_ALL, EXP_PROB, EXP_ORACLE, EXP_NR };
+enum { EX_OUT, EX_LOADING, EX_IN };
+
+static const char * const exp_names[EXP_NR] = {
+	"none", "topk", "all", "prob", "oracle",
+};
+
+struct ex_opts {
+	u32 layers, experts, top_k, tokens, cand, blocks, lookahead, dram, qd;
+	u32 qds[MAX_CAPS], nqd;
+	double zipf, acc, compute, read_time;
+	u64 seed;
+};
+
+static const struct ex_opts ex_defaults = {
+	.layers = 16, .experts = 64, .top_k = 2, .tokens = 256, .cand = 6,
+	.blocks = 1, .lookahead = 2, .qds = { 4 }, .nqd = 1, .zipf = 1.0,
+	.acc = 0.8, .compute = 1.0, .read_time = 0.25, .seed = 1,
+};
+
+struct ex_res {
+	u64 used, hits, reads, wasted;
+	double stall;
+};
+
+struct ex_load {
+	u32 steps;		/* tokens x layers */
+	u16 *perm;		/* layer x rank -> expert */
+	double *w;		/* rank -> weight */
+	u8 *mark;		/* expert -> 1 chosen | 2 named (scratch) */
+	u16 *truth;		/* step x top_k -> expert */
+	u16 *named;		/* step x cand -> expert, by slot */
+	u32 order[EX_MAX_C];	/* slots, likeliest first */
+	u32 prob[EX_MAX_C];	/* slot -> probability */
+};
+
+/* The options fit together; the default DRAM. Else what is wrong. */
+static const char *ex_check(struct ex_opts *o)
+{
+	u64 nblk = (u64)o->layers * o->experts * o->blocks;
+	u32 i, qd = 0;
+
+	for (i = 0; i < o->nqd; i++)
+		qd = max_t(u32, qd, o->qds[i]);
+	if (nblk > 1 << 24 || (u64)o->tokens * o->layers > 1 << 24 ||
+	    o->top_k > EX_MAX_K || o->cand > EX_MAX_C ||
+	    o->lookahead > EX_MAX_LA || o->cand * o->blocks > EX_MAX_H)
+		return "too large (top-k <= 8, candidates x blocks <= 256, lookahead <= 16)";
+	if (o->cand < o->top_k || o->experts < o->top_k + o->cand)
+		return "want top-k <= candidates <= experts - top-k";
+	if (o->lookahead >= o->layers || !(o->compute > 0) ||
+	    !(o->read_time > 0))
+		return "want lookahead < layers, compute and read-time > 0";
+	if (!o->dram)
+		o->dram = max_t(u32, nblk / 4, 1);
+	if (qd > 1024 || o->dram < 2 * (qd + 2 * o->top_k * o->blocks) + 2)
+		return "DRAM too small for the queue and top-k (or qd > 1024)";
+	return NULL;
+}
+
+static double ex_unit(u64 *rng)
+{
+	*rng += 0x9e3779b97f4a7c15ULL;
+	return (double)(mix64(*rng) >> 11) / (double)(1ULL << 53);
+}
+
+/* An expert of @layer by weight, none that l->mark marks. */
+static u32 ex_draw(const struct ex_load *l, const struct ex_opts *o,
+		   u32 layer, u64 *rng)
+{
+	const u16 *perm = &l->perm[layer * o->experts];
+	double sum = 0, u;
+	u32 r, last = 0;
+
+	for (r = 0; r < o->experts; r++)
+		sum += l->mark[perm[r]] ? 0 : l->w[r];
+	u = ex_unit(rng) * sum;
+	for (r = 0; r < o->experts && u >= 0; r++) {
+		if (l->mark[perm[r]])
+			continue;
+		last = perm[r];
+		u -= l->w[r];
+	}
+	return last;
+}
+
+/* One (token, layer): the router's choice, the predictor's slots. */
+static void ex_sample(const struct ex_load *l, const struct ex_opts *o,
+		      u32 layer, u64 *rng, u16 *truth, u16 *named)
+{
+	const u16 *perm = &l->perm[layer * o->experts];
+	u32 i, r = 0;
+
+	memset(l->mark, 0, o->experts);
+	for (i = 0; i < o->top_k; i++) {
+		truth[i] = ex_draw(l, o, layer, rng);
+		l->mark[truth[i]] = 1;
+	}
+	for (i = 0; i < o->top_k; i++) {
+		named[i] = ex_unit(rng) < o->acc ? truth[i] :
+			   ex_draw(l, o, layer, rng);
+		l->mark[named[i]] |= 2;
+	}
+	for (; i < o->cand; i++) {
+		while (l->mark[perm[r]] & 2)
+			r++;
+		named[i] = perm[r];
+		l->mark[named[i]] |= 2;
+	}
+}
+
+static void ex_load_free(struct ex_load *l)
+{
+	free(l->perm);
+	free(l->w);
+	free(l->mark);
+	free(l->truth);
+	free(l->named);
+}
+
+static int ex_load_init(struct ex_load *l, const struct ex_opts *o)
+{
+	u64 rng = mix64(o->seed ^ 0x6578706572747321ULL), n[EX_MAX_C] = { 0 };
+	u32 i, j, s;
+
+	memset(l, 0, sizeof(*l));
+	l->steps = o->tokens * o->layers;
+	l->perm = malloc((size_t)o->layers * o->experts * sizeof(u16));
+	l->w = malloc(o->experts * sizeof(double));
+	l->mark = malloc(o->experts);
+	l->truth = malloc((size_t)l->steps * o->top_k * sizeof(u16));
+	l->named = malloc((size_t)l->steps * o->cand * sizeof(u16));
+	if (!l->perm || !l->w || !l->mark || !l->truth || !l->named)
+		return -ENOMEM;
+	for (i = 0; i < o->experts; i++)
+		l->w[i] = pow(i + 1, -o->zipf);
+	for (i = 0; i < o->layers * o->experts; i++) {
+		j = i - i % o->experts +
+		    (u32)(ex_unit(&rng) * (i % o->experts + 1));
+		if (j != i)	/* Fisher-Yates, inside out */
+			l->perm[i] = l->perm[j];
+		l->perm[j] = i % o->experts;
+	}
+	for (s = 0; s < l->steps; s++) {
+		u16 *named = &l->named[(size_t)s * o->cand];
+
+		ex_sample(l, o, s % o->layers, &rng,
+			  &l->truth[(size_t)s * o->top_k], named);
+		for (i = 0; i < o->cand; i++)
+			n[i] += l->mark[named[i]] & 1;
+	}
+	for (i = 0; i < o->cand; i++) {
+		l->prob[i] = (u32)((double)n[i] / l->steps * KVT_PROB_ONE + 0.5);
+		for (j = i; j && l->prob[l->order[j - 1]] < l->prob[i]; j--)
+			l->order[j] = l->order[j - 1];
+		l->order[j] = i;
+	}
+	return 0;
+}
+
+struct ex_blk {
+	u8 state, keep, fresh;	/* EX_*; EX_HOLD | EX_PIN; read, unused */
+	double ready;		/* when its read ends */
+};
+
+struct ex_group {
+	u32 n, next;		/* hints, and the next to look at */
+	double due;
+	u32 blk[EX_MAX_H], prob[EX_MAX_H];
+};
+
+struct ex_sim {
+	const struct ex_opts *o;
+	const struct ex_load *l;
+	struct ex_res *res;
+	int pol;
+	struct kvt_pool pool;
+	struct ex_blk *b;
+	double *srv;		/* server -> free from */
+	u32 *reads, nreads;	/* blocks being read */
+	u32 nr_dram, nr_held;
+	u32 gfirst, glast;	/* steps of the live groups */
+	struct ex_group g[EX_MAX_LA + 1];
+	double now;
+};
+
+static u32 ex_block(const struct ex_opts *o, u32 step, u32 e, u32 i)
+{
+	return ((step % o->layers) * o->experts + e) * o->blocks + i;
+}
+
+/* Set or clear @why on block @a: off the replacement list while kept. */
+static void ex_keep(struct ex_sim *x, u32 a, u8 why, bool on)
+{
+	struct ex_blk *k = &x->b[a];
+	u8 was = k->keep;
+
+	if (on == !!(was & why) ||
+	    (on && why == EX_HOLD && x->nr_held >= x->o->dram / 2))
+		return;
+	k->keep ^= why;
+	if (why == EX_HOLD)
+		x->nr_held += on ? 1 : -1;
+	if (k->state == EX_IN && !was && k->keep)
+		kvt_policy_remove(&x->pool, a);
+	else if (k->state == EX_IN && was && !k->keep)
+		kvt_policy_insert(&x->pool, a);
+}
+
+/* Room made (kvt_make_room()), read @a on the server free first, from @at. */
+static int ex_read(struct ex_sim *x, u32 a, double at)
+{
+	u32 i, s = 0;
+
+	for (; x->nr_dram >= x->o->dram; x->nr_dram--) {
+		u32 v = kvt_policy_victim(&x->pool);
+
+		if (v == NIL)
+			return -ENOSPC;
+		x->pool.blocks[v].flags = KVT_BF_EVICTING;
+		kvt_policy_remove(&x->pool, v);
+		x->pool.blocks[v].flags = 0;
+		x->b[v].state = EX_OUT;
+		x->res->wasted += x->b[v].fresh;
+		x->b[v].fresh = 0;
+	}
+	for (i = 1; i < x->o->qd; i++)
+		if (x->srv[i] < x->srv[s])
+			s = i;
+	x->srv[s] = max_t(double, at, x->srv[s]) + x->o->read_time;
+	x->b[a].ready = x->srv[s];
+	x->b[a].state = EX_LOADING;
+	x->b[a].fresh = 1;
+	x->reads[x->nreads++] = a;
+	x->nr_dram++;
+	x->res->reads++;
+	return 0;
+}
+
+/*
+ * kvt_policy_hint() as kmod/prefetch.c asks it: @busy reads in flight
+ * besides this one, the holds against their bound (half of DRAM).
+ */
+static u32 ex_plan(const struct ex_sim *x, u32 p, bool in_time, u32 busy)
+{
+	u32 lim = x->o->dram / 2;
+
+	return kvt_policy_hint(p, in_time,
+			       (busy + 1) * KVT_POL_SCALE / x->o->qd,
+			       lim ? x->nr_held * KVT_POL_SCALE / lim :
+				     KVT_POL_SCALE);
+}
+
+/* The engine at x->now: groups in deadline order, hints in list order. */
+static void ex_issue(struct ex_sim *x)
+{
+	u32 s, i, busy, f;
+
+	for (s = x->gfirst; s < x->glast; s++) {
+		struct ex_group *g = &x->g[s % (EX_MAX_LA + 1)];
+
+		for (; g->next < g->n; g->next++) {
+			u32 a = g->blk[g->next], p = g->prob[g->next];
+
+			f = ex_plan(x, p, true, 0);
+			if (x->b[a].state == EX_OUT) {
+				for (i = 0, busy = 0; i < x->o->qd; i++)
+					busy += x->srv[i] > x->now;
+				if (busy == x->o->qd)
+					return;
+				f = ex_plan(x, p, x->now + x->o->read_time <=
+					    g->due, busy);
+				if (!(f & KVT_HINT_READ))
+					continue;
+				if (ex_read(x, a, x->now))
+					return;		/* no room yet */
+			}
+			if (f & KVT_HINT_HOLD)
+				ex_keep(x, a, EX_HOLD, true);
+		}
+	}
+}
+
+/* Run until @to: reads end, the engine starts more; at @to, none. */
+static void ex_advance(struct ex_sim *x, double to)
+{
+	for (;;) {
+		double t = to;
+		u32 i = 0, a;
+
+		while (i < x->nreads) {
+			a = x->reads[i];
+			if (x->b[a].ready > x->now) {
+				t = min_t(double, t, x->b[a].ready);
+				i++;
+				continue;
+			}
+			x->reads[i] = x->reads[--x->nreads];
+			x->b[a].state = EX_IN;
+			if (!x->b[a].keep)
+				kvt_policy_insert(&x->pool, a);
+		}
+		if (x->now >= to)
+			return;
+		ex_issue(x);
+		for (i = 0; i < x->nreads; i++)
+			t = min_t(double, t, x->b[x->reads[i]].ready);
+		x->now = t;
+	}
+}
+
+/* The runtime hints @step, due at @due. */
+static void ex_hint(struct ex_sim *x, u32 step, double due)
+{
+	const struct ex_opts *o = x->o;
+	const struct ex_load *l = x->l;
+	struct ex_group *g = &x->g[step % (EX_MAX_LA + 1)];
+	u32 n = x->pol == EXP_ALL || x->pol == EXP_PROB ? o->cand :
+		x->pol == EXP_NONE ? 0 : o->top_k, i, j, e;
+
+	g->n = 0;
+	g->next = 0;
+	g->due = due;
+	x->glast = step + 1;
+	for (i = 0; i < n; i++) {
+		e = x->pol == EXP_ORACLE ? l->truth[(size_t)step * o->top_k + i] :
+		    l->named[(size_t)step * o->cand + l->order[i]];
+		for (j = 0; j < o->blocks; j++, g->n++) {
+			g->blk[g->n] = ex_block(o, step, e, j);
+			g->prob[g->n] = x->pol == EXP_PROB ?
+					l->prob[l->order[i]] : KVT_PROB_ONE;
+		}
+	}
+}
+
+/* Layer @step is due now: pin, read what is missing, wait, use. */
+static int ex_step(struct ex_sim *x, u32 step)
+{
+	const struct ex_opts *o = x->o;
+	const u16 *truth = &x->l->truth[(size_t)step * o->top_k];
+	struct ex_group *g = &x->g[step % (EX_MAX_LA + 1)];
+	u32 n = o->top_k * o->blocks, a[EX_MAX_K * 64], i;
+	double due = x->now, start = due;
+
+	for (i = 0; i < n; i++) {
+		a[i] = ex_block(o, step, truth[i / o->blocks], i % o->blocks);
+		x->res->hits += x->b[a[i]].state == EX_IN;
+		ex_keep(x, a[i], EX_PIN, true);
+	}
+	for (i = 0; i < n; i++) {
+		if (x->b[a[i]].state == EX_OUT && ex_read(x, a[i], due))
+			return -ENOSPC;
+		if (x->b[a[i]].state != EX_IN)
+			start = max_t(double, start, x->b[a[i]].ready);
+	}
+	ex_advance(x, start);
+	x->res->stall += start - due;
+	x->res->used += n;
+	for (i = 0; i < n; i++) {
+		ex_keep(x, a[i], EX_HOLD, false);
+		ex_keep(x, a[i], EX_PIN, false);
+		kvt_policy_touch(&x->pool, a[i]);
+		x->b[a[i]].fresh = 0;
+	}
+	for (i = 0; i < g->n; i++)	/* the layer has run: its group ends */
+		ex_keep(x, g->blk[i], EX_HOLD, false);
+	x->gfirst = step + 1;
+	if (step + o->lookahead < x->l->steps)
+		ex_hint(x, step + o->lookahead,
+			start + o->lookahead * o->compute);
+	ex_advance(x, start + o->compute);
+	return 0;
+}
+
+static int ex_run(const struct ex_load *l, const struct ex_opts *o, int pol,
+		  struct ex_res *res)
+{
+	u32 nblk = o->layers * o->experts * o->blocks, a, s;
+	struct ex_sim x = { .o = o, .l = l, .res = res, .pol = pol };
+	int ret = -ENOMEM;
+
+	memset(res, 0, sizeof(*res));
+	x.pool.blocks = calloc(nblk, sizeof(*x.pool.blocks));
+	x.b = calloc(nblk, sizeof(*x.b));
+	x.srv = calloc(o->qd, sizeof(*x.srv));
+	x.reads = calloc(o->qd + o->top_k * o->blocks, sizeof(u32));
+	if (!x.pool.blocks || !x.b || !x.srv || !x.reads)
+		goto out;
+	for (a = 0; a < nblk; a++) {
+		x.pool.blocks[a].prev = NIL;
+		x.pool.blocks[a].next = NIL;
+		x.pool.blocks[a].nloc = NIL;
+	}
+	kvt_policy_init(&x.pool);
+	kvt_policy_param = KVT_POLICY_SEG;
+	kvt_policy_clean_param = false;
+	for (s = 0; s < o->lookahead && s < l->steps; s++)
+		ex_hint(&x, s, s * o->compute);
+	for (ret = 0, s = 0; !ret && s < l->steps; s++)
+		ret = ex_step(&x, s);
+	for (a = 0; a < nblk; a++)
+		res->wasted += x.b[a].fresh;
+	if (!ret && (kvt_policy_check(&x.pool) || shim_warnings))
+		ret = -EFAULT;
+out:
+	free(x.pool.blocks);
+	free(x.b);
+	free(x.srv);
+	free(x.reads);
+	return ret;
+}
+
+/* The table, then "expert_prob_NAME: a/b (a / b)" (_qdN: one of a sweep). */
+static void ex_print(const struct ex_opts *o, const struct ex_load *l,
+		     const struct ex_res *r)
+{
+	static const char * const ratio[] = {
+		"stall_vs_topk", "stall_vs_all", "reads_vs_all",
+	};
+	double st[EXP_NR], u, a[3], b[3];
+	char sfx[16] = "";
+	u32 i;
+	int p;
+
+	printf("experts: %u layers x %u experts x %u blocks, top-%u, zipf %g, ",
+	       o->layers, o->experts, o->blocks, o->top_k, o->zipf);
+	printf("%u tokens, seed %llu\n", o->tokens, (unsigned long long)o->seed);
+	printf("predictor: %u candidates, accuracy %g, probabilities", o->cand,
+	       o->acc);
+	for (i = 0; i < o->cand; i++)
+		printf(" %.3f", (double)l->prob[l->order[i]] / KVT_PROB_ONE);
+	printf("\nDRAM %u blocks, compute %g, read %g, qd %u (%g reads a layer), lookahead %u\n",
+	       o->dram, o->compute, o->read_time, o->qd,
+	       o->qd * o->compute / o->read_time, o->lookahead);
+	printf("%-8s %7s %7s %7s %7s\n", "policy", "hit", "stall", "reads",
+	       "wasted");
+	for (p = 0; p < EXP_NR; p++) {
+		u = r[p].used ? r[p].used : 1;
+		st[p] = r[p].stall / (l->steps * o->compute);
+		printf("%-8s %7.4f %7.4f %7.4f %7.4f\n", exp_names[p],
+		       r[p].hits / u, st[p], r[p].reads / u, r[p].wasted / u);
+	}
+	if (o->nqd > 1)
+		snprintf(sfx, sizeof(sfx), "_qd%u", o->qd);
+	a[0] = st[EXP_PROB];
+	a[1] = st[EXP_PROB];
+	a[2] = r[EXP_PROB].reads;
+	b[0] = st[EXP_TOPK];
+	b[1] = st[EXP_ALL];
+	b[2] = r[EXP_ALL].reads;
+	for (i = 0; i < 3; i++) {
+		printf("expert_prob_%s%s: %.3f", ratio[i], sfx,
+		       b[i] > 0 ? a[i] / b[i] : a[i] > 0 ? INFINITY : 1.0);
+		if (i < 2)
+			printf(" (%.4f / %.4f)", a[i], b[i]);
+		putchar('\n');
+	}
+}
+
+/* The workload once; every policy at each queue depth. */
+static int experts(struct ex_opts *o)
+{
+	struct ex_res res[EXP_NR];
+	struct ex_load l;
+	u32 q;
+	int p, ret;
+
+	ret = ex_load_init(&l, o);
+	for (q = 0; !ret && q < o->nqd; q++) {
+		o->qd = o->qds[q];
+		for (p = 0; !ret && p < EXP_NR; p++)
+			ret = ex_run(&l, o, p, &res[p]);
+		if (!ret && q)
+			putchar('\n');
+		if (!ret)
+			ex_print(o, &l, res);
+	}
+	ex_load_free(&l);
+	return ret;
+}
+
 /* ---- self-test ------------------------------------------------------------ */
 
 static int st_fail;
@@ -1799,6 +2321,131 @@ static void st_decisions(void)
 		fclose(f);
 }
 
+/*
+ * kvt_policy_hint(): from one half up (a sure hint too) a hint is read
+ * and held, late or not, however busy the queue and full the holds.
+ * Below, it is never read late, and read in time exactly from a floor
+ * (found by bisection) that never falls as the queue fills: KVT_PROB_MIN
+ * idle, a quarter full and past; it is held exactly from a bar that
+ * never falls as holds fill: KVT_PROB_MIN with none, one half at the
+ * bound (no probable hint below one half then).
+ */
+static u32 st_bisect(u32 busy, u32 held, u32 bit)
+{
+	u32 lo = 0, hi = KVT_PROB_ONE / 2, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (kvt_policy_hint(mid, true, busy, held) & bit)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+static void st_hint(void)
+{
+	u32 v, lo, prev = 0, prev_bar = 0, p, f, bar;
+	int fails = st_fail;
+
+	for (v = 0; v <= 2 * KVT_POL_SCALE && fails == st_fail; v++) {
+		for (p = 0; p < 8; p++)
+			ST_CHECK(kvt_policy_hint(p < 4 ? KVT_PROB_ONE / 2 + p * 9000 :
+						 p < 7 ? KVT_PROB_ONE + p : U32_MAX,
+						 p & 1, v, 2 * KVT_POL_SCALE - v) ==
+				 (KVT_HINT_READ | KVT_HINT_HOLD),
+				 "hint: likely %u, in_time %u busy %u", p, p & 1, v);
+		lo = st_bisect(v, 0, KVT_HINT_READ);
+		ST_CHECK(lo >= prev && (v || lo == KVT_PROB_MIN) &&
+			 (v < KVT_POL_SCALE || lo == KVT_PROB_ONE / 4),
+			 "hint: floor %u at busy %u, %u before", lo, v, prev);
+		prev = lo;
+		bar = st_bisect(0, v, KVT_HINT_HOLD);
+		ST_CHECK(bar >= prev_bar && (v || bar == KVT_PROB_MIN) &&
+			 (v < KVT_POL_SCALE || bar == KVT_PROB_ONE / 2),
+			 "hint: hold bar %u at held %u, %u before", bar, v,
+			 prev_bar);
+		prev_bar = bar;
+		for (p = v % 61; v % 128 == 0 && p < KVT_PROB_ONE / 2; p += 61) {
+			f = kvt_policy_hint(p, true, v, v);
+			if (!(f & KVT_HINT_READ) !=
+			    (p < st_bisect(v, v, KVT_HINT_READ)) ||
+			    !(f & KVT_HINT_HOLD) !=
+			    (p < st_bisect(v, v, KVT_HINT_HOLD)) ||
+			    kvt_policy_hint(p, false, v, v) != (f & KVT_HINT_HOLD)) {
+				ST_CHECK(0, "hint: prob %u busy/held %u: %#x", p,
+					 v, f);
+				break;
+			}
+		}
+	}
+	ST_CHECK(kvt_policy_hint(KVT_PROB_ONE / 2 - 1, true, 0,
+				 KVT_POL_SCALE) == KVT_HINT_READ &&
+		 kvt_policy_hint(KVT_PROB_ONE / 2, false, KVT_POL_SCALE,
+				 KVT_POL_SCALE) == (KVT_HINT_READ | KVT_HINT_HOLD),
+		 "hint: one half");
+}
+
+/* Every --experts policy on @o; 0 or -errno. */
+static int st_ex_run(struct ex_opts *o, struct ex_res *r)
+{
+	struct ex_load l;
+	int p, ret;
+
+	ret = ex_check(o) ? -EINVAL : ex_load_init(&l, o);
+	for (p = 0; !ret && p < EXP_NR; p++)
+		ret = ex_run(&l, o, p, &r[p]);
+	ex_load_free(&l);
+	return ret;
+}
+
+/*
+ * --experts, tiny. A perfect predictor naming just the top-k makes topk,
+ * prob and oracle the same sure hints, so the same replay, even with reads
+ * late (one a layer for up to 4 blocks). Without hints each miss is read
+ * on demand and used. With room to spare (16 reads a layer for at most 4),
+ * prob reads in time what topk does, and more: at least its hits. The
+ * replay is deterministic.
+ */
+static void st_experts(void)
+{
+	struct ex_res r[EXP_NR], again[EXP_NR];
+	struct ex_opts o = ex_defaults;
+	int p;
+
+	o.layers = 4;
+	o.experts = 8;
+	o.tokens = 48;
+	o.cand = 2;
+	o.acc = 1;
+	o.blocks = 2;
+	o.dram = 32;
+	o.qd = 1;
+	o.read_time = 1;
+	ST_CHECK(!st_ex_run(&o, r), "experts: run");
+	for (p = EXP_TOPK; p < EXP_ORACLE; p++)
+		ST_CHECK(p == EXP_ALL || !memcmp(&r[p], &r[EXP_ORACLE], sizeof(*r)),
+			 "experts: perfect: %s hits %llu, oracle %llu",
+			 exp_names[p], (unsigned long long)r[p].hits,
+			 (unsigned long long)r[EXP_ORACLE].hits);
+	ST_CHECK(r[EXP_NONE].hits + r[EXP_NONE].reads == r[EXP_NONE].used &&
+		 !r[EXP_NONE].wasted && r[EXP_NONE].stall > 0 &&
+		 r[EXP_ORACLE].hits > r[EXP_NONE].hits, "experts: none");
+	o.experts = 16;
+	o.cand = 4;
+	o.acc = 0.8;
+	o.blocks = 1;
+	o.dram = 20;
+	o.qd = 4;
+	o.read_time = 0.25;
+	ST_CHECK(!st_ex_run(&o, r) && !st_ex_run(&o, again), "experts: run");
+	ST_CHECK(r[EXP_PROB].hits >= r[EXP_TOPK].hits &&
+		 !memcmp(r, again, sizeof(r)), "experts: prob %llu hits, topk %llu",
+		 (unsigned long long)r[EXP_PROB].hits,
+		 (unsigned long long)r[EXP_TOPK].hits);
+}
+
 static int selftest(void)
 {
 	struct sim_opts so = { .dram_share = 0.25, .region_blocks = 4,
@@ -1814,6 +2461,8 @@ static int selftest(void)
 	st_seg_ghosts();
 	st_online();
 	st_decisions();
+	st_hint();
+	st_experts();
 	printf("selftest: %s\n", st_fail ? "FAIL" : "ok");
 	return st_fail ? 1 : 0;
 }
@@ -1825,6 +2474,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: policy-sim --trace FILE|generated --capacities N,N,... [options]\n"
 		"       policy-sim --decisions --dram-blocks C --ops N [--seed S] [--policy lru|seg]\n"
+		"       policy-sim --experts [--qd N,N,...] [options]\n"
 		"       policy-sim --selftest\n"
 		"\n"
 		"Replays a Mooncake-format trace (or the built-in generator's requests)\n"
@@ -1857,7 +2507,19 @@ static void usage(FILE *f)
 		"and prints one line a command: 'N OP KEYS RESULT EVICTED' (RESULT 0 or\n"
 		"-errno, for lookup and peek the resident prefix; EVICTED the keys evicted\n"
 		"or '-'). selftests/kvtier/policy replays them on the module.\n"
-		"  --policy P              lru or seg [lru]\n");
+		"  --policy P              lru or seg [lru]\n"
+		"\n"
+		"--experts replays a generated MoE decode streaming its experts from NVMe\n"
+		"through kmod/policy.c's kvt_policy_hint() and replacement, and prints for\n"
+		"each prefetch policy (none, topk, all, prob, oracle) the hit share, stall\n"
+		"over compute time, blocks read and wasted per block used, then the\n"
+		"expert_prob_* ratios; a set for each --qd. '--experts N' sets the\n"
+		"experts of a layer too. Options [defaults]:\n"
+		"  --layers N [16] --experts N [64] --top-k K [2] --zipf S [1.0]\n"
+		"  --tokens T [256] --candidates C [6] --accuracy A [0.8]\n"
+		"  --expert-blocks B [1] --dram-blocks N [a quarter] --seed S [1]\n"
+		"  --compute T [1.0] --read-time T [0.25] --qd N,N,... [4]\n"
+		"  --lookahead L [2]         layers ahead the runtime hints\n");
 	gen_usage(f);
 }
 
@@ -1904,6 +2566,50 @@ static int parse_policies(const char *s, bool *on)
 	return 0;
 }
 
+/* An --experts option: 1 if taken, 0 if not one, -EINVAL. */
+static int ex_parse_opt(struct ex_opts *o, const char *name, const char *val)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+		double max;	/* 0: a whole number from 1 to 65535 */
+	} opts[] = {
+		{ "layers", offsetof(struct ex_opts, layers), 0 },
+		{ "experts", offsetof(struct ex_opts, experts), 0 },
+		{ "top-k", offsetof(struct ex_opts, top_k), 0 },
+		{ "tokens", offsetof(struct ex_opts, tokens), 0 },
+		{ "candidates", offsetof(struct ex_opts, cand), 0 },
+		{ "expert-blocks", offsetof(struct ex_opts, blocks), 0 },
+		{ "lookahead", offsetof(struct ex_opts, lookahead), 0 },
+		{ "zipf", offsetof(struct ex_opts, zipf), 8 },
+		{ "accuracy", offsetof(struct ex_opts, acc), 1 },
+		{ "compute", offsetof(struct ex_opts, compute), 1e6 },
+		{ "read-time", offsetof(struct ex_opts, read_time), 1e6 },
+	};
+	size_t i;
+	char *end;
+	double d;
+
+	if (!strcmp(name, "qd"))
+		return parse_caps(val, o->qds, &o->nqd) ? -EINVAL : 1;
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		if (strcmp(name, opts[i].name))
+			continue;
+		errno = 0;
+		d = strtod(val, &end);
+		if (errno || *end || !(d >= 0) ||
+		    d > (opts[i].max ? opts[i].max : 65535) ||
+		    (!opts[i].max && (d < 1 || d != floor(d))))
+			return -EINVAL;
+		if (opts[i].max)
+			*(double *)((char *)o + opts[i].off) = d;
+		else
+			*(u32 *)((char *)o + opts[i].off) = d;
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sim_opts so = { .dram_share = 0.25, .region_blocks = 64,
@@ -1912,13 +2618,15 @@ int main(int argc, char **argv)
 	u64 max_req = UINT64_MAX, v;
 	const char *trace = NULL;
 	bool csv = false, on[POL_NR];
-	bool dec = false;
+	bool dec = false, ex = false;
 	u64 dec_dram = 0, dec_ops = 0;
 	int dec_kind = KVT_POLICY_LRU;
 	u32 caps[MAX_CAPS], ncaps = 0, c;
 	double worst = INFINITY;
 	struct trace_set t;
+	struct ex_opts xo = ex_defaults;
 	struct gen_opts go;
+	const char *why;
 	int i, ret;
 
 	gen_opts_init(&go);
@@ -1937,6 +2645,12 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--decisions")) {
 			dec = true;
 			continue;
+		}
+		/* The mode; with a number, the experts of a layer too. */
+		if (!strcmp(a, "--experts")) {
+			ex = true;
+			if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
+				continue;
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
@@ -1989,7 +2703,9 @@ int main(int argc, char **argv)
 			else
 				ret = -EINVAL;
 		} else {
-			ret = gen_parse_opt(&go, a, val);
+			ret = ex_parse_opt(&xo, a, val);
+			if (!ret)
+				ret = gen_parse_opt(&go, a, val);
 			ret = ret == 1 ? 0 : ret ? ret : -ENOENT;
 		}
 		if (ret) {
@@ -1998,6 +2714,18 @@ int main(int argc, char **argv)
 				a, ret == -ENOENT ? "" : " ", ret == -ENOENT ? "" : val);
 			return 2;
 		}
+	}
+	if (ex) {
+		xo.seed = go.seed;
+		xo.dram = dec_dram;
+		why = trace || ncaps || dec ? "no trace or --decisions with it" :
+		      ex_check(&xo);
+		if (why)
+			fprintf(stderr, "policy-sim: --experts: %s\n", why);
+		ret = why ? -EINVAL : experts(&xo);
+		if (ret && !why)
+			fprintf(stderr, "policy-sim: experts: %s\n", strerror(-ret));
+		return why ? 2 : ret || fflush(stdout) ? 1 : 0;
 	}
 	if (dec) {
 		if (!dec_dram || trace || ncaps) {

@@ -1695,6 +1695,34 @@ int kvtier_weights_prefetch(struct kvtier_weights *w, int32_t layer,
 			    const struct kvtier_prefetch_args *a);
 
 /**
+ * kvtier_weights_prefetch_experts() - hint the experts a router may pick
+ * @w:		the handle.
+ * @layer:	a layer with experts.
+ * @experts:	@n experts of @layer (>= 0).
+ * @prob:	@n probabilities, each the chance that expert is used, in
+ *		1/KVTIER_PROB_ONE: the router's top-k and the runners-up, with
+ *		their scores; or NULL, every expert needed for sure.
+ * @n:		1..KVTIER_BATCH_MAX.
+ * @a:		the group, as kvtier_weights_prefetch().
+ *
+ * The experts' blocks go in one group, each block once (with the highest
+ * probability of the experts that share it). With @prob the engine reads
+ * the likeliest first and leaves unlikely ones unread when the deadline or
+ * its queue leaves no room (struct kvtier_hint, "probable hints"): such a
+ * group ends with status 0 and fewer blocks ready than hinted.
+ *
+ * Return: as kvtier_prefetch(); -EINVAL (@a, @experts NULL, @n 0, an
+ * expert below 0, a probability above KVTIER_PROB_ONE); -ENOENT (an expert
+ * or the layer does not exist, or has no byte); -E2BIG (more blocks than
+ * batch_max); -EOPNOTSUPP (@prob given, and the module has no
+ * KVTIER_F_HINT_PROB).
+ */
+int kvtier_weights_prefetch_experts(struct kvtier_weights *w, int32_t layer,
+				    const int32_t *experts,
+				    const uint32_t *prob, uint32_t n,
+				    const struct kvtier_prefetch_args *a);
+
+/**
  * kvtier_weights_read() - copy a tensor's bytes out of the pool
  * @w:		the handle.
  * @t:		the tensor (kvtier_weights_tensor()).

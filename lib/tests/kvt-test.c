@@ -204,6 +204,7 @@ static void test_names(void)
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_META), "meta"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_DIRECT), "direct"));
 	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_WEIGHTS), "weights"));
+	CHECK(!strcmp(kvtier_feature_name(KVTIER_F_HINT_PROB), "hint_prob"));
 	CHECK(kvtier_feature_name(1ULL << 63) == NULL);
 	CHECK(kvtier_feature_name(0) == NULL);
 	CHECK(!strcmp(kvtier_ioctl_name(_IOC_NR(KVTIER_IOC_API)), "API"));
@@ -2772,6 +2773,57 @@ static const char wt_json[] = "{"
 	ST_T("model.layers.1.attn.w", "BF16", "[2048]", "[19000,23096]") ","
 	ST_T("lm_head", "U8", "[10]", "[23096,23106]") "}";
 
+/*
+ * kvtier_weights_prefetch_experts(): layer 0's two experts (their blocks
+ * @d + 11000 .. @d + 19000, one shared at the seam) as one group, each
+ * block once, sure or probable; its refusals.
+ */
+static void test_weights_experts(struct kvtier_weights *w,
+				 struct kvtier_pool *pool, uint64_t d,
+				 const char *path)
+{
+	const uint32_t one = KVTIER_PROB_ONE;
+	struct kvtier_prefetch_args a = { .group = 78 };
+	int32_t ex[3] = { 0, 1, 1 }, bad[2] = { 0, -1 }, none[1] = { 2 };
+	uint32_t pr[3] = { one / 4 * 3, one / 8, one / 2 };
+	uint32_t over[3] = { one, one, one + 1 };
+	struct kvtier_completion c;
+	struct kvtier_ctx *c2;
+	struct kvtier_weights *w2;
+	uint64_t want[16];
+	uint32_t n = wt_range(want, 0, d + 11000, d + 19000, 4096);
+
+	CHECK_EQ(kvtier_weights_prefetch_experts(w, 0, ex, NULL, 3, &a), 0);
+	CHECK_EQ(kvtier_wait_group(pool, 78, &c, 5000), 0);
+	CHECK_EQ(c.status, 0);
+	CHECK_EQ(c.count, n);
+	if (has_feature(KVTIER_F_HINT_PROB)) {
+		a.group = 79;
+		CHECK_EQ(kvtier_weights_prefetch_experts(w, 0, ex, pr, 3, &a), 0);
+		CHECK_EQ(kvtier_wait_group(pool, 79, &c, 5000), 0);
+		CHECK_EQ(c.status, 0);
+		CHECK_EQ(c.count, n);
+	}
+	CHECK_EQ(kvtier_weights_prefetch_experts(w, 0, ex, NULL, 0, &a), -EINVAL);
+	CHECK_EQ(kvtier_weights_prefetch_experts(w, 0, NULL, NULL, 1, &a), -EINVAL);
+	CHECK_EQ(kvtier_weights_prefetch_experts(w, 0, ex, NULL, 1, NULL), -EINVAL);
+	CHECK_EQ(kvtier_weights_prefetch_experts(w, 0, bad, NULL, 2, &a), -EINVAL);
+	CHECK_EQ(kvtier_weights_prefetch_experts(w, 0, ex, over, 3, &a), -EINVAL);
+	CHECK_EQ(kvtier_weights_prefetch_experts(w, 0, none, NULL, 1, &a), -ENOENT);
+	CHECK_EQ(kvtier_weights_prefetch_experts(w, 1, ex, NULL, 1, &a), -ENOENT);
+	/* Probabilities need the feature; sure hints do not */
+	CHECK_EQ(kvtier_open(&c2, KVTIER_F_POOLS | KVTIER_F_PREFETCH |
+			     KVTIER_F_WEIGHTS), 0);
+	CHECK_EQ(kvtier_weights_open(c2, path, pool_name, 4096, 0, &w2), 0);
+	CHECK_EQ(kvtier_weights_prefetch_experts(w2, 0, ex, pr, 3, &a),
+		 -EOPNOTSUPP);
+	a.group = 80;
+	CHECK_EQ(kvtier_weights_prefetch_experts(w2, 0, ex, NULL, 3, &a), 0);
+	CHECK_EQ(kvtier_wait_group(kvtier_weights_pool(w2), 80, &c, 5000), 0);
+	kvtier_weights_close(w2);
+	kvtier_close(c2);
+}
+
 static void test_weights(void)
 {
 	enum { BS = 4096, DATA = 23106 };
@@ -2856,6 +2908,8 @@ static void test_weights(void)
 		CHECK_EQ(kvtier_weights_prefetch(w, 5, -1, &a), -ENOENT);
 		CHECK_EQ(kvtier_weights_prefetch(w, 1, -1, NULL), -EINVAL);
 	}
+	if (has_feature(KVTIER_F_PREFETCH))
+		test_weights_experts(w, pool, d, path);
 
 	/* Read-only */
 	k.k[0] = 1;

@@ -1955,6 +1955,36 @@ class TestWeights(unittest.TestCase):
         self.assertErrno(errno.ENOENT, w.prefetch, 5, group=79)
         self.assertErrno(errno.EINVAL, w.prefetch, 1, group=0)
 
+    def test_prefetch_experts_with_probabilities(self):
+        if not self.ctx.api["supported"] & kvtier.F_HINT_PROB:
+            self.skipTest("no KVTIER_F_HINT_PROB")
+        w = self.w
+        self.assertIn("hint_prob", self.ctx.features)
+        b0, b3 = set(w.blocks(1, 0)), set(w.blocks(1, 3))
+        self.assertTrue(b3 - b0)
+        # Likely and unlikely: the likely expert's blocks are read (a block
+        # both share with it), the other's left unread (1/100000 is under
+        # the engine's floor); the group still ends with status 0.
+        pf = w.prefetch_experts(1, [3, 0], [0.00001, 0.9], group=81)
+        self.assertEqual(pf.addr, sorted(b0 | b3))
+        c = pf.wait(10 * SEC_MS)
+        self.assertEqual((c.status, c.ready, c.count),
+                         (0, len(b0), len(b0 | b3)))
+        self.assertEqual(w.pool.stat().resident["dram"], len(b0))
+        # Sure: every block read.
+        pf = w.prefetch_experts(1, [0, 3], group=80)
+        c = pf.wait(10 * SEC_MS)
+        self.assertEqual((c.status, c.ready, c.count),
+                         (0, len(b0 | b3), len(b0 | b3)))
+        self.assertEqual(w.pool.stat().resident["dram"], len(b0 | b3))
+        self.assertErrno(errno.EINVAL, w.prefetch_experts, 1, [0], [1.5],
+                         group=82)
+        self.assertErrno(errno.EINVAL, w.prefetch_experts, 1, [0, 3], [1],
+                         group=82)
+        self.assertErrno(errno.EINVAL, w.prefetch_experts, 1, [], group=82)
+        self.assertErrno(errno.EINVAL, w.prefetch_experts, 1, [-1], group=82)
+        self.assertErrno(errno.ENOENT, w.prefetch_experts, 1, [9], group=82)
+
     def test_read_only_and_file_held(self):
         w = self.w
         self.assertErrno(errno.EROFS, w.pool.put, [kvtier.Key(1, 2)],

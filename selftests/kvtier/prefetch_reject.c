@@ -169,15 +169,37 @@ static void rj_deadline_past(struct kvtier_prefetch *pf)
 	pf->deadline_ns = now_ns() - SEC;
 }
 
-/* A flag in the second hint: hints have none yet. */
+static struct kvtier_hint *rj_hint1(struct kvtier_prefetch *pf)
+{
+	return &((struct kvtier_hint *)(uintptr_t)pf->hints)[1];
+}
+
+/* An unknown flag in the second hint. */
 static void rj_hint_flags(struct kvtier_prefetch *pf)
 {
-	((struct kvtier_hint *)(uintptr_t)pf->hints)[1].flags = 1;
+	rj_hint1(pf)->flags = kst_unknown_bit(KVTIER_HINT_FLAGS);
+}
+
+static void rj_hint_flags_top(struct kvtier_prefetch *pf)
+{
+	rj_hint1(pf)->flags = 1U << 31;
 }
 
 static void rj_hint_reserved(struct kvtier_prefetch *pf)
 {
-	((struct kvtier_hint *)(uintptr_t)pf->hints)[1].reserved[2] = 1;
+	rj_hint1(pf)->reserved[1] = 1;
+}
+
+/* A probability without KVTIER_HINT_PROB. */
+static void rj_hint_prob_no_flag(struct kvtier_prefetch *pf)
+{
+	rj_hint1(pf)->prob = KVTIER_PROB_ONE / 2;
+}
+
+static void rj_hint_prob_over_one(struct kvtier_prefetch *pf)
+{
+	rj_hint1(pf)->flags = KVTIER_HINT_PROB;
+	rj_hint1(pf)->prob = KVTIER_PROB_ONE + 1;
 }
 
 static void rj_hints_null(struct kvtier_prefetch *pf)
@@ -235,8 +257,17 @@ FIXTURE_VARIANT_ADD(pf_reject, deadline_past) {
 FIXTURE_VARIANT_ADD(pf_reject, hint_flags) {
 	.bad = rj_hint_flags, .err = -EINVAL,
 };
+FIXTURE_VARIANT_ADD(pf_reject, hint_flags_top) {
+	.bad = rj_hint_flags_top, .err = -EINVAL,
+};
 FIXTURE_VARIANT_ADD(pf_reject, hint_reserved) {
 	.bad = rj_hint_reserved, .err = -EINVAL,
+};
+FIXTURE_VARIANT_ADD(pf_reject, hint_prob_no_flag) {
+	.bad = rj_hint_prob_no_flag, .err = -EINVAL,
+};
+FIXTURE_VARIANT_ADD(pf_reject, hint_prob_over_one) {
+	.bad = rj_hint_prob_over_one, .err = -EINVAL,
 };
 FIXTURE_VARIANT_ADD(pf_reject, hints_null) {
 	.bad = rj_hints_null, .err = -EFAULT,

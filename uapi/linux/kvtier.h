@@ -148,6 +148,13 @@
  * size and mtime are taken at create too: a load that finds them changed
  * (a writer the kernel could not stop) is a miss and the block leaves the
  * pool, so a pool never mixes a file's new bytes with its old.
+ *
+ * KVTIER_F_HINT_PROB: a prefetch hint may carry the chance that its block
+ * will be used (KVTIER_HINT_PROB, struct kvtier_hint.prob): a router's
+ * top-k with its probabilities. The engine reads a group's likely blocks
+ * first and leaves unlikely ones unread when the deadline or the queue
+ * leaves no room for them (Documentation/userspace-api.rst, "Probable
+ * hints").
  */
 #define KVTIER_F_POOLS		_BITULL(0)
 #define KVTIER_F_MMAP		_BITULL(1)
@@ -166,6 +173,7 @@
 #define KVTIER_F_COMPRESS	_BITULL(14)
 #define KVTIER_F_DIRECT		_BITULL(15)
 #define KVTIER_F_WEIGHTS	_BITULL(16)
+#define KVTIER_F_HINT_PROB	_BITULL(17)
 
 /**
  * struct kvtier_api - the handshake, first command on a control fd
@@ -766,11 +774,28 @@ struct kvtier_nvme_stat {
  * @status:	out: 0 (queued, or resident already); -ENOENT: no such block,
  *		the hint is dropped (the group goes on without it).
  * @tier:	out: where the block is now (KVTIER_TIER_*).
- * @flags:	in: must be 0 (-EINVAL).
+ * @flags:	in: 0, or KVTIER_HINT_PROB (with KVTIER_F_HINT_PROB); other
+ *		bits -EINVAL.
+ * @prob:	in with KVTIER_HINT_PROB: the chance that the block will be
+ *		used, in 1/KVTIER_PROB_ONE (above it: -EINVAL); without the
+ *		flag it must be 0 (-EINVAL) and the block is needed for sure.
  * @reserved:	must be 0 (-EINVAL).
  *
  * Hints are given in chain order: the first block of the request's prefix
  * first. A group's completion reports how long a prefix is resident.
+ *
+ * A probable hint (KVTIER_HINT_PROB, @prob below KVTIER_PROB_ONE) is a
+ * block the runtime may need: an expert its router may pick. The engine
+ * takes a group's sure hints first, in the order given, then its probable
+ * ones, the likeliest first. From one half up a hint is taken as sure.
+ * Below, the engine reads the block only if it can arrive before the
+ * group's deadline and its probability clears a floor that rises as the
+ * engine's queue fills, and protects it from eviction only while the
+ * pool's protection is not scarce (the policy: kmod/policy.c,
+ * kvt_policy_hint()). A probable block's protection ends at the group's
+ * deadline, if it has one, as well as on use. A hint left unread is settled, not failed: the
+ * group ends with status 0 and a @ready below its count, which counts the
+ * prefix resident in the engine's order.
  */
 struct kvtier_hint {
 	__u64 key[2];
@@ -778,8 +803,15 @@ struct kvtier_hint {
 	__s32 status;
 	__u32 tier;
 	__u32 flags;
-	__u32 reserved[3];
+	__u32 prob;
+	__u32 reserved[2];
 };
+
+/* Hint flags. */
+#define KVTIER_HINT_PROB	_BITUL(0)	/* @prob is given */
+#define KVTIER_HINT_FLAGS	KVTIER_HINT_PROB
+
+#define KVTIER_PROB_ONE		65536U	/* probability 1 in @prob */
 
 /* PREFETCH flags. */
 #define KVTIER_PREFETCH_ADDR		_BITUL(0)	/* hints name addresses */
