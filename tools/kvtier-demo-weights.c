@@ -30,6 +30,15 @@
  *   expert	(MoE) layer hints, and the top-k experts a predictor names
  *		for those stages: the router's choice with probability
  *		--accuracy, else the most popular experts of the layer.
+ *   prob	(MoE) layer hints, and the predictor's top-k and as many
+ *		runners-up, with their probabilities, as one group of
+ *		probable hints (kvtier_weights_prefetch_experts()): the
+ *		kernel reads the likeliest first and leaves the unlikely
+ *		unread when the deadline leaves no room. A runner-up is, half
+ *		the time, a choice of the router's the top-k missed, else a
+ *		popular expert; each name carries the probability it is
+ *		right, computed from that model: --accuracy for the top-k,
+ *		(1 - accuracy) / 2 for a runner-up.
  */
 #include <endian.h>
 #include <errno.h>
@@ -56,8 +65,10 @@
 #define WAIT_MS		60000
 #define NAME_LEN	96
 
-enum { MODE_NONE, MODE_LAYER, MODE_EXPERT, NR_MODES };
-static const char *const mode_names[NR_MODES] = { "none", "layer", "expert" };
+enum { MODE_NONE, MODE_LAYER, MODE_EXPERT, MODE_PROB, NR_MODES };
+static const char *const mode_names[NR_MODES] = {
+	"none", "layer", "expert", "prob"
+};
 
 /**
  * struct wopts - the options of `kvtier-demo weights`
@@ -257,7 +268,7 @@ static void wusage(FILE *f)
 		"  --lookahead D       stages hinted ahead of the one computing [2]\n"
 		"  --accuracy A        how often the expert predictor names the\n"
 		"                      router's choice, 0..1 [0.8]\n"
-		"  --modes LIST        of none,layer,expert [all that apply]\n"
+		"  --modes LIST        of none,layer,expert,prob [all that apply]\n"
 		"  --seed S            generator seed [1]\n");
 }
 
@@ -334,6 +345,34 @@ static void predict(struct wmodel *m, uint32_t tok, uint32_t layer,
 		out[j] = r < o->experts ? m->perm[layer * o->experts + r] :
 			 truth[j];
 	}
+}
+
+/*
+ * The predictor's runners-up for token @tok, layer @layer, after its
+ * top-k @named: each router choice the top-k missed, half the time, else
+ * the most popular experts not named yet. @out gets top_k of them.
+ */
+static void runners_up(struct wmodel *m, uint32_t tok, uint32_t layer,
+		       const uint32_t *named, uint32_t *out)
+{
+	const struct wopts *o = m->o;
+	uint32_t truth[64], all[128], n = o->top_k, j, r = 0, x;
+
+	route(m, tok, layer, truth);
+	memcpy(all, named, o->top_k * sizeof(*all));
+	for (j = 0; j < o->top_k && n < 2 * o->top_k; j++)
+		if (!has(all, n, truth[j]) &&
+		    draw(o->seed ^ 0x2d2d, tok, layer, j) < 0.5)
+			all[n++] = truth[j];
+	while (n < 2 * o->top_k && r < o->experts) {
+		x = m->perm[layer * o->experts + r++];
+		if (!has(all, n, x) && !has(truth, o->top_k, x))
+			all[n++] = x;
+	}
+	/* Fewer experts than names: the router's last, again. */
+	while (n < 2 * o->top_k)
+		all[n++] = truth[o->top_k - 1];
+	memcpy(out, all + o->top_k, o->top_k * sizeof(*out));
 }
 
 static int popularity_init(struct wmodel *m)
@@ -692,15 +731,9 @@ static int32_t stage_layer(const struct wmodel *m, uint32_t s)
 	return s < m->o->layers ? (int32_t)s : -1;
 }
 
-static int hint_one(struct wmodel *m, int32_t layer, int32_t expert,
-		    uint64_t deadline)
+/* Count a hint's PREFETCH: @ret, but a refusal the run goes on after. */
+static int hint_count(struct wmodel *m, int ret)
 {
-	struct kvtier_prefetch_args a = {
-		.group = ++m->next_group,
-		.deadline_ns = deadline,
-	};
-	int ret = kvtier_weights_prefetch(m->w, layer, expert, &a);
-
 	/* No room for the group now, or more blocks than one group takes. */
 	if (ret == -EAGAIN || ret == -ENOSPC || ret == -E2BIG) {
 		m->st.hint_refused++;
@@ -709,6 +742,41 @@ static int hint_one(struct wmodel *m, int32_t layer, int32_t expert,
 	if (!ret)
 		m->st.hint_groups++;
 	return ret;
+}
+
+static int hint_one(struct wmodel *m, int32_t layer, int32_t expert,
+		    uint64_t deadline)
+{
+	struct kvtier_prefetch_args a = {
+		.group = ++m->next_group,
+		.deadline_ns = deadline,
+	};
+
+	return hint_count(m, kvtier_weights_prefetch(m->w, layer, expert, &a));
+}
+
+/* The predictor's top-k and runners-up with probabilities, one group. */
+static int hint_probable(struct wmodel *m, uint32_t tok, int32_t layer,
+			 uint64_t deadline)
+{
+	const struct wopts *o = m->o;
+	struct kvtier_prefetch_args a = {
+		.group = ++m->next_group,
+		.deadline_ns = deadline,
+	};
+	uint32_t e[128], prob[128], k = o->top_k, j;
+	int32_t ex[128];
+
+	predict(m, tok, layer, e);
+	runners_up(m, tok, layer, e, e + k);
+	for (j = 0; j < 2 * k; j++) {
+		double p = j < k ? o->accuracy : (1 - o->accuracy) / 2;
+
+		ex[j] = (int32_t)e[j];
+		prob[j] = (uint32_t)(p * KVTIER_PROB_ONE);
+	}
+	return hint_count(m, kvtier_weights_prefetch_experts(m->w, layer, ex,
+							     prob, 2 * k, &a));
 }
 
 /* The hints for global stage @q, due at @deadline. */
@@ -720,8 +788,10 @@ static int hint_stage(struct wmodel *m, int mode, uint64_t q,
 	int ret;
 
 	ret = hint_one(m, layer, -1, deadline);
-	if (ret || mode != MODE_EXPERT || !m->o->experts || layer < 0)
+	if (ret || mode < MODE_EXPERT || !m->o->experts || layer < 0)
 		return ret;
+	if (mode == MODE_PROB)
+		return hint_probable(m, q / S, layer, deadline);
 	predict(m, q / S, layer, e);
 	for (j = 0; !ret && j < m->o->top_k; j++)
 		ret = hint_one(m, layer, e[j], deadline);
@@ -927,7 +997,9 @@ static void print_mode(const struct wmodel *m, int mode,
 	uint32_t tokens = m->o->tokens;
 
 	printf("==== %s ====\n", mode == MODE_NONE ? "no hints" :
-	       mode == MODE_LAYER ? "layer hints" : "layer and expert hints");
+	       mode == MODE_LAYER ? "layer hints" :
+	       mode == MODE_EXPERT ? "layer and expert hints" :
+	       "layer and probable expert hints");
 	row("stall", "%.3f s (%.2f ms a token; %llu of %llu stages waited)",
 	    s->stall_ns / 1e9, s->stall_ns / 1e6 / tokens,
 	    (unsigned long long)s->waits,
@@ -970,6 +1042,22 @@ static void print_mode(const struct wmodel *m, int mode,
 	printf("\n");
 }
 
+/* Probable expert hints against the top-k as sure ones. */
+static void print_prob(const struct wmodel *m, const struct wrun_stats *p,
+		       const struct wrun_stats *e)
+{
+	printf("expert_stall_prob_vs_expert: %.3f (%.3f s / %.3f s)\n",
+	       ratio(p->stall_ns, e->stall_ns), p->stall_ns / 1e9,
+	       e->stall_ns / 1e9);
+	printf("expert_read_amplification_prob: %.3f\n",
+	       ratio(read_bytes(p), p->used_bytes));
+	if (m->has_census)
+		printf("expert_hit_share_prob: %.3f (%llu of %llu blocks)\n",
+		       ratio(p->expert_hits, p->expert_blocks),
+		       (unsigned long long)p->expert_hits,
+		       (unsigned long long)p->expert_blocks);
+}
+
 /*
  * The name: value lines: the hinted mode (expert hints with --moe, else
  * layer hints) against none; each ratio with its absolute figures.
@@ -1004,6 +1092,8 @@ static void print_figures(const struct wmodel *m, const struct wrun_stats *r,
 		       (unsigned long long)h->expert_hits,
 		       (unsigned long long)h->expert_blocks,
 		       ratio(u->expert_hits, u->expert_blocks));
+	if (best == MODE_EXPERT && ran & (1U << MODE_PROB))
+		print_prob(m, &r[MODE_PROB], h);
 }
 
 /* ---- options ----------------------------------------------------------- */
@@ -1107,9 +1197,9 @@ static int wopts_finish(struct wopts *o, int moe)
 	if (!o->compute_ns)
 		o->compute_ns = o->experts ? 2000000 : 5000000;
 	if (!o->modes)
-		o->modes = o->experts ? 7 : 3;
+		o->modes = o->experts ? 15 : 3;
 	if (!o->experts)
-		o->modes &= ~(1U << MODE_EXPERT);
+		o->modes &= ~(1U << MODE_EXPERT | 1U << MODE_PROB);
 	if (!o->pool[0])
 		snprintf(o->pool, sizeof(o->pool), "kvtier-weights-%d", getpid());
 	if (!o->file) {
@@ -1168,6 +1258,12 @@ static int weights_run(struct wopts *o)
 		return EXIT_SKIP;
 	}
 	m.has_census = !!(api.features & KVTIER_F_EVENTS);
+	if (!(api.features & KVTIER_F_HINT_PROB) &&
+	    o->modes & (1U << MODE_PROB)) {
+		printf("%s: mode prob skipped: the module has no probable hints (KVTIER_F_HINT_PROB)\n",
+		       prog);
+		o->modes &= ~(1U << MODE_PROB);
+	}
 
 	ret = model_layout(&m);
 	if (!ret && o->experts)

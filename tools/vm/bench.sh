@@ -105,7 +105,7 @@ fi
 # Weight pools: kvtier-demo weights streams a generated model twice the
 # pool's DRAM share from a file, without and with hints: layer streaming
 # (dense), then MoE (top-2 of 64, Zipf popularity, 80% of the experts
-# predicted). The file lives on a loop-mounted ext4 in the guest's /tmp,
+# predicted; then the top-2 and two runners-up as probable hints). The file lives on a loop-mounted ext4 in the guest's /tmp,
 # which has O_DIRECT (the guest's tmpfs has not). Three runs of each; every
 # figure is the best of the three, with its run's absolute figures; the
 # runs' tables are in $out/weights-*.log.
@@ -128,7 +128,7 @@ weights_bench() {
 		if [[ $kind == weights ]]; then
 			read -r -a args <<<"${KVTIER_BENCH_WEIGHTS_ARGS:-}"
 		else
-			read -r -a args <<<"${KVTIER_BENCH_EXPERT_ARGS:---moe --modes none,expert}"
+			read -r -a args <<<"${KVTIER_BENCH_EXPERT_ARGS:---moe --modes none,expert,prob}"
 		fi
 		echo "bench: kvtier-demo weights ${args[*]} (3 runs)"
 		for i in 1 2 3; do
@@ -146,10 +146,11 @@ weights_bench() {
 		# The best (lowest; highest for the hit share) of each figure.
 		awk -F': ' -v kind="$kind" '
 			$1 ~ "^" kind "_(stall_hinted_vs_unhinted|read_amplification)$" ||
-			$1 == "expert_hit_share" {
+			$1 ~ "^expert_(hit_share(_prob)?|stall_prob_vs_expert)$" {
 				v = $2 + 0
+				hi = $1 ~ /hit_share/
 				if (!($1 in best) ||
-				    ($1 == "expert_hit_share" ? v > best[$1] : v < best[$1])) {
+				    (hi ? v > best[$1] : v < best[$1])) {
 					best[$1] = v; line[$1] = $0
 				}
 				if (!($1 in order)) { order[$1] = ++n; names[n] = $1 }
