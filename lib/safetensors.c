@@ -267,11 +267,7 @@ static uint32_t kvtier_st_dtype_size(const char *dtype)
 	return 0;
 }
 
-/*
- * The number a name gives after @tag ("layers."): @tag at the start of
- * the name or after a '.', then decimal digits, then a '.'; else -1.
- */
-static int32_t kvtier_st_name_index(const char *name, const char *tag)
+int32_t kvtier_st_name_index(const char *name, const char *tag)
 {
 	size_t tlen = strlen(tag);
 	const char *s, *d;
@@ -291,7 +287,7 @@ static int32_t kvtier_st_name_index(const char *name, const char *tag)
 	return -1;
 }
 
-static int32_t kvtier_st_layer(const char *name)
+int32_t kvtier_st_layer(const char *name)
 {
 	static const char * const tags[] = { "layers.", "layer.", "h.", "blk." };
 	int32_t l;
@@ -375,8 +371,7 @@ static int kvtier_st_metadata(struct kvtier_json *j)
 	return ret;
 }
 
-/* Room for one more tensor. */
-static int kvtier_st_grow(struct kvtier_st_table *tab, uint32_t *cap)
+int kvtier_st_grow(struct kvtier_st_table *tab, uint32_t *cap)
 {
 	struct kvtier_tensor *t;
 	uint32_t n;
@@ -413,11 +408,7 @@ static int kvtier_st_cmp_name(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/*
- * Put the tensors in data order, and check that names are unique and
- * that no two ranges with bytes overlap.
- */
-static int kvtier_st_sort(struct kvtier_st_table *tab)
+int kvtier_st_sort(struct kvtier_st_table *tab)
 {
 	struct kvtier_tensor **ref, *sorted;
 	uint64_t end = 0;
@@ -470,6 +461,20 @@ uint64_t kvtier_st_digest(uint64_t h, const void *p, size_t len)
 	return h;
 }
 
+uint64_t kvtier_st_header_digest(uint64_t file_size, const void *head,
+				 size_t len)
+{
+	uint8_t size_le[8];
+	uint64_t h;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		size_le[i] = file_size >> (8 * i);
+	h = kvtier_st_digest(KVTIER_ST_DIGEST_INIT, size_le, 8);
+	h = kvtier_st_digest(h, head, len);
+	return h ? h : 1;
+}
+
 int kvtier_st_header_len(const uint8_t head[8], uint64_t file_size,
 			 uint64_t *len)
 {
@@ -489,11 +494,10 @@ int kvtier_st_parse(const void *buf, size_t len, uint64_t file_size,
 		    struct kvtier_st_table *tab)
 {
 	struct kvtier_json j;
-	uint8_t size_le[8];
 	uint32_t cap = 0;
 	bool meta = false;
 	uint64_t n;
-	int i, ret;
+	int ret;
 
 	memset(tab, 0, sizeof(*tab));
 	if (len < 8 || kvtier_st_header_len(buf, file_size, &n) ||
@@ -540,12 +544,7 @@ int kvtier_st_parse(const void *buf, size_t len, uint64_t file_size,
 	if (ret)
 		goto out_free;
 
-	for (i = 0; i < 8; i++)
-		size_le[i] = file_size >> (8 * i);
-	tab->digest = kvtier_st_digest(KVTIER_ST_DIGEST_INIT, size_le, 8);
-	tab->digest = kvtier_st_digest(tab->digest, buf, tab->data_off);
-	if (!tab->digest)
-		tab->digest = 1;
+	tab->digest = kvtier_st_header_digest(file_size, buf, tab->data_off);
 	return 0;
 
 out_free:

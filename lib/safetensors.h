@@ -24,10 +24,13 @@
 
 /**
  * struct kvtier_st_table - a parsed tensor table
- * @header_len:	N, the JSON's length in bytes.
- * @data_off:	the file offset of the data section, 8 + N.
+ * @header_len:	safetensors: N, the JSON's length in bytes; GGUF: the
+ *		header's, through the tensor infos.
+ * @data_off:	the file offset of the data section: 8 + N; GGUF:
+ *		@header_len rounded up to the alignment.
  * @digest:	FNV-1a 64 of the file's size (8 bytes, little-endian) and
- *		of the 8 + N header bytes; never 0.
+ *		of the header bytes (safetensors: the 8 + N; GGUF: the
+ *		@header_len); never 0.
  * @count:	tensors in @t.
  * @t:		the tensors by ascending data offset (the table's order
  *		among equal ones); each @offset is the tensor's first byte
@@ -79,6 +82,48 @@ int kvtier_st_parse(const void *buf, size_t len, uint64_t file_size,
  */
 void kvtier_st_free(struct kvtier_st_table *tab);
 
+/*
+ * Shared with gguf.c.
+ */
+
+/**
+ * kvtier_st_name_index() - the number a tensor name gives after a tag
+ * @name:	the name.
+ * @tag:	"experts.", "layers.", ...
+ *
+ * Return: the number after @tag (at the start of @name or after a '.',
+ * then decimal digits, then a '.'), or -1.
+ */
+int32_t kvtier_st_name_index(const char *name, const char *tag);
+
+/**
+ * kvtier_st_layer() - the layer a tensor name names
+ * @name:	the name.
+ *
+ * Return: the number after "layers.", "layer.", "h." or "blk.", or -1.
+ */
+int32_t kvtier_st_layer(const char *name);
+
+/**
+ * kvtier_st_grow() - room in a table for one more tensor
+ * @tab:	the table (@tab->t realloc()ed).
+ * @cap:	in/out: the tensors @tab->t has room for.
+ *
+ * Return: 0; -EBADMSG past UINT32_MAX / 2 tensors; -ENOMEM.
+ */
+int kvtier_st_grow(struct kvtier_st_table *tab, uint32_t *cap);
+
+/**
+ * kvtier_st_sort() - put a table in data order, and check it
+ * @tab:	the table, its @t in table order.
+ *
+ * Sorts the tensors by offset (the table's order among equal ones).
+ *
+ * Return: 0; -EBADMSG when two names are the same or two ranges with
+ * bytes overlap; -ENOMEM.
+ */
+int kvtier_st_sort(struct kvtier_st_table *tab);
+
 /* FNV-1a 64's offset basis: where a digest starts. */
 #define KVTIER_ST_DIGEST_INIT	0xcbf29ce484222325ULL
 
@@ -91,5 +136,34 @@ void kvtier_st_free(struct kvtier_st_table *tab);
  * Return: the digest (may be 0: a key maps 0 to 1).
  */
 uint64_t kvtier_st_digest(uint64_t h, const void *p, size_t len);
+
+/**
+ * kvtier_st_header_digest() - a table's digest
+ * @file_size:	the file's size.
+ * @head:	the header's bytes.
+ * @len:	how many.
+ *
+ * Return: FNV-1a 64 of @file_size (8 bytes, little-endian) and of @head;
+ * 1 for 0.
+ */
+uint64_t kvtier_st_header_digest(uint64_t file_size, const void *head,
+				 size_t len);
+
+/**
+ * kvtier_weights_table() - read and check a model file's tensor table
+ * @fd:		the file, open for reading.
+ * @size:	out: its size.
+ * @tab:	out: the table; kvtier_st_free() it.
+ *
+ * Not pure: weights.c's, for kvtier_weights_open() and the tests. A GGUF
+ * file (kvtier_gguf_magic()) is read by kvtier_gguf_parse(), in longer
+ * prefixes while it asks for more; any other as safetensors. The table's
+ * digest goes on over the file's identity (device, inode, mtime), so that
+ * another file, or this one changed, keys another pool.
+ *
+ * Return: 0; -EBADMSG for a malformed file; -EINVAL for one that is not
+ * regular; -ENOMEM; the -errno of fstat(2) or pread(2).
+ */
+int kvtier_weights_table(int fd, uint64_t *size, struct kvtier_st_table *tab);
 
 #endif /* KVTIER_SAFETENSORS_H */

@@ -3,14 +3,14 @@
  * libkvtier: weight pools (KVTIER_F_WEIGHTS), read-only pools of a model
  * file's bytes.
  *
- * The library reads the file's tensor table (safetensors.c) and hands the
- * kernel the file: block i of the pool is the file's bytes from file_off +
- * i * block_size, under the key { file_key, i }, at address i. file_off is
- * the page holding the first tensor byte, so the JSON is mostly
- * not in the pool. file_key is a digest of the file's size, its header
- * and its identity (device, inode, mtime): OPEN_EXISTING of a pool
- * made from another file, or from this one before it changed, finds no
- * block { file_key, 0 } and is refused with -ESTALE.
+ * The library reads the file's tensor table (safetensors.c, or gguf.c for
+ * a GGUF file) and hands the kernel the file: block i of the pool is the
+ * file's bytes from file_off + i * block_size, under the key { file_key, i },
+ * at address i. file_off is the page holding the first tensor byte, so the
+ * header is mostly not in the pool. file_key is a digest of the file's
+ * size, its header and its identity (device, inode, mtime): OPEN_EXISTING
+ * of a pool made from another file, or from this one before it changed,
+ * finds no block { file_key, 0 } and is refused with -ESTALE.
  */
 #define KVTIER_LIB_INTERNAL
 #include <errno.h>
@@ -23,8 +23,11 @@
 #include "kvtier.h"
 #include "kvtier_priv.h"
 #include "safetensors.h"
+#include "gguf.h"
 
 #define KVTIER_WEIGHTS_PAGE	4096ULL
+/* A GGUF header's first read; then twice as much until it is whole. */
+#define KVTIER_WEIGHTS_GGUF_READ	(256ULL << 10)
 
 /**
  * struct kvtier_weights - a weight pool handle
@@ -67,18 +70,67 @@ static int kvtier_pread_full(int fd, void *buf, size_t len, uint64_t off)
 }
 
 /*
- * Read and check @fd's tensor table; its digest goes on over the file's
- * identity, so that another file, or this one changed, keys another pool.
+ * A GGUF file's table: it has no header length, so read a prefix and parse
+ * it, twice as long each time the parser asks for more (-ENODATA), which it
+ * does only while there is more to read, up to KVTIER_ST_HEADER_MAX.
  */
-static int kvtier_weights_table(int fd, uint64_t *size,
-				struct kvtier_st_table *tab)
+static int kvtier_weights_gguf(int fd, uint64_t size,
+			       struct kvtier_st_table *tab)
 {
-	uint8_t head[8];
-	uint64_t id[4], n;
-	struct stat st;
+	uint64_t lim = size < KVTIER_ST_HEADER_MAX ? size : KVTIER_ST_HEADER_MAX;
+	uint64_t len = 0, want = lim < KVTIER_WEIGHTS_GGUF_READ ? lim :
+				 KVTIER_WEIGHTS_GGUF_READ;
+	char *buf = NULL, *p;
+	int ret;
+
+	do {
+		p = realloc(buf, want);
+		if (!p) {
+			ret = -ENOMEM;
+			break;
+		}
+		buf = p;
+		ret = kvtier_pread_full(fd, buf + len, want - len, len);
+		if (ret)
+			break;
+		len = want;
+		ret = kvtier_gguf_parse(buf, len, size, tab);
+		want = 2 * len < lim ? 2 * len : lim;
+	} while (ret == -ENODATA && len < lim);
+	free(buf);
+	/* (which the parser says only with more to read) */
+	return ret == -ENODATA ? -EBADMSG : ret;
+}
+
+/* A safetensors file's table: the length, then the JSON it gives. */
+static int kvtier_weights_st(int fd, uint64_t size, const uint8_t head[8],
+			     struct kvtier_st_table *tab)
+{
+	uint64_t n;
 	void *buf;
 	int ret;
 
+	ret = kvtier_st_header_len(head, size, &n);
+	if (ret)
+		return ret;
+	buf = malloc(8 + n);
+	if (!buf)
+		return -ENOMEM;
+	ret = kvtier_pread_full(fd, buf, 8 + n, 0);
+	if (!ret)
+		ret = kvtier_st_parse(buf, 8 + n, size, tab);
+	free(buf);
+	return ret;
+}
+
+int kvtier_weights_table(int fd, uint64_t *size, struct kvtier_st_table *tab)
+{
+	uint8_t head[8];
+	uint64_t id[4];
+	struct stat st;
+	int ret;
+
+	memset(tab, 0, sizeof(*tab));
 	if (fstat(fd, &st))
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -89,16 +141,10 @@ static int kvtier_weights_table(int fd, uint64_t *size,
 	ret = kvtier_pread_full(fd, head, sizeof(head), 0);
 	if (ret)
 		return ret;
-	ret = kvtier_st_header_len(head, *size, &n);
-	if (ret)
-		return ret;
-	buf = malloc(sizeof(head) + n);
-	if (!buf)
-		return -ENOMEM;
-	ret = kvtier_pread_full(fd, buf, sizeof(head) + n, 0);
-	if (!ret)
-		ret = kvtier_st_parse(buf, sizeof(head) + n, *size, tab);
-	free(buf);
+	if (kvtier_gguf_magic(head))
+		ret = kvtier_weights_gguf(fd, *size, tab);
+	else
+		ret = kvtier_weights_st(fd, *size, head, tab);
 	if (ret)
 		return ret;
 

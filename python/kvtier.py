@@ -57,8 +57,8 @@ listing (Pool.events() has the whole recipe):
                     if e.seq > seq:
                         print(e.type_name, e.key, e.tier_name)
 
-Weight pools (F_WEIGHTS): a safetensors model file's bytes as a read-only
-pool, its blocks named by tensor, layer and expert (Weights has more):
+Weight pools (F_WEIGHTS): a safetensors or GGUF model file's bytes as a
+read-only pool, its blocks named by tensor, layer and expert (Weights has more):
 
             with ctx.open_weights("model.safetensors", "llama-w",
                                   block_size=2 << 20) as w:
@@ -950,9 +950,12 @@ class Tensor(collections.namedtuple(
         "Tensor", "name dtype shape offset bytes layer expert")):
     """One tensor of a weight pool (struct kvtier_tensor, Weights.tensor()).
 
-    name:   its name in the file's tensor table (a str).
-    dtype:  its safetensors dtype: 'F16', 'BF16', 'F32', 'I8', ...
-    shape:  its shape, a tuple of ints (() for a scalar).
+    name:   its name in the file's tensor table (a str); a GGUF stacked
+            expert's slice is 'name[e]' (kvtier_weights_open(3)).
+    dtype:  its safetensors dtype: 'F16', 'BF16', 'F32', 'I8', ..., or
+            its GGUF ggml type's name: 'Q4_K', 'Q8_0', ...
+    shape:  its shape, outermost first, a tuple of ints (() for a
+            scalar).
     offset: where its bytes start in the pool's address space: block
             offset // block_size, byte offset % block_size of it.
     bytes:  its length in bytes (the shape's product times the dtype's
@@ -961,7 +964,7 @@ class Tensor(collections.namedtuple(
             'layer.', 'h.' or 'blk.'), or -1 (embeddings, final norm,
             head).
     expert: the expert its name names within the layer (the number after
-            'experts.'), or -1.
+            'experts.'), a GGUF slice's expert, or -1.
     """
     __slots__ = ()
 
@@ -1172,7 +1175,7 @@ class Context:
         _check(_kvtier_pool_destroy(self._h(), name.encode()), name)
 
     def open_weights(self, path, name, block_size, dram_blocks=0):
-        """A weight pool of a safetensors model file, a Weights
+        """A weight pool of a safetensors or GGUF model file, a Weights
         (kvtier_weights_open(3), needs F_WEIGHTS).
 
         Reads and checks the file's tensor table, then creates the pool
@@ -1725,10 +1728,10 @@ class _WeightsPool(Pool):
 
 
 class Weights:
-    """A weight pool: a safetensors model file's bytes as a read-only pool
-    (Context.open_weights(), kvtier_weights_open(3); needs F_WEIGHTS),
-    its blocks named by tensor, layer and expert so that a runtime need
-    not know the file's layout:
+    """A weight pool: a safetensors or GGUF model file's bytes as a
+    read-only pool (Context.open_weights(), kvtier_weights_open(3); needs
+    F_WEIGHTS), its blocks named by tensor, layer and expert so that a
+    runtime need not know the file's layout:
 
         with ctx.open_weights("model.safetensors", "llama-w",
                               block_size=2 << 20) as w:

@@ -1553,10 +1553,13 @@ struct kvtier_weights;
 
 /**
  * struct kvtier_tensor - one tensor of a weight pool's file
- * @name:	its name in the tensor table (NUL-terminated).
- * @dtype:	its safetensors dtype ("F16", "BF16", "F32", "I8", ...).
- * @ndim:	dimensions in @shape, 0..KVTIER_TENSOR_DIMS_MAX.
- * @shape:	its shape.
+ * @name:	its name in the tensor table (NUL-terminated); a GGUF
+ *		stacked expert's slice is "<name>[E]" (below).
+ * @dtype:	its safetensors dtype ("F16", "BF16", "F32", "I8", ...), or
+ *		its GGUF ggml type's name ("F16", "Q4_K", "Q8_0", "IQ4_XS",
+ *		...).
+ * @ndim:	dimensions in @shape, 0..KVTIER_TENSOR_DIMS_MAX (GGUF: 1..4).
+ * @shape:	its shape, outermost first (a GGUF tensor's ne[] reversed).
  * @offset:	where its bytes start in the pool's address space: block
  *		@offset / block_size, byte @offset % block_size of it (and in
  *		a mapping of the pool, kvtier_map(), at @offset).
@@ -1564,7 +1567,16 @@ struct kvtier_weights;
  * @layer:	the layer its name names ("layers.L.", "layer.L.", "h.L.",
  *		"blk.L."), or -1 (embeddings, final norm, head).
  * @expert:	the expert its name names within the layer ("experts.E."),
- *		or -1.
+ *		or the expert of a GGUF slice, or -1.
+ *
+ * GGUF stacks a MoE layer's experts in one tensor a projection
+ * ("blk.L.ffn_gate_exps.weight", ne [in, out, n_expert]): the expert is the
+ * outermost dimension, each expert's bytes one contiguous n-th of the
+ * tensor's. Such a tensor (a component of its name ends in "_exps", it has
+ * two or more dimensions, and bytes) is listed as n entries, one an
+ * expert: "<name>[E]", @expert E, @shape without the expert dimension,
+ * @offset and @bytes those of its slice; not as itself. So an expert's
+ * blocks, prefetches and reads are its own slices'.
  */
 struct kvtier_tensor {
 	char name[KVTIER_TENSOR_NAME_MAX];
@@ -1578,20 +1590,26 @@ struct kvtier_tensor {
 };
 
 /**
- * kvtier_weights_open() - a weight pool of a safetensors file
+ * kvtier_weights_open() - a weight pool of a safetensors or GGUF file
  * @ctx:	the context (KVTIER_F_WEIGHTS).
- * @path:	the model file (safetensors: an 8-byte little-endian header
- *		length, a JSON tensor table, the tensors' bytes).
+ * @path:	the model file: GGUF v2 or v3 when it starts with "GGUF"
+ *		(the header: metadata, tensor infos; padding to its
+ *		alignment; the tensors' bytes), else safetensors (an 8-byte
+ *		little-endian header length, a JSON tensor table, the
+ *		tensors' bytes).
  * @name:	the pool's name.
  * @block_size:	bytes per block, a multiple of 4096.
  * @dram_blocks: the pool's DRAM share in blocks; 0: the whole file.
  * @wp:		out: the weight pool.
  *
- * Reads and checks the tensor table: every tensor's dtype is known, its
- * byte range is its shape times its dtype's size, lies in the file, and
- * overlaps no other. Then creates the pool (or opens the one of that name
- * made from the same file: the same tensor table, size and file, unchanged
- * since, else -ESTALE), block 0 at the file's page that holds
+ * Reads and checks the tensor table: every tensor's dtype (or ggml type) is
+ * known, its byte range is its shape times its dtype's size (a GGUF
+ * tensor's: its blocks times the type's block size), lies in the file, and
+ * overlaps no other; a GGUF tensor's offset is a multiple of the file's
+ * alignment. GGUF's stacked experts are split into one entry an expert
+ * (struct kvtier_tensor). Then creates the pool (or opens the one of that
+ * name made from the same file: the same tensor table, size and file,
+ * unchanged since, else -ESTALE), block 0 at the file's page that holds
  * the first tensor byte, its capacity the blocks from there to the end of
  * the file, keyed by a digest of the file's size, tensor table and
  * identity (device, inode, mtime): a pool made from another file,
@@ -1600,8 +1618,10 @@ struct kvtier_tensor {
  *
  * Return: 0; -EBADMSG for a malformed file or a table that lies (offsets
  * past the end, overlapping, a size that does not match the shape, a file
- * shorter than its header says, no tensor with a byte); -ESTALE for a pool
- * of that name made from another file; -EINVAL for a @block_size that is
+ * shorter than its header says, no tensor with a byte; for GGUF also a
+ * version but 2 and 3, an unknown or removed ggml type, an offset off the
+ * alignment, a header over 100 MiB); -ESTALE for a pool of that name made
+ * from another file; -EINVAL for a @block_size that is
  * 0 or not a multiple of 4096, or a @path that is not a regular file;
  * -EFBIG for more than KVTIER_CAPACITY_MAX blocks (a larger @block_size
  * fits); -ETXTBSY when the file is open for writing (the pool keeps

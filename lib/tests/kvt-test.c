@@ -13,8 +13,9 @@
  * moved by the reference memcpy mover in a thread; the events_* tests
  * rebuild a pool's key set from a census and the events after it, and
  * overflow the events ring (events_ring, read from sysfs). The safetensors_*
- * tests check the tensor table parser (lib/safetensors.h) with no module;
- * the weights test needs KVTIER_F_WEIGHTS and writes its model file in
+ * and gguf_* tests check the tensor table parsers (lib/safetensors.h,
+ * lib/gguf.h) with no module, weights_table the reading of a file's table;
+ * the weights tests need KVTIER_F_WEIGHTS and write their model files in
  * /tmp. Exit status: 0 all
  * passed, 1 a failure, 4 (kselftest skip) when nothing could run against
  * the module and nothing failed.
@@ -35,6 +36,7 @@
 #include <kvtier.h>
 #define KVTIER_LIB_TESTS
 #include "safetensors.h"
+#include "gguf.h"
 
 #define KSFT_SKIP	4
 
@@ -2955,6 +2957,823 @@ static void test_weights_need_feature(void)
 	kvtier_close(c);
 }
 
+/* ---- GGUF tensor tables and weight pools ------------------------------- */
+
+/* ggml tensor types (enum ggml_type) and GGUF value types the tests use. */
+enum { GG_F32 = 0, GG_F16 = 1, GG_Q8_0 = 8, GG_Q4_K = 12, GG_BF16 = 30 };
+enum {
+	GG_UINT8, GG_INT8, GG_UINT16, GG_INT16, GG_UINT32, GG_INT32,
+	GG_FLOAT32, GG_BOOL, GG_STRING, GG_ARRAY, GG_UINT64, GG_INT64,
+	GG_FLOAT64
+};
+
+/* A GGUF file being written: its first gg_len bytes. */
+static uint8_t gg_buf[1 << 20];
+static size_t gg_len;
+
+static void gg_put(uint64_t v, unsigned int n)
+{
+	while (n--) {
+		gg_buf[gg_len++] = v;
+		v >>= 8;
+	}
+}
+
+static void gg_mem(const void *p, size_t n)
+{
+	memcpy(gg_buf + gg_len, p, n);
+	gg_len += n;
+}
+
+static void gg_str(const char *s)
+{
+	gg_put(strlen(s), 8);
+	gg_mem(s, strlen(s));
+}
+
+static void gg_head(uint32_t version, uint64_t tensors, uint64_t kvs)
+{
+	gg_len = 0;
+	gg_mem("GGUF", 4);
+	gg_put(version, 4);
+	gg_put(tensors, 8);
+	gg_put(kvs, 8);
+}
+
+/* A key and a value's type. */
+static void gg_key(const char *key, uint32_t type)
+{
+	gg_str(key);
+	gg_put(type, 4);
+}
+
+/* A tensor info: @ne innermost first, as GGUF has it. */
+static void gg_tensor(const char *name, uint32_t ndim, const uint64_t *ne,
+		      uint32_t type, uint64_t off)
+{
+	uint32_t i;
+
+	gg_str(name);
+	gg_put(ndim, 4);
+	for (i = 0; i < ndim; i++)
+		gg_put(ne[i], 8);
+	gg_put(type, 4);
+	gg_put(off, 8);
+}
+
+/*
+ * Pad to @align, then @data bytes, each a function of its place in the
+ * data section (as wt_file()'s): the file's size.
+ */
+static uint64_t gg_data(uint64_t align, uint64_t data)
+{
+	uint64_t off = (gg_len + align - 1) / align * align, i;
+
+	memset(gg_buf + gg_len, 0, off - gg_len);
+	for (i = 0; i < data; i++)
+		gg_buf[off + i] = (uint8_t)(i * 7 + i / 251);
+	return off + data;
+}
+
+static const struct {
+	const char *name;
+	uint32_t type, ndim;
+	uint64_t ne[4], off;
+} gg_moe[] = {
+	{ "output.weight", GG_BF16, 1, { 32 }, 11776 },
+	{ "blk.1.ffn_gate_exps.weight", GG_Q4_K, 3, { 256, 3, 4 }, 6784 },
+	{ "token_embd.weight", GG_Q8_0, 2, { 64, 10 }, 0 },
+	{ "blk.0.attn_q.weight", GG_Q4_K, 2, { 256, 4 }, 1024 },
+	{ "blk.0.attn_norm.weight", GG_F32, 1, { 256 }, 1600 },
+	{ "blk.0.ffn_down.weight", GG_F16, 2, { 256, 8 }, 2624 },
+	{ "blk.1.ffn_gate_inp.weight", GG_F32, 2, { 4, 4 }, 6720 },
+	{ "blk.1.ffn_down_exps.weight", GG_Q8_0, 3, { 96, 5, 4 }, 8512 },
+	{ "blk.1.ffn_gate_shexp.weight", GG_F16, 2, { 256, 2 }, 10560 },
+	{ "blk.2.ffn_up_exps.bias", GG_F32, 2, { 8, 2 }, 11584 },
+	{ "blk.2.x_exps", GG_F32, 1, { 4 }, 11648 },
+	{ "empty", GG_F32, 2, { 0, 3 }, 11712 },
+	{ "blk.3.experts.5.w", GG_F16, 1, { 32 }, 11712 },
+	{ "blk.2.ffn_gate_expsum", GG_F32, 2, { 4, 2 }, 11840 },
+};
+
+#define GG_MOE_N	(sizeof(gg_moe) / sizeof(gg_moe[0]))
+#define GG_MOE_DATA	11872
+
+/* Its table: in data order, the stacked experts one entry each. */
+static const struct {
+	const char *name, *dtype;
+	uint64_t off, bytes;
+	int32_t layer, expert;
+	uint32_t ndim;
+	uint64_t shape[2];
+} gg_moe_want[] = {
+	{ "token_embd.weight", "Q8_0", 0, 680, -1, -1, 2, { 10, 64 } },
+	{ "blk.0.attn_q.weight", "Q4_K", 1024, 576, 0, -1, 2, { 4, 256 } },
+	{ "blk.0.attn_norm.weight", "F32", 1600, 1024, 0, -1, 1, { 256 } },
+	{ "blk.0.ffn_down.weight", "F16", 2624, 4096, 0, -1, 2, { 8, 256 } },
+	{ "blk.1.ffn_gate_inp.weight", "F32", 6720, 64, 1, -1, 2, { 4, 4 } },
+	{ "blk.1.ffn_gate_exps.weight[0]", "Q4_K", 6784, 432, 1, 0, 2, { 3, 256 } },
+	{ "blk.1.ffn_gate_exps.weight[1]", "Q4_K", 7216, 432, 1, 1, 2, { 3, 256 } },
+	{ "blk.1.ffn_gate_exps.weight[2]", "Q4_K", 7648, 432, 1, 2, 2, { 3, 256 } },
+	{ "blk.1.ffn_gate_exps.weight[3]", "Q4_K", 8080, 432, 1, 3, 2, { 3, 256 } },
+	{ "blk.1.ffn_down_exps.weight[0]", "Q8_0", 8512, 510, 1, 0, 2, { 5, 96 } },
+	{ "blk.1.ffn_down_exps.weight[1]", "Q8_0", 9022, 510, 1, 1, 2, { 5, 96 } },
+	{ "blk.1.ffn_down_exps.weight[2]", "Q8_0", 9532, 510, 1, 2, 2, { 5, 96 } },
+	{ "blk.1.ffn_down_exps.weight[3]", "Q8_0", 10042, 510, 1, 3, 2, { 5, 96 } },
+	{ "blk.1.ffn_gate_shexp.weight", "F16", 10560, 1024, 1, -1, 2, { 2, 256 } },
+	{ "blk.2.ffn_up_exps.bias[0]", "F32", 11584, 32, 2, 0, 1, { 8 } },
+	{ "blk.2.ffn_up_exps.bias[1]", "F32", 11616, 32, 2, 1, 1, { 8 } },
+	{ "blk.2.x_exps", "F32", 11648, 16, 2, -1, 1, { 4 } },
+	{ "empty", "F32", 11712, 0, -1, -1, 2, { 3, 0 } },
+	{ "blk.3.experts.5.w", "F16", 11712, 64, 3, 5, 1, { 32 } },
+	{ "output.weight", "BF16", 11776, 64, -1, -1, 1, { 32 } },
+	{ "blk.2.ffn_gate_expsum", "F32", 11840, 32, 2, -1, 2, { 2, 4 } },
+};
+
+#define GG_MOE_ENTRIES	(sizeof(gg_moe_want) / sizeof(gg_moe_want[0]))
+
+/*
+ * The MoE model's file in gg_buf, aligned to 64: metadata of every value
+ * type (strings, empty ones too, arrays of arrays), and with @big a string
+ * of @big bytes; the tensors of gg_moe. Its size.
+ */
+static uint64_t gg_moe_file(uint32_t version, size_t big)
+{
+	size_t i;
+
+	gg_head(version, GG_MOE_N, 20 + !!big);
+	gg_key("general.architecture", GG_STRING);
+	gg_str("llama");
+	gg_key("general.name", GG_STRING);
+	gg_str("");
+	gg_key("t.u8", GG_UINT8);
+	gg_put(200, 1);
+	gg_key("t.i8", GG_INT8);
+	gg_put(-3, 1);
+	gg_key("t.u16", GG_UINT16);
+	gg_put(60000, 2);
+	gg_key("t.i16", GG_INT16);
+	gg_put(-300, 2);
+	gg_key("t.u32", GG_UINT32);
+	gg_put(4000000000U, 4);
+	gg_key("t.i32", GG_INT32);
+	gg_put(-70000, 4);
+	gg_key("t.f32", GG_FLOAT32);
+	gg_put(0x3fc00000, 4);
+	gg_key("t.bool", GG_BOOL);
+	gg_put(1, 1);
+	gg_key("t.u64", GG_UINT64);
+	gg_put(UINT64_MAX, 8);
+	gg_key("t.i64", GG_INT64);
+	gg_put(-1, 8);
+	gg_key("t.f64", GG_FLOAT64);
+	gg_put(0x3ff8000000000000ULL, 8);
+	gg_key("general.alignment", GG_UINT32);
+	gg_put(64, 4);
+	gg_key("tokenizer.ggml.tokens", GG_ARRAY);
+	gg_put(GG_STRING, 4);
+	gg_put(3, 8);
+	gg_str("<s>");
+	gg_str("");
+	gg_str("h\xc3\xa9llo");
+	gg_key("tokenizer.ggml.scores", GG_ARRAY);
+	gg_put(GG_FLOAT32, 4);
+	gg_put(3, 8);
+	for (i = 0; i < 3; i++)
+		gg_put(0xbf800000, 4);
+	gg_key("t.bools", GG_ARRAY);
+	gg_put(GG_BOOL, 4);
+	gg_put(3, 8);
+	gg_mem("\0\1\1", 3);
+	gg_key("t.empty", GG_ARRAY);
+	gg_put(GG_UINT64, 4);
+	gg_put(0, 8);
+	/* [[1, 2], ["x"], [[]]] */
+	gg_key("t.nested", GG_ARRAY);
+	gg_put(GG_ARRAY, 4);
+	gg_put(3, 8);
+	gg_put(GG_UINT16, 4);
+	gg_put(2, 8);
+	gg_put(1, 2);
+	gg_put(2, 2);
+	gg_put(GG_STRING, 4);
+	gg_put(1, 8);
+	gg_str("x");
+	gg_put(GG_ARRAY, 4);
+	gg_put(1, 8);
+	gg_put(GG_INT64, 4);
+	gg_put(0, 8);
+	gg_key("t.last", GG_INT8);
+	gg_put(1, 1);
+	if (big) {
+		gg_key("t.big", GG_STRING);
+		gg_put(big, 8);
+		memset(gg_buf + gg_len, 'b', big);
+		gg_len += big;
+	}
+	for (i = 0; i < GG_MOE_N; i++)
+		gg_tensor(gg_moe[i].name, gg_moe[i].ndim, gg_moe[i].ne,
+			  gg_moe[i].type, gg_moe[i].off);
+	return gg_data(64, GG_MOE_DATA);
+}
+
+/* @t is entry @i of gg_moe_want, at @off + its offset. */
+static int gg_moe_is(const struct kvtier_tensor *t, size_t i, uint64_t off)
+{
+	uint32_t d;
+
+	if (strcmp(t->name, gg_moe_want[i].name) ||
+	    strcmp(t->dtype, gg_moe_want[i].dtype) ||
+	    t->offset != off + gg_moe_want[i].off ||
+	    t->bytes != gg_moe_want[i].bytes ||
+	    t->layer != gg_moe_want[i].layer ||
+	    t->expert != gg_moe_want[i].expert ||
+	    t->ndim != gg_moe_want[i].ndim) {
+		printf("#   got %s %s @%llu +%llu layer %d expert %d ndim %u, expected %s\n",
+		       t->name, t->dtype, (unsigned long long)t->offset,
+		       (unsigned long long)t->bytes, t->layer, t->expert,
+		       t->ndim, gg_moe_want[i].name);
+		return 0;
+	}
+	for (d = 0; d < KVTIER_TENSOR_DIMS_MAX; d++) {
+		if (t->shape[d] != (d < 2 ? gg_moe_want[i].shape[d] : 0)) {
+			printf("#   %s: shape[%u] %llu\n", t->name, d,
+			       (unsigned long long)t->shape[d]);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* ggml's types: id, name, elements a block, bytes a block. */
+static const struct {
+	uint32_t id;
+	const char *name;
+	uint32_t block, size;
+} gg_types[] = {
+	{ 0, "F32", 1, 4 }, { 1, "F16", 1, 2 }, { 2, "Q4_0", 32, 18 },
+	{ 3, "Q4_1", 32, 20 }, { 6, "Q5_0", 32, 22 }, { 7, "Q5_1", 32, 24 },
+	{ 8, "Q8_0", 32, 34 }, { 9, "Q8_1", 32, 36 }, { 10, "Q2_K", 256, 84 },
+	{ 11, "Q3_K", 256, 110 }, { 12, "Q4_K", 256, 144 },
+	{ 13, "Q5_K", 256, 176 }, { 14, "Q6_K", 256, 210 },
+	{ 15, "Q8_K", 256, 292 }, { 16, "IQ2_XXS", 256, 66 },
+	{ 17, "IQ2_XS", 256, 74 }, { 18, "IQ3_XXS", 256, 98 },
+	{ 19, "IQ1_S", 256, 50 }, { 20, "IQ4_NL", 32, 18 },
+	{ 21, "IQ3_S", 256, 110 }, { 22, "IQ2_S", 256, 82 },
+	{ 23, "IQ4_XS", 256, 136 }, { 24, "I8", 1, 1 }, { 25, "I16", 1, 2 },
+	{ 26, "I32", 1, 4 }, { 27, "I64", 1, 8 }, { 28, "F64", 1, 8 },
+	{ 29, "IQ1_M", 256, 56 }, { 30, "BF16", 1, 2 },
+	{ 34, "TQ1_0", 256, 54 }, { 35, "TQ2_0", 256, 66 },
+	{ 39, "MXFP4", 32, 17 },
+};
+
+/* A file of one tensor "t", @ne0 x 3 of @type, at 0: its size. */
+static uint64_t gg_one(uint32_t type, uint64_t ne0, uint64_t data)
+{
+	uint64_t ne[2] = { ne0, 3 };
+
+	gg_head(3, 1, 0);
+	gg_tensor("t", 2, ne, type, 0);
+	return gg_data(32, data);
+}
+
+/* Every ggml type by id, a known one's size, an unknown one refused. */
+static void test_gguf_types(void)
+{
+	struct kvtier_st_table tab;
+	uint64_t size;
+	uint32_t id;
+	size_t i = 0;
+
+	for (id = 0; id < 64; id++) {
+		if (i < sizeof(gg_types) / sizeof(gg_types[0]) &&
+		    gg_types[i].id == id) {
+			size = gg_one(id, 2 * gg_types[i].block,
+				      6 * gg_types[i].size);
+			CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &tab), 0);
+			CHECK(!strcmp(tab.t[0].dtype, gg_types[i].name));
+			CHECK_EQ(tab.t[0].bytes, 6 * gg_types[i].size);
+			CHECK_EQ(tab.t[0].shape[1], 2 * gg_types[i].block);
+			kvtier_st_free(&tab);
+			/* one byte short of the data it needs */
+			CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size - 1, &tab),
+				 -EBADMSG);
+			if (gg_types[i].block > 1) {
+				size = gg_one(id, 2 * gg_types[i].block + 1,
+					      6 * gg_types[i].size + 1024);
+				CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &tab),
+					 -EBADMSG);
+			}
+			i++;
+			continue;
+		}
+		size = gg_one(id, 256, 1 << 16);
+		if (kvtier_gguf_parse(gg_buf, size, size, &tab) != -EBADMSG) {
+			printf("#   type %u is not refused\n", id);
+			case_failed = 1;
+		}
+	}
+	CHECK_EQ(i, 32);
+	size = gg_one(UINT32_MAX, 256, 1 << 16);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &tab), -EBADMSG);
+}
+
+static void test_gguf_parse(void)
+{
+	char name[KVTIER_TENSOR_NAME_MAX + 8];
+	struct kvtier_st_table tab, again;
+	uint64_t size, hlen, digest;
+	uint64_t ne[3] = { 4, 2, 3 };
+	size_t i;
+
+	CHECK(kvtier_gguf_magic("GGUF"));
+	CHECK(!kvtier_gguf_magic("GGUG"));
+	CHECK(!kvtier_gguf_magic("\0\0\0\0"));
+
+	size = gg_moe_file(3, 0);
+	hlen = gg_len;
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, hlen, size, &tab), 0);
+	CHECK_EQ(tab.header_len, hlen);
+	CHECK_EQ(tab.data_off, (hlen + 63) / 64 * 64);
+	CHECK_EQ(tab.data_off + GG_MOE_DATA, size);
+	CHECK(tab.digest != 0);
+	CHECK_EQ(tab.count, GG_MOE_ENTRIES);
+	for (i = 0; i < GG_MOE_ENTRIES; i++)
+		CHECK(gg_moe_is(&tab.t[i], i, 0));
+
+	/* The digest: the same header and size, the same; else not */
+	digest = tab.digest;
+	kvtier_st_free(&tab);
+	CHECK(tab.t == NULL && tab.count == 0);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &again), 0);
+	CHECK(again.digest == digest);
+	kvtier_st_free(&again);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size + 1, &again), 0);
+	CHECK(again.digest != digest);
+	kvtier_st_free(&again);
+	((uint8_t *)memmem(gg_buf, hlen, "llama", 5))[4] = 'b';
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &again), 0);
+	CHECK(again.digest != digest);
+	kvtier_st_free(&again);
+
+	/* Version 2 reads the same; a prefix short of the header asks for more */
+	size = gg_moe_file(2, 0);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &again), 0);
+	CHECK_EQ(again.count, GG_MOE_ENTRIES);
+	kvtier_st_free(&again);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, hlen - 1, size, &again), -ENODATA);
+	CHECK(again.t == NULL && again.count == 0);
+
+	/* No alignment key: 32. No tensors: a table (weights_open refuses it) */
+	gg_head(3, 1, 0);
+	gg_tensor("blk.0.ffn_up_exps", 3, ne, GG_F32, 32);
+	size = gg_data(32, 32 + 96);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &again), 0);
+	CHECK_EQ(again.header_len, 89);
+	CHECK_EQ(again.data_off, 96);
+	CHECK_EQ(again.count, 3);
+	CHECK(!strcmp(again.t[2].name, "blk.0.ffn_up_exps[2]"));
+	CHECK_EQ(again.t[2].offset, 32 + 64);
+	CHECK_EQ(again.t[2].bytes, 32);
+	CHECK_EQ(again.t[2].ndim, 2);
+	CHECK_EQ(again.t[2].shape[0], 2);
+	CHECK_EQ(again.t[2].shape[1], 4);
+	kvtier_st_free(&again);
+	/* An empty stacked tensor is one entry, of no expert */
+	ne[0] = 0;
+	gg_head(3, 1, 0);
+	gg_tensor("blk.0.ffn_up_exps", 3, ne, GG_F32, 0);
+	size = gg_data(32, 0);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &again), 0);
+	CHECK_EQ(again.count, 1);
+	CHECK_EQ(again.t[0].expert, -1);
+	CHECK_EQ(again.t[0].ndim, 3);
+	kvtier_st_free(&again);
+	ne[0] = 4;
+	gg_head(3, 0, 0);
+	size = gg_data(32, 0);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &again), 0);
+	CHECK_EQ(again.count, 0);
+	kvtier_st_free(&again);
+
+	/* A name of KVTIER_TENSOR_NAME_MAX - 1 bytes fits, and a slice's */
+	memset(name, 'n', KVTIER_TENSOR_NAME_MAX - 1);
+	name[KVTIER_TENSOR_NAME_MAX - 1] = '\0';
+	gg_head(3, 2, 0);
+	gg_tensor(name, 1, ne, GG_F32, 0);
+	strcpy(name + KVTIER_TENSOR_NAME_MAX - 4 - 5, "_exps");
+	gg_tensor(name, 2, ne, GG_F32, 32);
+	size = gg_data(32, 64);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &again), 0);
+	CHECK_EQ(again.count, 3);
+	CHECK_EQ(strlen(again.t[0].name), KVTIER_TENSOR_NAME_MAX - 1);
+	CHECK_EQ(strlen(again.t[2].name), KVTIER_TENSOR_NAME_MAX - 1);
+	CHECK_EQ(again.t[2].expert, 1);
+	kvtier_st_free(&again);
+}
+
+/* One lie each in gg_lie_file(); GL_NONE is none. */
+enum {
+	GL_NONE, GL_MAGIC, GL_V1, GL_V4, GL_BE, GL_NT_HUGE, GL_NKV_HUGE,
+	GL_NT_MORE, GL_KEY_LEN, GL_KEY_EMPTY, GL_VTYPE, GL_BOOL, GL_ATYPE,
+	GL_ACOUNT, GL_U8_COUNT, GL_STR_LEN, GL_NEST, GL_ALIGN0, GL_ALIGN3, GL_ALIGN96,
+	GL_ALIGN_U64, GL_ALIGN_TWICE, GL_NAME_EMPTY, GL_NAME_NUL, GL_NAME_LONG,
+	GL_SLICE_LONG, GL_NDIM0, GL_NDIM5, GL_BLOCK, GL_TYPE4, GL_TYPE5,
+	GL_TYPE31, GL_TYPE33, GL_TYPE36, GL_TYPE_MAX, GL_UNALIGNED, GL_OVERLAP,
+	GL_PAST_EOF, GL_OFF_WRAP, GL_DUP, GL_DUP_SLICE, GL_NE_HUGE, GL_PRODUCT,
+	GL_BYTES, GL_N
+};
+
+static const char * const gl_why[GL_N] = {
+	"none", "bad magic", "version 1", "version 4", "big-endian v3",
+	"2^63 tensors", "2^63 pairs", "a tensor more than listed",
+	"key past EOF", "empty key", "value type 13", "bool 2",
+	"array of type 13", "2^63 strings", "2^40 bytes", "string past EOF",
+	"arrays one too deep", "alignment 0", "alignment 3", "alignment 96",
+	"alignment a UINT64", "alignment twice", "empty name", "NUL in a name",
+	"name of 256", "slice name of 256", "0 dims", "5 dims",
+	"ne[0] not whole blocks", "type 4", "type 5", "type 31", "type 33",
+	"type 36", "type 2^32-1", "offset not aligned", "overlap",
+	"past EOF", "offset wraps", "duplicate name", "name of a slice",
+	"ne 2^63", "ne product overflows", "bytes overflow",
+};
+
+/*
+ * A small model with one lie @lie: "a" F32 [8] at 0, a stacked Q8_0
+ * [32, 2, 4] at 96 (four experts), "b" F16 [16] at 384, aligned to 32
+ * (and to 3 and to 96, which are no alignment),
+ * after six pairs (a string, a bool, strings, bytes, arrays nested
+ * KVTIER_GGUF_DEPTH_MAX deep, the alignment). The whole file in gg_buf:
+ * its size.
+ */
+static uint64_t gg_lie_file(int lie)
+{
+	uint64_t ne_a[2] = { 8 }, ne_x[3] = { 32, 2, 4 };
+	uint64_t ne_b[5] = { 16, 1, 1, 1, 1 }, off_b;
+	char name_a[KVTIER_TENSOR_NAME_MAX + 1] = "a";
+	char name_x[KVTIER_TENSOR_NAME_MAX + 1] = "blk.0.ffn_up_exps.weight";
+	const char *name_b = "b";
+	uint32_t nd_a = 1, nd_b = 1, type_b = GG_F16, i;
+
+	gg_head(lie == GL_V1 ? 1 : lie == GL_V4 ? 4 :
+		lie == GL_BE ? 0x03000000 : 3,
+		lie == GL_NT_HUGE ? 1ULL << 63 : lie == GL_NT_MORE ? 4 : 3,
+		lie == GL_NKV_HUGE ? 1ULL << 63 : lie == GL_ALIGN_TWICE ? 7 : 6);
+	if (lie == GL_MAGIC)
+		gg_buf[3] = 'G';
+	if (lie == GL_KEY_LEN)
+		gg_put(1ULL << 40, 8);
+	else
+		gg_str(lie == GL_KEY_EMPTY ? "" : "general.architecture");
+	gg_put(lie == GL_VTYPE ? 13 : GG_STRING, 4);
+	gg_str("llama");
+	gg_key("t.bool", GG_BOOL);
+	gg_put(lie == GL_BOOL ? 2 : 1, 1);
+	gg_key("t.strs", GG_ARRAY);
+	gg_put(lie == GL_ATYPE ? 13 : GG_STRING, 4);
+	gg_put(lie == GL_ACOUNT ? 1ULL << 63 : 3, 8);
+	gg_str("x");
+	if (lie == GL_STR_LEN)
+		gg_put(1ULL << 40, 8);
+	else
+		gg_str("");
+	gg_str("yz");
+	gg_key("t.u8s", GG_ARRAY);
+	gg_put(GG_UINT8, 4);
+	gg_put(lie == GL_U8_COUNT ? 1ULL << 40 : 3, 8);
+	gg_mem("abc", 3);
+	gg_key("t.nest", GG_ARRAY);
+	for (i = 1; i < KVTIER_GGUF_DEPTH_MAX + (lie == GL_NEST); i++) {
+		gg_put(GG_ARRAY, 4);
+		gg_put(1, 8);
+	}
+	gg_put(GG_UINT8, 4);
+	gg_put(0, 8);
+	gg_key("general.alignment", lie == GL_ALIGN_U64 ? GG_UINT64 : GG_UINT32);
+	gg_put(lie == GL_ALIGN0 ? 0 : lie == GL_ALIGN3 ? 3 :
+	       lie == GL_ALIGN96 ? 96 : 32,
+	       lie == GL_ALIGN_U64 ? 8 : 4);
+	if (lie == GL_ALIGN_TWICE) {
+		gg_key("general.alignment", GG_UINT32);
+		gg_put(32, 4);
+	}
+
+	if (lie == GL_NAME_EMPTY)
+		name_a[0] = '\0';
+	if (lie == GL_NAME_LONG) {
+		memset(name_a, 'n', KVTIER_TENSOR_NAME_MAX);
+		name_a[KVTIER_TENSOR_NAME_MAX] = '\0';
+	}
+	if (lie == GL_NE_HUGE)
+		ne_a[0] = 1ULL << 63;
+	if (lie == GL_BYTES)
+		ne_a[0] = 1ULL << 62;
+	if (lie == GL_PRODUCT) {
+		nd_a = 2;
+		ne_a[0] = 1ULL << 32;
+		ne_a[1] = 1ULL << 32;
+	}
+	if (lie == GL_NAME_NUL) {
+		gg_put(2, 8);
+		gg_mem("a", 2);
+		gg_put(nd_a, 4);
+		gg_put(ne_a[0], 8);
+		gg_put(GG_F32, 4);
+		gg_put(0, 8);
+	} else {
+		gg_tensor(name_a, nd_a, ne_a, GG_F32, 0);
+	}
+	if (lie == GL_SLICE_LONG) {
+		memset(name_x, 'x', KVTIER_TENSOR_NAME_MAX - 3);
+		strcpy(name_x + KVTIER_TENSOR_NAME_MAX - 3 - 5, "_exps");
+	}
+	if (lie == GL_BLOCK)
+		ne_x[0] = 48;
+	gg_tensor(name_x, 3, ne_x, GG_Q8_0, 96);
+
+	name_b = lie == GL_DUP ? "a" :
+		 lie == GL_DUP_SLICE ? "blk.0.ffn_up_exps.weight[1]" : "b";
+	nd_b = lie == GL_NDIM0 ? 0 : lie == GL_NDIM5 ? 5 : 1;
+	type_b = lie == GL_TYPE4 ? 4 : lie == GL_TYPE5 ? 5 :
+		 lie == GL_TYPE31 ? 31 : lie == GL_TYPE33 ? 33 :
+		 lie == GL_TYPE36 ? 36 : lie == GL_TYPE_MAX ? UINT32_MAX : GG_F16;
+	off_b = lie == GL_UNALIGNED ? 372 : lie == GL_OVERLAP ? 352 :
+		lie == GL_PAST_EOF ? 416 : lie == GL_OFF_WRAP ? -32ULL : 384;
+	gg_tensor(name_b, nd_b, ne_b, type_b, off_b);
+	return gg_data(32, 416);
+}
+
+/* Every lie, one a case: -EBADMSG and an empty table; none: a table. */
+static void test_gguf_reject(void)
+{
+	static uint8_t good[4096];
+	struct kvtier_st_table tab;
+	uint64_t size, hlen, p;
+	int lie, ret;
+
+	size = gg_lie_file(GL_NONE);
+	hlen = gg_len;
+	CHECK(size <= sizeof(good));
+	memcpy(good, gg_buf, size);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &tab), 0);
+	CHECK_EQ(tab.count, 6);
+	CHECK_EQ(tab.t[1].offset, 96);
+	CHECK_EQ(tab.t[4].offset, 96 + 3 * 68);
+	CHECK_EQ(tab.t[5].offset, 384);
+	kvtier_st_free(&tab);
+
+	for (lie = 1; lie < GL_N; lie++) {
+		size = gg_lie_file(lie);
+		ret = kvtier_gguf_parse(gg_buf, size, size, &tab);
+		if (ret != -EBADMSG || tab.t || tab.count) {
+			printf("#   %s: %d, expected -EBADMSG\n", gl_why[lie], ret);
+			case_failed = 1;
+		}
+		/* Seen in the header alone, not taken for a short read */
+		ret = kvtier_gguf_parse(gg_buf, gg_len, size, &tab);
+		if (ret != (lie == GL_NT_MORE ? -ENODATA : -EBADMSG)) {
+			printf("#   %s, the header alone: %d\n", gl_why[lie], ret);
+			case_failed = 1;
+		}
+	}
+	CHECK(!case_failed);
+	/* More than KVTIER_GGUF_ENTRIES_MAX slices (I8, a byte an expert) */
+	{
+		uint64_t ne[3] = { 1, 1, KVTIER_GGUF_ENTRIES_MAX + 1ULL };
+
+		gg_head(3, 1, 0);
+		gg_tensor("blk.0.x_exps", 3, ne, 24, 0);
+		size = gg_data(32, 0) + ne[2] + 4096;
+		CHECK_EQ(kvtier_gguf_parse(gg_buf, gg_len, size, &tab), -EBADMSG);
+	}
+	/* A count the file has no room for is a lie as soon as it is read */
+	size = gg_lie_file(GL_NT_HUGE);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, 24, size, &tab), -EBADMSG);
+	size = gg_lie_file(GL_NKV_HUGE);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, 24, size, &tab), -EBADMSG);
+
+	/*
+	 * Cut anywhere in the header: a prefix of a longer file asks for more,
+	 * a file that ends there is a lie; so is one that ends in the data.
+	 */
+	size = gg_lie_file(GL_NONE);
+	CHECK(!memcmp(gg_buf, good, size));
+	for (p = 0; p < hlen; p++) {
+		ret = kvtier_gguf_parse(gg_buf, p, size, &tab);
+		if (ret != -ENODATA || tab.t) {
+			printf("#   prefix %llu of %llu: %d\n",
+			       (unsigned long long)p, (unsigned long long)size, ret);
+			case_failed = 1;
+		}
+		ret = kvtier_gguf_parse(gg_buf, p, p, &tab);
+		if (ret != -EBADMSG || tab.t) {
+			printf("#   file of %llu: %d\n", (unsigned long long)p, ret);
+			case_failed = 1;
+		}
+	}
+	for (p = hlen; p < size; p++)
+		if (kvtier_gguf_parse(gg_buf, p, p, &tab) != -EBADMSG) {
+			printf("#   file of %llu parses\n", (unsigned long long)p);
+			case_failed = 1;
+		}
+	CHECK(!case_failed);
+
+	/* The same of the large model (every value type) */
+	size = gg_moe_file(3, 0);
+	hlen = gg_len;
+	for (p = 0; p < hlen; p++)
+		if (kvtier_gguf_parse(gg_buf, p, size, &tab) != -ENODATA ||
+		    kvtier_gguf_parse(gg_buf, p, p, &tab) != -EBADMSG) {
+			printf("#   moe cut at %llu parses\n", (unsigned long long)p);
+			case_failed = 1;
+		}
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, hlen, size - 1, &tab), -EBADMSG);
+	CHECK_EQ(kvtier_gguf_parse(gg_buf, hlen, size, &tab), 0);
+	kvtier_st_free(&tab);
+}
+
+/* gg_buf's first @size bytes as a file in /tmp (@path): 0, or -1. */
+static int gg_write(char *path, uint64_t size)
+{
+	int fd;
+
+	strcpy(path, "/tmp/kvt-test-gguf.XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	if (write(fd, gg_buf, size) != (ssize_t)size) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* kvtier_weights_table() of the file at @path. */
+static int gg_table(const char *path, uint64_t *size,
+		    struct kvtier_st_table *tab)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = kvtier_weights_table(fd, size, tab);
+	close(fd);
+	return ret;
+}
+
+/*
+ * kvtier_weights_table(): a GGUF file read whole however long its header
+ * (the first read 256 KiB, then twice as much), and a file without the
+ * magic read as safetensors.
+ */
+static void test_weights_table(void)
+{
+	struct kvtier_st_table tab, want;
+	uint64_t size, got_size;
+	char path[64], *bytes;
+	size_t big, i;
+	int hlen, fd;
+
+	for (big = 0; big <= 700 << 10; big += 350 << 10) {
+		size = gg_moe_file(3, big);
+		CHECK_EQ(kvtier_gguf_parse(gg_buf, size, size, &want), 0);
+		CHECK_EQ(gg_write(path, size), 0);
+		CHECK_EQ(gg_table(path, &got_size, &tab), 0);
+		CHECK_EQ(got_size, size);
+		CHECK_EQ(tab.data_off, want.data_off);
+		CHECK(tab.digest != want.digest);
+		CHECK_EQ(tab.count, GG_MOE_ENTRIES);
+		for (i = 0; i < GG_MOE_ENTRIES; i++)
+			CHECK(gg_moe_is(&tab.t[i], i, 0));
+		kvtier_st_free(&tab);
+		kvtier_st_free(&want);
+		/* Cut in the header: a lie, not a short read */
+		CHECK_EQ(truncate(path, gg_len - 1), 0);
+		CHECK_EQ(gg_table(path, &got_size, &tab), -EBADMSG);
+		unlink(path);
+	}
+
+	/* Not "GGUF": safetensors, this one a lie */
+	size = gg_moe_file(3, 0);
+	gg_buf[0] = 'g';
+	CHECK_EQ(gg_write(path, size), 0);
+	CHECK_EQ(gg_table(path, &got_size, &tab), -EBADMSG);
+	unlink(path);
+	hlen = wt_file(path, wt_json, 23106, &bytes);
+	CHECK(hlen > 0);
+	free(bytes);
+	CHECK_EQ(gg_table(path, &got_size, &tab), 0);
+	CHECK_EQ(tab.count, 6);
+	kvtier_st_free(&tab);
+	unlink(path);
+
+	fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+	CHECK(fd >= 0);
+	CHECK_EQ(kvtier_weights_table(fd, &got_size, &tab), -EINVAL);
+	close(fd);
+}
+
+/*
+ * A GGUF MoE model as a weight pool: every entry, each stacked expert's
+ * slice too, reads its own bytes; blocks and prefetches by expert.
+ */
+static void test_weights_gguf(void)
+{
+	enum { BS = 4096 };
+	struct kvtier_weights *w, *w2;
+	struct kvtier_pool *pool;
+	struct kvtier_tensor t;
+	uint64_t size, d, want[16], got[16];
+	uint32_t i, n, layers, experts;
+	int32_t e;
+	char path[64];
+	uint8_t *buf;
+
+	size = gg_moe_file(3, 0);
+	d = (gg_len + 63) / 64 * 64;
+	CHECK(d < BS);			/* block 0 at file offset 0 */
+	CHECK_EQ(gg_write(path, size), 0);
+	buf = malloc(GG_MOE_DATA + 1);
+	CHECK(buf);
+
+	CHECK_EQ(kvtier_weights_open(ctx, path, pname("wg"), BS, 2, &w), 0);
+	pool = kvtier_weights_pool(w);
+	CHECK_EQ(kvtier_pool_capacity(pool), (size + BS - 1) / BS);
+	CHECK_EQ(kvtier_weights_count(w, &layers, &experts), GG_MOE_ENTRIES);
+	CHECK_EQ(layers, 4);
+	CHECK_EQ(experts, 6);
+
+	/* Each entry's bytes, exactly: none before, none after */
+	for (i = 0; i < GG_MOE_ENTRIES; i++) {
+		CHECK_EQ(kvtier_weights_tensor(w, i, NULL, &t), 0);
+		CHECK(gg_moe_is(&t, i, d));
+		memset(buf, 0xa5, GG_MOE_DATA + 1);
+		CHECK_EQ(kvtier_weights_read(w, &t, buf), 0);
+		CHECK(!memcmp(buf, gg_buf + t.offset, t.bytes));
+		CHECK_EQ(buf[t.bytes], 0xa5);
+	}
+	CHECK_EQ(kvtier_weights_tensor(w, 0, "blk.1.ffn_gate_exps.weight[2]",
+				       &t), 0);
+	CHECK_EQ(t.offset, d + 7648);
+	CHECK_EQ(t.expert, 2);
+	CHECK_EQ(kvtier_weights_tensor(w, 0, "blk.1.ffn_gate_exps.weight", &t),
+		 -ENOENT);
+
+	/* An expert's blocks: its slices of the layer's stacked tensors */
+	for (e = 0; e < 4; e++) {
+		n = wt_range(want, 0, d + 6784 + 432 * e, d + 7216 + 432 * e, BS);
+		n = wt_range(want, n, d + 8512 + 510 * e, d + 9022 + 510 * e, BS);
+		CHECK_EQ(kvtier_weights_blocks(w, 1, e, got, 16), n);
+		CHECK(!memcmp(got, want, n * sizeof(*got)));
+	}
+	n = wt_range(want, 0, d + 6720, d + 6784, BS);
+	n = wt_range(want, n, d + 10560, d + 11584, BS);
+	CHECK_EQ(kvtier_weights_blocks(w, 1, -1, got, 16), n);
+	CHECK(!memcmp(got, want, n * sizeof(*got)));
+	n = wt_range(want, 0, d + 11616, d + 11648, BS);
+	CHECK_EQ(kvtier_weights_blocks(w, 2, 1, got, 16), n);
+	CHECK(!memcmp(got, want, n * sizeof(*got)));
+	CHECK_EQ(kvtier_weights_blocks(w, 1, 4, got, 16), -ENOENT);
+	n = wt_range(want, 0, d + 11712, d + 11776, BS);
+	CHECK_EQ(kvtier_weights_blocks(w, 3, 5, got, 16), n);
+	CHECK(!memcmp(got, want, n * sizeof(*got)));
+
+	if (has_feature(KVTIER_F_PREFETCH)) {
+		struct kvtier_prefetch_args a = { .group = 91 };
+		int32_t ex[2] = { 3, 0 };
+		struct kvtier_completion c;
+
+		n = wt_range(want, 0, d + 6784, d + 7216, BS);
+		n = wt_range(want, n, d + 8080, d + 8512, BS);
+		n = wt_range(want, n, d + 8512, d + 9022, BS);
+		n = wt_range(want, n, d + 10042, d + 10552, BS);
+		CHECK_EQ(kvtier_weights_prefetch_experts(w, 1, ex, NULL, 2, &a), 0);
+		CHECK_EQ(kvtier_wait_group(pool, 91, &c, 5000), 0);
+		CHECK_EQ(c.status, 0);
+		CHECK_EQ(c.count, n);
+		ex[0] = 4;
+		CHECK_EQ(kvtier_weights_prefetch_experts(w, 1, ex, NULL, 2, &a),
+			 -ENOENT);
+	}
+
+	/* The same file opens the same pool */
+	CHECK_EQ(kvtier_weights_open(ctx, path, pool_name, BS, 0, &w2), 0);
+	CHECK_EQ(kvtier_weights_count(w2, NULL, NULL), GG_MOE_ENTRIES);
+	kvtier_weights_close(w2);
+	kvtier_weights_close(w);
+	CHECK_EQ(kvtier_pool_destroy(ctx, pool_name), 0);
+	unlink(path);
+
+	/* A GGUF file whose table lies */
+	size = gg_lie_file(GL_OVERLAP);
+	CHECK_EQ(gg_write(path, size), 0);
+	CHECK_EQ(kvtier_weights_open(ctx, path, pool_name, BS, 0, &w), -EBADMSG);
+	unlink(path);
+	free(buf);
+}
+
 int main(void)
 {
 	int ret;
@@ -2975,6 +3794,10 @@ int main(void)
 	run("event_names", test_event_names, NO_DEV);
 	run("safetensors_parse", test_safetensors_parse, NO_DEV);
 	run("safetensors_reject", test_safetensors_reject, NO_DEV);
+	run("gguf_types", test_gguf_types, NO_DEV);
+	run("gguf_parse", test_gguf_parse, NO_DEV);
+	run("gguf_reject", test_gguf_reject, NO_DEV);
+	run("weights_table", test_weights_table, NO_DEV);
 	run("open", test_open, NEEDS_DEV);
 	run("pool_lifecycle", test_pool_lifecycle, NEEDS_DEV);
 	run("put_get_lookup", test_put_get_lookup, NEEDS_DEV);
@@ -2995,6 +3818,7 @@ int main(void)
 	run("events_need_feature", test_events_need_feature, NEEDS_EVENTS);
 	run("weights", test_weights, NEEDS_WEIGHTS);
 	run("weights_need_feature", test_weights_need_feature, NEEDS_DEV);
+	run("weights_gguf", test_weights_gguf, NEEDS_WEIGHTS);
 	nvme_pick();
 	if (nvme_dev)
 		printf("# NVMe tests on %s (formatted)\n", nvme_dev);
