@@ -856,6 +856,48 @@ TEST_F(wbytes, prefetch_addr)
 }
 
 /*
+ * PREFETCH into an emulated device tier: blocks go from the file to DRAM
+ * to a slot; LOOKUP says HBM, the tier counted its copies, and a GET
+ * still gives the file's bytes.
+ */
+TEST_F(wbytes, prefetch_hbm)
+{
+	struct kvtier_hint h[WBATCH];
+	struct kvtier_hbm_attach at;
+	struct kvtier_hbm_stat st;
+	struct kvtier_prefetch pf;
+	struct kvtier_completion c;
+	struct kvtier_block b;
+	__u32 i;
+
+	if (!kst_supported(KVTIER_F_HBM) || !kst_supported(KVTIER_F_PREFETCH))
+		SKIP(return, "kvtier without KVTIER_F_HBM");
+	memset(&at, 0, sizeof(at));
+	at.backend = KVTIER_HBM_EMUL;
+	at.slots = WBATCH;
+	ASSERT_EQ(0, kst_ioctl(self->e.pfd, KVTIER_IOC_HBM_ATTACH, &at));
+	memset(h, 0, sizeof(h));
+	for (i = 0; i < WBATCH; i++)
+		h[i].addr = 2 + i;
+	pf_init(&pf, h, WBATCH, 1, now_ns() + 60 * SEC, KVTIER_PREFETCH_ADDR);
+	pf.tier = KVTIER_TIER_HBM;
+	ASSERT_EQ(0, kst_ioctl(self->e.pfd, KVTIER_IOC_PREFETCH, &pf));
+	ASSERT_EQ(0, completion(self->e.pfd, &c, 60000));
+	ASSERT_EQ(0, c.status);
+	ASSERT_EQ(WBATCH, c.ready);
+	for (i = 0; i < WBATCH; i++) {
+		ASSERT_EQ(0, kst_lookup1(self->e.pfd, FKEY, 2 + i, &b));
+		ASSERT_EQ((__u32)KVTIER_TIER_HBM, b.tier);
+		ASSERT_GT(WBATCH, b.slot);
+	}
+	memset(&st, 0, sizeof(st));
+	ASSERT_EQ(0, kst_ioctl(self->e.pfd, KVTIER_IOC_HBM_STAT, &st));
+	ASSERT_EQ((__u64)WBATCH, st.to_dev);
+	ASSERT_EQ(0ULL, st.copy_errors);
+	wb_get_exact(_metadata, self, variant, 2, WBATCH);
+}
+
+/*
  * The read-only mapping shows the file's bytes: of resident blocks, and of
  * a block a fault loads.
  */
