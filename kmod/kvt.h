@@ -263,7 +263,9 @@ struct kvt_pool {
 	u64 wb_errors;			/* writes to NVMe that failed */
 	u64 wb_lost;			/* dirty blocks dropped on a failed write */
 	u64 wb_lost_seen;		/* wb_lost when SYNC last reported it */
-	u64 pf_read_ns;			/* prefetch.c's estimate of a read */
+	u64 pf_read_ns;			/* prefetch.c's estimate of a read,
+					 * written under kvt_pf_mutex too
+					 */
 	u32 nr_drops;			/* tombstones queued, not yet durable */
 	u64 drops_lost;			/* tombstones that could not be written */
 	u64 drops_lost_seen;		/* drops_lost when SYNC last reported it */

@@ -441,11 +441,13 @@ static u32 kvt_pf_plan(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 		       const struct kvt_pf_run *r)
 {
 	struct kvt_pool *pool = g->pool;
-	bool in_time = !g->due || r->now + pool->pf_read_ns <= g->due;
-	u32 limit = kvt_pf_hold_limit(pool), plan;
+	bool in_time;
+	u32 limit, plan;
 
 	if (ph->prob >= KVT_PROB_ONE)
 		return KVT_HINT_READ | KVT_HINT_HOLD;
+	in_time = !g->due || r->now + pool->pf_read_ns <= g->due;
+	limit = kvt_pf_hold_limit(pool);
 	plan = kvt_policy_hint(ph->prob, in_time,
 			       (r->inflight + 1) * KVT_POL_SCALE / r->qd,
 			       limit ? (u64)pool->nr_held * KVT_POL_SCALE / limit :
@@ -827,6 +829,7 @@ static int kvt_pf_check_hints(struct kvt_handle *h,
 			      const struct kvtier_hint *uh, u32 count,
 			      bool *probable)
 {
+	bool flagged = false;
 	u32 i;
 
 	*probable = false;
@@ -838,14 +841,11 @@ static int kvt_pf_check_hints(struct kvt_handle *h,
 		    x->prob > KVTIER_PROB_ONE ||
 		    memchr_inv(x->reserved, 0, sizeof(x->reserved)))
 			return -EINVAL;
+		flagged |= x->flags & KVTIER_HINT_PROB;
 		if (x->flags & KVTIER_HINT_PROB && x->prob < KVTIER_PROB_ONE)
 			*probable = true;
 	}
-	for (i = 0; i < count; i++)
-		if (uh[i].flags & KVTIER_HINT_PROB &&
-		    !(h->features & KVTIER_F_HINT_PROB))
-			return -EOPNOTSUPP;
-	return 0;
+	return flagged && !(h->features & KVTIER_F_HINT_PROB) ? -EOPNOTSUPP : 0;
 }
 
 /**

@@ -36,16 +36,14 @@ FIXTURE(prob) {
 	char name[KVTIER_NAME_MAX];
 	char path[64];
 	char *buf;
+	char *data;	/* the file's bytes */
 };
 
-/* A file of CAP blocks at @path; 0 or -errno. */
-static int pp_write_file(const char *path)
+/* A file of CAP blocks at @path, its bytes kept in @buf; 0 or -errno. */
+static int pp_write_file(const char *path, char *buf)
 {
-	char *buf = kst_alloc(CAP * BS);
 	int fd, ret = 0;
 
-	if (!buf)
-		return -ENOMEM;
 	kst_fill(buf, CAP * BS, FKEY, 0, 1);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -54,7 +52,6 @@ static int pp_write_file(const char *path)
 		ret = -EIO;
 	if (fd >= 0)
 		close(fd);
-	kst_free(buf, CAP * BS);
 	return ret;
 }
 
@@ -67,13 +64,16 @@ FIXTURE_SETUP(prob)
 	self->ctl = -1;
 	self->pfd = -1;
 	self->buf = NULL;
+	self->data = NULL;
 	self->path[0] = '\0';
 	if (!kst_supported(KVTIER_F_HINT_PROB) ||
 	    !kst_supported(KVTIER_F_WEIGHTS))
 		KST_SETUP_SKIP("kvtier without KVTIER_F_HINT_PROB");
 	snprintf(self->path, sizeof(self->path), "/tmp/kvtier-prob.%d",
 		 getpid());
-	ASSERT_EQ(0, pp_write_file(self->path));
+	self->data = kst_alloc(CAP * BS);
+	ASSERT_NE(NULL, self->data);
+	ASSERT_EQ(0, pp_write_file(self->path, self->data));
 	self->ctl = kst_ctl_open();
 	ASSERT_LE(0, self->ctl);
 	kst_name(self->name, "prob");
@@ -94,6 +94,8 @@ FIXTURE_TEARDOWN(prob)
 {
 	if (self->buf)
 		kst_free(self->buf, BS);
+	if (self->data)
+		kst_free(self->data, CAP * BS);
 	if (self->pfd >= 0)
 		close(self->pfd);
 	if (self->ctl >= 0) {
@@ -135,21 +137,14 @@ static int pp_tier(int pfd, __u32 a)
 	return ret ? ret : (int)b.tier;
 }
 
-/* GET block @a, and check its bytes. */
-static int pp_get(int pfd, __u32 a, char *buf)
+/* GET block @a into self->buf, and check it against the file's bytes. */
+static int pp_get(FIXTURE_DATA(prob) *self, __u32 a)
 {
-	int ret = kst_get1(pfd, FKEY, a, buf, NULL);
-	char *want;
+	int ret = kst_get1(self->pfd, FKEY, a, self->buf, NULL);
 
 	if (ret)
 		return ret;
-	want = kst_alloc(CAP * BS);
-	if (!want)
-		return -ENOMEM;
-	kst_fill(want, CAP * BS, FKEY, 0, 1);
-	ret = memcmp(buf, want + (size_t)a * BS, BS) ? -EBADMSG : 0;
-	kst_free(want, CAP * BS);
-	return ret;
+	return memcmp(self->buf, self->data + (size_t)a * BS, BS) ? -EBADMSG : 0;
 }
 
 /*
@@ -174,7 +169,7 @@ TEST_F(prob, order)
 	ASSERT_EQ(KVTIER_TIER_DRAM, pp_tier(self->pfd, 1));
 	ASSERT_EQ(KVTIER_TIER_DRAM, pp_tier(self->pfd, 2));
 	ASSERT_EQ(skipped + 1, pf_stat("skipped"));
-	ASSERT_EQ(0, pp_get(self->pfd, 2, self->buf));
+	ASSERT_EQ(0, pp_get(self, 2));
 }
 
 /* Past its deadline a group reads its sure and likely blocks only. */
@@ -221,7 +216,7 @@ TEST_F(prob, floor)
 	ASSERT_EQ(1U, c.ready);
 	ASSERT_EQ(KVTIER_TIER_DRAM, pp_tier(self->pfd, 6));
 	ASSERT_EQ(skipped + 1, pf_stat("skipped"));
-	ASSERT_EQ(0, pp_get(self->pfd, 6, self->buf));
+	ASSERT_EQ(0, pp_get(self, 6));
 }
 
 /* A block in DRAM is taken, however unlikely. */
@@ -231,7 +226,7 @@ TEST_F(prob, resident)
 	struct kvtier_completion c;
 	struct kvtier_hint h;
 
-	ASSERT_EQ(0, pp_get(self->pfd, 7, self->buf));
+	ASSERT_EQ(0, pp_get(self, 7));
 	pp_hint(&h, 7, 0);
 	ASSERT_EQ(0, pp_run(self->pfd, &h, 1, 6, 0, &c));
 	ASSERT_EQ(0, c.status);
@@ -262,7 +257,7 @@ static void pp_hold(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, c.status);
 	ASSERT_EQ(1U, c.ready);
 	for (i = 0; i < DRAM - pre; i++)
-		ASSERT_EQ(0, pp_get(self->pfd, i, self->buf));
+		ASSERT_EQ(0, pp_get(self, i));
 	ASSERT_EQ(tier, pp_tier(self->pfd, 20));
 	for (i = 0; i < pre; i++)
 		ASSERT_EQ(KVTIER_TIER_DRAM, pp_tier(self->pfd, 24 + i));
@@ -301,7 +296,7 @@ TEST_F(prob, hold_ends_at_deadline)
 	while (now_ns() < due + SEC / 10)
 		usleep(10000);
 	for (i = 0; i < DRAM; i++)
-		ASSERT_EQ(0, pp_get(self->pfd, i, self->buf));
+		ASSERT_EQ(0, pp_get(self, i));
 	ASSERT_EQ(KVTIER_TIER_NVME, pp_tier(self->pfd, 20));
 }
 
