@@ -29,11 +29,11 @@
  *	capacities, at most 4.4% below and up to 16% above
  *	(Documentation/design.rst, "Placement policy").
  *
- * A pool may also keep its blocks that have an NVMe copy on a list of
- * their own, pool->clean, and evict those first: their eviction writes
- * nothing and loses nothing (pol->clean_list; kvt_policy_clean() and
- * kvt_policy_dirty() move blocks between the lists). tools/policy-sim's
- * kvtier-clock runs it; the module does not set it yet.
+ * A pool also keeps its blocks that have an NVMe copy on a list of their
+ * own, pool->clean, and evicts those first: their eviction writes nothing
+ * and loses nothing (pol->clean_list, from the parameter
+ * policy_clean_first, Y by default; kvt_policy_clean() and
+ * kvt_policy_dirty() move blocks between the lists).
  *
  * The prefetch engine asks it too, of a hint that carries a probability
  * (kvt_policy_hint()): read the block or leave it, hold it or not.
@@ -55,7 +55,7 @@
 #define KVT_BALANCE_MAX		4	/* main blocks moved per call at most */
 
 int kvt_policy_param = KVT_POLICY_SEG;
-bool kvt_policy_clean_param;
+bool kvt_policy_clean_param = true;
 
 #ifdef __KERNEL__
 static const char * const kvt_policy_names[KVT_POLICY_NR] = {
@@ -90,7 +90,7 @@ MODULE_PARM_DESC(policy,
 
 module_param_named(policy_clean_first, kvt_policy_clean_param, bool, 0644);
 MODULE_PARM_DESC(policy_clean_first,
-		 "Run the NVMe log as a CLOCK: evict DRAM blocks that have an NVMe copy first, and keep blocks read back since written when the log reclaims their region; a pool takes the value in force when it first stores a block. Default: N");
+		 "Run the NVMe log as a CLOCK: evict DRAM blocks that have an NVMe copy first, and keep blocks read back since written when the log reclaims their region; a pool takes the value in force when it first stores a block. Default: Y");
 #endif
 
 static struct kvt_policy *kvt_pol(struct kvt_pool *pool)

@@ -56,8 +56,8 @@ enum kvt_policy_kind {
  *	evicted first, and a block read back from NVMe since its copy was
  *	written is relocated when the log reclaims that copy's region
  *	(kvt_policy_relocate()); taken from the parameter
- *	"policy_clean_first" at first use (tools/policy-sim's kvtier-clean
- *	and kvtier-clock set it).
+ *	"policy_clean_first" at first use (Y by default; tools/policy-sim's
+ *	kvtier-seg clears it).
  * @last_clean: the block kvt_policy_clean() linked last, while it is on
  *	pool->clean; else KVT_NIL.
  * @nr_main: blocks of pool->lru in the main segment (the head side).

@@ -3,10 +3,11 @@
 #
 # The body of `make bench-policy`: replay each trace through
 # tools/policy-sim at each capacity, every policy side by side (lru, opt,
-# the module's hierarchy as kvtier (policy=seg, the default) and
-# kvtier-lru, the kvtier-clean what-if (the clean list alone), kvtier-clock
-# (policy_clean_first=Y), the online slru, 2q, arc, s3fifo
-# and lfu, and sched, which knows the runtime's queue), write build/policy/NAME.csv, print one table
+# the module's hierarchy as kvtier (the defaults: policy=seg,
+# policy_clean_first=Y), kvtier-lru (policy=lru), kvtier-seg
+# (policy_clean_first=N), the kvtier-clean what-if (the clean list without
+# relocation), the online slru, 2q, arc, s3fifo and lfu, and sched, which
+# knows the runtime's queue), write build/policy/NAME.csv, print one table
 # per trace, plot usable hit ratio vs capacity to build/policy/NAME.svg
 # (gnuplot), and end with the minimum ratios over all traces and
 # capacities, as "name: value":
@@ -15,8 +16,8 @@
 #   policy_vs_best_online_min	kvtier / the best of lru, slru, 2q, arc,
 #				s3fifo and lfu at that trace and capacity
 #   policy_vs_opt_min		kvtier / opt
+#   seg_vs_*_min		the same for kvtier-seg
 #   clean_vs_*_min		the same for kvtier-clean
-#   clock_vs_*_min		the same for kvtier-clock
 #
 # then tools/policy-sim --experts (MoE expert prefetch policies, default
 # workload) with its expert_prob_* ratios.
@@ -65,7 +66,7 @@ plot() {
 	set ylabel "usable hit ratio"
 	set key bottom right
 	set grid
-	plot for [p in "opt lru kvtier kvtier-lru kvtier-clock arc s3fifo sched"] "$csv" using 1:(strcol(2) eq p ? \$3 : NaN) with linespoints title p
+	plot for [p in "opt lru kvtier kvtier-lru kvtier-seg arc s3fifo sched"] "$csv" using 1:(strcol(2) eq p ? \$3 : NaN) with linespoints title p
 	EOG
 }
 
@@ -123,7 +124,7 @@ awk -F, '
 			for (i = 1; i <= n; i++)
 				if (u[k, online[i]] > best)
 					best = u[k, online[i]]
-			split("kvtier:policy kvtier-clean:clean kvtier-clock:clock", pp, " ")
+			split("kvtier:policy kvtier-seg:seg kvtier-clean:clean", pp, " ")
 			for (j in pp) {
 				split(pp[j], q, ":")
 				v = u[k, q[1]]
@@ -135,7 +136,7 @@ awk -F, '
 					lowest(q[2] "_vs_opt_min", q[1], v / u[k, "opt"], k)
 			}
 		}
-		n = split("policy_vs_lru_min policy_vs_best_online_min policy_vs_opt_min clean_vs_lru_min clean_vs_best_online_min clean_vs_opt_min clock_vs_lru_min clock_vs_best_online_min clock_vs_opt_min", names, " ")
+		n = split("policy_vs_lru_min policy_vs_best_online_min policy_vs_opt_min seg_vs_lru_min seg_vs_best_online_min seg_vs_opt_min clean_vs_lru_min clean_vs_best_online_min clean_vs_opt_min", names, " ")
 		for (i = 1; i <= n; i++) {
 			w = at[names[i]]
 			sub(/.*\//, "", w)

@@ -15,17 +15,18 @@
  *  lru		one LRU list over N blocks (its top N x dram-share in DRAM)
  *  opt		Belady's MIN with bypass over N blocks, offline: evict (or
  *		do not admit) the block used again furthest in the future
- *  kvtier	the module's hierarchy: DRAM of N x dram-share blocks run
- *		by kmod/policy.c with policy=seg (the module's default),
- *		demoting to an NVMe log of the rest, in regions reclaimed
- *		oldest first, hot clean victims rescued
+ *  kvtier	the module's hierarchy as it runs by default: DRAM of
+ *		N x dram-share blocks run by kmod/policy.c with policy=seg
+ *		and policy_clean_first=Y (clean DRAM blocks evicted first,
+ *		from the policy's clean list), demoting to an NVMe log of
+ *		the rest, in regions reclaimed oldest first and run as a
+ *		CLOCK (a block read back since it was written is written
+ *		again when its region is reclaimed, for a read and a write),
+ *		hot clean victims rescued
  *  kvtier-lru	the same with policy=lru
- *  kvtier-clean	what-if: clean DRAM blocks evicted first (kmod/policy.c's
- *		clean list), without relocation
- *  kvtier-clock	the module with policy_clean_first=Y: kvtier-clean with
- *		the log run as a CLOCK
- *		(a block read back since it was written is written again
- *		when its region is reclaimed, for a read and a write)
+ *  kvtier-seg	the same with policy_clean_first=N: no clean list, no
+ *		relocation (the module's default until the clean list was)
+ *  kvtier-clean	what-if: the clean list without relocation
  *  slru, 2q, arc, s3fifo, lfu
  *		classic online policies over N blocks (tools/policy-online.c)
  *  sched	LRU over N blocks that knows the runtime's queue: a block
@@ -479,8 +480,8 @@ static int opt1_access(struct opt1 *o, u32 k, u32 nu, u32 *evicted,
 /* ---- single-level runs: all of it, and its DRAM share on top -------------- */
 
 enum {
-	POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_LRU, POL_KVTIER_CLEAN,
-	POL_KVTIER_CLOCK,
+	POL_LRU, POL_OPT, POL_KVTIER, POL_KVTIER_LRU, POL_KVTIER_SEG,
+	POL_KVTIER_CLEAN,
 	POL_ONLINE,	/* + enum online_kind */
 	POL_SCHED = POL_ONLINE + ONL_NR,
 	POL_NR
@@ -491,8 +492,8 @@ static const char * const pol_names[POL_NR] = {
 	[POL_OPT] = "opt",
 	[POL_KVTIER] = "kvtier",
 	[POL_KVTIER_LRU] = "kvtier-lru",
+	[POL_KVTIER_SEG] = "kvtier-seg",
 	[POL_KVTIER_CLEAN] = "kvtier-clean",
-	[POL_KVTIER_CLOCK] = "kvtier-clock",
 	[POL_ONLINE + ONL_SLRU] = "slru",
 	[POL_ONLINE + ONL_2Q] = "2q",
 	[POL_ONLINE + ONL_ARC] = "arc",
@@ -671,9 +672,9 @@ struct hier {
 	u32 *slot;		/* slot -> block address, or NIL */
 	u8 *used;		/* region -> holds data (written since) */
 	struct result *res;
-	/* kvtier-clean and -clock: clean victims first. */
+	/* All but kvtier-seg: clean victims first. */
 	bool clock;
-	/* kvtier-clock: referenced copies rewritten at reclaim. */
+	/* kvtier, kvtier-lru: referenced copies rewritten at reclaim. */
 	bool relocate;
 	u8 *ref;		/* block address -> read back since written */
 	u8 *want;		/* block address -> hinted, not used since */
@@ -762,9 +763,10 @@ static void hier_drop(struct hier *h, u32 a)
 
 /*
  * kvt_region_next(): the next region to fill, reclaimed if it holds data.
- * kvtier-clock keeps the blocks only there that were read back since they
- * were written (all but one slot's worth at most): read and written again
- * at the start of the region, their bit cleared.
+ * With relocation (kvtier, kvtier-lru) it keeps the blocks only there that
+ * were read back since they were written (all but one slot's worth at
+ * most): read and written again at the start of the region, their bit
+ * cleared.
  */
 static void hier_next_region(struct hier *h)
 {
@@ -837,10 +839,10 @@ static bool hier_rescue(struct hier *h, u32 a)
 }
 
 /*
- * The victim. kvtier-clock keeps the blocks with an NVMe copy on the
- * policy's clean list and takes the coldest of them that no queued
- * request was hinted for: its copy stays on NVMe, so evicting it loses
- * nothing. The module holds prefetched blocks off the lists until they
+ * The victim. With a clean list (all but kvtier-seg), the blocks with an
+ * NVMe copy are on the policy's clean list, and it takes the coldest of
+ * them that no queued request was hinted for: its copy stays on NVMe, so
+ * evicting it loses nothing. The module holds prefetched blocks off the lists until they
  * are used, which is what skipping the hinted ones stands for; so when
  * only hinted clean blocks are left, the victim is the coldest block
  * without a copy, as it is in the module.
@@ -983,9 +985,8 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 
 	memset(res, 0, sizeof(*res));
 	ret = hier_init(&h, t, cap, pol == POL_KVTIER_LRU ? KVT_POLICY_LRU :
-			KVT_POLICY_SEG, pol == POL_KVTIER_CLEAN ||
-			pol == POL_KVTIER_CLOCK, so, res);
-	h.relocate = pol == POL_KVTIER_CLOCK;
+			KVT_POLICY_SEG, pol != POL_KVTIER_SEG, so, res);
+	h.relocate = pol != POL_KVTIER_SEG && pol != POL_KVTIER_CLEAN;
 	for (r = 0; !ret && r < t->nreq; r++) {
 		bool prefix = true;
 
@@ -2485,8 +2486,8 @@ static void usage(FILE *f)
 		"\n"
 		"  --trace FILE|generated  the requests ('-' for stdin)\n"
 		"  --capacities N,N,...    total capacities in blocks\n"
-		"  --policies P,P,...      of lru, opt, kvtier, kvtier-lru, kvtier-clean,\n"
-		"                          kvtier-clock, slru, 2q, arc, s3fifo, lfu,\n"
+		"  --policies P,P,...      of lru, opt, kvtier, kvtier-lru, kvtier-seg,\n"
+		"                          kvtier-clean, slru, 2q, arc, s3fifo, lfu,\n"
 		"                          sched [all]\n"
 		"  --dram-share F          DRAM's share of each capacity, the rest NVMe\n"
 		"                          [0.25]; 1 for DRAM only\n"
