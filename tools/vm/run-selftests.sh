@@ -6,7 +6,9 @@
 #
 #  1. insmod with bad parameters must fail with EINVAL and leave nothing
 #     loaded (one case each);
-#  2. insmod kmod/kvtier.ko $KVTIER_PARAMS (default dram_mb=512);
+#  2. insmod kmod/kvtier.ko $KVTIER_PARAMS (default dram_mb=512); the
+#     other parameters must have the defaults the admin guide and the
+#     modprobe.d example say;
 #  3. each test binary of selftests/kvtier/TESTS (else every executable
 #     there without a dot in its name), in order, then lib/tests/kvt-test
 #     when built, selftests/kvtier/top.sh (kvtierctl top),
@@ -192,6 +194,46 @@ if ! err=$(insmod "$ko" "${params[@]}" 2>&1); then
 fi
 pass "insmod kvtier.ko ${params[*]}"
 dmesg_check "insmod"
+
+# The defaults the admin guide ("``NAME`` (TYPE, default VALUE") and the
+# modprobe.d example ("# NAME (TYPE, default VALUE") document, against the
+# loaded module's: each parameter sysfs shows and not given here must be
+# in both, with its value ("none": an unset string, which reads "(null)").
+defaults_check() {
+	local doc name value have p bad=0
+	local given=" ${params[*]%%=*} "
+	local -A seen=()
+
+	# shellcheck disable=SC2016 # the backquotes are reStructuredText's
+	while read -r doc name value; do
+		[[ -r /sys/module/kvtier/parameters/$name ]] || continue
+		seen[$doc:$name]=1
+		[[ $given == *" $name "* ]] && continue
+		have=$(<"/sys/module/kvtier/parameters/$name")
+		[[ $value == none ]] && value="(null)"
+		if [[ $have != "$value" ]]; then
+			echo "parameter $name: $doc says default '$value', the module has '$have'"
+			bad=1
+		fi
+	done < <(sed -n 's/^# \([a-z_]*\) ([a-z]*, default \([^,):]*\)[,):].*/modprobe.d \1 \2/p' \
+			"$top/dist/kvtier.modprobe.conf"
+		 sed -n 's/^``\([a-z_]*\)`` ([a-z]*, default \(``\)\{0,1\}\([^,)`]*\).*/admin-guide \1 \3/p' \
+			"$top/Documentation/admin-guide.rst")
+	for p in /sys/module/kvtier/parameters/*; do
+		p=${p##*/}
+		for doc in modprobe.d admin-guide; do
+			[[ -n ${seen[$doc:$p]:-} ]] && continue
+			echo "parameter $p: no default in the $doc"
+			bad=1
+		done
+	done
+	return $bad
+}
+if out_defaults=$(defaults_check); then
+	pass "parameters have the defaults the admin guide and modprobe.d example document"
+else
+	fail "parameters have the defaults the admin guide and modprobe.d example document: $out_defaults"
+fi
 
 # 3. The tests.
 if [[ -n ${KVTIER_TESTS:-} ]]; then
