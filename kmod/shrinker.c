@@ -193,7 +193,12 @@ static unsigned long kvt_shrink_scan(struct shrinker *s,
 	}
 	sc->nr_scanned = sk.scanned;
 	atomic64_add(sk.freed, &kvt_shrink_pages);
-	if (!sk.freed && sk.contended) {
+	/*
+	 * Nothing freed: stop. The caller counts down what count_objects
+	 * promised by nr_scanned, which is 0 when no block was looked at;
+	 * going on would call again for ever.
+	 */
+	if (!sk.freed) {
 		atomic64_inc(&kvt_shrink_stops);
 		return SHRINK_STOP;
 	}

@@ -200,6 +200,37 @@ TEST_F(press, drop_caches_clean_list)
 }
 
 /*
+ * Every DRAM block clean: one drop_caches gives back all of them, and
+ * returns. Reclaim counts down what the shrinker's count promised by what
+ * each scan says it looked at; a scan that looked at nothing once the
+ * blocks were gone, and did not say stop, had it called for ever.
+ */
+TEST_F(press, drop_caches_all_clean)
+{
+	struct kvtier_pool_stat st;
+	__u64 gen;
+	__u32 i;
+
+	for (i = 0; i < NCLEAN; i++) {
+		kst_fill(self->buf, BS, K0, i, 1);
+		ASSERT_EQ(0, kst_put1(self->pfd, K0, i, self->buf, NULL));
+	}
+	ASSERT_EQ(0, nvt_sync_deadline(self->pfd, 120, NULL));
+	ASSERT_EQ(0, kst_stat(self->pfd, &st));
+	ASSERT_EQ(0ULL, st.dirty);
+	ASSERT_EQ(NCLEAN, kst_resident(self->pfd));
+	ASSERT_EQ(0, drop_caches());
+	EXPECT_EQ(0, kst_resident(self->pfd));
+	for (i = 0; i < NCLEAN; i++) {
+		memset(self->buf, 0, BS);
+		ASSERT_EQ(0, kst_get1(self->pfd, K0, i, self->buf, NULL));
+		gen = 0;
+		ASSERT_EQ(-1, kst_check(self->buf, BS, K0, i, &gen));
+		ASSERT_EQ(1ULL, gen);
+	}
+}
+
+/*
  * A child allocates and touches anonymous memory until the kernel must
  * reclaim: the child is not OOM-killed, the shrinker gave back clean
  * blocks of the pool (its counters moved and the pool's DRAM residency
