@@ -552,7 +552,8 @@ static void kvt_zjob_fn(struct work_struct *work)
 /**
  * kvt_z_compress_all() - compress the blocks of a segment, across CPUs
  * @ents: the segment's entries: those with a record (e->rec), of a pool
- *	  that compresses, are compressed into e->z
+ *	  that compresses, are compressed into e->z, but relocated ones
+ *	  (e->moved: written as they were stored)
  * @n: how many
  *
  * The blocks are READY in DRAM and held as users. Sleeps until all are
@@ -568,7 +569,8 @@ void kvt_z_compress_all(struct kvt_wb_entry *ents, u32 n)
 	atomic_t left;
 
 	for (i = 0; i < n; i++)
-		nr += ents[i].rec != KVT_NIL && ents[i].pool->compress;
+		nr += ents[i].rec != KVT_NIL && ents[i].pool->compress &&
+		      !ents[i].moved;
 	if (!nr)
 		return;
 	jobs = kvmalloc_array(nr, sizeof(*jobs), GFP_NOIO | __GFP_NOWARN);
@@ -577,7 +579,7 @@ void kvt_z_compress_all(struct kvt_wb_entry *ents, u32 n)
 	for (i = 0, nr = 0; i < n; i++) {
 		struct kvt_wb_entry *e = &ents[i];
 
-		if (e->rec == KVT_NIL || !e->pool->compress)
+		if (e->rec == KVT_NIL || !e->pool->compress || e->moved)
 			continue;
 		if (!jobs) {
 			kvt_z_compress(e->pool, &e->pool->blocks[e->addr],

@@ -60,6 +60,12 @@ struct kvt_wb_entry {
 	 * writes them instead of the block's DRAM pages, and frees them.
 	 */
 	void *moved;
+	/*
+	 * With @moved, of a pool that compresses: the stored bytes of the
+	 * compressed copy @moved holds (written as they are, under a fresh
+	 * record), or 0: @moved holds the block's own bytes, written raw.
+	 */
+	u32 moved_z;
 };
 
 /*

@@ -417,9 +417,8 @@ static void kvt_tomb_reclaim(struct kvt_nvme *nvme, u32 r,
  * the region being reclaimed, is to be kept (kvt_policy_relocate(): read
  * back since it was written). If so it is KVT_BF_MOVING, which readers
  * wait for as for a load, and held as a user, until kvt_relocate() is
- * done with it. Pools with parts or compression are not relocated (their
- * copies carry a table, or bytes that are not the block's). pool->lock
- * held.
+ * done with it. Pools with parts are not relocated (their copies carry a
+ * table the writer builds from DRAM). pool->lock held.
  */
 static bool kvt_relocate_take(struct kvt_pool *pool, u32 addr)
 {
@@ -427,7 +426,7 @@ static bool kvt_relocate_take(struct kvt_pool *pool, u32 addr)
 
 	lockdep_assert_held(&pool->lock);
 	if (blk->flags || blk->users || kvt_in_dram(blk) || pool->parts ||
-	    pool->zloc || !kvt_policy_relocate(pool, addr))
+	    !kvt_policy_relocate(pool, addr))
 		return false;
 	blk->flags |= KVT_BF_WB | KVT_BF_MOVING;
 	blk->users++;
@@ -437,19 +436,21 @@ static bool kvt_relocate_take(struct kvt_pool *pool, u32 addr)
 
 /*
  * Relocation, its second half, for a block kvt_relocate_take() took: its
- * bytes are read now, while the region still holds them, and checked
- * against the block's crc before anything else: a corrupted copy is
- * never written again under a fresh record. Then they are queued at the
- * head of the write queue, so that the first segment written into the
- * region takes them; the write's end (kvt_wb_finish()) gives the block
- * its new place. No memory, a read that fails or does not verify, a full
- * queue: the block goes, as reclaim lets blocks go. nvme->lock held,
- * pool->lock not.
+ * bytes are read now, while the region (of sequence @seq) still holds
+ * them, and checked before anything else: a corrupted copy is never
+ * written again under a fresh record. A raw copy is checked against the
+ * block's crc; a compressed one, moved as it is stored, against its
+ * record's keyed crc. Then they are queued at the head of the write
+ * queue, so that the first segment written into the region takes them;
+ * the write's end (kvt_wb_finish()) gives the block its new place. No
+ * memory, a read that fails or does not verify, a full queue: the block
+ * goes, as reclaim lets blocks go. nvme->lock held, pool->lock not.
  */
 static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
-			 u32 addr)
+			 u32 addr, u64 seq)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
+	struct kvt_zloc zl = {};
 	struct kvt_wb_entry *e;
 	unsigned int noio;
 	bool ok = false;
@@ -464,15 +465,22 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	spin_lock(&pool->lock);
 	nloc = blk->nloc;
 	ncrc = blk->ncrc;
+	if (pool->zloc)
+		zl = pool->zloc[addr];
 	spin_unlock(&pool->lock);
 	noio = memalloc_noio_save();
 	buf = kvmalloc(pool->block_size,
 		       GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN);
 	memalloc_noio_restore(noio);
-	if (buf && nloc != KVT_NIL &&
+	/* A compressed copy is shorter than the block by a page at least. */
+	if (buf && nloc != KVT_NIL && zl.bytes < pool->block_size &&
 	    !kvt_nvme_rw(nvme, REQ_OP_READ, kvt_loc_bytes(nloc), buf,
-			 pool->block_size))
-		ok = crc32c(0, buf, pool->block_size) == ncrc;
+			 zl.bytes ? round_up(zl.bytes, KVT_DISK_PAGE) :
+				    pool->block_size))
+		ok = zl.bytes ?
+		     crc32c(kvt_rec_seed(pool->id, blk->key, seq), buf,
+			    zl.bytes) == zl.crc :
+		     crc32c(0, buf, pool->block_size) == ncrc;
 
 	spin_lock(&pool->lock);
 	if (ok && blk->state == KVT_BLK_READY) {
@@ -486,6 +494,7 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 			e->addr = addr;
 			e->victim = false;
 			e->moved = buf;
+			e->moved_z = zl.bytes;
 			nvme->qlen++;
 			kref_get(&pool->ref);
 			ok = true;
@@ -539,7 +548,8 @@ static void kvt_segment_reclaim(struct kvt_nvme *nvme, u32 r,
 		    pool->blocks[addr].nloc == first + le32_to_cpu(rec->page)) {
 			if (kvt_relocate_take(pool, addr)) {
 				spin_unlock(&pool->lock);
-				kvt_relocate(nvme, pool, addr);
+				kvt_relocate(nvme, pool, addr,
+					     le64_to_cpu(dr->seq));
 				kvt_pool_put(pool);
 				continue;
 			}
@@ -802,7 +812,10 @@ static struct kvt_wbr *kvt_wbr_alloc(struct kvt_nvme *nvme)
 	return wbr;
 }
 
-/* Where a copy written ends, for a pool that compresses; counted. */
+/*
+ * Where a copy written ends, for a pool that compresses; counted, but
+ * for a relocated one (the pool's bytes were counted when first written).
+ */
 static void kvt_wb_zloc(struct kvt_pool *pool, struct kvt_wb_entry *e)
 {
 	struct kvt_zloc *zl;
@@ -811,6 +824,11 @@ static void kvt_wb_zloc(struct kvt_pool *pool, struct kvt_wb_entry *e)
 	if (!pool->zloc)
 		return;
 	zl = &pool->zloc[e->addr];
+	if (e->moved) {
+		zl->bytes = e->moved_z;
+		zl->crc = e->moved_z ? e->zcrc : 0;
+		return;
+	}
 	zl->bytes = e->z.bytes;
 	zl->crc = e->z.pages ? e->zcrc : 0;
 	pool->stats.z_bytes_in += pool->block_size;
@@ -837,6 +855,7 @@ static void kvt_wb_finish(struct kvt_nvme *nvme, struct kvt_pool *pool,
 		/* Relocated: its old copy is gone, the new one is its only. */
 		if (!status && nloc != KVT_NIL) {
 			blk->nloc = nloc;
+			kvt_wb_zloc(pool, e);
 			atomic64_inc(&nvme->rescued);
 		} else {
 			atomic64_inc(&nvme->lost_blocks);
@@ -1248,6 +1267,22 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		seed = kvt_rec_seed(pool->id, blk->key, wbr->seq);
 		if (!e->moved)
 			demoted += pool->block_size;
+		if (e->moved_z) {
+			/* A compressed copy moved: its bytes, keyed afresh. */
+			e->zcrc = kvt_rec_crc(seed, crc32c(0, e->moved,
+							   e->moved_z),
+					      e->moved_z);
+			rec->flags = cpu_to_le32(KVT_REC_Z);
+			rec->pages = cpu_to_le32(DIV_ROUND_UP(e->moved_z,
+							      KVT_DISK_PAGE));
+			rec->crc = cpu_to_le32(e->zcrc);
+			rec->z.bytes = cpu_to_le32(e->moved_z);
+			rec->z.dcrc = cpu_to_le32(blk->ncrc);
+			page += DIV_ROUND_UP(e->moved_z, KVT_DISK_PAGE);
+			stored += e->moved_z;
+			data += round_up(e->moved_z, KVT_DISK_PAGE);
+			continue;
+		}
 		if (e->z.pages) {
 			/* Its stored bytes, keyed; the block's crc beside. */
 			e->zcrc = kvt_rec_crc(seed, e->z.crc, e->z.bytes);
@@ -1329,6 +1364,8 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		}
 		if (e->moved) {
 			bio = kvt_io_add_buf(&wbr->io, bio, e->moved,
+					     e->moved_z ?
+					     round_up(e->moved_z, KVT_DISK_PAGE) :
 					     e->pool->block_size);
 			continue;
 		}
@@ -1414,6 +1451,7 @@ static void kvt_wb_queue(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	e->addr = addr;
 	e->victim = victim;
 	e->moved = NULL;
+	e->moved_z = 0;
 	nvme->qlen++;
 }
 

@@ -189,7 +189,7 @@ FIXTURE(wrap) {
 static const struct nvt_cfg wrap_cfg = {
 	.block_size = WRAP_BS, .tag = "wrap", .capacity = 4096,
 	.dram_blocks = WRAP_DRAM, .dm = DM_SMALL, .dm_mib = WRAP_MIB,
-	.attach = true, .region_kib = 1024,
+	.attach = true, .region_kib = 1024, .out = true,
 };
 
 FIXTURE_SETUP(wrap)
@@ -266,17 +266,75 @@ TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 }
 
 /*
+ * Block @k of the relocation cases, of generation 1: with @z a
+ * compressible one, kst_fill()'s first 512 bytes over and over.
+ */
+static void reloc_fill(void *buf, __u64 k, bool z)
+{
+	size_t off;
+
+	kst_fill(buf, z ? 512 : WRAP_BS, K0, k, GEN(1));
+	for (off = 512; z && off < WRAP_BS; off += 512)
+		memcpy((char *)buf + off, buf, 512);
+}
+
+static int reloc_put(int pfd, void *buf, __u64 first, __u64 n, bool z)
+{
+	__u64 k;
+	int ret;
+
+	for (k = first; k < first + n; k++) {
+		reloc_fill(buf, k, z);
+		ret = kst_one(pfd, KVTIER_IOC_PUT, K0, k, buf, 0, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* tally_range() of blocks reloc_fill() made; @out: a block's room. */
+static void reloc_tally(int pfd, char *buf, char *out, __u64 first,
+			__u64 n, bool z, struct tally *t)
+{
+	__u64 k;
+	int ret;
+
+	if (!z) {
+		tally_range(pfd, buf, WRAP_BS, first, n, 1, t, NULL);
+		return;
+	}
+	memset(t, 0, sizeof(*t));
+	for (k = first; k < first + n; k++) {
+		memset(out, 0xa5, WRAP_BS);
+		ret = kst_get1(pfd, K0, k, out, NULL);
+		if (!ret) {
+			reloc_fill(buf, k, true);
+			ret = memcmp(buf, out, WRAP_BS) ? -EILSEQ : 0;
+		}
+		t->exact += !ret;
+		t->miss += ret == -ENOENT;
+		t->eio += ret == -EIO;
+		t->wrong += ret == -EILSEQ;
+		t->other += ret && ret != -ENOENT && ret != -EIO &&
+			    ret != -EILSEQ;
+	}
+}
+
+/*
  * For the relocation cases (policy_clean_first): a pool of the test's
- * own, named @name, which takes the parameter at its first PUT. Set A
- * (keys 0..15) and, with @b, set B (100..115) are pushed out to NVMe
- * only; A is read back, and given back by the shrinker (drop_caches): a
- * stream of cold PUTs would not push it out, blocks cleaned ahead go
- * first. Returns the pool's fd; *@next is the next cold key.
+ * own, named @name, which takes the parameter at its first PUT; with
+ * @z, it compresses with lz4 and its blocks compress (reloc_fill()).
+ * Set A (keys 0..15) and, with @b, set B (100..115) are pushed out to
+ * NVMe only; A is read back, and given back by the shrinker
+ * (drop_caches): a stream of cold PUTs would not push it out, blocks
+ * cleaned ahead go first. Returns the pool's fd (-ENOPKG: no lz4); *@next
+ * is the next cold key.
  */
 static int reloc_setup(struct __test_metadata *_metadata,
-		       FIXTURE_DATA(wrap) *self, char *name, bool b,
+		       FIXTURE_DATA(wrap) *self, char *name, bool b, bool z,
 		       __u64 *next)
 {
+	struct kvtier_pool_create c;
 	struct tally a;
 	int pfd = -1, i;
 	__u64 k;
@@ -288,13 +346,17 @@ static int reloc_setup(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy_clean_first",
 				   "Y")) return -1;
 	kst_name(name, "reloc");
-	pfd = kst_pool_create(self->ctl, name, WRAP_BS, 4096, WRAP_DRAM);
+	kst_create_init(&c, name, WRAP_BS, 4096, WRAP_DRAM);
+	if (z)
+		c.compress = KVTIER_COMPRESS_LZ4;
+	pfd = kst_create(self->ctl, &c);
+	if (pfd == -ENOPKG)
+		return pfd;
 	ASSERT_LE(0, pfd) return -1;
-	ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1, 0))
-		return -1;
+	ASSERT_EQ(0, reloc_put(pfd, self->buf, 0, WRAP_HOT, z)) return -1;
 	if (b)
-		ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, 100, WRAP_HOT,
-				       1, 0)) return -1;
+		ASSERT_EQ(0, reloc_put(pfd, self->buf, 100, WRAP_HOT, z))
+			return -1;
 	for (k = 0; k < WRAP_HOT; k++) {
 		ASSERT_EQ(0, push_out(pfd, self->buf, WRAP_BS, k, next))
 			return -1;
@@ -302,7 +364,7 @@ static int reloc_setup(struct __test_metadata *_metadata,
 			ASSERT_EQ(0, push_out(pfd, self->buf, WRAP_BS,
 					      100 + k, next)) return -1;
 	}
-	tally_range(pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1, &a, NULL);
+	reloc_tally(pfd, self->buf, self->out, 0, WRAP_HOT, z, &a);
 	ASSERT_EQ(WRAP_HOT, a.exact) return -1;
 	for (i = 0, k = 0; i < 5 && k < WRAP_HOT; i++) {
 		ASSERT_EQ(0, kst_write_str("/proc/sys/vm/drop_caches", "2"))
@@ -331,7 +393,7 @@ TEST_F_TIMEOUT(wrap, read_back_blocks_relocated, 300)
 	int pfd;
 
 	ASSERT_LT(0, nr);
-	pfd = reloc_setup(_metadata, self, name, true, &next);
+	pfd = reloc_setup(_metadata, self, name, true, false, &next);
 	ASSERT_LE(0, pfd);
 	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
 	cold = nr * per_region * 13 / 10;
@@ -348,6 +410,75 @@ TEST_F_TIMEOUT(wrap, read_back_blocks_relocated, 300)
 	EXPECT_EQ(0U, b.exact);
 	EXPECT_LE((long long)WRAP_HOT, rescued);
 	EXPECT_EQ(0U, a.wrong + b.wrong);
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
+/*
+ * The same in a pool that compresses: a compressed copy is relocated as
+ * it is stored (checked against its record's keyed crc), under a fresh
+ * record. A reads back exact, compressed copies of it in regions written
+ * after the cold PUTs began, and again from NVMe after a detach and an
+ * attach, which adopt the records the relocation wrote; B is gone.
+ */
+TEST_F_TIMEOUT(wrap, compressed_copies_relocated, 300)
+{
+	long long nr = nvme_nr_regions(self->ctl), rescued;
+	__u64 next, cold, per_region, seq0 = 0;
+	char name[KVTIER_NAME_MAX];
+	unsigned int small = 0;
+	struct nvt_loc loc;
+	struct tally a, b;
+	int pfd, i;
+	__u64 k;
+
+	ASSERT_LT(0, nr);
+	pfd = reloc_setup(_metadata, self, name, true, true, &next);
+	if (pfd == -ENOPKG)
+		SKIP(return, "no lz4");
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	for (k = 0; k < WRAP_HOT; k++) {
+		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &loc));
+		seq0 = loc.seq > seq0 ? loc.seq : seq0;
+	}
+	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
+	cold = nr * per_region * 13 / 10;
+	rescued = NSTAT(self->ctl, rescued);
+	ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, next, cold, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	rescued = NSTAT(self->ctl, rescued) - rescued;
+	for (k = 0; k < WRAP_HOT; k++) {
+		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &loc));
+		small += loc.seq > seq0 && loc.pages < WRAP_BS / KST_PAGE;
+	}
+	reloc_tally(pfd, self->buf, self->out, 0, WRAP_HOT, true, &a);
+	reloc_tally(pfd, self->buf, self->out, 100, WRAP_HOT, true, &b);
+	TH_LOG("read back: %u/%u exact, %u compressed and moved; not read: %u/%u; %lld rescued",
+	       a.exact, WRAP_HOT, small, b.exact, WRAP_HOT, rescued);
+	EXPECT_EQ(WRAP_HOT, a.exact);
+	EXPECT_EQ(WRAP_HOT, small);
+	EXPECT_EQ(0U, b.exact);
+	EXPECT_LE((long long)WRAP_HOT, rescued);
+	EXPECT_EQ(0U, a.wrong + b.wrong);
+	/* The records as written: A comes back from them. */
+	close(pfd);
+	ASSERT_EQ(0, nvt_detach(self->ctl));
+	ASSERT_EQ(0, nvt_attach(self->ctl, self->path, 0, 0));
+	pfd = kst_pool_open(self->ctl, name, 0);
+	ASSERT_LE(0, pfd);
+	/* Read back above, A is in DRAM: the shrinker gives it back. */
+	for (i = 0, k = 0; i < 5 && k < WRAP_HOT; i++) {
+		ASSERT_EQ(0, kst_write_str("/proc/sys/vm/drop_caches", "2"));
+		for (k = 0; k < WRAP_HOT; k++)
+			if (key_tier(pfd, k) != KVTIER_TIER_NVME)
+				break;
+	}
+	EXPECT_EQ(WRAP_HOT, k);
+	reloc_tally(pfd, self->buf, self->out, 0, WRAP_HOT, true, &a);
+	TH_LOG("after the attach: %u/%u exact", a.exact, WRAP_HOT);
+	EXPECT_EQ(WRAP_HOT, a.exact);
+	EXPECT_EQ(0U, a.wrong);
 	close(pfd);
 	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
@@ -373,7 +504,7 @@ TEST_F_TIMEOUT(wrap, relocation_checks_the_copy, 300)
 	if (!nvt_dm_target(NVT_DM_FLAKEY))
 		SKIP(return, "no dm-flakey");
 	ASSERT_LT(0, nr);
-	pfd = reloc_setup(_metadata, self, name, false, &next);
+	pfd = reloc_setup(_metadata, self, name, false, false, &next);
 	ASSERT_LE(0, pfd);
 
 	/*
