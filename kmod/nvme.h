@@ -63,9 +63,11 @@ struct kvt_wb_entry {
 	/*
 	 * With @moved, of a pool that compresses: the stored bytes of the
 	 * compressed copy @moved holds (written as they are, under a fresh
-	 * record), or 0: @moved holds the block's own bytes, written raw.
+	 * record), or 0: @moved holds the block's own bytes, written raw;
+	 * and their crc32c started from 0, checked when they were read.
 	 */
 	u32 moved_z;
+	u32 moved_zcrc;
 };
 
 /*

@@ -468,6 +468,10 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	if (pool->zloc)
 		zl = pool->zloc[addr];
 	spin_unlock(&pool->lock);
+	/* A compressed copy: its stored bytes' crc, from its record's. */
+	if (zl.bytes)
+		ncrc = kvt_rec_dcrc(kvt_rec_seed(pool->id, blk->key, seq),
+				    zl.crc, zl.bytes);
 	noio = memalloc_noio_save();
 	buf = kvmalloc(pool->block_size,
 		       GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN);
@@ -477,10 +481,7 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	    !kvt_nvme_rw(nvme, REQ_OP_READ, kvt_loc_bytes(nloc), buf,
 			 zl.bytes ? round_up(zl.bytes, KVT_DISK_PAGE) :
 				    pool->block_size))
-		ok = zl.bytes ?
-		     crc32c(kvt_rec_seed(pool->id, blk->key, seq), buf,
-			    zl.bytes) == zl.crc :
-		     crc32c(0, buf, pool->block_size) == ncrc;
+		ok = crc32c(0, buf, zl.bytes ?: pool->block_size) == ncrc;
 
 	spin_lock(&pool->lock);
 	if (ok && blk->state == KVT_BLK_READY) {
@@ -495,6 +496,7 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 			e->victim = false;
 			e->moved = buf;
 			e->moved_z = zl.bytes;
+			e->moved_zcrc = ncrc;
 			nvme->qlen++;
 			kref_get(&pool->ref);
 			ok = true;
@@ -1269,9 +1271,7 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 			demoted += pool->block_size;
 		if (e->moved_z) {
 			/* A compressed copy moved: its bytes, keyed afresh. */
-			e->zcrc = kvt_rec_crc(seed, crc32c(0, e->moved,
-							   e->moved_z),
-					      e->moved_z);
+			e->zcrc = kvt_rec_crc(seed, e->moved_zcrc, e->moved_z);
 			rec->flags = cpu_to_le32(KVT_REC_Z);
 			rec->pages = cpu_to_le32(DIV_ROUND_UP(e->moved_z,
 							      KVT_DISK_PAGE));

@@ -63,16 +63,7 @@ static void cz_block(void *buf, size_t size, __u64 k)
 
 static int cz_put(int pfd, void *buf, __u64 bs, __u64 first, __u64 n)
 {
-	__u64 k;
-	int ret;
-
-	for (k = first; k < first + n; k++) {
-		cz_block(buf, bs, k);
-		ret = kst_one(pfd, KVTIER_IOC_PUT, K0, k, buf, 0, NULL);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return put_filled(pfd, buf, bs, first, n, cz_block);
 }
 
 /* GET key @k: 0 exact, -EILSEQ wrong bytes, or the miss's -errno. */

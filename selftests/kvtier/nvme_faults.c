@@ -266,33 +266,26 @@ TEST_F_TIMEOUT(wrap, hot_blocks_survive, 300)
 }
 
 /*
- * Block @k of the relocation cases, of generation 1: with @z a
- * compressible one, kst_fill()'s first 512 bytes over and over.
+ * Block @k of the relocation cases that compress, of generation 1:
+ * kst_fill()'s first 512 bytes over and over.
  */
-static void reloc_fill(void *buf, __u64 k, bool z)
+static void reloc_zfill(void *buf, size_t size, __u64 k)
 {
 	size_t off;
 
-	kst_fill(buf, z ? 512 : WRAP_BS, K0, k, GEN(1));
-	for (off = 512; z && off < WRAP_BS; off += 512)
+	kst_fill(buf, 512, K0, k, GEN(1));
+	for (off = 512; off < size; off += 512)
 		memcpy((char *)buf + off, buf, 512);
 }
 
 static int reloc_put(int pfd, void *buf, __u64 first, __u64 n, bool z)
 {
-	__u64 k;
-	int ret;
-
-	for (k = first; k < first + n; k++) {
-		reloc_fill(buf, k, z);
-		ret = kst_one(pfd, KVTIER_IOC_PUT, K0, k, buf, 0, NULL);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	if (z)
+		return put_filled(pfd, buf, WRAP_BS, first, n, reloc_zfill);
+	return put_range(pfd, buf, WRAP_BS, first, n, 1, 0);
 }
 
-/* tally_range() of blocks reloc_fill() made; @out: a block's room. */
+/* tally_range() of blocks reloc_put() made; @out: a block's room. */
 static void reloc_tally(int pfd, char *buf, char *out, __u64 first,
 			__u64 n, bool z, struct tally *t)
 {
@@ -308,7 +301,7 @@ static void reloc_tally(int pfd, char *buf, char *out, __u64 first,
 		memset(out, 0xa5, WRAP_BS);
 		ret = kst_get1(pfd, K0, k, out, NULL);
 		if (!ret) {
-			reloc_fill(buf, k, true);
+			reloc_zfill(buf, WRAP_BS, k);
 			ret = memcmp(buf, out, WRAP_BS) ? -EILSEQ : 0;
 		}
 		t->exact += !ret;
@@ -323,7 +316,7 @@ static void reloc_tally(int pfd, char *buf, char *out, __u64 first,
 /*
  * For the relocation cases (policy_clean_first): a pool of the test's
  * own, named @name, which takes the parameter at its first PUT; with
- * @z, it compresses with lz4 and its blocks compress (reloc_fill()).
+ * @z, it compresses with lz4 and its blocks compress (reloc_zfill()).
  * Set A (keys 0..15) and, with @b, set B (100..115) are pushed out to
  * NVMe only; A is read back, and given back by the shrinker
  * (drop_caches): a stream of cold PUTs would not push it out, blocks

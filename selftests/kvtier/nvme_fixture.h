@@ -77,6 +77,23 @@ static inline int put_range(int pfd, void *buf, __u64 bs, __u64 first, __u64 n,
 	return 0;
 }
 
+/* PUT keys first..first+n-1, block @k made by @fill(@buf, @bs, @k). */
+static inline int put_filled(int pfd, void *buf, __u64 bs, __u64 first,
+			     __u64 n, void (*fill)(void *buf, size_t size,
+						   __u64 k))
+{
+	__u64 k;
+	int ret;
+
+	for (k = first; k < first + n; k++) {
+		fill(buf, bs, k);
+		ret = kst_one(pfd, KVTIER_IOC_PUT, K0, k, buf, 0, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* GET key @k: 0 with the exact bytes of @gen, -EILSEQ on wrong bytes. */
 static inline int get_check(int pfd, void *buf, __u64 bs, __u64 k, __u64 gen)
 {
