@@ -68,6 +68,13 @@ struct kvt_wb_entry {
 	 */
 	u32 moved_z;
 	u32 moved_zcrc;
+	/*
+	 * With @moved, of a pool with parts: @moved starts with the page of
+	 * the copy's part table, the block's bytes after it; the table is
+	 * written as it was read, and the record says so if it is the
+	 * block's (kvt_parts_table_ok()), else the page was zeroed.
+	 */
+	bool moved_table;
 };
 
 /*
@@ -259,6 +266,8 @@ void kvt_crd_put(struct kvt_crd *crd);
 /* nvme_part.c */
 bool kvt_parts_build(struct kvt_pool *pool, struct kvt_block *blk,
 		     void *page);
+bool kvt_parts_table_ok(const struct kvt_pool *pool, const u64 *key,
+			u32 ncrc, struct kvt_disk_parts *t);
 struct kvt_part_rd *kvt_nvme_read_part(struct kvt_pool *pool, u32 addr,
 				       u32 off, u32 len);
 int kvt_nvme_part_end(struct kvt_part_rd *rd, struct iov_iter *to);

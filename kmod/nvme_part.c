@@ -283,27 +283,34 @@ struct kvt_part_rd *kvt_nvme_read_part(struct kvt_pool *pool, u32 addr,
 	return rd;
 }
 
-/*
- * Whether the table read is this block's, as its writer made it: it names
- * the block and its crc, and its own crc verifies. The writer wrote it only
- * if its parts' crcs add up to that crc (kvt_parts_build()), so a table
- * that passes describes these very bytes; a stale one (another PUT of the
- * key) names another crc. Folding the parts again here would cost a crc
- * combination a part, for every part read.
+/**
+ * kvt_parts_table_ok() - whether a part table read is a block's
+ * @pool: a pool with parts
+ * @key: the block's key
+ * @ncrc: the block's crc
+ * @t: the table, as read from the page before the copy's data
+ *
+ * Whether @t is the table its writer made for this block: it names the
+ * block and its crc, and its own crc verifies. The writer wrote it only if
+ * its parts' crcs add up to that crc (kvt_parts_build()), so a table that
+ * passes describes the bytes of the block's copy; a stale one (another PUT
+ * of the key) names another crc. Folding the parts again here would cost a
+ * crc combination a part, for every part read.
+ *
+ * Return: true if it is.
  */
-static bool kvt_parts_trusted(struct kvt_part_rd *rd,
-			      struct kvt_disk_parts *t)
+bool kvt_parts_table_ok(const struct kvt_pool *pool, const u64 *key,
+			u32 ncrc, struct kvt_disk_parts *t)
 {
-	struct kvt_pool *pool = rd->crd.pool;
 	u32 nr = kvt_parts_nr(pool);
 
 	return le64_to_cpu(t->magic) == KVT_PARTS_MAGIC &&
 	       le64_to_cpu(t->pool_id) == pool->id &&
-	       le64_to_cpu(t->key[0]) == rd->key[0] &&
-	       le64_to_cpu(t->key[1]) == rd->key[1] &&
+	       le64_to_cpu(t->key[0]) == key[0] &&
+	       le64_to_cpu(t->key[1]) == key[1] &&
 	       le32_to_cpu(t->nr) == nr &&
 	       le32_to_cpu(t->part_pages) == kvt_part_pages(pool) &&
-	       le32_to_cpu(t->dcrc) == rd->ncrc &&
+	       le32_to_cpu(t->dcrc) == ncrc &&
 	       le32_to_cpu(t->crc) == kvt_parts_crc(t, nr);
 }
 
@@ -351,7 +358,8 @@ int kvt_nvme_part_end(struct kvt_part_rd *rd, struct iov_iter *to)
 	ret = kvt_crd_wait(&rd->crd);
 	if (ret)
 		return ret;
-	if (!kvt_parts_trusted(rd, t) || !kvt_parts_verify(rd, t))
+	if (!kvt_parts_table_ok(rd->crd.pool, rd->key, rd->ncrc, t) ||
+	    !kvt_parts_verify(rd, t))
 		return -EBADMSG;
 	for (; left; left -= n, pg++, off = 0) {
 		n = min_t(u32, left, PAGE_SIZE - off);

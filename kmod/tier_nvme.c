@@ -417,15 +417,14 @@ static void kvt_tomb_reclaim(struct kvt_nvme *nvme, u32 r,
  * the region being reclaimed, is to be kept (kvt_policy_relocate(): read
  * back since it was written). If so it is KVT_BF_MOVING, which readers
  * wait for as for a load, and held as a user, until kvt_relocate() is
- * done with it. Pools with parts are not relocated (their copies carry a
- * table the writer builds from DRAM). pool->lock held.
+ * done with it. pool->lock held.
  */
 static bool kvt_relocate_take(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
 
 	lockdep_assert_held(&pool->lock);
-	if (blk->flags || blk->users || kvt_in_dram(blk) || pool->parts ||
+	if (blk->flags || blk->users || kvt_in_dram(blk) ||
 	    !kvt_policy_relocate(pool, addr))
 		return false;
 	blk->flags |= KVT_BF_WB | KVT_BF_MOVING;
@@ -440,7 +439,11 @@ static bool kvt_relocate_take(struct kvt_pool *pool, u32 addr)
  * them, and checked before anything else: a corrupted copy is never
  * written again under a fresh record. A raw copy is checked against the
  * block's crc; a compressed one, moved as it is stored, against its
- * record's keyed crc. Then they are queued at the head of the write
+ * record's keyed crc. A copy of a pool with parts is read with the page
+ * of its part table before it, and the table moves with it if it is the
+ * block's (it does not depend on where the copy is), else is zeroed: part
+ * reads of the new copy then fall back to whole reads, as for a copy the
+ * writer could make no table for. Then they are queued at the head of the write
  * queue, so that the first segment written into the region takes them;
  * the write's end (kvt_wb_finish()) gives the block its new place. No
  * memory, a read that fails or does not verify, a full queue: the block
@@ -450,10 +453,11 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 			 u32 addr, u64 seq)
 {
 	struct kvt_block *blk = &pool->blocks[addr];
+	u32 toff = pool->parts ? KVT_DISK_PAGE : 0;
+	bool ok = false, table = false;
 	struct kvt_zloc zl = {};
 	struct kvt_wb_entry *e;
 	unsigned int noio;
-	bool ok = false;
 	u32 nloc, ncrc;
 	void *buf;
 
@@ -473,15 +477,21 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 		ncrc = kvt_rec_dcrc(kvt_rec_seed(pool->id, blk->key, seq),
 				    zl.crc, zl.bytes);
 	noio = memalloc_noio_save();
-	buf = kvmalloc(pool->block_size,
+	buf = kvmalloc(toff + pool->block_size,
 		       GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN);
 	memalloc_noio_restore(noio);
 	/* A compressed copy is shorter than the block by a page at least. */
 	if (buf && nloc != KVT_NIL && zl.bytes < pool->block_size &&
-	    !kvt_nvme_rw(nvme, REQ_OP_READ, kvt_loc_bytes(nloc), buf,
-			 zl.bytes ? round_up(zl.bytes, KVT_DISK_PAGE) :
-				    pool->block_size))
-		ok = crc32c(0, buf, zl.bytes ?: pool->block_size) == ncrc;
+	    !kvt_nvme_rw(nvme, REQ_OP_READ, kvt_loc_bytes(nloc) - toff, buf,
+			 toff + (zl.bytes ? round_up(zl.bytes, KVT_DISK_PAGE) :
+					    pool->block_size)))
+		ok = crc32c(0, buf + toff, zl.bytes ?: pool->block_size) ==
+		     ncrc;
+	if (ok && toff) {
+		table = kvt_parts_table_ok(pool, blk->key, ncrc, buf);
+		if (!table)
+			memset(buf, 0, toff);
+	}
 
 	spin_lock(&pool->lock);
 	if (ok && blk->state == KVT_BLK_READY) {
@@ -497,6 +507,7 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 			e->moved = buf;
 			e->moved_z = zl.bytes;
 			e->moved_zcrc = ncrc;
+			e->moved_table = table;
 			nvme->qlen++;
 			kref_get(&pool->ref);
 			ok = true;
@@ -1252,7 +1263,13 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		rec->pool_id = cpu_to_le64(pool->id);
 		rec->key[0] = cpu_to_le64(blk->key[0]);
 		rec->key[1] = cpu_to_le64(blk->key[1]);
-		if (pool->parts) {
+		if (pool->parts && e->moved) {
+			/* Relocated: the table it had, if it was its own. */
+			if (e->moved_table)
+				rec->flags = cpu_to_le32(KVT_REC_PARTS);
+			page++;
+			tables += KVT_DISK_PAGE;
+		} else if (pool->parts) {
 			/* Without memory for it, the copy has no table. */
 			e->table = alloc_page(GFP_NOIO | __GFP_NOWARN);
 			if (e->table &&
@@ -1352,8 +1369,11 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 
 		if (e->rec == KVT_NIL)
 			continue;
-		/* The page of a table that could not be made is left zero. */
-		if (e->pool->parts)
+		/*
+		 * The page of a table that could not be made is left zero;
+		 * a relocated copy's comes with its bytes (e->moved).
+		 */
+		if (e->pool->parts && !e->moved)
 			bio = kvt_io_add(&wbr->io, bio,
 					 e->table ?: ZERO_PAGE(0), PAGE_SIZE);
 		if (e->z.pages) {
@@ -1364,9 +1384,10 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		}
 		if (e->moved) {
 			bio = kvt_io_add_buf(&wbr->io, bio, e->moved,
-					     e->moved_z ?
-					     round_up(e->moved_z, KVT_DISK_PAGE) :
-					     e->pool->block_size);
+					     (e->pool->parts ? KVT_DISK_PAGE : 0) +
+					     (e->moved_z ?
+					      round_up(e->moved_z, KVT_DISK_PAGE) :
+					      e->pool->block_size));
 			continue;
 		}
 		bio = kvt_io_add_block(&wbr->io, bio, e->pool,
@@ -1452,6 +1473,7 @@ static void kvt_wb_queue(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	e->victim = victim;
 	e->moved = NULL;
 	e->moved_z = 0;
+	e->moved_table = false;
 	nvme->qlen++;
 }
 

@@ -316,7 +316,8 @@ static void reloc_tally(int pfd, char *buf, char *out, __u64 first,
 /*
  * For the relocation cases (policy_clean_first): a pool of the test's
  * own, named @name, which takes the parameter at its first PUT; with
- * @z, it compresses with lz4 and its blocks compress (reloc_zfill()).
+ * @z, it compresses with lz4 and its blocks compress (reloc_zfill());
+ * with @parts, its copies carry part tables of that many parts.
  * Set A (keys 0..15) and, with @b, set B (100..115) are pushed out to
  * NVMe only; A is read back, and given back by the shrinker
  * (drop_caches): a stream of cold PUTs would not push it out, blocks
@@ -325,7 +326,7 @@ static void reloc_tally(int pfd, char *buf, char *out, __u64 first,
  */
 static int reloc_setup(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(wrap) *self, char *name, bool b, bool z,
-		       __u64 *next)
+		       __u32 parts, __u64 *next)
 {
 	struct kvtier_pool_create c;
 	struct tally a;
@@ -342,6 +343,7 @@ static int reloc_setup(struct __test_metadata *_metadata,
 	kst_create_init(&c, name, WRAP_BS, 4096, WRAP_DRAM);
 	if (z)
 		c.compress = KVTIER_COMPRESS_LZ4;
+	c.parts = parts;
 	pfd = kst_create(self->ctl, &c);
 	if (pfd == -ENOPKG)
 		return pfd;
@@ -386,7 +388,7 @@ TEST_F_TIMEOUT(wrap, read_back_blocks_relocated, 300)
 	int pfd;
 
 	ASSERT_LT(0, nr);
-	pfd = reloc_setup(_metadata, self, name, true, false, &next);
+	pfd = reloc_setup(_metadata, self, name, true, false, 0, &next);
 	ASSERT_LE(0, pfd);
 	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
 	cold = nr * per_region * 13 / 10;
@@ -426,7 +428,7 @@ TEST_F_TIMEOUT(wrap, compressed_copies_relocated, 300)
 	__u64 k;
 
 	ASSERT_LT(0, nr);
-	pfd = reloc_setup(_metadata, self, name, true, true, &next);
+	pfd = reloc_setup(_metadata, self, name, true, true, 0, &next);
 	if (pfd == -ENOPKG)
 		SKIP(return, "no lz4");
 	ASSERT_LE(0, pfd);
@@ -476,28 +478,121 @@ TEST_F_TIMEOUT(wrap, compressed_copies_relocated, 300)
 	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
 }
 
+#define WRAP_PARTS	8U	/* parts of 8 KiB */
+
+/* A GET with KVTIER_GET_PART of bytes [@off, @off + @len) of key @k. */
+static int get_part(int pfd, __u64 k, void *buf, __u32 off, __u32 len)
+{
+	struct kvtier_batch bt;
+	struct kvtier_block e;
+	int ret;
+
+	kst_blk(&e, K0, k, buf);
+	memset(&bt, 0, sizeof(bt));
+	bt.blocks = (__u64)(uintptr_t)&e;
+	bt.count = 1;
+	bt.flags = KVTIER_GET_PART;
+	bt.part_off = off;
+	bt.part_len = len;
+	ret = kst_ioctl(pfd, KVTIER_IOC_GET, &bt);
+	return ret ?: e.status;
+}
+
+/*
+ * The same in a pool with parts: a copy moves with its part table, which
+ * does not depend on where the copy is. A's copies are in regions written
+ * after the cold PUTs began, each with its table, and a GET of one part of
+ * each is served from NVMe by a part read (part_reads), exact: the table
+ * came along and verified. B is gone.
+ */
+TEST_F_TIMEOUT(wrap, parts_copies_relocated, 300)
+{
+	const __u32 off = 5 * WRAP_BS / WRAP_PARTS, len = 3000;
+	long long nr = nvme_nr_regions(self->ctl), rescued;
+	unsigned int moved = 0, tabled = 0, served = 0, nvme = 0;
+	__u64 next, cold, per_region, seq0 = 0, k;
+	struct kvtier_pool_stat s0, s1;
+	char name[KVTIER_NAME_MAX];
+	struct nvt_loc loc;
+	struct tally a, b;
+	int pfd, ret;
+
+	ASSERT_LT(0, nr);
+	pfd = reloc_setup(_metadata, self, name, true, false, WRAP_PARTS,
+			  &next);
+	ASSERT_LE(0, pfd);
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	for (k = 0; k < WRAP_HOT; k++) {
+		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &loc));
+		ASSERT_NE(0U, loc.flags & NVT_REC_PARTS);
+		seq0 = loc.seq > seq0 ? loc.seq : seq0;
+	}
+	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
+	cold = nr * per_region * 13 / 10;
+	rescued = NSTAT(self->ctl, rescued);
+	ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, next, cold, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	rescued = NSTAT(self->ctl, rescued) - rescued;
+	for (k = 0; k < WRAP_HOT; k++) {
+		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &loc));
+		moved += loc.seq > seq0;
+		tabled += loc.seq > seq0 && loc.flags & NVT_REC_PARTS;
+	}
+	/* One part of each of A, only on NVMe: read in parts, exact. */
+	ASSERT_EQ(0, kst_stat(pfd, &s0));
+	for (k = 0; k < WRAP_HOT; k++) {
+		nvme += key_tier(pfd, k) == KVTIER_TIER_NVME;
+		memset(self->out, 0xa5, WRAP_BS);
+		ret = get_part(pfd, k, self->out, off, len);
+		kst_fill(self->buf, WRAP_BS, K0, k, GEN(1));
+		served += !ret && !memcmp(self->out, self->buf + off, len);
+	}
+	ASSERT_EQ(0, kst_stat(pfd, &s1));
+	tally_range(pfd, self->buf, WRAP_BS, 0, WRAP_HOT, 1, &a, NULL);
+	tally_range(pfd, self->buf, WRAP_BS, 100, WRAP_HOT, 1, &b, NULL);
+	TH_LOG("read back: %u/%u moved, %u with their table; %u/%u on NVMe, %u parts exact, %llu part reads; whole: %u exact; not read: %u/%u; %lld rescued",
+	       moved, WRAP_HOT, tabled, nvme, WRAP_HOT, served,
+	       (unsigned long long)(s1.part_reads - s0.part_reads), a.exact,
+	       b.exact, WRAP_HOT, rescued);
+	EXPECT_EQ(WRAP_HOT, moved);
+	EXPECT_EQ(WRAP_HOT, tabled);
+	EXPECT_EQ(WRAP_HOT, nvme);
+	EXPECT_EQ(WRAP_HOT, served);
+	EXPECT_EQ((__u64)WRAP_HOT, s1.part_reads - s0.part_reads);
+	EXPECT_EQ(WRAP_HOT, a.exact);
+	EXPECT_EQ(0U, b.exact);
+	EXPECT_LE((long long)WRAP_HOT, rescued);
+	EXPECT_EQ(0U, a.wrong + b.wrong);
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
 /*
  * Relocation reads the copy and checks it before it writes it again: a
  * copy that does not verify is dropped, never relocated under a fresh
- * record. After reloc_setup(), reads of A0's data are corrupted
- * (dm-flakey over its pages alone, summaries untouched) until relocation
- * has dropped it.
+ * record. After reloc_setup() (with @z, in a pool that compresses), reads
+ * of A0's copy are corrupted (dm-flakey over its pages alone, summaries
+ * untouched) until relocation has dropped it; A1..A15 are relocated and
+ * read back exact.
  */
-TEST_F_TIMEOUT(wrap, relocation_checks_the_copy, 300)
+static void reloc_checks(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(wrap) *self, bool z)
 {
-	long long nr = nvme_nr_regions(self->ctl), lost;
+	long long nr = nvme_nr_regions(self->ctl), lost, rescued;
 	__u64 next, cold, per_region, put;
 	char name[KVTIER_NAME_MAX], table[1024];
-	long long s0, n0 = WRAP_BS / 512;
 	struct nvt_loc loc;
 	bool healed = false;
+	long long s0, n0;
 	struct tally a;
 	int pfd;
 
 	if (!nvt_dm_target(NVT_DM_FLAKEY))
 		SKIP(return, "no dm-flakey");
 	ASSERT_LT(0, nr);
-	pfd = reloc_setup(_metadata, self, name, false, false, &next);
+	pfd = reloc_setup(_metadata, self, name, false, z, 0, &next);
+	if (pfd == -ENOPKG)
+		SKIP(return, "no lz4");
 	ASSERT_LE(0, pfd);
 
 	/*
@@ -508,7 +603,12 @@ TEST_F_TIMEOUT(wrap, relocation_checks_the_copy, 300)
 	 */
 	ASSERT_EQ(0, nvt_sync(pfd, NULL));
 	ASSERT_EQ(0, nvt_find_block("/dev/mapper/" DM_SMALL, K0, 0, &loc));
+	/* A compressed copy is stored in fewer pages than a block. */
+	if (z)
+		ASSERT_GT(WRAP_BS / KST_PAGE, loc.pages);
 	s0 = loc.data_off / 512;
+	n0 = (long long)loc.pages * KST_PAGE / 512;
+	ASSERT_LT(0, n0);
 	ASSERT_GT((int)sizeof(table),
 		  snprintf(table, sizeof(table),
 			   "0 %lld linear %s 0\n"
@@ -518,6 +618,7 @@ TEST_F_TIMEOUT(wrap, relocation_checks_the_copy, 300)
 			   self->sectors - s0 - n0, nvt_dev(), s0 + n0));
 	ASSERT_EQ(0, nvt_dm_reload(DM_SMALL, table));
 	lost = NSTAT(self->ctl, lost_blocks);
+	rescued = NSTAT(self->ctl, rescued);
 	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
 	cold = nr * per_region * 13 / 10;
 	/* A region at a time; healed once A0 is gone. */
@@ -532,15 +633,27 @@ TEST_F_TIMEOUT(wrap, relocation_checks_the_copy, 300)
 	if (!healed)
 		ASSERT_EQ(0, nvt_dm_reload(DM_SMALL, self->linear));
 	lost = NSTAT(self->ctl, lost_blocks) - lost;
+	rescued = NSTAT(self->ctl, rescued) - rescued;
 	EXPECT_TRUE(healed);
-	EXPECT_EQ(-ENOENT, get_check(pfd, self->buf, WRAP_BS, 0, 1));
-	tally_range(pfd, self->buf, WRAP_BS, 1, WRAP_HOT - 1, 1, &a, NULL);
-	TH_LOG("A0 dropped: %s; A1..A15: %u exact, %u wrong; %lld blocks lost",
-	       healed ? "yes" : "no", a.exact, a.wrong, lost);
+	EXPECT_EQ(-ENOENT, kst_get1(pfd, K0, 0, self->out, NULL));
+	reloc_tally(pfd, self->buf, self->out, 1, WRAP_HOT - 1, z, &a);
+	TH_LOG("A0 dropped: %s; A1..A15: %u exact, %u wrong; %lld rescued, %lld blocks lost",
+	       healed ? "yes" : "no", a.exact, a.wrong, rescued, lost);
 	EXPECT_EQ(WRAP_HOT - 1, a.exact);
 	EXPECT_EQ(0U, a.wrong);
+	EXPECT_LE((long long)WRAP_HOT - 1, rescued);
 	close(pfd);
 	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
+TEST_F_TIMEOUT(wrap, relocation_checks_the_copy, 300)
+{
+	reloc_checks(_metadata, self, false);
+}
+
+TEST_F_TIMEOUT(wrap, relocation_checks_the_compressed_copy, 300)
+{
+	reloc_checks(_metadata, self, true);
 }
 
 /* A reader of one pool's blocks, straight into its buffer (GET_DIRECT). */
