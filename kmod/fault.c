@@ -16,12 +16,15 @@
  *			decompressions (the copy is a miss) of the NVMe
  *			tier's copies (KVTIER_F_COMPRESS)
  *
- * And one delay, a u32 file in the same directory:
+ * And two delays, u32 files in the same directory:
  *
  *   direct_delay_ms	a read into user memory (KVTIER_GET_DIRECT) waits
  *			this long between taking its block's location and
  *			submitting its bios, as behind a slow device queue:
  *			the window in which the log's reclaim must wait for it
+ *   writer_delay_ms	the segment writer waits this long before it takes
+ *			each segment's blocks off its device's queue, as
+ *			behind a slow device: the queue stays full meanwhile
  */
 #include <linux/debugfs.h>
 #include <linux/delay.h>
@@ -31,6 +34,7 @@
 static DECLARE_FAULT_ATTR(kvt_fail_writer);
 static DECLARE_FAULT_ATTR(kvt_fail_compress);
 static u32 kvt_direct_delay_ms;
+static u32 kvt_writer_delay_ms;
 static struct dentry *kvt_fault_dir;
 
 /**
@@ -66,6 +70,17 @@ void kvt_fault_direct_delay(void)
 }
 
 /**
+ * kvt_fault_writer_delay() - wait writer_delay_ms, if set
+ */
+void kvt_fault_writer_delay(void)
+{
+	u32 ms = READ_ONCE(kvt_writer_delay_ms);
+
+	if (ms)
+		msleep(ms);
+}
+
+/**
  * kvt_fault_init() - create the points' debugfs files
  *
  * A point that cannot be created is only missing: no error.
@@ -85,6 +100,8 @@ void kvt_fault_init(void)
 				  &kvt_fail_compress);
 	debugfs_create_u32("direct_delay_ms", 0600, kvt_fault_dir,
 			   &kvt_direct_delay_ms);
+	debugfs_create_u32("writer_delay_ms", 0600, kvt_fault_dir,
+			   &kvt_writer_delay_ms);
 }
 
 /**

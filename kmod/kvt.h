@@ -440,7 +440,8 @@ struct iovec;
  *	  -ENOENT when the copy is out of reach now (NVMe: the device went
  *	  since @reachable), the block left as it is
  * @clean: queue up to nr dirty blocks (0: a batch) for writing, the
- *	   coldest first; victims: needed out now; pool->lock held (NVMe)
+ *	   coldest first; victims: needed out now; pool->lock held; the
+ *	   blocks queued, or -errno: -EBUSY while the queues are full (NVMe)
  * @doomed: whether a block's copy is about to be reclaimed (NVMe)
  * @sync: write every dirty block of a pool and wait (NVMe)
  * @drop: a block with a copy leaves the pool for good (DROP): the copy
@@ -690,6 +691,7 @@ int kvt_ev_open(struct kvt_pool *pool, struct kvtier_events *e,
 bool kvt_should_fail_writer(size_t size);
 bool kvt_should_fail_compress(void);
 void kvt_fault_direct_delay(void);
+void kvt_fault_writer_delay(void);
 void kvt_fault_init(void);
 void kvt_fault_exit(void);
 #else
@@ -704,6 +706,10 @@ static inline bool kvt_should_fail_compress(void)
 }
 
 static inline void kvt_fault_direct_delay(void)
+{
+}
+
+static inline void kvt_fault_writer_delay(void)
 {
 }
 

@@ -592,7 +592,21 @@ int kvt_res_make_room(struct kvt_pool *pool, bool addr)
 		}
 		if (victim != KVT_NIL && !pool->nr_wb) {
 			/* Dirty: write a batch, or drop it if NVMe can't. */
-			if (kvt_res_below(pool)->clean(pool, 0, true) <= 0)
+			ret = kvt_res_below(pool)->clean(pool, 0, true);
+			if (ret == -EBUSY) {
+				/*
+				 * Other pools' blocks fill the write queues:
+				 * room comes as the writers take them, and a
+				 * block dropped now would be lost unsaid.
+				 */
+				spin_unlock(&pool->lock);
+				schedule_timeout_killable(1);
+				spin_lock(&pool->lock);
+				if (fatal_signal_pending(current))
+					return -EINTR;
+				continue;
+			}
+			if (ret <= 0)
 				kvt_res_evict_one(pool, victim);
 			continue;
 		}

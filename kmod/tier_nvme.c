@@ -1440,6 +1440,7 @@ void kvt_nvme_write_work(struct work_struct *work)
 		if (!wbr)
 			return;
 		kvt_io_init(&wbr->io, nvme, kvt_wbr_done);
+		kvt_fault_writer_delay();
 
 		/* A segment it returns is counted in nvme->inflight. */
 		ret = kvt_segment_next(nvme, wbr);
@@ -1532,7 +1533,8 @@ static struct kvt_nvme *kvt_nvme_pick(struct kvt_pool *pool, int *err)
  * The blocks of one call go to one device (kvt_nvme_pick()).
  *
  * Return: blocks queued, -ENODEV without a device, -EFBIG if the pool's
- * blocks do not fit in a region.
+ * blocks do not fit in a region, -EBUSY if every device's queue is full
+ * (other pools' blocks wait there): room comes as the writers take them.
  */
 static int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr,
 			  bool victims)
@@ -1546,7 +1548,7 @@ static int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr,
 	nvme = kvt_nvme_pick(pool, &ret);
 	if (!nvme) {
 		spin_unlock(&kvt_nvme_qlock);
-		return ret;
+		return ret ?: -EBUSY;
 	}
 	if (!nr) {
 		nr = max(1U, nvme->max_recs / kvt_nvme_block_pages(pool));
@@ -1928,6 +1930,32 @@ static int kvt_nvme_sync_drops(struct kvt_pool *pool)
 	return ret;
 }
 
+/*
+ * Queue one of a pool's blocks for SYNC if it is dirty and not busy: 1
+ * queued, 0 not to be written, -EBUSY when the queues are full, -ENODEV,
+ * -EFBIG. pool->lock held.
+ */
+static int kvt_sync_queue(struct kvt_pool *pool, u32 addr)
+{
+	struct kvt_block *blk = &pool->blocks[addr];
+	struct kvt_nvme *nvme;
+	int ret;
+
+	if (blk->state != KVT_BLK_READY || !kvt_in_dram(blk) ||
+	    blk->nloc != KVT_NIL || blk->flags)
+		return 0;
+	spin_lock(&kvt_nvme_qlock);
+	nvme = kvt_nvme_pick(pool, &ret);
+	if (!nvme) {
+		spin_unlock(&kvt_nvme_qlock);
+		return ret ?: -EBUSY;
+	}
+	kvt_wb_queue(nvme, pool, addr, false);
+	queue_work(nvme->wq, &nvme->write_work);
+	spin_unlock(&kvt_nvme_qlock);
+	return 1;
+}
+
 /* Write every dirty block of a pool and wait: kvt_nvme_sync() less drops. */
 static int kvt_nvme_sync_blocks(struct kvt_pool *pool, u64 *written)
 {
@@ -1954,36 +1982,36 @@ static int kvt_nvme_sync_blocks(struct kvt_pool *pool, u64 *written)
 
 	/*
 	 * Queue what is dirty, wait, again: blocks whose copy was reclaimed
-	 * meanwhile (other pools filled the log) are dirty again. A write
-	 * error ends it; so does a log that wrapped all the way round.
+	 * meanwhile (other pools filled the log) are dirty again, and the
+	 * queues may have been full. A write error ends it; so does a log
+	 * that wrapped all the way round.
 	 */
 	for (;;) {
 		int queued = 0;
+		bool full;
 
+		/*
+		 * The listed blocks coldest first, as eviction would write
+		 * them, so that they keep their order on the clean list;
+		 * then by address those off the list (pinned, or prefetched
+		 * and not used yet).
+		 */
+		ret = 0;
 		spin_lock(&pool->lock);
-		for (addr = 0; addr < pool->capacity; addr++) {
-			struct kvt_block *blk = &pool->blocks[addr];
-			struct kvt_nvme *nvme;
-
-			if (blk->state != KVT_BLK_READY || !kvt_in_dram(blk) ||
-			    blk->nloc != KVT_NIL || blk->flags)
-				continue;
-			spin_lock(&kvt_nvme_qlock);
-			nvme = kvt_nvme_pick(pool, &ret);
-			if (!nvme) {
-				spin_unlock(&kvt_nvme_qlock);
-				if (ret) {
-					spin_unlock(&pool->lock);
-					return ret;
-				}
-				break;		/* the queues are full: wait */
-			}
-			kvt_wb_queue(nvme, pool, addr, false);
-			queued++;
-			queue_work(nvme->wq, &nvme->write_work);
-			spin_unlock(&kvt_nvme_qlock);
+		for (addr = kvt_policy_next(pool, KVT_NIL);
+		     addr != KVT_NIL && ret >= 0;
+		     addr = kvt_policy_next(pool, addr)) {
+			ret = kvt_sync_queue(pool, addr);
+			queued += ret > 0;
+		}
+		for (addr = 0; addr < pool->capacity && ret >= 0; addr++) {
+			ret = kvt_sync_queue(pool, addr);
+			queued += ret > 0;
 		}
 		spin_unlock(&pool->lock);
+		full = ret == -EBUSY;
+		if (ret < 0 && !full)
+			return ret;
 
 		ret = wait_event_killable(pool->wq, !READ_ONCE(pool->nr_wb));
 		if (ret)
@@ -1991,13 +2019,20 @@ static int kvt_nvme_sync_blocks(struct kvt_pool *pool, u64 *written)
 		spin_lock(&pool->lock);
 		*written = pool->stats.demotions - before;
 		ret = pool->wb_errors != errors ? -EIO : 0;
-		if ((ret || !queued) && pool->wb_lost != pool->wb_lost_seen) {
+		if ((ret || (!queued && !full)) &&
+		    pool->wb_lost != pool->wb_lost_seen) {
 			pool->wb_lost_seen = pool->wb_lost;
 			ret = -EIO;
 		}
 		spin_unlock(&pool->lock);
-		if (ret || !queued)
+		if (ret || (!queued && !full))
 			return ret;
+		/* Full with none of ours: room comes as the writers go on. */
+		if (!queued) {
+			schedule_timeout_killable(1);
+			if (fatal_signal_pending(current))
+				return -EINTR;
+		}
 
 		spin_lock(&kvt_nvme_qlock);
 		ret = kvt_nvme_totals(pool, &wrap, &reclaimed, &cap);

@@ -835,6 +835,104 @@ TEST_F_TIMEOUT(wrap, reclaim_waits_for_direct_read, 300)
 	kst_free(g.buf, WRAP_BS);
 }
 
+#define WRITER_DELAY	"/sys/kernel/debug/kvtier/writer_delay_ms"
+#define QFULL_BS		4096U
+#define QFULL_A		2500U	/* dirty blocks of A: more than the queue takes */
+#define QFULL_B_DRAM	4U
+
+/* SYNC of a pool, in a thread of its own. */
+struct bg_sync {
+	int pfd;
+	int ret;
+};
+
+static void *bg_sync_fn(void *arg)
+{
+	struct bg_sync *b = arg;
+
+	b->ret = nvt_sync(b->pfd, NULL);
+	return NULL;
+}
+
+/* Pool B's PUT of one more block than its DRAM holds, then its SYNC. */
+struct bg_put_sync {
+	int pfd;
+	void *buf;
+	int put, sync;
+};
+
+static void *bg_put_sync_fn(void *arg)
+{
+	struct bg_put_sync *b = arg;
+
+	b->put = put_range(b->pfd, b->buf, QFULL_BS, QFULL_B_DRAM, 1, 1, 0);
+	b->sync = nvt_sync(b->pfd, NULL);
+	return NULL;
+}
+
+/*
+ * Another pool's blocks fill the device's write queue (A's SYNC, the
+ * writer held back by writer_delay_ms): pool B, its DRAM full of dirty
+ * blocks, PUTs one more and SYNCs. The PUT's victim must wait for room
+ * in the queue, not be dropped unsaid, and the SYNC must not return 0
+ * before B's blocks are written: afterwards none of B is dirty and all
+ * of it reads back exact. Needs the debug kernel's writer_delay_ms.
+ */
+TEST_F_TIMEOUT(wrap, full_write_queue_waits, 300)
+{
+	struct bg_put_sync pb = { .put = 1, .sync = 1 };
+	struct bg_sync sa = { .ret = 1 };
+	char na[KVTIER_NAME_MAX], nb[KVTIER_NAME_MAX];
+	struct kvtier_pool_stat st;
+	pthread_t ta, tb;
+	struct tally t;
+
+	if (access(WRITER_DELAY, W_OK))
+		SKIP(return, "no %s: kernel without CONFIG_FAULT_INJECTION_DEBUG_FS",
+		     WRITER_DELAY);
+	kst_name(na, "fullA");
+	sa.pfd = kst_pool_create(self->ctl, na, QFULL_BS, 4096, 4096);
+	ASSERT_LE(0, sa.pfd);
+	ASSERT_EQ(0, put_range(sa.pfd, self->buf, QFULL_BS, 0, QFULL_A, 1, 0));
+	kst_name(nb, "fullB");
+	pb.pfd = kst_pool_create(self->ctl, nb, QFULL_BS, 64, QFULL_B_DRAM);
+	ASSERT_LE(0, pb.pfd);
+	pb.buf = kst_alloc(QFULL_BS);
+	ASSERT_NE(NULL, pb.buf);
+	ASSERT_EQ(0, put_range(pb.pfd, self->buf, QFULL_BS, 0, QFULL_B_DRAM, 1,
+			       0));
+
+	/* A's SYNC fills the queue; the writer takes nothing for 4 s. */
+	ASSERT_EQ(0, kst_write_str(WRITER_DELAY, "4000"));
+	ASSERT_EQ(0, pthread_create(&ta, NULL, bg_sync_fn, &sa));
+	usleep(1000 * 1000);
+	ASSERT_EQ(0, pthread_create(&tb, NULL, bg_put_sync_fn, &pb));
+	usleep(2000 * 1000);
+	ASSERT_EQ(0, kst_write_str(WRITER_DELAY, "0"));
+	ASSERT_EQ(0, pthread_join(tb, NULL));
+	ASSERT_EQ(0, pthread_join(ta, NULL));
+
+	ASSERT_EQ(0, kst_stat(pb.pfd, &st));
+	tally_range(pb.pfd, self->buf, QFULL_BS, 0, QFULL_B_DRAM + 1, 1, &t,
+		    NULL);
+	TH_LOG("B: PUT %d, SYNC %d, %llu dirty after it, %llu evicted, %llu lost; %u/%u exact, %u missing; A's SYNC %d",
+	       pb.put, pb.sync, (unsigned long long)st.dirty,
+	       (unsigned long long)st.evictions,
+	       (unsigned long long)st.lost_blocks, t.exact, QFULL_B_DRAM + 1,
+	       t.miss, sa.ret);
+	EXPECT_EQ(0, pb.put);
+	EXPECT_EQ(0, pb.sync);
+	EXPECT_EQ(0ULL, st.dirty);
+	EXPECT_EQ(QFULL_B_DRAM + 1, t.exact);
+	EXPECT_EQ(0U, t.wrong);
+	EXPECT_EQ(0, sa.ret);
+	kst_free(pb.buf, QFULL_BS);
+	close(pb.pfd);
+	close(sa.pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, nb));
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, na));
+}
+
 /* ==== discard: what the log frees, the device is told ==================== */
 
 /*
