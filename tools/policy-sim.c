@@ -283,6 +283,7 @@ struct sim_opts {
 	u32 window;
 	u32 rescue_share;
 	u64 block_bytes;
+	u32 sync_every;
 };
 
 /* ---- single level: LRU ---------------------------------------------------- */
@@ -957,6 +958,20 @@ static int hier_hint(struct hier *h, const struct trace_set *t, u32 r)
 	return 0;
 }
 
+/* SYNC: every DRAM block without a copy written, coldest first. */
+static void hier_sync(struct hier *h)
+{
+	u32 a, prev;
+
+	if (!h->nslots)
+		return;
+	for (a = kvt_policy_next(&h->pool, NIL); a != NIL; a = prev) {
+		prev = kvt_policy_next(&h->pool, a);
+		if (h->dram[a] && h->pool.blocks[a].nloc == NIL)
+			hier_write(h, a);
+	}
+}
+
 /*
  * What the hierarchy of total capacity @cap holds now: distinct keys, keys
  * in DRAM with an NVMe copy too, and NVMe capacity holding no block (slots
@@ -1019,6 +1034,8 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 			res->usable += prefix;
 			res->usable_dram += prefix && dram;
 		}
+		if (!ret && so->sync_every && (r + 1) % so->sync_every == 0)
+			hier_sync(&h);
 		if (!ret && census_now(t, r))
 			hier_census(&h, cap, res);
 	}
@@ -2497,6 +2514,9 @@ static void usage(FILE *f)
 		"                          TOUCH and LOAD) [8]; 0 for none\n"
 		"  --rescue-share S        rewrite clean victims whose copy is in the\n"
 		"                          oldest 1/S of a wrapped log [8]; 0 for never\n"
+		"  --sync-every N          the runtime SYNCs after every N requests (the\n"
+		"                          kvtier rows write every block without a copy,\n"
+		"                          coldest first) [0: never]\n"
 		"  --block-bytes B         bytes of one block, for bytes_moved [64K]\n"
 		"  --max-requests N        replay the first N requests\n"
 		"  --csv                   CSV instead of a table\n"
@@ -2683,6 +2703,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "window")) {
 			ret = parse_u64(val, &v) || v > 1 << 20 ? -EINVAL : 0;
 			so.window = v;
+		} else if (!strcmp(a, "sync-every")) {
+			ret = parse_u64(val, &v) || v > 1 << 20 ? -EINVAL : 0;
+			so.sync_every = v;
 		} else if (!strcmp(a, "rescue-share")) {
 			ret = parse_u64(val, &v) || v > 1 << 20 ? -EINVAL : 0;
 			so.rescue_share = v;
