@@ -373,6 +373,23 @@ static int reloc_setup(struct __test_metadata *_metadata,
 }
 
 /*
+ * The end of a relocation case: every block of A (read back) exact, none
+ * of B (never read), at least A rescued, nothing wrong; the pool goes.
+ */
+static void reloc_end(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(wrap) *self, int pfd, const char *name,
+		      const struct tally *a, const struct tally *b,
+		      long long rescued)
+{
+	EXPECT_EQ(WRAP_HOT, a->exact);
+	EXPECT_EQ(0U, b->exact);
+	EXPECT_LE((long long)WRAP_HOT, rescued);
+	EXPECT_EQ(0U, a->wrong + b->wrong);
+	close(pfd);
+	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+}
+
+/*
  * Relocation at reclaim (policy_clean_first): the log runs as a CLOCK.
  * After reloc_setup(), with set B, cold blocks are written for 1.3 times
  * the log: the regions of A and B are reclaimed once, and A, written
@@ -401,12 +418,38 @@ TEST_F_TIMEOUT(wrap, read_back_blocks_relocated, 300)
 	tally_range(pfd, self->buf, WRAP_BS, 100, WRAP_HOT, 1, &b, NULL);
 	TH_LOG("read back: %u/%u exact; not read: %u/%u; %lld of %lld regions reclaimed, %lld blocks rescued",
 	       a.exact, WRAP_HOT, b.exact, WRAP_HOT, r0, nr, rescued);
-	EXPECT_EQ(WRAP_HOT, a.exact);
-	EXPECT_EQ(0U, b.exact);
-	EXPECT_LE((long long)WRAP_HOT, rescued);
-	EXPECT_EQ(0U, a.wrong + b.wrong);
-	close(pfd);
-	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+	reloc_end(_metadata, self, pfd, name, &a, &b, rescued);
+}
+
+/*
+ * After reloc_setup(), synced: where each of A's copies is (@before),
+ * then cold blocks for 1.3 times the log, synced, and where each is
+ * then (@after, WRAP_HOT of each); *@seq0 the newest sequence of
+ * @before, *@rescued the blocks rescued meanwhile.
+ */
+static void reloc_wrap(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(wrap) *self, int pfd, __u64 next,
+		       struct nvt_loc *before, struct nvt_loc *after,
+		       __u64 *seq0, long long *rescued)
+{
+	long long nr = nvme_nr_regions(self->ctl);
+	__u64 k, cold;
+
+	ASSERT_LT(0, nr);
+	*seq0 = 0;
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	for (k = 0; k < WRAP_HOT; k++) {
+		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &before[k]));
+		if (before[k].seq > *seq0)
+			*seq0 = before[k].seq;
+	}
+	cold = nr * (NSTAT(self->ctl, region_bytes) / WRAP_BS) * 13 / 10;
+	*rescued = NSTAT(self->ctl, rescued);
+	ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, next, cold, 1, 0));
+	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	*rescued = NSTAT(self->ctl, rescued) - *rescued;
+	for (k = 0; k < WRAP_HOT; k++)
+		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &after[k]));
 }
 
 /*
@@ -418,35 +461,22 @@ TEST_F_TIMEOUT(wrap, read_back_blocks_relocated, 300)
  */
 TEST_F_TIMEOUT(wrap, compressed_copies_relocated, 300)
 {
-	long long nr = nvme_nr_regions(self->ctl), rescued;
-	__u64 next, cold, per_region, seq0 = 0;
+	struct nvt_loc before[WRAP_HOT], after[WRAP_HOT];
 	char name[KVTIER_NAME_MAX];
 	unsigned int small = 0;
-	struct nvt_loc loc;
+	__u64 next, seq0, k;
 	struct tally a, b;
+	long long rescued;
 	int pfd, i;
-	__u64 k;
 
-	ASSERT_LT(0, nr);
 	pfd = reloc_setup(_metadata, self, name, true, true, 0, &next);
 	if (pfd == -ENOPKG)
 		SKIP(return, "no lz4");
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, nvt_sync(pfd, NULL));
-	for (k = 0; k < WRAP_HOT; k++) {
-		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &loc));
-		seq0 = loc.seq > seq0 ? loc.seq : seq0;
-	}
-	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
-	cold = nr * per_region * 13 / 10;
-	rescued = NSTAT(self->ctl, rescued);
-	ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, next, cold, 1, 0));
-	ASSERT_EQ(0, nvt_sync(pfd, NULL));
-	rescued = NSTAT(self->ctl, rescued) - rescued;
-	for (k = 0; k < WRAP_HOT; k++) {
-		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &loc));
-		small += loc.seq > seq0 && loc.pages < WRAP_BS / KST_PAGE;
-	}
+	reloc_wrap(_metadata, self, pfd, next, before, after, &seq0, &rescued);
+	for (k = 0; k < WRAP_HOT; k++)
+		small += after[k].seq > seq0 &&
+			 after[k].pages < WRAP_BS / KST_PAGE;
 	reloc_tally(pfd, self->buf, self->out, 0, WRAP_HOT, true, &a);
 	reloc_tally(pfd, self->buf, self->out, 100, WRAP_HOT, true, &b);
 	TH_LOG("read back: %u/%u exact, %u compressed and moved; not read: %u/%u; %lld rescued",
@@ -508,35 +538,24 @@ static int get_part(int pfd, __u64 k, void *buf, __u32 off, __u32 len)
 TEST_F_TIMEOUT(wrap, parts_copies_relocated, 300)
 {
 	const __u32 off = 5 * WRAP_BS / WRAP_PARTS, len = 3000;
-	long long nr = nvme_nr_regions(self->ctl), rescued;
 	unsigned int moved = 0, tabled = 0, served = 0, nvme = 0;
-	__u64 next, cold, per_region, seq0 = 0, k;
+	struct nvt_loc before[WRAP_HOT], after[WRAP_HOT];
 	struct kvtier_pool_stat s0, s1;
 	char name[KVTIER_NAME_MAX];
-	struct nvt_loc loc;
+	__u64 next, seq0, k;
 	struct tally a, b;
+	long long rescued;
 	int pfd, ret;
 
-	ASSERT_LT(0, nr);
 	pfd = reloc_setup(_metadata, self, name, true, false, WRAP_PARTS,
 			  &next);
 	ASSERT_LE(0, pfd);
-	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	reloc_wrap(_metadata, self, pfd, next, before, after, &seq0, &rescued);
 	for (k = 0; k < WRAP_HOT; k++) {
-		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &loc));
-		ASSERT_NE(0U, loc.flags & NVT_REC_PARTS);
-		seq0 = loc.seq > seq0 ? loc.seq : seq0;
-	}
-	per_region = NSTAT(self->ctl, region_bytes) / WRAP_BS;
-	cold = nr * per_region * 13 / 10;
-	rescued = NSTAT(self->ctl, rescued);
-	ASSERT_EQ(0, put_range(pfd, self->buf, WRAP_BS, next, cold, 1, 0));
-	ASSERT_EQ(0, nvt_sync(pfd, NULL));
-	rescued = NSTAT(self->ctl, rescued) - rescued;
-	for (k = 0; k < WRAP_HOT; k++) {
-		ASSERT_EQ(0, nvt_find_block(self->path, K0, k, &loc));
-		moved += loc.seq > seq0;
-		tabled += loc.seq > seq0 && loc.flags & NVT_REC_PARTS;
+		ASSERT_NE(0U, before[k].flags & NVT_REC_PARTS);
+		moved += after[k].seq > seq0;
+		tabled += after[k].seq > seq0 &&
+			  after[k].flags & NVT_REC_PARTS;
 	}
 	/* One part of each of A, only on NVMe: read in parts, exact. */
 	ASSERT_EQ(0, kst_stat(pfd, &s0));
@@ -559,12 +578,7 @@ TEST_F_TIMEOUT(wrap, parts_copies_relocated, 300)
 	EXPECT_EQ(WRAP_HOT, nvme);
 	EXPECT_EQ(WRAP_HOT, served);
 	EXPECT_EQ((__u64)WRAP_HOT, s1.part_reads - s0.part_reads);
-	EXPECT_EQ(WRAP_HOT, a.exact);
-	EXPECT_EQ(0U, b.exact);
-	EXPECT_LE((long long)WRAP_HOT, rescued);
-	EXPECT_EQ(0U, a.wrong + b.wrong);
-	close(pfd);
-	ASSERT_EQ(0, kst_pool_destroy(self->ctl, name));
+	reloc_end(_metadata, self, pfd, name, &a, &b, rescued);
 }
 
 /*
