@@ -350,7 +350,10 @@ int kvtier_stat(struct kvtier_pool *pool, struct kvtier_pool_stat *st);
  * reports; kvtier_pool_stat .lost_blocks counts it. It also records on the
  * device every kvtier_drop() of the pool made before it and waits: a block
  * dropped before a kvtier_sync() that returns 0 stays dropped after a
- * reload, a reboot or a power cut.
+ * reload, a reboot or a power cut. A synced block in DRAM has its copy on
+ * NVMe too: a pool synced after every request holds about as many distinct
+ * blocks as its NVMe share (userspace-api.rst, KVTIER_IOC_SYNC); without a
+ * need for durability, leave the writing to eviction.
  *
  * Return: 0; -ENODEV when no NVMe tier is attached; -EBADF on a read-only
  * handle; -EFBIG when the pool's blocks are larger than a region of the
