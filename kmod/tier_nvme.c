@@ -434,6 +434,17 @@ static bool kvt_relocate_take(struct kvt_pool *pool, u32 addr)
 }
 
 /*
+ * Bytes of a relocated copy as kvt_relocate() reads them and the writer
+ * writes them: the part table's page first in a pool with parts, then the
+ * block, or the @zbytes stored of a compressed copy, in whole pages.
+ */
+static u32 kvt_moved_len(const struct kvt_pool *pool, u32 zbytes)
+{
+	return (pool->parts ? KVT_DISK_PAGE : 0) +
+	       (zbytes ? round_up(zbytes, KVT_DISK_PAGE) : pool->block_size);
+}
+
+/*
  * Relocation, its second half, for a block kvt_relocate_take() took: its
  * bytes are read now, while the region (of sequence @seq) still holds
  * them, and checked before anything else: a corrupted copy is never
@@ -483,8 +494,7 @@ static void kvt_relocate(struct kvt_nvme *nvme, struct kvt_pool *pool,
 	/* A compressed copy is shorter than the block by a page at least. */
 	if (buf && nloc != KVT_NIL && zl.bytes < pool->block_size &&
 	    !kvt_nvme_rw(nvme, REQ_OP_READ, kvt_loc_bytes(nloc) - toff, buf,
-			 toff + (zl.bytes ? round_up(zl.bytes, KVT_DISK_PAGE) :
-					    pool->block_size)))
+			 kvt_moved_len(pool, zl.bytes)))
 		ok = crc32c(0, buf + toff, zl.bytes ?: pool->block_size) ==
 		     ncrc;
 	if (ok && toff) {
@@ -1263,13 +1273,7 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		rec->pool_id = cpu_to_le64(pool->id);
 		rec->key[0] = cpu_to_le64(blk->key[0]);
 		rec->key[1] = cpu_to_le64(blk->key[1]);
-		if (pool->parts && e->moved) {
-			/* Relocated: the table it had, if it was its own. */
-			if (e->moved_table)
-				rec->flags = cpu_to_le32(KVT_REC_PARTS);
-			page++;
-			tables += KVT_DISK_PAGE;
-		} else if (pool->parts) {
+		if (pool->parts && !e->moved) {
 			/* Without memory for it, the copy has no table. */
 			e->table = alloc_page(GFP_NOIO | __GFP_NOWARN);
 			if (e->table &&
@@ -1277,7 +1281,10 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 				__free_page(e->table);
 				e->table = NULL;
 			}
-			if (e->table)
+		}
+		if (pool->parts) {
+			/* A relocated copy has the table it had, if its own. */
+			if (e->moved ? e->moved_table : !!e->table)
 				rec->flags = cpu_to_le32(KVT_REC_PARTS);
 			page++;
 			tables += KVT_DISK_PAGE;
@@ -1384,10 +1391,7 @@ static void kvt_wbr_submit(struct kvt_wbr *wbr)
 		}
 		if (e->moved) {
 			bio = kvt_io_add_buf(&wbr->io, bio, e->moved,
-					     (e->pool->parts ? KVT_DISK_PAGE : 0) +
-					     (e->moved_z ?
-					      round_up(e->moved_z, KVT_DISK_PAGE) :
-					      e->pool->block_size));
+					     kvt_moved_len(e->pool, e->moved_z));
 			continue;
 		}
 		bio = kvt_io_add_block(&wbr->io, bio, e->pool,
@@ -1482,9 +1486,9 @@ static void kvt_wb_queue(struct kvt_nvme *nvme, struct kvt_pool *pool,
  * The device to write a pool's blocks to: attached, not being detached,
  * its regions large enough for them and room in its queue; the least
  * loaded first (queued blocks, and segments being written). kvt_nvme_qlock
- * held. When there is none, *@err says why: -ENODEV (no device attached),
- * -EFBIG (the blocks fit no device's regions) or 0 (the queues are full
- * for now).
+ * held. *@err is 0 with one, else says why: -ENODEV (no device attached),
+ * -EFBIG (the blocks fit no device's regions) or -EBUSY (the queues are
+ * full for now: room comes as the writers take the blocks).
  */
 static struct kvt_nvme *kvt_nvme_pick(struct kvt_pool *pool, int *err)
 {
@@ -1506,7 +1510,7 @@ static struct kvt_nvme *kvt_nvme_pick(struct kvt_pool *pool, int *err)
 			*err = -EFBIG;
 		if (kvt_nvme_block_pages(pool) > nvme->max_recs)
 			continue;
-		*err = 0;
+		*err = -EBUSY;
 		if (nvme->qlen == nvme->qcap)
 			continue;
 		/* Blocks queued, and a region's worth per segment in flight. */
@@ -1516,6 +1520,8 @@ static struct kvt_nvme *kvt_nvme_pick(struct kvt_pool *pool, int *err)
 			best_load = load;
 		}
 	}
+	if (best)
+		*err = 0;
 	return best;
 }
 
@@ -1532,9 +1538,8 @@ static struct kvt_nvme *kvt_nvme_pick(struct kvt_pool *pool, int *err)
  *
  * The blocks of one call go to one device (kvt_nvme_pick()).
  *
- * Return: blocks queued, -ENODEV without a device, -EFBIG if the pool's
- * blocks do not fit in a region, -EBUSY if every device's queue is full
- * (other pools' blocks wait there): room comes as the writers take them.
+ * Return: blocks queued, or kvt_nvme_pick()'s -ENODEV, -EFBIG or -EBUSY
+ * (every device's queue full of other pools' blocks).
  */
 static int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr,
 			  bool victims)
@@ -1548,7 +1553,7 @@ static int kvt_nvme_clean(struct kvt_pool *pool, unsigned int nr,
 	nvme = kvt_nvme_pick(pool, &ret);
 	if (!nvme) {
 		spin_unlock(&kvt_nvme_qlock);
-		return ret ?: -EBUSY;
+		return ret;
 	}
 	if (!nr) {
 		nr = max(1U, nvme->max_recs / kvt_nvme_block_pages(pool));
@@ -1888,8 +1893,9 @@ static int kvt_nvme_totals(struct kvt_pool *pool, u64 *regions,
 	*regions = 0;
 	*reclaimed = 0;
 	*blocks = 0;
+	/* Full queues hold nothing back here. */
 	kvt_nvme_pick(pool, &ret);
-	if (ret)
+	if (ret && ret != -EBUSY)
 		return ret;
 	for (i = 0; i < KVTIER_NVME_MAX; i++) {
 		struct kvt_nvme *nvme = kvt_nvmes[i];
@@ -1948,7 +1954,7 @@ static int kvt_sync_queue(struct kvt_pool *pool, u32 addr)
 	nvme = kvt_nvme_pick(pool, &ret);
 	if (!nvme) {
 		spin_unlock(&kvt_nvme_qlock);
-		return ret ?: -EBUSY;
+		return ret;
 	}
 	kvt_wb_queue(nvme, pool, addr, false);
 	queue_work(nvme->wq, &nvme->write_work);
