@@ -4,6 +4,7 @@
  *
  *   policy-sim --trace FILE|generated --capacities N,N,... [options]
  *   policy-sim --decisions --dram-blocks C --ops N [--seed S] [--policy P]
+ *		[--nvme [--clean-first Y|N]]
  *   policy-sim --experts [--qd N,N,...] [options]
  *   policy-sim --selftest
  *
@@ -39,8 +40,9 @@
  * queue), as the prefetch hints would.
  *
  * --decisions prints, command by command, what kmod/policy.c decides for a
- * pool without NVMe; selftests/kvtier/policy requires the module to decide
- * the same (see decisions() below).
+ * pool without NVMe, or with one (--nvme) and a SYNC after each command;
+ * selftests/kvtier/policy requires the module to decide the same (see
+ * decisions() below).
  *
  * --experts replays a generated mixture-of-experts decode that streams its
  * experts from NVMe, through kmod/policy.c's kvt_policy_hint() (what the
@@ -1057,7 +1059,7 @@ static int run_policy(const struct trace_set *t, int pol, u32 cap,
 	return run_hier(t, pol, cap, so, res);
 }
 
-/* ---- decisions: the module's DRAM-only command path, op by op ------------ */
+/* ---- decisions: the module's command path, op by op --------------------- */
 
 /*
  * policy-sim --decisions replays a generated sequence of pool commands
@@ -1066,6 +1068,18 @@ static int run_policy(const struct trace_set *t, int pol, u32 cap,
  * its result and the keys it evicted. selftests/kvtier/policy runs the same
  * commands on a real pool and requires the same results and evictions: the
  * module and the simulator make the same decisions.
+ *
+ * With --nvme, the pool has an NVMe tier and the runtime SYNCs after every
+ * command, so that every block has a copy when the next one starts (the
+ * log large enough never to reclaim): a victim is clean, and loses its
+ * DRAM copy only (kvt_res_evict_one()); EVICTED names the keys that left
+ * DRAM. A block only on NVMe is still found: GET and PIN load it first
+ * (kvt_res_load(): room made, then kvt_policy_read_back() and, as it
+ * lands, kvt_policy_insert(); -ENOSPC without room), LOOKUP with TOUCH
+ * touches it where it is. SYNC writes the block a PUT made, and its
+ * completion calls kvt_policy_clean() (kvt_res_cleaned()); with
+ * --clean-first Y, the default, as the module's policy_clean_first, that
+ * puts it on the clean list, whose blocks go first.
  *
  * The calls, as the module makes them without NVMe:
  *  PUT		kvt_put_one(): -EEXIST (no REPLACE) or -EBUSY (pinned) for a
@@ -1096,13 +1110,20 @@ static const char * const dec_names[] = {
 
 struct dec {
 	struct kvt_pool pool;
+	bool nvme;		/* an NVMe tier, and SYNC after each command */
+	const char *broken;	/* what the model met and cannot say */
 	u32 dram;		/* pool->dram_blocks */
 	u32 nr_dram;		/* pool->nr_dram */
+	u32 naddr;
+	u8 *in_dram;		/* block address -> has a DRAM copy */
+	u32 npresent;		/* keys found, in any tier */
+	u64 loads;		/* blocks read back into DRAM */
 	u32 *addr_of;		/* key -> block address, or NIL */
 	u32 *key_of;		/* block address -> key */
 	u16 *pins;		/* block address -> pins (all by one fd) */
 	u32 *free;		/* free addresses (a stack) */
 	u32 nfree;
+	u32 *order;		/* dec_sync()'s blocks */
 	u32 *pinned;		/* keys pinned, for UNPIN to pick from */
 	u32 npinned, max_pinned;
 	u32 nkeys;		/* keys 1..nkeys made so far */
@@ -1114,29 +1135,39 @@ struct dec {
 static void dec_free(struct dec *d)
 {
 	free(d->pool.blocks);
+	free(d->in_dram);
 	free(d->addr_of);
 	free(d->key_of);
 	free(d->pins);
 	free(d->free);
+	free(d->order);
 	free(d->pinned);
 }
 
-static int dec_init(struct dec *d, u32 dram, u32 nops, int kind)
+static int dec_init(struct dec *d, u32 dram, u32 nops, int kind, bool nvme,
+		    bool clean_first)
 {
-	/* DRAM's blocks, and one more while a REPLACE holds old and new. */
-	u32 naddr = dram + 1, i;
+	/*
+	 * DRAM's blocks, and one more while a REPLACE holds old and new;
+	 * with NVMe, a block for each PUT at most.
+	 */
+	u32 naddr = nvme ? dram + nops + 1 : dram + 1, i;
 
 	memset(d, 0, sizeof(*d));
+	d->nvme = nvme;
 	d->dram = dram;
+	d->naddr = naddr;
 	d->max_pinned = dram / 4 ? dram / 4 : 1;
 	d->pool.blocks = calloc(naddr, sizeof(*d->pool.blocks));
+	d->in_dram = calloc(naddr, 1);
 	d->addr_of = malloc(((size_t)nops + 2) * sizeof(u32));
 	d->key_of = calloc(naddr, sizeof(u32));
 	d->pins = calloc(naddr, sizeof(u16));
 	d->free = malloc((size_t)naddr * sizeof(u32));
+	d->order = malloc((size_t)naddr * sizeof(u32));
 	d->pinned = malloc((size_t)naddr * sizeof(u32));
-	if (!d->pool.blocks || !d->addr_of || !d->key_of || !d->pins ||
-	    !d->free || !d->pinned)
+	if (!d->pool.blocks || !d->in_dram || !d->addr_of || !d->key_of ||
+	    !d->pins || !d->free || !d->order || !d->pinned)
 		return -ENOMEM;
 	for (i = 0; i < nops + 2; i++)
 		d->addr_of[i] = NIL;
@@ -1147,7 +1178,10 @@ static int dec_init(struct dec *d, u32 dram, u32 nops, int kind)
 		d->free[d->nfree++] = naddr - 1 - i;
 	}
 	kvt_policy_init(&d->pool);
+	memset(&d->pool.pol, 0, sizeof(d->pool.pol));
+	/* The pool takes both at its first PUT, as the module's do. */
 	kvt_policy_param = kind;
+	kvt_policy_clean_param = clean_first;
 	return 0;
 }
 
@@ -1156,6 +1190,7 @@ static void dec_unlink(struct dec *d, u32 a)
 {
 	kvt_policy_remove(&d->pool, a);
 	d->addr_of[d->key_of[a]] = NIL;
+	d->npresent--;
 }
 
 /* kvt_block_release(): the address is free again. */
@@ -1167,25 +1202,89 @@ static void dec_release(struct dec *d, u32 a)
 	blk->pol = 0;
 	blk->nloc = NIL;
 	d->free[d->nfree++] = a;
-	d->nr_dram--;
+	if (d->in_dram[a])
+		d->nr_dram--;
+	d->in_dram[a] = 0;
 }
 
-/* kvt_make_room() without NVMe: the victim is dropped (kvt_evict_one()). */
+/*
+ * kvt_res_make_room(): without NVMe the victim is dropped; with it, a clean
+ * victim loses its DRAM copy (kvt_res_evict_begin(), then the eviction's
+ * end) and stays found on NVMe.
+ */
 static int dec_make_room(struct dec *d)
 {
 	while (d->nr_dram >= d->dram) {
 		u32 v = kvt_policy_victim(&d->pool);
+		struct kvt_block *blk;
 
 		if (v == NIL)
 			return -ENOSPC;
+		blk = &d->pool.blocks[v];
 		if (d->nvictims < 2)
 			d->victims[d->nvictims] = d->key_of[v];
 		d->nvictims++;
-		dec_unlink(d, v);
 		d->evictions++;
-		dec_release(d, v);
+		if (!d->nvme) {
+			dec_unlink(d, v);
+			dec_release(d, v);
+			continue;
+		}
+		/* The module would write a dirty one first, and wait. */
+		if (blk->nloc == NIL) {
+			d->broken = "a dirty victim";
+			return -ENOSPC;
+		}
+		blk->flags |= KVT_BF_EVICTING;
+		kvt_policy_remove(&d->pool, v);
+		blk->flags = 0;
+		d->in_dram[v] = 0;
+		d->nr_dram--;
 	}
 	return 0;
+}
+
+/*
+ * kvt_res_load() of a block only on NVMe: room first (its failure leaves
+ * the block as it is), then the read's end (kvt_nvme_read_end()).
+ */
+static int dec_load(struct dec *d, u32 a)
+{
+	int ret = dec_make_room(d);
+
+	if (ret)
+		return ret;
+	d->in_dram[a] = 1;
+	d->nr_dram++;
+	d->loads++;
+	kvt_policy_read_back(&d->pool, a);
+	kvt_policy_insert(&d->pool, a);
+	return 0;
+}
+
+/*
+ * KVTIER_IOC_SYNC after a command: the blocks without a copy, those on the
+ * policy's list coldest first (kvt_policy_next()), then those off it by
+ * address (kvt_sync_queue()), written in one segment; its end cleans them
+ * in that order. Return: blocks written.
+ */
+static u32 dec_sync(struct dec *d)
+{
+	u32 a, n = 0, i, *order = d->order;
+
+	for (a = kvt_policy_next(&d->pool, NIL); a != NIL;
+	     a = kvt_policy_next(&d->pool, a))
+		if (d->pool.blocks[a].nloc == NIL)
+			order[n++] = a;
+	for (a = 0; a < d->naddr; a++)
+		if (d->in_dram[a] && d->pool.blocks[a].nloc == NIL &&
+		    d->pins[a])
+			order[n++] = a;
+	for (i = 0; i < n; i++) {
+		d->pool.blocks[order[i]].nloc = 0;
+		kvt_policy_clean(&d->pool, order[i]);
+	}
+	return n;
 }
 
 static int dec_put(struct dec *d, u32 k, bool replace)
@@ -1203,6 +1302,7 @@ static int dec_put(struct dec *d, u32 k, bool replace)
 	if (!d->nfree)
 		return -ENOSPC;
 	a = d->free[--d->nfree];
+	d->in_dram[a] = 1;
 	d->nr_dram++;
 	/* Publish: the old block (unless evicted meanwhile) goes first. */
 	old = d->addr_of[k];
@@ -1210,6 +1310,7 @@ static int dec_put(struct dec *d, u32 k, bool replace)
 		dec_unlink(d, old);
 	d->addr_of[k] = a;
 	d->key_of[a] = k;
+	d->npresent++;
 	kvt_policy_insert(&d->pool, a);
 	if (old != NIL)
 		dec_release(d, old);
@@ -1218,9 +1319,17 @@ static int dec_put(struct dec *d, u32 k, bool replace)
 
 static int dec_get(struct dec *d, u32 k)
 {
-	if (d->addr_of[k] == NIL)
+	u32 a = d->addr_of[k];
+	int ret;
+
+	if (a == NIL)
 		return -ENOENT;
-	kvt_policy_touch(&d->pool, d->addr_of[k]);
+	if (!d->in_dram[a]) {
+		ret = dec_load(d, a);
+		if (ret)
+			return ret;
+	}
+	kvt_policy_touch(&d->pool, a);
 	return 0;
 }
 
@@ -1260,9 +1369,16 @@ static int dec_drop(struct dec *d, u32 k)
 static int dec_pin(struct dec *d, u32 k)
 {
 	u32 a = d->addr_of[k];
+	int ret;
 
 	if (a == NIL)
 		return -ENOENT;
+	/* kvt_pin_one(): pinned blocks are in DRAM. */
+	if (!d->in_dram[a]) {
+		ret = dec_load(d, a);
+		if (ret)
+			return ret;
+	}
 	if (!d->pins[a]++) {
 		kvt_policy_remove(&d->pool, a);
 		d->pinned[d->npinned++] = k;
@@ -1320,24 +1436,28 @@ static void dec_print_keys(FILE *f, const u32 *keys, u32 n)
  * N counts from 1; OP one of dec_names; KEYS a key number or, for lookup
  * and peek (LOOKUP without TOUCH), a comma list; RESULT 0 or -errno, for
  * lookup and peek the resident prefix; EVICTED the keys evicted, in order,
- * or "-". Lines starting with # are comments; the last one is
- *   # end: evictions=E resident=R pinned=P
+ * or "-"; with @nvme, the keys that left DRAM, and a SYNC follows, which
+ * writes the block a PUT or REPLACE made (none else). Lines starting with #
+ * are comments; the last one is
+ *   # end: evictions=E resident=R pinned=P present=N loads=L
+ * (resident: blocks in DRAM; present: found in any tier).
  */
-static int decisions(FILE *f, u32 dram, u32 nops, u64 seed, int kind)
+static int decisions(FILE *f, u32 dram, u32 nops, u64 seed, int kind,
+		     bool nvme, bool clean_first)
 {
 	u64 rng = mix64(seed ^ 0x6b767469657221ULL);
 	struct dec d;
 	u32 n;
 	int ret;
 
-	ret = dec_init(&d, dram, nops, kind);
+	ret = dec_init(&d, dram, nops, kind, nvme, clean_first);
 	if (ret) {
 		dec_free(&d);
 		return ret;
 	}
-	fprintf(f, "# policy-sim decisions: policy=%s dram_blocks=%u ops=%u seed=%llu\n",
+	fprintf(f, "# policy-sim decisions: policy=%s dram_blocks=%u ops=%u seed=%llu nvme=%d clean_first=%c\n",
 		kind == KVT_POLICY_SEG ? "seg" : "lru", dram, nops,
-		(unsigned long long)seed);
+		(unsigned long long)seed, nvme, clean_first ? 'Y' : 'N');
 	for (n = 1; n <= nops; n++) {
 		u32 keys[DEC_LOOKUP_MAX], nk = 1, i, p;
 		int op, res;
@@ -1401,11 +1521,15 @@ static int decisions(FILE *f, u32 dram, u32 nops, u64 seed, int kind)
 			res = dec_unpin(&d, keys[0]);
 			break;
 		}
-		if (d.nvictims > 1 || kvt_policy_check(&d.pool) || shim_warnings) {
-			fprintf(stderr, "policy-sim: decisions: op %u: %u evictions, list %s, %lu warnings\n",
+		if (nvme && dec_sync(&d) != (!res && (op == DEC_PUT || op == DEC_REPLACE)))
+			d.broken = "SYNC wrote other blocks";
+		if (d.nvictims > 1 || kvt_policy_check(&d.pool) ||
+		    shim_warnings || d.broken) {
+			fprintf(stderr, "policy-sim: decisions: op %u: %u evictions, list %s, %lu warnings%s%s\n",
 				n, d.nvictims,
 				kvt_policy_check(&d.pool) ? "broken" : "ok",
-				shim_warnings);
+				shim_warnings, d.broken ? ", " : "",
+				d.broken ? d.broken : "");
 			dec_free(&d);
 			return -EFAULT;
 		}
@@ -1415,8 +1539,9 @@ static int decisions(FILE *f, u32 dram, u32 nops, u64 seed, int kind)
 		dec_print_keys(f, d.victims, d.nvictims);
 		fputc('\n', f);
 	}
-	fprintf(f, "# end: evictions=%llu resident=%u pinned=%u\n",
-		(unsigned long long)d.evictions, d.nr_dram, d.npinned);
+	fprintf(f, "# end: evictions=%llu resident=%u pinned=%u present=%u loads=%llu\n",
+		(unsigned long long)d.evictions, d.nr_dram, d.npinned,
+		d.npresent, (unsigned long long)d.loads);
 	dec_free(&d);
 	return 0;
 }
@@ -2322,7 +2447,10 @@ static void st_policy_lists(void)
 	ST_CHECK(!shim_warnings, "%lu warnings", shim_warnings);
 }
 
-/* The --decisions model: its lists stay sound, pins and all, any size. */
+/*
+ * The --decisions model: its lists stay sound, pins and all, any size,
+ * with NVMe and without (with the clean list for seg, without for lru).
+ */
 static void st_decisions(void)
 {
 	static const u32 drams[] = { 1, 2, 16 };
@@ -2332,9 +2460,11 @@ static void st_decisions(void)
 
 	ST_CHECK(f, "/dev/null");
 	for (kind = 0; f && kind < KVT_POLICY_NR; kind++)
-		for (c = 0; c < 3; c++)
-			ST_CHECK(!decisions(f, drams[c], 3000, c + 1, kind),
-				 "decisions kind %d dram %u", kind, drams[c]);
+		for (c = 0; c < 6; c++)
+			ST_CHECK(!decisions(f, drams[c % 3], 3000, c + 1, kind,
+					    c >= 3, kind),
+				 "decisions kind %d dram %u nvme %d", kind,
+				 drams[c % 3], c >= 3);
 	if (f)
 		fclose(f);
 }
@@ -2492,6 +2622,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: policy-sim --trace FILE|generated --capacities N,N,... [options]\n"
 		"       policy-sim --decisions --dram-blocks C --ops N [--seed S] [--policy lru|seg]\n"
+		"                  [--nvme [--clean-first Y|N]]\n"
 		"       policy-sim --experts [--qd N,N,...] [options]\n"
 		"       policy-sim --selftest\n"
 		"\n"
@@ -2529,6 +2660,10 @@ static void usage(FILE *f)
 		"-errno, for lookup and peek the resident prefix; EVICTED the keys evicted\n"
 		"or '-'). selftests/kvtier/policy replays them on the module.\n"
 		"  --policy P              lru or seg [lru]\n"
+		"  --nvme                  the pool has an NVMe tier and a SYNC follows\n"
+		"                          each command: victims keep their copy, EVICTED\n"
+		"                          names the keys that left DRAM\n"
+		"  --clean-first Y|N       policy_clean_first of the pool [Y]\n"
 		"\n"
 		"--experts replays a generated MoE decode streaming its experts from NVMe\n"
 		"through kmod/policy.c's kvt_policy_hint() and replacement, and prints for\n"
@@ -2639,7 +2774,7 @@ int main(int argc, char **argv)
 	u64 max_req = UINT64_MAX, v;
 	const char *trace = NULL;
 	bool csv = false, on[POL_NR];
-	bool dec = false, ex = false;
+	bool dec = false, ex = false, dec_nvme = false, dec_clean = true;
 	u64 dec_dram = 0, dec_ops = 0;
 	int dec_kind = KVT_POLICY_LRU;
 	u32 caps[MAX_CAPS], ncaps = 0, c;
@@ -2665,6 +2800,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--decisions")) {
 			dec = true;
+			continue;
+		}
+		if (!strcmp(a, "--nvme")) {
+			dec_nvme = true;
 			continue;
 		}
 		/* The mode; with a number, the experts of a layer too. */
@@ -2726,6 +2865,9 @@ int main(int argc, char **argv)
 				dec_kind = KVT_POLICY_SEG;
 			else
 				ret = -EINVAL;
+		} else if (!strcmp(a, "clean-first")) {
+			dec_clean = !strcmp(val, "Y");
+			ret = dec_clean || !strcmp(val, "N") ? 0 : -EINVAL;
 		} else {
 			ret = ex_parse_opt(&xo, a, val);
 			if (!ret)
@@ -2756,7 +2898,8 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		ret = decisions(stdout, dec_dram, dec_ops, go.seed, dec_kind);
+		ret = decisions(stdout, dec_dram, dec_ops, go.seed, dec_kind,
+				dec_nvme, dec_clean);
 		if (ret)
 			fprintf(stderr, "policy-sim: decisions: %s\n",
 				strerror(-ret));

@@ -15,11 +15,19 @@
  * see, and the pool's eviction counter), the same resident and pinned
  * counts; it prints the first divergence.
  *
+ * The nvme_* variants do it with an NVMe tier: they attach the device
+ * (/dev/nvme0n1 or $KVTIER_NVME_DEV, formatted; skipped without one, or
+ * with a device attached already) and SYNC after every command, as the
+ * simulator's --nvme model does; a victim then keeps its copy, and the
+ * keys that left DRAM are those LOOKUP finds on NVMe. GET and PIN load a
+ * block back, and every LOOKUP entry is checked for the tier the model
+ * says.
+ *
  * The simulator is found next to the test binary (../../tools/policy-sim,
  * the VM sees the host's tree at the same path) or at $KVTIER_POLICY_SIM.
  */
 #include <limits.h>
-#include "kvtier_test.h"
+#include "nvme_test.h"
 
 #define BS		KST_PAGE
 #define K0		0x901ca7ULL	/* first key word of every block here */
@@ -53,7 +61,7 @@ struct sim_run {
 	unsigned int nops;
 	__u32 max_key;
 	unsigned long long evictions;	/* from the "# end:" line */
-	unsigned int resident;
+	unsigned int resident, present;
 	char policy[16];
 };
 
@@ -64,19 +72,28 @@ FIXTURE(policy) {
 	struct kvtier_block *probe;	/* dram_blocks + 1 entries */
 	struct sim_run sim;
 	/* What the simulator says the pool holds. */
-	__u32 *resident;		/* keys, dense */
+	__u32 *resident;		/* keys in DRAM, dense */
 	__u32 *pos;			/* key -> index in resident[], or -1 */
 	__u16 *pins;			/* key -> pins */
-	unsigned int nresident, npinned;
+	__u8 *present;			/* key -> found in any tier */
+	unsigned int nresident, npinned, npresent;
 	char why[1024];
 	char loaded[32];		/* the parameter to put back, if set */
+	char clean[8];			/* policy_clean_first to put back */
+	bool attached;			/* the device, by this test */
 };
 
-/* @policy: set the parameter to it for the pool (NULL: as loaded). */
+/*
+ * @policy: set the parameter to it for the pool (NULL: as loaded).
+ * @nvme: with an NVMe tier, a SYNC after each command.
+ * @clean_first: set policy_clean_first to it for the pool (NULL: Y).
+ */
 FIXTURE_VARIANT(policy) {
 	__u32 dram_blocks;
 	__u64 seed;
 	const char *policy;
+	bool nvme;
+	const char *clean_first;
 };
 
 FIXTURE_VARIANT_ADD(policy, dram16) {
@@ -125,6 +142,51 @@ FIXTURE_VARIANT_ADD(policy, dram2_lru) {
 	.policy = "lru",
 };
 
+/* With NVMe: victims keep their copy, GET and PIN load blocks back. */
+FIXTURE_VARIANT_ADD(policy, nvme_dram16) {
+	.dram_blocks = 16,
+	.seed = 11,
+	.policy = "seg",
+	.nvme = true,
+};
+
+FIXTURE_VARIANT_ADD(policy, nvme_dram64) {
+	.dram_blocks = 64,
+	.seed = 12,
+	.policy = "seg",
+	.nvme = true,
+};
+
+FIXTURE_VARIANT_ADD(policy, nvme_dram2) {
+	.dram_blocks = 2,
+	.seed = 13,
+	.policy = "seg",
+	.nvme = true,
+};
+
+FIXTURE_VARIANT_ADD(policy, nvme_dram1) {
+	.dram_blocks = 1,
+	.seed = 14,
+	.policy = "seg",
+	.nvme = true,
+};
+
+FIXTURE_VARIANT_ADD(policy, nvme_dram16_lru) {
+	.dram_blocks = 16,
+	.seed = 15,
+	.policy = "lru",
+	.nvme = true,
+};
+
+/* No clean list: seg's ghost lists learn from the blocks loaded back. */
+FIXTURE_VARIANT_ADD(policy, nvme_dram16_seg_noclean) {
+	.dram_blocks = 16,
+	.seed = 16,
+	.policy = "seg",
+	.nvme = true,
+	.clean_first = "N",
+};
+
 FIXTURE_SETUP(policy)
 {
 	kst_setup(_metadata);
@@ -144,14 +206,20 @@ FIXTURE_TEARDOWN(policy)
 		close(self->pfd);
 		kst_pool_destroy(self->ctl, self->name);
 	}
+	if (self->attached)
+		nvt_detach(self->ctl);
 	if (self->loaded[0])
 		kst_write_str(KST_PARAM_DIR "/policy", self->loaded);
+	if (self->clean[0])
+		kst_write_str(KST_PARAM_DIR "/policy_clean_first",
+			      self->clean);
 	kst_free(self->buf, BS);
 	free(self->probe);
 	free(self->sim.ops);
 	free(self->resident);
 	free(self->pos);
 	free(self->pins);
+	free(self->present);
 	close(self->ctl);
 }
 
@@ -255,7 +323,8 @@ static int parse_line(const char *line, unsigned int want_n, struct sim_op *o)
  * reason in @why.
  */
 static int sim_read(struct sim_run *sim, const char *policy, __u32 dram,
-		    __u64 seed, char *why, size_t whylen)
+		    __u64 seed, bool nvme, const char *clean_first,
+		    char *why, size_t whylen)
 {
 	char path[PATH_MAX], cmd[PATH_MAX + 256], line[256];
 	unsigned int comments = 0;
@@ -276,8 +345,10 @@ static int sim_read(struct sim_run *sim, const char *policy, __u32 dram,
 		return -1;
 	}
 	if (snprintf(cmd, sizeof(cmd),
-		     "'%s' --decisions --dram-blocks %u --ops %u --seed %llu --policy '%s'",
-		     path, dram, OPS, (unsigned long long)seed, policy) >=
+		     "'%s' --decisions --dram-blocks %u --ops %u --seed %llu --policy '%s'%s%s",
+		     path, dram, OPS, (unsigned long long)seed, policy,
+		     nvme ? " --nvme --clean-first " : "",
+		     nvme ? clean_first : "") >=
 	    (int)sizeof(cmd)) {
 		snprintf(why, whylen, "path too long: %.256s", path);
 		return -1;
@@ -294,10 +365,13 @@ static int sim_read(struct sim_run *sim, const char *policy, __u32 dram,
 
 		if (line[0] == '#') {
 			/* The header names the policy; the end, the totals. */
-			if (!comments++ && !strstr(line, " policy="))
+			if (!comments++ && (!strstr(line, " policy=") ||
+					    !strstr(line, nvme ? " nvme=1" :
+								 " nvme=0")))
 				ret = -1;
-			if (sscanf(line, "# end: evictions=%llu resident=%u",
-				   &sim->evictions, &sim->resident) == 2)
+			if (sscanf(line, "# end: evictions=%llu resident=%u pinned=%*u present=%u",
+				   &sim->evictions, &sim->resident,
+				   &sim->present) == 3)
 				ended = true;
 			if (!ret && comments == 1)
 				sscanf(strstr(line, " policy=") + 8, "%15s",
@@ -375,11 +449,11 @@ static void sort2(__u32 *k, unsigned int n)
 }
 
 /*
- * Run command @i of the simulator's list on the pool. Returns 0, or -1
- * with what differed in self->why; @evicted gets the keys the module
- * evicted.
+ * Run command @i of the simulator's list on the pool (@nvme: it has an
+ * NVMe tier). Returns 0, or -1 with what differed in self->why; @evicted
+ * gets the keys the module evicted from DRAM.
  */
-static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
+static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i, bool nvme,
 		      __u64 *evictions, __u32 *evicted, unsigned int *nevicted)
 {
 	const struct sim_op *o = &self->sim.ops[i];
@@ -388,6 +462,7 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 	unsigned int n, nprobe = 0, missing = 0;
 	bool was_resident = self->pos[o->keys[0]] != UINT32_MAX;
 	__u32 done, k = o->keys[0];
+	bool roomy;
 	int res, ret;
 
 	*nevicted = 0;
@@ -416,13 +491,16 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 				&done);
 		res = ret ? ret : (int)done;
 		for (n = 0; !ret && n < o->nkeys; n++) {
-			int want = self->pos[o->keys[n]] != UINT32_MAX ?
-				   0 : -ENOENT;
+			int want = self->present[o->keys[n]] ? 0 : -ENOENT;
+			__u32 tier = self->pos[o->keys[n]] != UINT32_MAX ?
+				     KVTIER_TIER_DRAM : KVTIER_TIER_NVME;
 
-			if (b[n].status != want) {
+			if (b[n].status != want ||
+			    (!want && b[n].tier != tier)) {
 				snprintf(self->why, sizeof(self->why),
-					 "LOOKUP entry %u (key %u): status %d, simulator's pool says %d",
-					 n, o->keys[n], b[n].status, want);
+					 "LOOKUP entry %u (key %u): status %d tier %u, simulator's pool says %d tier %u",
+					 n, o->keys[n], b[n].status,
+					 b[n].tier, want, tier);
 				return -1;
 			}
 		}
@@ -451,11 +529,14 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 		return -1;
 	}
 	/*
-	 * The keys that left: LOOKUP without TOUCH of every key resident
-	 * before (the model is not updated yet) and of a key a PUT made,
-	 * and the eviction counter.
+	 * The keys that left DRAM: LOOKUP without TOUCH of every key there
+	 * before (the model is not updated yet) and of the key a PUT made or
+	 * a GET or PIN loaded, and the eviction counter. Without NVMe a key
+	 * that left is gone; with it, it is found on NVMe.
 	 */
-	if (o->op == OP_PUT || o->op == OP_REPLACE) {
+	roomy = o->op == OP_PUT || o->op == OP_REPLACE ||
+		(nvme && (o->op == OP_GET || o->op == OP_PIN));
+	if (roomy) {
 		for (n = 0; n < self->nresident; n++)
 			kst_blk(&self->probe[nprobe++], K0,
 				self->resident[n], NULL);
@@ -472,13 +553,16 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 			return -1;
 		}
 		for (n = 0; n < nprobe; n++) {
-			if (self->probe[n].status == 0)
+			const struct kvtier_block *e = &self->probe[n];
+
+			if (!e->status && e->tier == KVTIER_TIER_DRAM)
 				continue;
-			if (self->probe[n].status != -ENOENT) {
+			if (nvme ? e->status || e->tier != KVTIER_TIER_NVME :
+				   e->status != -ENOENT) {
 				snprintf(self->why, sizeof(self->why),
-					 "LOOKUP of key %llu: status %d",
-					 (unsigned long long)self->probe[n].key[1],
-					 self->probe[n].status);
+					 "LOOKUP of key %llu: status %d tier %u",
+					 (unsigned long long)e->key[1],
+					 e->status, e->tier);
 				return -1;
 			}
 			if (*nevicted < 2)
@@ -504,26 +588,45 @@ static int replay_one(FIXTURE_DATA(policy) *self, unsigned int i,
 	return 0;
 }
 
-/* Apply command @i's outcome, as the simulator gives it, to the model. */
-static void model_apply(FIXTURE_DATA(policy) *self, unsigned int i)
+static void present_set(FIXTURE_DATA(policy) *self, __u32 k, bool on)
+{
+	if (self->present[k] != on)
+		self->npresent += on ? 1 : -1;
+	self->present[k] = on;
+}
+
+/*
+ * Apply command @i's outcome, as the simulator gives it, to the model:
+ * without NVMe (@nvme false) a victim is gone, with it on NVMe.
+ */
+static void model_apply(FIXTURE_DATA(policy) *self, unsigned int i,
+			bool nvme)
 {
 	const struct sim_op *o = &self->sim.ops[i];
 	__u32 k = o->keys[0];
 	unsigned int n;
 
-	for (n = 0; n < o->nvictims; n++)
+	for (n = 0; n < o->nvictims; n++) {
 		res_del(self, o->victims[n]);
+		if (!nvme)
+			present_set(self, o->victims[n], false);
+	}
 	if (o->res)
 		return;
 	switch (o->op) {
 	case OP_PUT:
 	case OP_REPLACE:
+	case OP_GET:
+		/* Made, or (with NVMe) loaded. */
 		res_add(self, k);
+		present_set(self, k, true);
 		break;
 	case OP_DROP:
 		res_del(self, k);
+		present_set(self, k, false);
 		break;
 	case OP_PIN:
+		res_add(self, k);
 		if (!self->pins[k]++)
 			self->npinned++;
 		break;
@@ -549,11 +652,43 @@ static void log_divergence(FIXTURE_DATA(policy) *self, unsigned int i,
 }
 
 /*
- * The simulator's commands on a pool of dram_blocks DRAM blocks without
- * NVMe: the same results, evictions and counts, command by command.
+ * The NVMe variants' device: attached by the test, formatted, unless
+ * missing or one is attached already (SKIP). 0, or 1 to skip with the
+ * reason in self->why.
+ */
+static int attach_nvme(FIXTURE_DATA(policy) *self)
+{
+	int ret = nvme_attached(self->ctl);
+
+	if (ret) {
+		snprintf(self->why, sizeof(self->why),
+			 ret < 0 ? "NVMe stat: %d" :
+				   "%d NVMe device(s) attached already", ret);
+		return 1;
+	}
+	if (access(nvt_dev(), R_OK | W_OK)) {
+		snprintf(self->why, sizeof(self->why), "no %s: %s", nvt_dev(),
+			 strerror(errno));
+		return 1;
+	}
+	ret = nvt_attach(self->ctl, nvt_dev(), KVTIER_NVME_FORMAT, 0);
+	if (ret) {
+		snprintf(self->why, sizeof(self->why), "attach %s: %s",
+			 nvt_dev(), strerror(-ret));
+		return -1;
+	}
+	self->attached = true;
+	return 0;
+}
+
+/*
+ * The simulator's commands on a pool of dram_blocks DRAM blocks, without
+ * NVMe or with it and a SYNC after each command: the same results,
+ * evictions and counts, command by command.
  */
 TEST_F(policy, same_decisions)
 {
+	const char *clean_first = variant->clean_first ?: "Y";
 	char policy[32];
 	__u64 evictions = 0;
 	unsigned int i;
@@ -570,26 +705,43 @@ TEST_F(policy, same_decisions)
 		ASSERT_EQ(0, ret);
 		ASSERT_STREQ(variant->policy, policy);
 	}
-	ret = nvme_attached(self->ctl);
-	ASSERT_LE(0, ret);
-	if (ret)
-		SKIP(return, "%d NVMe device(s) attached: victims would be demoted, not dropped",
-		     ret);
+	if (variant->nvme) {
+		ASSERT_LT(0, kst_read_file(KST_PARAM_DIR "/policy_clean_first",
+					   self->clean, sizeof(self->clean)));
+		self->clean[strcspn(self->clean, "\n")] = '\0';
+		ASSERT_EQ(0, kst_write_str(KST_PARAM_DIR "/policy_clean_first",
+					   clean_first));
+		ret = attach_nvme(self);
+		ASSERT_LE(0, ret) TH_LOG("%s", self->why);
+		if (ret)
+			SKIP(return, "%s", self->why);
+	} else {
+		ret = nvme_attached(self->ctl);
+		ASSERT_LE(0, ret);
+		if (ret)
+			SKIP(return, "%d NVMe device(s) attached: victims would be demoted, not dropped",
+			     ret);
+	}
 
 	ret = sim_read(&self->sim, policy, variant->dram_blocks, variant->seed,
-		       self->why, sizeof(self->why));
+		       variant->nvme, clean_first, self->why,
+		       sizeof(self->why));
 	ASSERT_EQ(0, ret) TH_LOG("%s", self->why);
 	self->resident = calloc(self->sim.max_key + 1, sizeof(__u32));
 	self->pos = malloc((self->sim.max_key + 1) * sizeof(__u32));
 	self->pins = calloc(self->sim.max_key + 1, sizeof(__u16));
+	self->present = calloc(self->sim.max_key + 1, 1);
 	ASSERT_NE(NULL, self->resident);
 	ASSERT_NE(NULL, self->pos);
 	ASSERT_NE(NULL, self->pins);
+	ASSERT_NE(NULL, self->present);
 	memset(self->pos, 0xff, (self->sim.max_key + 1) * sizeof(__u32));
 
+	/* With NVMe a block stays found: an address for each key. */
 	kst_name(self->name, "policy");
 	self->pfd = kst_pool_create(self->ctl, self->name, BS,
-				    4 * variant->dram_blocks,
+				    variant->nvme ? self->sim.max_key + 1 :
+						    4 * variant->dram_blocks,
 				    variant->dram_blocks);
 	ASSERT_LE(0, self->pfd);
 
@@ -599,8 +751,12 @@ TEST_F(policy, same_decisions)
 		unsigned int nevicted;
 		char a[32], b[32];
 		long long resident, pinned;
+		struct kvtier_pool_stat st;
+		__u64 written;
+		bool made;
 
-		ret = replay_one(self, i, &evictions, evicted, &nevicted);
+		ret = replay_one(self, i, variant->nvme, &evictions, evicted,
+				 &nevicted);
 		if (!ret) {
 			memcpy(want, o->victims, sizeof(want));
 			sort2(want, o->nvictims);
@@ -614,8 +770,30 @@ TEST_F(policy, same_decisions)
 				ret = -1;
 			}
 		}
+		/* Only the block a PUT made is without a copy. */
+		made = !o->res && (o->op == OP_PUT || o->op == OP_REPLACE);
+		if (!ret && variant->nvme) {
+			ret = nvt_sync(self->pfd, &written);
+			if (ret || written != made) {
+				snprintf(self->why, sizeof(self->why),
+					 "SYNC: %d, %llu blocks written, not %d",
+					 ret, (unsigned long long)written, made);
+				ret = -1;
+			}
+		}
 		if (!ret) {
-			model_apply(self, i);
+			model_apply(self, i, variant->nvme);
+			ret = kst_stat(self->pfd, &st);
+			if (!ret && variant->nvme &&
+			    st.resident[KVTIER_TIER_NVME] != self->npresent) {
+				snprintf(self->why, sizeof(self->why),
+					 "%llu blocks on NVMe, simulator %u",
+					 (unsigned long long)st.resident[KVTIER_TIER_NVME],
+					 self->npresent);
+				ret = -1;
+			}
+		}
+		if (!ret) {
 			resident = kst_resident(self->pfd);
 			pinned = kst_pinned(self->pfd);
 			if (resident != self->nresident ||
@@ -635,9 +813,12 @@ TEST_F(policy, same_decisions)
 	}
 	EXPECT_EQ(self->sim.evictions, evictions);
 	EXPECT_EQ(self->sim.resident, self->nresident);
-	TH_LOG("policy=%s dram_blocks=%u seed=%llu: %u commands, %llu evictions agree",
+	EXPECT_EQ(self->sim.present, self->npresent);
+	TH_LOG("policy=%s dram_blocks=%u seed=%llu%s%s: %u commands, %llu evictions agree",
 	       policy, variant->dram_blocks, (unsigned long long)variant->seed,
-	       self->sim.nops, (unsigned long long)evictions);
+	       variant->nvme ? " nvme clean_first=" : "",
+	       variant->nvme ? clean_first : "", self->sim.nops,
+	       (unsigned long long)evictions);
 }
 
 /* The module parameters, writable: no pool, no variants. */
