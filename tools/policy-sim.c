@@ -674,6 +674,7 @@ struct hier {
 	u32 nslots, rblocks, nregions, cur, fill;
 	u32 *slot;		/* slot -> block address, or NIL */
 	u8 *used;		/* region -> holds data (written since) */
+	u32 *carry;		/* blocks being relocated */
 	struct result *res;
 	/* All but kvtier-seg: clean victims first. */
 	bool clock;
@@ -692,6 +693,7 @@ static void hier_free(struct hier *h)
 	free(h->free);
 	free(h->slot);
 	free(h->used);
+	free(h->carry);
 	free(h->ref);
 	free(h->want);
 }
@@ -720,11 +722,13 @@ static int hier_init(struct hier *h, const struct trace_set *t, u32 cap,
 	h->free = malloc((size_t)naddr * sizeof(u32));
 	h->slot = malloc(((size_t)h->nslots + 1) * sizeof(u32));
 	h->used = calloc(h->nregions + 1, 1);
+	h->carry = malloc(((size_t)h->nslots + 1) * sizeof(u32));
 	h->clock = clock;
 	h->ref = calloc(naddr, 1);
 	h->want = calloc(naddr, 1);
 	if (!h->pool.blocks || !h->addr_of || !h->key_of || !h->dram ||
-	    !h->free || !h->slot || !h->used || !h->ref || !h->want)
+	    !h->free || !h->slot || !h->used || !h->carry || !h->ref ||
+	    !h->want)
 		return -ENOMEM;
 	for (i = 0; i < t->nkeys; i++)
 		h->addr_of[i] = NIL;
@@ -767,42 +771,49 @@ static void hier_drop(struct hier *h, u32 a)
 /*
  * kvt_region_next(): the next region to fill, reclaimed if it holds data.
  * With relocation (kvtier, kvtier-lru) it keeps the blocks only there that
- * were read back since they were written (all but one slot's worth at
- * most): read and written again at the start of the region, their bit
- * cleared.
+ * were read back since they were written: read, their bit cleared, and
+ * written again first (kvt_relocate() queues them at the head of the write
+ * queue). Those that do not fit spill into the next region, which is
+ * reclaimed in turn, until one has room for the write that asked.
  */
 static void hier_next_region(struct hier *h)
 {
-	u32 s, first, keep = 0;
+	u32 s, first, ncarry = 0;
 
-	h->cur = (h->cur + 1) % h->nregions;
-	h->fill = 0;
-	if (!h->used[h->cur])
-		return;
-	first = h->cur * h->rblocks;
-	for (s = first; s < first + h->rblocks; s++) {
-		u32 a = h->slot[s];
+	do {
+		h->cur = (h->cur + 1) % h->nregions;
+		h->fill = 0;
+		first = h->cur * h->rblocks;
+		for (s = first; h->used[h->cur] && s < first + h->rblocks;
+		     s++) {
+			u32 a = h->slot[s];
 
-		if (a == NIL)
-			continue;
-		h->slot[s] = NIL;
-		if (!h->dram[a] && h->relocate && h->ref[a] &&
-		    keep + 1 < h->rblocks) {
-			h->ref[a] = 0;
-			h->slot[first + keep] = a;
-			h->pool.blocks[a].nloc = first + keep++;
-			h->res->reads++;
-			h->res->writes++;
-			continue;
+			if (a == NIL)
+				continue;
+			h->slot[s] = NIL;
+			h->pool.blocks[a].nloc = NIL;
+			if (!h->dram[a] && h->relocate && h->ref[a]) {
+				h->ref[a] = 0;
+				h->carry[ncarry++] = a;
+				h->res->reads++;
+				continue;
+			}
+			/* kvt_block_forget_nvme(): only on NVMe, it goes. */
+			if (!h->dram[a])
+				hier_drop(h, a);
+			else
+				kvt_policy_dirty(&h->pool, a);
 		}
-		/* kvt_block_forget_nvme(): only on NVMe, it goes. */
-		h->pool.blocks[a].nloc = NIL;
-		if (!h->dram[a])
-			hier_drop(h, a);
-		else
-			kvt_policy_dirty(&h->pool, a);
-	}
-	h->fill = keep;
+		h->used[h->cur] = 0;
+		for (; ncarry && h->fill < h->rblocks; h->fill++) {
+			u32 a = h->carry[--ncarry];
+
+			h->slot[first + h->fill] = a;
+			h->pool.blocks[a].nloc = first + h->fill;
+			h->used[h->cur] = 1;
+			h->res->writes++;
+		}
+	} while (h->fill == h->rblocks);
 }
 
 static void hier_write(struct hier *h, u32 a)
