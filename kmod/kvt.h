@@ -542,6 +542,8 @@ void kvt_res_put_user(struct kvt_pool *pool, u32 addr)
 void kvt_res_touch(struct kvt_pool *pool, u32 addr, bool slot);
 void kvt_res_keep(struct kvt_pool *pool, u32 addr);
 void kvt_res_unkeep(struct kvt_pool *pool, u32 addr);
+void kvt_res_ahead(struct kvt_pool *pool, u32 addr, bool on);
+bool kvt_res_is_ahead(struct kvt_pool *pool, u32 addr);
 void kvt_res_evict_begin(struct kvt_pool *pool, u32 addr);
 void kvt_res_evict_dram_locked(struct kvt_pool *pool, u32 addr);
 bool kvt_res_rescue(struct kvt_pool *pool, u32 addr);

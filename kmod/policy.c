@@ -33,7 +33,9 @@
  * own, pool->clean, and evicts those first: their eviction writes nothing
  * and loses nothing (pol->clean_list, from the parameter
  * policy_clean_first, Y by default; kvt_policy_clean() and
- * kvt_policy_dirty() move blocks between the lists).
+ * kvt_policy_dirty() move blocks between the lists). A block read ahead
+ * for a hint that the prefetch engine cannot hold ages on pool->lru
+ * instead until used (kvt_policy_ahead()).
  *
  * The prefetch engine asks it too, of a hint that carries a probability
  * (kvt_policy_hint()): read the block or leave it, hold it or not.
@@ -106,6 +108,17 @@ static struct kvt_policy *kvt_pol(struct kvt_pool *pool)
 		pol->ready = 1;
 	}
 	return pol;
+}
+
+/*
+ * Whether a block goes on the clean list: it has an NVMe copy, and it is
+ * not read ahead and unused (kvt_policy_ahead()).
+ */
+static bool kvt_wants_clean(const struct kvt_policy *pol,
+			    const struct kvt_block *blk)
+{
+	return pol->clean_list && blk->nloc != KVT_NIL &&
+	       !(blk->pol & KVT_PB_AHEAD);
 }
 
 /* The list a block is on, or would be on: pool->clean or pool->lru. */
@@ -259,7 +272,7 @@ void kvt_policy_insert(struct kvt_pool *pool, u32 addr)
 		kvt_adapt(pol, blk);
 		blk->pol |= KVT_PB_REF;
 	}
-	if (pol->clean_list && blk->nloc != KVT_NIL)
+	if (kvt_wants_clean(pol, blk))
 		kvt_link_clean(pool, KVT_NIL, addr);
 	else
 		kvt_link_dirty(pool, pol, addr);
@@ -282,6 +295,7 @@ void kvt_policy_remove(struct kvt_pool *pool, u32 addr)
 	lockdep_assert_held(&pool->lock);
 	if (!kvt_lru_linked(pool, addr))
 		return;
+	blk->pol &= ~KVT_PB_AHEAD;
 	/*
 	 * Victims come from probation's tail, and main hands its coldest
 	 * blocks to probation before they get there: the segment a block
@@ -304,11 +318,18 @@ void kvt_policy_touch(struct kvt_pool *pool, u32 addr)
 {
 	struct kvt_policy *pol = kvt_pol(pool);
 	struct kvt_block *blk = &pool->blocks[addr];
+	u8 ahead = blk->pol & KVT_PB_AHEAD;
 
 	lockdep_assert_held(&pool->lock);
-	blk->pol |= KVT_PB_REF;
+	blk->pol = (blk->pol & ~KVT_PB_AHEAD) | KVT_PB_REF;
 	if (!kvt_lru_linked(pool, addr))
 		return;
+	/* Used at last: a block read ahead with a copy is clean again. */
+	if (ahead && kvt_wants_clean(pol, blk)) {
+		kvt_unlink(pool, pol, addr);
+		kvt_link_clean(pool, KVT_NIL, addr);
+		return;
+	}
 	if (blk->pol & KVT_PB_CLEAN) {
 		if (pool->clean.head != addr) {
 			kvt_unlink(pool, pol, addr);
@@ -341,7 +362,7 @@ void kvt_policy_clean(struct kvt_pool *pool, u32 addr)
 	/* A fresh copy: reclaim keeps it only if it is read back again. */
 	pool->blocks[addr].pol &= ~KVT_PB_READ;
 	if (!pol->clean_list || !kvt_lru_linked(pool, addr) ||
-	    (pool->blocks[addr].pol & KVT_PB_CLEAN))
+	    (pool->blocks[addr].pol & (KVT_PB_CLEAN | KVT_PB_AHEAD)))
 		return;
 	kvt_unlink(pool, pol, addr);
 	/*
@@ -502,6 +523,55 @@ u32 kvt_policy_victim(struct kvt_pool *pool)
 }
 
 /**
+ * kvt_policy_ahead() - a block is read ahead for a hint, or no longer
+ * @pool: the pool, its lock held
+ * @addr: a READY block, in DRAM or on its way there
+ * @on: it is (the prefetch engine could not hold it), or its hint is over
+ *
+ * A prefetched block the engine cannot hold (the holds' bound) ages like
+ * a block without a copy until it is used: at the hot end of pool->lru,
+ * not on the clean list, whose blocks go first. There, while the rest of
+ * DRAM was dirty, each block such a group staged evicted the one staged
+ * before it. Using the block (kvt_policy_touch()) or its leaving the list
+ * clears the bit; a hint over unused puts it at the clean list's cold end.
+ */
+void kvt_policy_ahead(struct kvt_pool *pool, u32 addr, bool on)
+{
+	struct kvt_policy *pol = kvt_pol(pool);
+	struct kvt_block *blk = &pool->blocks[addr];
+	bool linked = kvt_lru_linked(pool, addr);
+
+	lockdep_assert_held(&pool->lock);
+	if (!on == !(blk->pol & KVT_PB_AHEAD))
+		return;
+	if (linked)
+		kvt_unlink(pool, pol, addr);
+	if (on)
+		blk->pol |= KVT_PB_AHEAD;
+	else
+		blk->pol &= ~KVT_PB_AHEAD;
+	if (!linked)
+		return;
+	if (on || !kvt_wants_clean(pol, blk))
+		kvt_link_dirty(pool, pol, addr);
+	else
+		kvt_link_clean(pool, pool->clean.tail, addr);
+}
+
+/**
+ * kvt_policy_is_ahead() - whether kvt_policy_ahead() still marks a block
+ * @pool: the pool, its lock held
+ * @addr: a block
+ *
+ * Return: true until the block is used, leaves the list or is cleared.
+ */
+bool kvt_policy_is_ahead(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	return pool->blocks[addr].pol & KVT_PB_AHEAD;
+}
+
+/**
  * kvt_policy_demote() - is a dirty victim worth an NVMe write
  * @pool: the pool, its lock held
  * @addr: a block chosen by kvt_policy_victim() without an NVMe copy
@@ -597,8 +667,8 @@ int kvt_policy_check(struct kvt_pool *pool)
 		const struct kvt_block *blk = &pool->blocks[addr];
 
 		if (blk->prev != prev || nr++ > pool->clean.nr ||
-		    (blk->pol & (KVT_PB_CLEAN | KVT_PB_MAIN)) != KVT_PB_CLEAN ||
-		    !pol->clean_list)
+		    (blk->pol & (KVT_PB_CLEAN | KVT_PB_MAIN | KVT_PB_AHEAD)) !=
+		    KVT_PB_CLEAN || !pol->clean_list)
 			return -EINVAL;
 	}
 	if (prev != pool->clean.tail || nr != pool->clean.nr)

@@ -40,6 +40,7 @@ enum kvt_policy_kind {
 #define KVT_PB_OUT		(KVT_PB_OUT_PROB | KVT_PB_OUT_MAIN)
 #define KVT_PB_CLEAN		BIT(4)	/* on pool->clean */
 #define KVT_PB_READ		BIT(5)	/* read from NVMe since written there */
+#define KVT_PB_AHEAD		BIT(6)	/* read ahead for a hint, unused since */
 
 /* Probation share of the list, in 1/KVT_POL_SCALE: start, and bounds. */
 #define KVT_POL_SCALE		1024U
@@ -105,6 +106,8 @@ void kvt_policy_dirty(struct kvt_pool *pool, u32 addr);
 void kvt_policy_read_back(struct kvt_pool *pool, u32 addr);
 bool kvt_policy_relocate(struct kvt_pool *pool, u32 addr);
 u32 kvt_policy_victim(struct kvt_pool *pool);
+void kvt_policy_ahead(struct kvt_pool *pool, u32 addr, bool on);
+bool kvt_policy_is_ahead(struct kvt_pool *pool, u32 addr);
 bool kvt_policy_demote(struct kvt_pool *pool, u32 addr);
 u32 kvt_policy_hint(u32 prob, bool in_time, u32 busy, u32 held);
 int kvt_policy_check(struct kvt_pool *pool);

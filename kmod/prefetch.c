@@ -27,7 +27,10 @@
  * the group ended; a probable hint's hold ends at the group's deadline
  * too, if it has one. A pool's held blocks never exceed prefetch_protect_pct
  * of its DRAM share, so hints cannot take the cache; hints past the bound
- * still load, unprotected.
+ * still load, unheld but marked (kvt_res_ahead()): while unused and the
+ * group lasts, they age by use with the blocks that have no NVMe copy,
+ * not among the clean ones that eviction takes first. Another group's
+ * end may clear the mark a live group set.
  *
  * Locking:
  *  - kvt_pf_mutex serializes the engine, cancel and close: the queue (an
@@ -107,6 +110,7 @@ struct kvt_pf_hint {
 	u16 idx;		/* in the caller's array */
 	u8 state;
 	u8 held;		/* this group holds the block */
+	u8 ahead;		/* marked read ahead, past the holds' bound */
 	u8 loaded;		/* this group's read brought it in */
 	u8 tries;		/* reads started */
 	u8 htries;		/* copies to HBM started */
@@ -263,7 +267,14 @@ static void kvt_pf_release_holds(struct kvt_pf_group *g, bool probable)
 		struct kvt_pf_hint *ph = &g->hints[i];
 		struct kvt_block *blk;
 
-		if (!ph->held || (probable && ph->prob >= KVT_PROB_ONE))
+		if ((!ph->held && !ph->ahead) ||
+		    (probable && ph->prob >= KVT_PROB_ONE))
+			continue;
+		/* Past the bound: a clean block like any other again. */
+		if (ph->ahead && kvt_pf_same(pool, ph))
+			kvt_res_ahead(pool, ph->addr, false);
+		ph->ahead = 0;
+		if (!ph->held)
 			continue;
 		ph->held = 0;
 		blk = &pool->blocks[ph->addr];
@@ -278,6 +289,18 @@ static void kvt_pf_release_holds(struct kvt_pf_group *g, bool probable)
 	spin_unlock(&pool->lock);
 }
 
+/*
+ * A block the group would hold but for the holds' bound: read ahead all
+ * the same, and aged with the blocks that have no NVMe copy, not evicted
+ * first as a clean one, while it is unused and the group lasts
+ * (kvt_res_ahead()); pool->lock held.
+ */
+static void kvt_pf_ahead(struct kvt_pool *pool, struct kvt_pf_hint *ph)
+{
+	kvt_res_ahead(pool, ph->addr, true);
+	ph->ahead = 1;
+}
+
 /* Whether an ended group still protects a block (none: it can go). */
 static bool kvt_pf_holding(struct kvt_pf_group *g)
 {
@@ -289,8 +312,12 @@ static bool kvt_pf_holding(struct kvt_pf_group *g)
 	for (i = 0; i < g->count && !holding; i++) {
 		struct kvt_pf_hint *ph = &g->hints[i];
 
-		holding = ph->held && kvt_pf_same(pool, ph) &&
-			  pool->blocks[ph->addr].hold;
+		/* Only a hint that holds or marks has looked up its block. */
+		if (!ph->held && !ph->ahead)
+			continue;
+		holding = kvt_pf_same(pool, ph) &&
+			  ((ph->held && pool->blocks[ph->addr].hold) ||
+			   (ph->ahead && kvt_res_is_ahead(pool, ph->addr)));
 	}
 	spin_unlock(&pool->lock);
 	return holding;
@@ -542,8 +569,10 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 			atomic64_inc(&kvt_pf_stats.merged);
 		ph->state = KVT_PFH_READY;
 		atomic64_inc(&kvt_pf_stats.ready_blocks);
-		if (!ph->held && plan & KVT_HINT_HOLD)
+		if (!ph->held && plan & KVT_HINT_HOLD) {
 			atomic64_inc(&kvt_pf_stats.unprotected);
+			kvt_pf_ahead(pool, ph);
+		}
 		trace_kvtier_prefetch_ready(pool, ph->addr);
 		spin_unlock(&pool->lock);
 		return 0;
@@ -576,6 +605,8 @@ static int kvt_pf_step(struct kvt_pf_group *g, struct kvt_pf_hint *ph,
 		return 0;
 	}
 	ph->tries++;
+	if (!ph->held && plan & KVT_HINT_HOLD)
+		kvt_pf_ahead(pool, ph);
 	trace_kvtier_prefetch_issue(pool, ph->addr);
 	ret = kvt_res_load(pool, ph->addr);	/* drops pool->lock */
 	if (ret) {

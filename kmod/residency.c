@@ -446,6 +446,37 @@ void kvt_res_unkeep(struct kvt_pool *pool, u32 addr)
 		kvt_policy_insert(pool, addr);
 }
 
+/**
+ * kvt_res_ahead() - a block is read ahead for a hint without a hold, or
+ * that hint is over
+ * @pool: the pool, its lock held
+ * @addr: a READY block
+ * @on: set or clear
+ *
+ * While set and the block unused, it ages with the blocks that have no
+ * NVMe copy, not on the clean list that eviction takes first
+ * (kvt_policy_ahead()); kvt_res_make_room() waits for writes under way
+ * rather than take it.
+ */
+void kvt_res_ahead(struct kvt_pool *pool, u32 addr, bool on)
+{
+	lockdep_assert_held(&pool->lock);
+	kvt_policy_ahead(pool, addr, on);
+}
+
+/**
+ * kvt_res_is_ahead() - whether kvt_res_ahead() still marks a block
+ * @pool: the pool, its lock held
+ * @addr: a READY block
+ *
+ * Return: false once it was used, left DRAM or was cleared.
+ */
+bool kvt_res_is_ahead(struct kvt_pool *pool, u32 addr)
+{
+	lockdep_assert_held(&pool->lock);
+	return kvt_policy_is_ahead(pool, addr);
+}
+
 /* ---- demotion ------------------------------------------------------------ */
 
 /**
@@ -584,6 +615,14 @@ int kvt_res_make_room(struct kvt_pool *pool, bool addr)
 			return -ENOSPC;
 
 		victim = kvt_policy_victim(pool);
+		/*
+		 * Blocks being written are skipped: the next block may be one
+		 * read ahead and unused, far hotter. Their end leaves clean
+		 * blocks to take instead.
+		 */
+		if (victim != KVT_NIL && pool->nr_wb &&
+		    kvt_policy_is_ahead(pool, victim))
+			victim = KVT_NIL;
 		if (victim != KVT_NIL &&
 		    pool->blocks[victim].nloc != KVT_NIL &&
 		    !kvt_res_rescue(pool, victim)) {

@@ -286,6 +286,7 @@ struct sim_opts {
 	u32 rescue_share;
 	u64 block_bytes;
 	u32 sync_every;
+	u32 protect_pct;	/* prefetch_protect_pct */
 };
 
 /* ---- single level: LRU ---------------------------------------------------- */
@@ -675,13 +676,14 @@ struct hier {
 	u32 *slot;		/* slot -> block address, or NIL */
 	u8 *used;		/* region -> holds data (written since) */
 	u32 *carry;		/* blocks being relocated */
+	u8 *held;		/* block address -> held for a hint */
+	u32 nr_held, max_held;
 	struct result *res;
 	/* All but kvtier-seg: clean victims first. */
 	bool clock;
 	/* kvtier, kvtier-lru: referenced copies rewritten at reclaim. */
 	bool relocate;
 	u8 *ref;		/* block address -> read back since written */
-	u8 *want;		/* block address -> hinted, not used since */
 };
 
 static void hier_free(struct hier *h)
@@ -694,8 +696,8 @@ static void hier_free(struct hier *h)
 	free(h->slot);
 	free(h->used);
 	free(h->carry);
+	free(h->held);
 	free(h->ref);
-	free(h->want);
 }
 
 static int hier_init(struct hier *h, const struct trace_set *t, u32 cap,
@@ -723,12 +725,14 @@ static int hier_init(struct hier *h, const struct trace_set *t, u32 cap,
 	h->slot = malloc(((size_t)h->nslots + 1) * sizeof(u32));
 	h->used = calloc(h->nregions + 1, 1);
 	h->carry = malloc(((size_t)h->nslots + 1) * sizeof(u32));
+	h->held = calloc(naddr, 1);
+	h->max_held = (u64)h->c1 * (so->protect_pct < 90 ? so->protect_pct : 90) /
+		      100;
 	h->clock = clock;
 	h->ref = calloc(naddr, 1);
-	h->want = calloc(naddr, 1);
 	if (!h->pool.blocks || !h->addr_of || !h->key_of || !h->dram ||
 	    !h->free || !h->slot || !h->used || !h->carry || !h->ref ||
-	    !h->want)
+	    !h->held)
 		return -ENOMEM;
 	for (i = 0; i < t->nkeys; i++)
 		h->addr_of[i] = NIL;
@@ -764,7 +768,6 @@ static void hier_drop(struct hier *h, u32 a)
 	blk->flags = 0;
 	blk->pol = 0;
 	h->ref[a] = 0;
-	h->want[a] = 0;
 	h->free[h->nfree++] = a;
 }
 
@@ -853,27 +856,15 @@ static bool hier_rescue(struct hier *h, u32 a)
 }
 
 /*
- * The victim. With a clean list (all but kvtier-seg), the blocks with an
- * NVMe copy are on the policy's clean list, and it takes the coldest of
- * them that no queued request was hinted for: its copy stays on NVMe, so
- * evicting it loses nothing. The module holds prefetched blocks off the lists until they
- * are used, which is what skipping the hinted ones stands for; so when
- * only hinted clean blocks are left, the victim is the coldest block
- * without a copy, as it is in the module.
+ * The victim, kvt_policy_victim(): with a clean list (all but kvtier-seg),
+ * the coldest block with an NVMe copy (evicting it loses nothing) that no
+ * queued request was hinted for (kvt_policy_ahead(), as the prefetch
+ * engine marks the blocks it reads past its holds' bound; the module
+ * holds the others off the lists, until they are used); else the coldest
+ * without a copy; else a hinted one.
  */
 static u32 hier_victim(struct hier *h)
 {
-	u32 a;
-
-	if (h->clock) {
-		for (a = kvt_policy_next_clean(&h->pool, NIL); a != NIL;
-		     a = kvt_policy_next_clean(&h->pool, a))
-			if (!h->want[a])
-				return a;
-		a = kvt_policy_next(&h->pool, NIL);
-		if (a != NIL)
-			return a;
-	}
 	return kvt_policy_victim(&h->pool);
 }
 
@@ -948,7 +939,12 @@ static int hier_put(struct hier *h, u32 k)
 	return 0;
 }
 
-/* LOOKUP with TOUCH and LOAD of a queued request: its resident prefix. */
+/*
+ * The hints for a queued request, as LOOKUP with TOUCH and PREFETCH of its
+ * resident prefix: each block is loaded and touched, then held off the
+ * lists until used while the holds stay within --protect-pct of DRAM (the
+ * engine's bound), else marked read ahead (kvt_policy_ahead()).
+ */
 static int hier_hint(struct hier *h, const struct trace_set *t, u32 r)
 {
 	u32 i;
@@ -966,7 +962,15 @@ static int hier_hint(struct hier *h, const struct trace_set *t, u32 r)
 			a = h->addr_of[k];
 		}
 		kvt_policy_touch(&h->pool, a);
-		h->want[a] = 1;
+		if (h->held[a])
+			continue;
+		if (h->nr_held < h->max_held) {
+			kvt_policy_remove(&h->pool, a);
+			h->held[a] = 1;
+			h->nr_held++;
+		} else {
+			kvt_policy_ahead(&h->pool, a, true);
+		}
 	}
 	return 0;
 }
@@ -1025,6 +1029,12 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 			bool hit = false, dram = false;
 
 			if (a != NIL && h.dram[a]) {
+				/* Used: its hold, if any, ends (unkeep). */
+				if (h.held[a]) {
+					h.held[a] = 0;
+					h.nr_held--;
+					kvt_policy_insert(&h.pool, a);
+				}
 				/* GET, or a PUT that finds it (LOOKUP touched) */
 				kvt_policy_touch(&h.pool, a);
 				hit = dram = true;
@@ -1041,7 +1051,8 @@ static int run_hier(const struct trace_set *t, int pol, u32 cap,
 			if (!ret && !hit && h.addr_of[k] == NIL)
 				ret = hier_put(&h, k);
 			if (h.addr_of[k] != NIL)
-				h.want[h.addr_of[k]] = 0;
+				kvt_policy_ahead(&h.pool, h.addr_of[k],
+						 false);
 			res->hits += hit;
 			prefix = prefix && hit;
 			res->usable += prefix;
@@ -2180,7 +2191,7 @@ static void st_opt_bound(void)
 	static const u32 caps[] = { 8, 30, 100, 300, 1000 };
 	static const double shares[] = { 0.25, 1.0 };
 	struct sim_opts so = { .region_blocks = 4, .rescue_share = 8,
-			       .block_bytes = 1 };
+			       .block_bytes = 1, .protect_pct = 50 };
 	struct gen_opts go;
 	struct trace_set t;
 	u32 c, s, seed;
@@ -2370,7 +2381,7 @@ static void st_policy_run(int kind, bool clean, u64 *rng)
 
 		*rng = mix64(*rng + n);
 		a = *rng % 64;
-		op = (*rng >> 8) % 6;
+		op = (*rng >> 8) % 7;
 		if (op == 0 && !linked[a]) {
 			blocks[a].nloc = *rng & BIT(21) ? a : NIL;
 			kvt_policy_insert(&pool, a);
@@ -2389,16 +2400,21 @@ static void st_policy_run(int kind, bool clean, u64 *rng)
 				 linked[a] && (!pool.clean.nr ||
 					       (blocks[a].pol & KVT_PB_CLEAN)),
 				 "victim %u", a);
+
 		} else if (op == 4 && blocks[a].nloc == NIL) {
 			blocks[a].nloc = a;
 			kvt_policy_clean(&pool, a);
 		} else if (op == 5 && blocks[a].nloc != NIL) {
 			blocks[a].nloc = NIL;
 			kvt_policy_dirty(&pool, a);
+		} else if (op == 6) {
+			kvt_policy_ahead(&pool, a, *rng & BIT(22));
 		}
+		/* On the clean list: a copy, not read ahead unused. */
 		for (a = 0; a < 64; a++)
 			if (linked[a] && !(blocks[a].pol & KVT_PB_CLEAN) !=
-			    !(clean && blocks[a].nloc != NIL))
+			    !(clean && blocks[a].nloc != NIL &&
+			      !(blocks[a].pol & KVT_PB_AHEAD)))
 				break;
 		if (a < 64 || kvt_policy_check(&pool)) {
 			ST_CHECK(0, "kind %d clean %d: list broken at op %d (block %u)",
@@ -2609,7 +2625,7 @@ static int selftest(void)
 {
 	struct sim_opts so = { .dram_share = 0.25, .region_blocks = 4,
 			       .window = 0, .rescue_share = 8,
-			       .block_bytes = 1 };
+			       .block_bytes = 1, .protect_pct = 50 };
 
 	st_usable(&so);
 	so.window = 2;
@@ -2659,6 +2675,9 @@ static void usage(FILE *f)
 		"  --sync-every N          the runtime SYNCs after every N requests (the\n"
 		"                          kvtier rows write every block without a copy,\n"
 		"                          coldest first) [0: never]\n"
+		"  --protect-pct P         prefetch_protect_pct: hinted blocks held off\n"
+		"                          the lists, in percent of DRAM; the others are\n"
+		"                          marked read ahead [50]\n"
 		"  --block-bytes B         bytes of one block, for bytes_moved [64K]\n"
 		"  --max-requests N        replay the first N requests\n"
 		"  --csv                   CSV instead of a table\n"
@@ -2781,7 +2800,7 @@ int main(int argc, char **argv)
 {
 	struct sim_opts so = { .dram_share = 0.25, .region_blocks = 64,
 			       .window = 8, .rescue_share = 8,
-			       .block_bytes = 65536 };
+			       .block_bytes = 65536, .protect_pct = 50 };
 	u64 max_req = UINT64_MAX, v;
 	const char *trace = NULL;
 	bool csv = false, on[POL_NR];
@@ -2856,6 +2875,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "sync-every")) {
 			ret = parse_u64(val, &v) || v > 1 << 20 ? -EINVAL : 0;
 			so.sync_every = v;
+		} else if (!strcmp(a, "protect-pct")) {
+			ret = parse_u64(val, &v) || v > 90 ? -EINVAL : 0;
+			so.protect_pct = v;
 		} else if (!strcmp(a, "rescue-share")) {
 			ret = parse_u64(val, &v) || v > 1 << 20 ? -EINVAL : 0;
 			so.rescue_share = v;

@@ -453,10 +453,9 @@ TEST_F(pf, cancel_late_expires)
 
 /*
  * Best effort (the default): a late group keeps going and says so. Its 24
- * blocks are all held (prefetch_protect_pct 90 of 32): past the bound, a
- * block staged is clean and unheld, and with policy_clean_first the next
- * one staged may evict it while the rest of DRAM is dirty, so the count
- * of blocks ready at the end would depend on what the writer cleaned.
+ * blocks are all held (prefetch_protect_pct 90 of 32), so that the count
+ * of blocks ready at the end is exact (past_the_bound_outlasts_older_dirty_blocks
+ * has blocks past the bound).
  */
 TEST_F(pf, best_effort_late)
 {
@@ -472,6 +471,36 @@ TEST_F(pf, best_effort_late)
 	EXPECT_EQ((__u32)KVTIER_COMPLETION_LATE, c.flags);
 	EXPECT_EQ(24U, c.ready);
 	EXPECT_EQ(late + 1, pf_stat("late"));
+}
+
+/*
+ * A group larger than the holds' bound (prefetch_protect_pct 50 of 32
+ * blocks: 16) loads the rest unheld, marked read ahead: until used they
+ * age with the blocks that have no NVMe copy, not on the clean list that
+ * eviction takes first. Here DRAM holds 8 blocks PUT before the group
+ * (dirty) besides it: 8 more PUT after it write and evict those, where
+ * clean-first eviction took the 8 read ahead (a read wasted for each).
+ */
+TEST_F(pf, past_the_bound_outlasts_older_dirty_blocks)
+{
+	long long unprotected = pf_stat("unprotected");
+	struct kvtier_completion c;
+
+	ASSERT_EQ(0, set_param("prefetch_protect_pct", 50));
+	ASSERT_EQ(0, set_param("prefetch_qd", 1));
+	ASSERT_EQ(0, put_keys(self->pfd, self->buf, NPUT, 8));
+	ASSERT_EQ(24U, count_tier(self->pfd, 0, 24, KVTIER_TIER_NVME));
+	ASSERT_EQ(0, prefetch(self->pfd, 0, 24, 61, 0, 0, 0, NULL));
+	ASSERT_EQ(0, completion(self->pfd, &c, 30000));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(24U, c.ready);
+	EXPECT_EQ(unprotected + 8, pf_stat("unprotected"));
+	/* DRAM: the group's 24, and the 8 PUT before it. */
+	ASSERT_EQ(8U, count_tier(self->pfd, NPUT, 8, KVTIER_TIER_DRAM));
+	ASSERT_EQ(0, put_keys(self->pfd, self->buf, NPUT + 8, 8));
+	EXPECT_EQ(24U, count_tier(self->pfd, 0, 24, KVTIER_TIER_DRAM));
+	EXPECT_EQ(0U, count_tier(self->pfd, NPUT, 8, KVTIER_TIER_DRAM));
+	EXPECT_EQ(8U, count_tier(self->pfd, NPUT + 8, 8, KVTIER_TIER_DRAM));
 }
 
 /* Closing the fd cancels its groups. */
