@@ -582,6 +582,28 @@ TEST_F_TIMEOUT(wrap, parts_copies_relocated, 300)
 }
 
 /*
+ * Wait until the writer has been idle for 200 ms (nothing written or read
+ * on the devices: a relocation reads a copy, then writes it); 0, or
+ * -ETIMEDOUT after @secs.
+ */
+static int writer_quiet(int ctl, double secs)
+{
+	long long w = -1, r = -1, w1, r1;
+	double end = kst_mono() + secs;
+
+	while (kst_mono() < end) {
+		w1 = NSTAT(ctl, bytes_written);
+		r1 = NSTAT(ctl, bytes_read);
+		if (w1 == w && r1 == r)
+			return 0;
+		w = w1;
+		r = r1;
+		usleep(200000);
+	}
+	return -ETIMEDOUT;
+}
+
+/*
  * Relocation reads the copy and checks it before it writes it again: a
  * copy that does not verify is dropped, never relocated under a fresh
  * record. After reloc_setup() (with @z, in a pool that compresses), reads
@@ -612,10 +634,12 @@ static void reloc_checks(struct __test_metadata *_metadata,
 	/*
 	 * The writer may still be writing what the setup pushed out, and a
 	 * wrap meanwhile relocates A0 (read back, only on NVMe) with good
-	 * bytes: after the SYNC nothing is written until the PUTs below, so
-	 * A0's copy is where the summaries say when the table goes flakey.
+	 * bytes. SYNC does not wait for a relocation (A0 is not dirty): the
+	 * writer idle, nothing is written until the PUTs below, so A0's
+	 * copy is where the summaries say when the table goes flakey.
 	 */
 	ASSERT_EQ(0, nvt_sync(pfd, NULL));
+	ASSERT_EQ(0, writer_quiet(self->ctl, 60));
 	ASSERT_EQ(0, nvt_find_block("/dev/mapper/" DM_SMALL, K0, 0, &loc));
 	/* A compressed copy is stored in fewer pages than a block. */
 	if (z)
